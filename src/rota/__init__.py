@@ -1,0 +1,52 @@
+"""rota: a distributed task scheduler for Python.
+
+Send jobs, schedule them, spread them over workers on one machine or many,
+limit how fast and how many run, and watch all of it live.
+"""
+
+from rota import errors
+from rota.app import App, Registry
+from rota.context import JobContext, current_job
+from rota.errors import (
+    InvalidArgument,
+    InvalidSchedule,
+    JobCancelled,
+    JobFailed,
+    JobNotFound,
+    JobTimeout,
+    PayloadTooLarge,
+    RotaError,
+    SerializationError,
+    UnknownTask,
+)
+from rota.limits import Breaker, Limit, Rate
+from rota.models import Job, JobState
+from rota.task import JobHandle, Task
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Breaker",
+    "InvalidArgument",
+    "InvalidSchedule",
+    "Job",
+    "JobCancelled",
+    "JobContext",
+    "JobFailed",
+    "JobHandle",
+    "JobNotFound",
+    "JobState",
+    "JobTimeout",
+    "Limit",
+    "PayloadTooLarge",
+    "Rate",
+    "Registry",
+    "RotaError",
+    "SerializationError",
+    "Task",
+    "UnknownTask",
+    "__version__",
+    "current_job",
+    "errors",
+]

@@ -1,0 +1,163 @@
+"""The :class:`App`: a task registry bound to a store URL."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar, overload
+
+from rota._json import DEFAULT_PAYLOAD_CAP
+from rota._time import parse_duration
+from rota.errors import InvalidArgument, UnknownTask
+from rota.models import LimitInfo
+from rota.stores import Store, open_store, redact_url
+from rota.task import JobHandle, Task, TaskOptions
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_URL = "sqlite:///rota.db"
+
+
+class Registry:
+    """A set of tasks. Libraries declare tasks on a registry; apps include it."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Task[Any, Any]] = {}
+
+    def _bound_app(self) -> App | None:
+        return None
+
+    @overload
+    def task(self, fn: Callable[P, R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self, fn: None = None, /, *, name: str | None = None, **options: Any
+    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+
+    def task(
+        self, fn: Callable[P, R] | None = None, /, *, name: str | None = None, **options: Any
+    ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
+        """Register a function as a task: ``@app.task`` or ``@app.task(queue=..., retries=3)``.
+
+        Options: ``queue``, ``priority``, ``retries``, ``backoff=(base_s, max_s)``,
+        ``timeout``, ``lease``, ``max_lost``, ``concurrency``, ``rate``, ``breaker``,
+        ``unique``, ``unique_for``. The name defaults to the function's qualified
+        name, which is the same however the module is loaded.
+        """
+        task_options = TaskOptions.build(**options)
+
+        def register(func: Callable[P, R]) -> Task[P, R]:
+            task_name = name or func.__qualname__
+            if task_name in self.tasks and self.tasks[task_name].fn is not func:
+                existing = self.tasks[task_name].fn
+                raise InvalidArgument(
+                    f"two tasks are named {task_name!r} ({existing.__module__} and "
+                    f"{func.__module__}); give one of them name=..."
+                )
+            task: Task[P, R] = Task(func, task_name, task_options, self._bound_app())
+            self.tasks[task_name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+
+class App(Registry):
+    """Tasks plus the store they run through.
+
+    ``App()`` uses ``ROTA_URL`` from the environment, else ``sqlite:///rota.db``.
+    Nothing connects until the store is first used.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        lease: float | str = 30.0,
+        payload_cap: int = DEFAULT_PAYLOAD_CAP,
+        retention: float | str = "7d",
+        name: str = "rota",
+    ) -> None:
+        super().__init__()
+        self.url = url or os.environ.get("ROTA_URL") or DEFAULT_URL
+        self.lease = parse_duration(lease, what="lease")
+        if self.lease <= 0:
+            raise InvalidArgument("lease must be positive")
+        if payload_cap <= 0:
+            raise InvalidArgument("payload_cap must be positive")
+        self.payload_cap = payload_cap
+        self.retention = parse_duration(retention, what="retention")
+        self.name = name
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()
+        self.limits = Limits(self)
+
+    def __repr__(self) -> str:
+        return f"<rota.App {redact_url(self.url)} tasks={len(self.tasks)}>"
+
+    def _bound_app(self) -> App | None:
+        return self
+
+    @property
+    def store(self) -> Store:
+        """The store, opened on first use."""
+        if self._store is None:
+            with self._store_lock:
+                if self._store is None:
+                    self._store = open_store(self.url)
+        return self._store
+
+    def use_store(self, store: Store) -> None:
+        """Use an already opened store (tests, embedding)."""
+        self._store = store
+
+    def close(self) -> None:
+        """Close the store's connections."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def include(self, registry: Registry) -> None:
+        """Add every task of ``registry`` to this app."""
+        for name, task in registry.tasks.items():
+            if name in self.tasks and self.tasks[name] is not task:
+                raise InvalidArgument(f"a task named {name!r} is already registered")
+            self.tasks[name] = task.bind(self)
+
+    def get_task(self, name: str) -> Task[Any, Any]:
+        """The task registered under ``name``, or :class:`UnknownTask`."""
+        try:
+            return self.tasks[name]
+        except KeyError:
+            raise UnknownTask(name, list(self.tasks)) from None
+
+    def handle(self, job_id: str) -> JobHandle[Any]:
+        """A handle on an existing job."""
+        return JobHandle(self, job_id)
+
+
+class Limits:
+    """Run-time flow-control settings: ``app.limits.set("spiders", 8)``."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    def set(self, key: str, concurrency: int | None) -> None:
+        """Override the concurrency limit of ``key`` cluster-wide (None: back to declared)."""
+        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 0):
+            raise InvalidArgument(f"limit must be a non-negative integer, not {concurrency!r}")
+        self._app.store.set_limit(key, concurrency)
+
+    def clear(self, key: str) -> None:
+        """Remove a run-time override."""
+        self._app.store.set_limit(key, None)
+
+    def reset_breaker(self, key: str) -> bool:
+        """Close an open circuit breaker by hand."""
+        return self._app.store.reset_breaker(key)
+
+    def list(self) -> list[LimitInfo]:
+        """Every key with its running count, limits, tokens and breaker state."""
+        return self._app.store.limits()

@@ -1,0 +1,91 @@
+"""Exceptions raised by rota. All derive from :class:`RotaError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidArgument",
+    "InvalidSchedule",
+    "JobCancelled",
+    "JobFailed",
+    "JobNotFound",
+    "JobTimeout",
+    "PayloadTooLarge",
+    "RotaError",
+    "SerializationError",
+    "StoreUnavailable",
+    "UnknownTask",
+]
+
+
+class RotaError(Exception):
+    """Base class of every error rota raises on purpose."""
+
+
+class InvalidArgument(RotaError, ValueError):
+    """A value given to rota (an option, a state, a queue name) is not valid."""
+
+
+class SerializationError(RotaError, TypeError):
+    """Arguments or a result could not be encoded as JSON. Nothing was enqueued."""
+
+
+class PayloadTooLarge(RotaError, ValueError):
+    """The encoded arguments exceed the app's payload cap. Nothing was enqueued."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        super().__init__(f"payload is {size} bytes, over the cap of {cap} bytes")
+        self.size = size
+        self.cap = cap
+
+
+class UnknownTask(RotaError, LookupError):
+    """No task of that name is registered in the app."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        hint = f" (registered: {', '.join(sorted(known))})" if known else ""
+        super().__init__(
+            f"unknown task {name!r}{hint}; register it with @app.task(name={name!r}) "
+            "in the module the worker loads"
+        )
+        self.name = name
+
+
+class InvalidSchedule(RotaError, ValueError):
+    """A trigger or schedule definition is not valid (bad cron field, bad interval)."""
+
+
+class JobNotFound(RotaError, LookupError):
+    """No job has that id (it never existed or was removed by retention)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id!r} not found")
+        self.job_id = job_id
+
+
+class JobFailed(RotaError):
+    """The job ended ``failed``; carries the remote error and traceback."""
+
+    def __init__(self, job_id: str, error: str | None, traceback: str | None) -> None:
+        message = f"job {job_id} failed: {error or 'unknown error'}"
+        if traceback:
+            message += f"\n\nRemote traceback:\n{traceback}"
+        super().__init__(message)
+        self.job_id = job_id
+        self.error = error
+        self.traceback = traceback
+
+
+class JobCancelled(RotaError):
+    """The job was cancelled before it could produce a result."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id} was cancelled")
+        self.job_id = job_id
+
+
+class JobTimeout(RotaError, TimeoutError):
+    """Waiting for a job's result, or the job's own run, took longer than allowed."""
+
+
+class StoreUnavailable(RotaError, ConnectionError):
+    """The store could not be reached."""

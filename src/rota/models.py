@@ -1,0 +1,299 @@
+"""Values exchanged between the app, the worker, the web UI and the stores.
+
+All are frozen dataclasses: a store returns them and nobody mutates them.
+Times are seconds since the epoch on the store's clock (guarantee 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class JobState(StrEnum):
+    """Where a job is in its life: see the state diagram in docs/guarantees.md."""
+
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """True for the three end states."""
+        return self in FINISHED_STATES
+
+
+PENDING_STATES = frozenset({JobState.SCHEDULED, JobState.QUEUED})
+ACTIVE_STATES = PENDING_STATES | {JobState.RUNNING}
+FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+def parse_state(value: str) -> JobState:
+    """Turn user input into a :class:`JobState`, or raise ``InvalidArgument``."""
+    from rota.errors import InvalidArgument
+
+    try:
+        return JobState(value)
+    except ValueError:
+        names = ", ".join(s.value for s in JobState)
+        raise InvalidArgument(f"unknown state {value!r}; expected one of: {names}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyKey:
+    """At most ``limit`` running jobs carry ``key`` at once, cluster-wide."""
+
+    key: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class RateKey:
+    """Jobs carrying ``key`` start at most ``rate`` per second, with bursts of ``burst``."""
+
+    key: str
+    rate: float
+    burst: int
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerKey:
+    """After ``failures`` consecutive failures, jobs carrying ``key`` pause for ``cooldown`` s."""
+
+    key: str
+    failures: int
+    cooldown: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job as the app hands it to :meth:`Store.enqueue`.
+
+    ``payload`` is the JSON encoding of ``{"args": [...], "kwargs": {...}}``.
+    The run time is ``run_at`` when given (absolute), else the store's now plus
+    ``delay``. Limit keys were resolved at send time, so the store never runs
+    user code.
+    """
+
+    id: str
+    task: str
+    queue: str
+    payload: bytes
+    priority: int = 0
+    delay: float = 0.0
+    run_at: float | None = None
+    max_attempts: int = 1
+    max_lost: int = 3
+    lease: float = 30.0
+    timeout: float | None = None
+    concurrency: tuple[ConcurrencyKey, ...] = ()
+    rate: tuple[RateKey, ...] = ()
+    breaker: tuple[BreakerKey, ...] = ()
+    unique_key: str | None = None
+    unique_for: float | None = None
+    schedule: str | None = None
+    fire_time: float | None = None
+
+    @property
+    def limit_keys(self) -> tuple[str, ...]:
+        """Every key this job's flow control depends on, in declaration order."""
+        keys = [c.key for c in self.concurrency] + [r.key for r in self.rate]
+        keys += [b.key for b in self.breaker]
+        return tuple(dict.fromkeys(keys))
+
+    @property
+    def fair_key(self) -> str:
+        """The key jobs are rotated over for fairness: the first limit key, else ""
+        (jobs without limit keys share one FIFO sub-queue per queue)."""
+        keys = self.limit_keys
+        return keys[0] if keys else ""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What happened to one :class:`NewJob`: its id, and whether it was a duplicate
+    (then ``id`` is the id of the existing job with the same unique key)."""
+
+    id: str
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job leased to one worker. ``token`` fences every later report on it."""
+
+    id: str
+    task: str
+    queue: str
+    payload: bytes
+    attempt: int
+    max_attempts: int
+    lost: int
+    token: str
+    lease: float
+    timeout: float | None
+    enqueued_at: float
+    run_at: float
+    started_at: float
+    schedule: str | None = None
+    fire_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    """A claim on a job, as returned by :meth:`Store.claim`."""
+
+    job_id: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of one attempt, reported with :meth:`Store.finish`.
+
+    ``ok`` with ``result`` (JSON bytes), or not ``ok`` with ``error`` and
+    ``traceback``. On failure ``retry_in`` asks for another attempt after that
+    many seconds; the store grants it only while attempts remain.
+    """
+
+    job_id: str
+    token: str
+    ok: bool
+    result: bytes | None = None
+    error: str | None = None
+    traceback: str | None = None
+    retry_in: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as the store holds it, for inspection (dashboard, CLI, handles)."""
+
+    id: str
+    task: str
+    queue: str
+    state: JobState
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    run_at: float
+    enqueued_at: float
+    attempt: int
+    max_attempts: int
+    lost: int
+    started_at: float | None = None
+    finished_at: float | None = None
+    worker: str | None = None
+    lease_expires: float | None = None
+    result: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    history: tuple[dict[str, Any], ...] = ()
+    limit_keys: tuple[str, ...] = ()
+    unique_key: str | None = None
+    schedule: str | None = None
+    fire_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobQuery:
+    """Filters for :meth:`Store.list_jobs`; ``None`` means any."""
+
+    queue: str | None = None
+    task: str | None = None
+    state: JobState | None = None
+    schedule: str | None = None
+    search: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of jobs, newest first; pass ``next_cursor`` back for the next page."""
+
+    jobs: tuple[Job, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue's job counts by state and whether it is paused."""
+
+    name: str
+    paused: bool
+    counts: dict[JobState, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteStats:
+    """Jobs that ended in one minute (``minute`` = epoch seconds // 60) for a queue and task."""
+
+    minute: int
+    queue: str
+    task: str
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker's heartbeat record."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    mode: str
+    running: int
+    started_at: float
+    heartbeat_at: float = 0.0
+    cpu_percent: float | None = None
+    mem_percent: float | None = None
+    holding_back: bool = False
+    stopping: bool = False
+    processed: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LimitInfo:
+    """The state of one flow-control key across the cluster."""
+
+    key: str
+    running: int = 0
+    concurrency: int | None = None
+    rate: float | None = None
+    burst: int | None = None
+    tokens: float | None = None
+    failures: int = 0
+    open_until: float | None = None
+    override: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A schedule as the store holds it.
+
+    ``trigger`` is the trigger's JSON description (see ``rota.scheduling``);
+    ``payload`` is encoded as for :class:`NewJob`. ``job_options`` carries the
+    NewJob fields the fired jobs get (queue, priority, retries, limits).
+    """
+
+    name: str
+    task: str
+    trigger: dict[str, Any]
+    payload: bytes
+    next_fire: float | None
+    enabled: bool = True
+    misfire: str = "coalesce"
+    grace: float | None = None
+    overlap: str = "allow"
+    jitter: float = 0.0
+    job_options: dict[str, Any] = field(default_factory=dict)
+    last_fire: float | None = None
+    last_job_id: str | None = None
+    skipped: int = 0

@@ -1,0 +1,249 @@
+"""The store protocol: the one interface every backend implements.
+
+The store holds all state and makes every decision that must be atomic
+across machines. Each verb is one atomic step on the backend (one SQL
+transaction, one Lua script) that checks the state it expects and reports
+whether it applied. Batch verbs take and return sequences in the same order.
+
+Times are seconds since the epoch **on the store's clock** (:meth:`Store.now`);
+callers pass durations (``lease``, ``delay``), never their own timestamps,
+except for absolute run times the user asked for.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Literal
+
+from rota.models import (
+    ClaimedJob,
+    EnqueueResult,
+    Job,
+    JobPage,
+    JobQuery,
+    LeaseRef,
+    LimitInfo,
+    MinuteStats,
+    NewJob,
+    Outcome,
+    QueueInfo,
+    Schedule,
+    WorkerInfo,
+)
+
+FireResult = Literal["fired", "skipped", "dropped", "conflict"]
+
+
+class Store(ABC):
+    """Abstract base of every backend. See the module docstring for conventions."""
+
+    #: Backend name shown to users ("sqlite", "redis", ...).
+    kind: str = "abstract"
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections. The store may not be used afterwards."""
+
+    @abstractmethod
+    def now(self) -> float:
+        """The store's clock, in seconds since the epoch."""
+
+    # -- producing ---------------------------------------------------------
+
+    @abstractmethod
+    def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Store ``jobs`` durably, all in one atomic step.
+
+        A job whose ``unique_key`` matches a job that is pending or running,
+        or that finished less than its ``unique_for`` seconds ago, is not
+        stored; its result names the existing job with ``duplicate=True``.
+        Two equal keys in one batch behave as if sent one after the other.
+        A job runs at ``run_at`` if given, else at ``now() + delay``; a job
+        whose run time is in the future is ``scheduled``, else ``queued``.
+        """
+
+    # -- consuming ---------------------------------------------------------
+
+    @abstractmethod
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        """Lease up to ``limit`` runnable jobs from ``queues`` to ``worker_id``.
+
+        Runnable: queued (or scheduled and due), queue not paused, every
+        concurrency key below its limit, every rate key with a token, every
+        breaker key closed (or half-open with no probe running). Higher
+        priority first, FIFO within a priority, rotating fairly between
+        fairness keys. Blocked jobs stay queued and are skipped. Each claimed
+        job becomes ``running`` with ``attempt + 1``, a fresh token and a lease
+        of the job's ``lease`` seconds.
+        """
+
+    @abstractmethod
+    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        """Renew each lease by its job's lease duration. False where the token
+        no longer holds the job (the lease expired and the job moved on)."""
+
+    @abstractmethod
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """Record attempt outcomes. An outcome whose token does not hold the
+        job (stale claim) is refused: False, nothing changes.
+
+        Success: ``succeeded`` with the result. Failure with ``retry_in`` and
+        attempts left: back to ``scheduled`` at ``now() + retry_in``.
+        Otherwise ``failed``. Limit slots are released either way.
+        """
+
+    @abstractmethod
+    def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        """Give jobs back to the queue without counting the attempt (shutdown)."""
+
+    @abstractmethod
+    def recover(self) -> list[str]:
+        """Handle expired leases; return the ids of the jobs recovered.
+
+        Each such job records a lost attempt. Under its ``max_lost`` it goes
+        back to ``queued``; at it, it ends ``failed`` with error
+        ``worker_lost``. Its limit slots are released.
+        """
+
+    @abstractmethod
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block up to ``timeout`` seconds or until work may be claimable on
+        ``queues`` (a new job, a due delayed job, a released slot). May return
+        early spuriously; never busy-waits."""
+
+    # -- steering ----------------------------------------------------------
+
+    @abstractmethod
+    def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+        """Cancel pending jobs. Running or finished jobs are left alone: False."""
+
+    @abstractmethod
+    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+        """Queue failed or cancelled jobs again with fresh attempt counts."""
+
+    @abstractmethod
+    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+        """Retry every failed job of a queue and/or task; return how many."""
+
+    @abstractmethod
+    def delete(self, job_ids: Sequence[str]) -> list[bool]:
+        """Remove jobs that are not running. False for running or unknown jobs."""
+
+    @abstractmethod
+    def pause_queue(self, queue: str) -> None:
+        """Stop claims from ``queue``; it keeps accepting jobs."""
+
+    @abstractmethod
+    def resume_queue(self, queue: str) -> None:
+        """Undo :meth:`pause_queue`."""
+
+    @abstractmethod
+    def purge_queue(self, queue: str) -> int:
+        """Delete every pending job of ``queue``; return how many."""
+
+    @abstractmethod
+    def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        """Retention: delete up to ``limit`` jobs finished more than
+        ``older_than`` seconds ago; return how many."""
+
+    # -- workers -----------------------------------------------------------
+
+    @abstractmethod
+    def heartbeat(self, worker: WorkerInfo) -> None:
+        """Record a worker's liveness and load (``heartbeat_at`` is set to now)."""
+
+    @abstractmethod
+    def remove_worker(self, worker_id: str) -> None:
+        """Forget a worker that stopped cleanly."""
+
+    @abstractmethod
+    def workers(self) -> list[WorkerInfo]:
+        """Every known worker with its last heartbeat, newest first."""
+
+    # -- flow control ------------------------------------------------------
+
+    @abstractmethod
+    def set_limit(self, key: str, concurrency: int | None) -> None:
+        """Override the concurrency limit of ``key`` at run time (None: clear)."""
+
+    @abstractmethod
+    def reset_breaker(self, key: str) -> bool:
+        """Close the breaker of ``key``; False if it was not open."""
+
+    @abstractmethod
+    def limits(self) -> list[LimitInfo]:
+        """Every flow-control key the store knows, with its current state."""
+
+    # -- schedules ---------------------------------------------------------
+
+    @abstractmethod
+    def upsert_schedule(self, schedule: Schedule) -> None:
+        """Create or update a schedule by name. An update keeps the stored
+        ``next_fire``, ``last_fire`` and ``enabled`` unless the trigger changed."""
+
+    @abstractmethod
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name."""
+
+    @abstractmethod
+    def remove_schedule(self, name: str) -> bool:
+        """Delete a schedule; False if there was none."""
+
+    @abstractmethod
+    def set_schedule_enabled(self, name: str, enabled: bool) -> bool:
+        """Pause or resume a schedule; False if there is none."""
+
+    @abstractmethod
+    def fire_schedule(
+        self, name: str, expected_next: float, new_next: float | None, job: NewJob | None
+    ) -> FireResult:
+        """Atomically advance a schedule and enqueue its job.
+
+        Applies only if the schedule's ``next_fire`` still equals
+        ``expected_next`` (else ``"conflict"``: another scheduler fired it).
+        Sets ``next_fire = new_next`` and ``last_fire = expected_next``. With
+        ``job`` None the fire is ``"dropped"`` (misfire grace). With overlap
+        ``"skip"`` and the last job still pending or running, or ``"queue"``
+        and a job already waiting, no job is made: ``"skipped"``. Else the job
+        is enqueued and becomes ``last_job_id``: ``"fired"``.
+        """
+
+    @abstractmethod
+    def schedule_changed_since(self, version: int) -> int:
+        """A counter that changes whenever schedules change; schedulers use it
+        to wake up. Returns the current value."""
+
+    # -- inspection --------------------------------------------------------
+
+    @abstractmethod
+    def get_job(self, job_id: str) -> Job | None:
+        """One job with everything known about it, or None."""
+
+    @abstractmethod
+    def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
+        """Many jobs in one round trip, in the order asked."""
+
+    @abstractmethod
+    def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
+        """Jobs matching ``query``, newest first, keyset-paginated."""
+
+    @abstractmethod
+    def iter_results(
+        self, queue: str | None = None, task: str | None = None, batch: int = 1000
+    ) -> Iterator[Job]:
+        """Every succeeded job of a queue and/or task, streamed in batches."""
+
+    @abstractmethod
+    def queues(self) -> list[QueueInfo]:
+        """Every queue that has jobs or is paused, with counts by state."""
+
+    @abstractmethod
+    def throughput(self, since: float) -> list[MinuteStats]:
+        """Per-minute counts of finished attempts since ``since`` (store clock)."""
+
+    @abstractmethod
+    def totals(self) -> list[MinuteStats]:
+        """All-time counts per queue and task (``minute`` is 0)."""

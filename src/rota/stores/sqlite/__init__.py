@@ -1,0 +1,5 @@
+"""The embedded SQLite store."""
+
+from rota.stores.sqlite.store import SQLiteStore
+
+__all__ = ["SQLiteStore"]

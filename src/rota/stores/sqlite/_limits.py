@@ -1,0 +1,158 @@
+"""Flow-control bookkeeping of the SQLite store, inside one write transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from rota import _json, flow
+from rota.stores.sqlite._sql import queries
+
+Q = queries()
+
+
+@dataclass(slots=True)
+class _KeyState:
+    running: int = 0
+    concurrency: int | None = None
+    override: int | None = None
+    rate: float | None = None
+    burst: int | None = None
+    tokens: float | None = None
+    tokens_at: float | None = None
+    failures: int = 0
+    open_until: float | None = None
+    probe: str | None = None
+
+
+class LimitBook:
+    """Reads each touched key once, decides admissions and outcomes, writes back once.
+
+    ``limits`` values are the decoded ``limits`` column of a job:
+    ``{"c": [[key, n]], "r": [[key, rate, burst]], "b": [[key, failures, cooldown]]}``.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
+        self._conn = conn
+        self._now = now
+        self._keys: dict[str, _KeyState] = {}
+        self._dirty: set[str] = set()
+        self.blocked: set[str] = set()
+
+    def _get(self, key: str) -> _KeyState:
+        state = self._keys.get(key)
+        if state is None:
+            row = self._conn.execute(Q["limit_row"], (key,)).fetchone()
+            state = _KeyState(*row) if row else _KeyState()
+            self._keys[key] = state
+        return state
+
+    def admit(self, limits: dict[str, Any], job_id: str) -> bool:
+        """Take the job's slots and tokens if every key allows it; else block
+        the first key that does not and take nothing."""
+        buckets: dict[str, flow.Bucket] = {}
+        for key, n in limits.get("c", ()):
+            state = self._get(key)
+            cap = state.override if state.override is not None else n
+            if key in self.blocked or state.running >= cap:
+                self.blocked.add(key)
+                return False
+        for key, rate, burst in limits.get("r", ()):
+            state = self._get(key)
+            old = None
+            if state.tokens is not None and state.tokens_at is not None:
+                old = flow.Bucket(state.tokens, state.tokens_at)
+            bucket = flow.refill(old, rate, burst, self._now)
+            taken = flow.take(bucket) if key not in self.blocked else None
+            if taken is None:
+                self.blocked.add(key)
+                return False
+            buckets[key] = taken
+        for key, _n, _cooldown in limits.get("b", ()):
+            state = self._get(key)
+            if key in self.blocked or not flow.breaker_allows(
+                state.open_until, state.probe is not None, self._now
+            ):
+                self.blocked.add(key)
+                return False
+        self._apply_admission(limits, buckets, job_id)
+        return True
+
+    def _apply_admission(
+        self, limits: dict[str, Any], buckets: dict[str, flow.Bucket], job_id: str
+    ) -> None:
+        for key, n in limits.get("c", ()):
+            state = self._get(key)
+            state.running += 1
+            state.concurrency = n
+            self._dirty.add(key)
+        for key, rate, burst in limits.get("r", ()):
+            state = self._get(key)
+            state.rate, state.burst = rate, burst
+            state.tokens, state.tokens_at = buckets[key].tokens, buckets[key].at
+            self._dirty.add(key)
+        for key, _n, _cooldown in limits.get("b", ()):
+            state = self._get(key)
+            if state.open_until is not None:
+                state.probe = job_id
+                self._dirty.add(key)
+
+    def release(self, limits: dict[str, Any], job_id: str, ok: bool | None) -> None:
+        """Free the job's slots; with ``ok`` not None, count the outcome on its breakers."""
+        for key, _n in limits.get("c", ()):
+            state = self._get(key)
+            state.running = max(0, state.running - 1)
+            self._dirty.add(key)
+        for key, threshold, cooldown in limits.get("b", ()):
+            state = self._get(key)
+            was_probe = state.probe == job_id
+            if was_probe:
+                state.probe = None
+            if ok is not None:
+                state.failures, state.open_until = flow.breaker_after(
+                    state.failures, state.open_until, ok, threshold, cooldown, self._now
+                )
+            self._dirty.add(key)
+
+    def save(self) -> None:
+        """Write every changed key back."""
+        rows = []
+        for key in self._dirty:
+            s = self._keys[key]
+            rows.append(
+                (
+                    key,
+                    s.running,
+                    s.concurrency,
+                    s.override,
+                    s.rate,
+                    s.burst,
+                    s.tokens,
+                    s.tokens_at,
+                    s.failures,
+                    s.open_until,
+                    s.probe,
+                )
+            )
+        if rows:
+            self._conn.executemany(Q["save_limit_row"], rows)
+        self._dirty.clear()
+
+
+def decode(raw: bytes | None) -> dict[str, Any] | None:
+    """The ``limits`` column, decoded (None when the job has no limit keys)."""
+    return _json.loads(raw) if raw else None
+
+
+def encode(concurrency: Any, rate: Any, breaker: Any) -> bytes | None:
+    """The ``limits`` column for a job's resolved keys (None when it has none)."""
+    if not (concurrency or rate or breaker):
+        return None
+    return _json.dumps(
+        {
+            "c": [[c.key, c.limit] for c in concurrency],
+            "r": [[r.key, r.rate, r.burst] for r in rate],
+            "b": [[b.key, b.failures, b.cooldown] for b in breaker],
+        }
+    )

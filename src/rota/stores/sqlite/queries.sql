@@ -1,0 +1,121 @@
+-- Named queries of the SQLite store. Each starts with "-- name: NAME".
+
+-- name: insert_job
+INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
+                  enqueued_at, max_attempts, max_lost, lease, timeout, limits,
+                  unique_key, unique_for, schedule, fire_time)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+-- name: ensure_queue
+INSERT OR IGNORE INTO queues (name) VALUES (?)
+
+-- name: queue_clock
+SELECT vclock FROM queues WHERE name = ?
+
+-- name: fair_key_last
+SELECT last FROM fair_keys WHERE queue = ? AND key = ?
+
+-- name: set_fair_key_last
+INSERT INTO fair_keys (queue, key, last) VALUES (?, ?, ?)
+ON CONFLICT (queue, key) DO UPDATE SET last = excluded.last
+
+-- name: unique_holder
+SELECT u.job_id, u.until, j.state
+FROM uniques u LEFT JOIN jobs j ON j.id = u.job_id
+WHERE u.key = ?
+
+-- name: hold_unique
+INSERT INTO uniques (key, job_id, until) VALUES (?, ?, NULL)
+ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL
+
+-- name: promote_due
+UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= ?
+
+-- name: paused_queues
+SELECT name FROM queues WHERE paused = 1
+
+-- name: ready_candidates
+SELECT seq, priority, vtime, limits, id FROM jobs INDEXED BY jobs_ready
+WHERE state = 'queued' AND queue = ?
+ORDER BY priority DESC, vtime, seq
+LIMIT ? OFFSET ?
+
+-- name: limit_row
+SELECT running, concurrency, override, rate, burst, tokens, tokens_at, failures,
+       open_until, probe
+FROM limits WHERE key = ?
+
+-- name: save_limit_row
+INSERT INTO limits (key, running, concurrency, override, rate, burst, tokens, tokens_at,
+                    failures, open_until, probe)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET
+    running = excluded.running, concurrency = excluded.concurrency,
+    override = excluded.override, rate = excluded.rate, burst = excluded.burst,
+    tokens = excluded.tokens, tokens_at = excluded.tokens_at,
+    failures = excluded.failures, open_until = excluded.open_until, probe = excluded.probe
+
+-- name: advance_queue_clock
+UPDATE queues SET vclock = max(vclock, ?) WHERE name = ?
+
+-- name: extend_lease
+UPDATE jobs SET lease_expires = ? + lease
+WHERE id = ? AND lease_token = ? AND state = 'running'
+
+-- name: finish_rows
+SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
+       unique_key, unique_for, enqueued_at, started_at
+FROM jobs WHERE id IN ({ids})
+
+-- name: mark_succeeded
+UPDATE jobs SET state = 'succeeded', result = ?, finished_at = ?,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: mark_retry
+UPDATE jobs SET state = 'scheduled', run_at = ?, error = ?, traceback = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: mark_failed
+UPDATE jobs SET state = 'failed', error = ?, traceback = ?, finished_at = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: mark_released
+UPDATE jobs SET state = 'queued', attempt = attempt - 1, started_at = NULL,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: mark_lost
+UPDATE jobs SET state = ?, lost = lost + 1, run_at = ?, error = ?, finished_at = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: expired_leases
+SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
+       unique_key, unique_for, enqueued_at, started_at, max_lost, lease_owner
+FROM jobs INDEXED BY jobs_leases
+WHERE state = 'running' AND lease_expires < ?
+LIMIT 1000
+
+-- name: release_unique
+DELETE FROM uniques WHERE key = ? AND job_id = ?
+
+-- name: keep_unique_until
+UPDATE uniques SET until = ? WHERE key = ? AND job_id = ?
+
+-- name: count_stats
+INSERT INTO stats (minute, queue, task, succeeded, failed) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (minute, queue, task) DO UPDATE SET
+    succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed
+
+-- name: next_due
+SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+
+-- name: save_worker
+INSERT INTO workers (id, heartbeat_at, info) VALUES (?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, info = excluded.info

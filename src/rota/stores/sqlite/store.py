@@ -1,0 +1,392 @@
+"""The SQLite store: rota's embedded default.
+
+One database file in WAL mode, shared by any number of processes on one
+machine. Every verb is one ``BEGIN IMMEDIATE`` transaction, so SQLite's
+single writer lock makes each state change atomic. Claims and finishes are
+batched: one transaction per batch, whatever its size.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from rota import _json, flow
+from rota.errors import InvalidArgument
+from rota.models import (
+    ClaimedJob,
+    EnqueueResult,
+    LeaseRef,
+    NewJob,
+    Outcome,
+    WorkerInfo,
+)
+from rota.stores.base import Store
+from rota.stores.sqlite import _limits, _notify
+from rota.stores.sqlite._reads import Reads
+from rota.stores.sqlite._schedules import Schedules
+from rota.stores.sqlite._sql import queries
+from rota.stores.sqlite._steer import Steering
+
+Q = queries()
+_CHUNK = 500  # ids per IN (...) list, under SQLite's variable limit
+
+
+class _Choice(NamedTuple):
+    seq: int
+    vtime: float
+    queue: str
+    order: tuple[int, float, int]
+
+
+class SQLiteStore(Reads, Steering, Schedules, Store):
+    """A :class:`~rota.stores.base.Store` on one SQLite file (``sqlite:///path``)."""
+
+    kind = "sqlite"
+
+    def now(self) -> float:
+        return time.time()
+
+    # -- producing ---------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        if not jobs:
+            return []
+        now = time.time()
+        with self._write() as conn:
+            results = self._enqueue(conn, jobs, now)
+        _notify.notify(self.path)
+        return results
+
+    def _enqueue(
+        self, conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float
+    ) -> list[EnqueueResult]:
+        clocks: dict[str, float] = {}
+        for queue in {job.queue for job in jobs}:
+            conn.execute(Q["ensure_queue"], (queue,))
+            clocks[queue] = conn.execute(Q["queue_clock"], (queue,)).fetchone()[0]
+        lasts: dict[tuple[str, str], float] = {}
+        rows: list[tuple[Any, ...]] = []
+        results: list[EnqueueResult] = []
+        for job in jobs:
+            if job.unique_key is not None:
+                holder = self._unique_holder(conn, job.unique_key, now)
+                if holder is not None:
+                    results.append(EnqueueResult(holder, duplicate=True))
+                    continue
+                conn.execute(Q["hold_unique"], (job.unique_key, job.id))
+            fair = (job.queue, job.fair_key)
+            if fair not in lasts:
+                row = conn.execute(Q["fair_key_last"], fair).fetchone()
+                lasts[fair] = row[0] if row else 0.0
+            vtime = lasts[fair] = flow.virtual_start(lasts[fair], clocks[job.queue])
+            run_at = job.run_at if job.run_at is not None else now + job.delay
+            rows.append(
+                (
+                    job.id,
+                    job.task,
+                    job.queue,
+                    "scheduled" if run_at > now else "queued",
+                    job.payload,
+                    job.priority,
+                    vtime,
+                    job.fair_key,
+                    run_at,
+                    now,
+                    job.max_attempts,
+                    job.max_lost,
+                    job.lease,
+                    job.timeout,
+                    _limits.encode(job.concurrency, job.rate, job.breaker),
+                    job.unique_key,
+                    job.unique_for,
+                    job.schedule,
+                    job.fire_time,
+                )
+            )
+            results.append(EnqueueResult(job.id))
+        try:
+            conn.executemany(Q["insert_job"], rows)
+        except sqlite3.IntegrityError:
+            raise InvalidArgument("a job with one of these ids already exists") from None
+        conn.executemany(Q["set_fair_key_last"], [(q, k, v) for (q, k), v in lasts.items()])
+        return results
+
+    @staticmethod
+    def _unique_holder(conn: sqlite3.Connection, key: str, now: float) -> str | None:
+        row = conn.execute(Q["unique_holder"], (key,)).fetchone()
+        if row is None:
+            return None
+        job_id, until, state = row
+        if until is None and state in ("scheduled", "queued", "running"):
+            return str(job_id)
+        if until is not None and until > now:
+            return str(job_id)
+        return None
+
+    # -- consuming ---------------------------------------------------------
+
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        if limit <= 0 or not queues:
+            return []
+        now = time.time()
+        with self._write() as conn:
+            conn.execute(Q["promote_due"], (now,))
+            paused = {row[0] for row in conn.execute(Q["paused_queues"])}
+            book = _limits.LimitBook(conn, now)
+            chosen: list[_Choice] = []
+            for queue in queues:
+                if queue not in paused:
+                    chosen += self._choose(conn, book, queue, limit)
+            if len(queues) > 1:
+                chosen.sort(key=lambda c: c.order)
+            chosen = chosen[:limit]
+            if not chosen:
+                return []
+            book.save()
+            token = secrets.token_hex(8)
+            seqs = ",".join(str(c.seq) for c in chosen)
+            rows = conn.execute(
+                f"UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?,"
+                f" lease_token = ? || ':' || seq, lease_expires = ? + lease, started_at = ?"
+                f" WHERE seq IN ({seqs})"
+                f" RETURNING id, task, queue, payload, attempt, max_attempts, lost,"
+                f" lease_token, lease, timeout, enqueued_at, run_at, schedule, fire_time",
+                (worker_id, token, now, now),
+            ).fetchall()
+            clocks: dict[str, float] = {}
+            for c in chosen:
+                clocks[c.queue] = max(clocks.get(c.queue, 0.0), c.vtime)
+            conn.executemany(Q["advance_queue_clock"], [(v, q) for q, v in clocks.items()])
+        return [
+            ClaimedJob(
+                id=r[0],
+                task=r[1],
+                queue=r[2],
+                payload=r[3],
+                attempt=r[4],
+                max_attempts=r[5],
+                lost=r[6],
+                token=r[7],
+                lease=r[8],
+                timeout=r[9],
+                enqueued_at=r[10],
+                run_at=r[11],
+                started_at=now,
+                schedule=r[12],
+                fire_time=r[13],
+            )
+            for r in rows
+        ]
+
+    @staticmethod
+    def _choose(
+        conn: sqlite3.Connection, book: _limits.LimitBook, queue: str, limit: int
+    ) -> list[_Choice]:
+        """Pick up to ``limit`` claimable jobs of one queue, skipping blocked keys.
+
+        Scans the ready index in pages, at most a bounded number of rows, so a
+        queue full of blocked jobs costs little."""
+        chosen: list[_Choice] = []
+        page, offset, max_scan = max(16, limit * 2), 0, max(512, limit * 32)
+        while len(chosen) < limit and offset < max_scan:
+            rows = conn.execute(Q["ready_candidates"], (queue, page, offset)).fetchall()
+            for seq, priority, vtime, raw_limits, job_id in rows:
+                limits = _limits.decode(raw_limits)
+                if limits is None or book.admit(limits, job_id):
+                    chosen.append(_Choice(seq, vtime, queue, (-priority, vtime, seq)))
+                    if len(chosen) >= limit:
+                        break
+            if len(rows) < page:
+                break
+            offset += page
+            page *= 2
+        return chosen
+
+    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        if not leases:
+            return []
+        now = time.time()
+        with self._write() as conn:
+            return [
+                conn.execute(Q["extend_lease"], (now, lease.job_id, lease.token)).rowcount == 1
+                for lease in leases
+            ]
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        if not outcomes:
+            return []
+        now = time.time()
+        minute = int(now // 60)
+        with self._write() as conn:
+            rows = self._rows_by_id(conn, [o.job_id for o in outcomes])
+            book = _limits.LimitBook(conn, now)
+            done: list[tuple[Any, ...]] = []
+            retries: list[tuple[Any, ...]] = []
+            fails: list[tuple[Any, ...]] = []
+            counts: Counter[tuple[str, str, bool]] = Counter()
+            applied: list[bool] = []
+            for o in outcomes:
+                row = rows.get(o.job_id)
+                if row is None or row["state"] != "running" or row["lease_token"] != o.token:
+                    applied.append(False)
+                    continue
+                applied.append(True)
+                counts[(row["queue"], row["task"], o.ok)] += 1
+                limits = _limits.decode(row["limits"])
+                if limits:
+                    book.release(limits, o.job_id, o.ok)
+                if o.ok:
+                    done.append((o.result, now, o.job_id))
+                    self._settle_unique(conn, row, succeeded=True)
+                    continue
+                entry = _json.dumps(
+                    {"attempt": row["attempt"], "event": "failed", "error": o.error, "at": now}
+                )
+                tries = row["attempt"] - row["lost"]
+                if o.retry_in is not None and tries < row["max_attempts"]:
+                    retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
+                else:
+                    fails.append((o.error, o.traceback, now, entry, o.job_id))
+                    self._settle_unique(conn, row, succeeded=False)
+            conn.executemany(Q["mark_succeeded"], done)
+            conn.executemany(Q["mark_retry"], retries)
+            conn.executemany(Q["mark_failed"], fails)
+            book.save()
+            self._count(conn, minute, counts)
+        _notify.notify(self.path)  # freed slots and retries may unblock waiters
+        return applied
+
+    @staticmethod
+    def _count(
+        conn: sqlite3.Connection, minute: int, counts: Counter[tuple[str, str, bool]]
+    ) -> None:
+        merged: dict[tuple[str, str], list[int]] = {}
+        for (queue, task, ok), n in counts.items():
+            merged.setdefault((queue, task), [0, 0])[0 if ok else 1] += n
+        rows = []
+        for (queue, task), (good, bad) in merged.items():
+            rows.append((minute, queue, task, good, bad))
+            rows.append((0, queue, task, good, bad))
+        conn.executemany(Q["count_stats"], rows)
+
+    @staticmethod
+    def _settle_unique(conn: sqlite3.Connection, row: sqlite3.Row, *, succeeded: bool) -> None:
+        key = row["unique_key"]
+        if key is None:
+            return
+        if succeeded and row["unique_for"]:
+            until = row["enqueued_at"] + row["unique_for"]
+            conn.execute(Q["keep_unique_until"], (until, key, row["id"]))
+        else:
+            conn.execute(Q["release_unique"], (key, row["id"]))
+
+    @staticmethod
+    def _rows_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, sqlite3.Row]:
+        found: dict[str, sqlite3.Row] = {}
+        conn.row_factory = sqlite3.Row
+        try:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                sql = Q["finish_rows"].format(ids=",".join("?" * len(chunk)))
+                for row in conn.execute(sql, chunk):
+                    found[row["id"]] = row
+        finally:
+            conn.row_factory = None
+        return found
+
+    def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        if not leases:
+            return []
+        now = time.time()
+        with self._write() as conn:
+            rows = self._rows_by_id(conn, [lease.job_id for lease in leases])
+            book = _limits.LimitBook(conn, now)
+            applied = []
+            for lease in leases:
+                row = rows.get(lease.job_id)
+                ok = (
+                    row is not None
+                    and row["state"] == "running"
+                    and (row["lease_token"] == lease.token)
+                )
+                applied.append(ok)
+                if ok and row is not None:
+                    limits = _limits.decode(row["limits"])
+                    if limits:
+                        book.release(limits, lease.job_id, None)
+                    conn.execute(Q["mark_released"], (lease.job_id,))
+            book.save()
+        _notify.notify(self.path)
+        return applied
+
+    def recover(self) -> list[str]:
+        now = time.time()
+        with self._write() as conn:
+            conn.row_factory = sqlite3.Row
+            try:
+                rows = conn.execute(Q["expired_leases"], (now,)).fetchall()
+            finally:
+                conn.row_factory = None
+            if not rows:
+                return []
+            book = _limits.LimitBook(conn, now)
+            for row in rows:
+                limits = _limits.decode(row["limits"])
+                if limits:
+                    book.release(limits, row["id"], None)
+                entry = _json.dumps(
+                    {
+                        "attempt": row["attempt"],
+                        "event": "lost",
+                        "worker": row["lease_owner"],
+                        "at": now,
+                    }
+                )
+                final = row["lost"] + 1 >= row["max_lost"]
+                if final:
+                    self._settle_unique(conn, row, succeeded=False)
+                conn.execute(
+                    Q["mark_lost"],
+                    (
+                        "failed" if final else "queued",
+                        now,
+                        "worker_lost" if final else None,
+                        now if final else None,
+                        entry,
+                        row["id"],
+                    ),
+                )
+            book.save()
+        _notify.notify(self.path)
+        return [row["id"] for row in rows]
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        conn = self._waiter_conn()
+        row = conn.execute(Q["next_due"]).fetchone()
+        if row and row[0] is not None:
+            timeout = min(timeout, max(0.0, row[0] - time.time()))
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+
+        def changed() -> bool:
+            return bool(conn.execute("PRAGMA data_version").fetchone()[0] != version)
+
+        _notify.wait(self.path, timeout, changed)
+
+    # -- workers -----------------------------------------------------------
+
+    def heartbeat(self, worker: WorkerInfo) -> None:
+        from dataclasses import asdict
+
+        now = time.time()
+        info = asdict(worker) | {"heartbeat_at": now}
+        with self._write() as conn:
+            conn.execute(Q["save_worker"], (worker.id, now, _json.dumps(info)))
+
+    def remove_worker(self, worker_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
