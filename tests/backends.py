@@ -1,0 +1,62 @@
+"""Store URLs for tests: each test gets its own SQLite file or Redis namespace.
+
+A backend whose service is missing skips locally and fails in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REDIS_URL = os.environ.get("ROTA_TEST_REDIS", "redis://127.0.0.1:6379/0")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def available_backends() -> list[str]:
+    """Backends the conformance suite runs against."""
+    kinds = ["sqlite"]
+    if importlib.util.find_spec("rota.stores.redis") is not None:
+        kinds.append("redis")
+    return kinds
+
+
+def redis_reachable() -> bool:
+    try:
+        import redis
+    except ImportError:
+        return False
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except Exception:
+        return False
+    return True
+
+
+def store_url(kind: str, tmp_path: Path) -> str:
+    """A fresh store URL of ``kind`` that no other test uses."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'rota.db'}"
+    if kind == "redis":
+        if not redis_reachable():
+            if IN_CI:
+                pytest.fail(f"Redis is not reachable at {REDIS_URL} (CI=true: must not skip)")
+            pytest.skip(f"Redis is not reachable at {REDIS_URL}")
+        return f"{REDIS_URL}?namespace=test-{uuid.uuid4().hex[:12]}"
+    raise ValueError(kind)
+
+
+def drop_store(kind: str, url: str) -> None:
+    """Remove what a test left in a shared service."""
+    if kind == "redis":
+        import redis
+
+        namespace = url.split("namespace=", 1)[1]
+        client = redis.Redis.from_url(url.split("?", 1)[0])
+        keys = list(client.scan_iter(match=f"{{rota:{namespace}}}:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start : start + 1000])
+        client.close()

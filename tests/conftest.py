@@ -1,0 +1,37 @@
+"""Fixtures shared by every test tier."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from backends import available_backends, drop_store, store_url  # noqa: E402
+
+from rota.stores import Store, open_store  # noqa: E402
+
+
+@pytest.fixture(params=available_backends())
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of each store backend in turn."""
+    return str(request.param)
+
+
+@pytest.fixture
+def url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh store URL of the current backend, cleaned up afterwards."""
+    value = store_url(backend, tmp_path)
+    yield value
+    drop_store(backend, value)
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    """An open, empty store of the current backend."""
+    opened = open_store(url)
+    yield opened
+    opened.close()
