@@ -1,0 +1,273 @@
+"""Where jobs run: threads (default), child processes, or an asyncio loop.
+
+Each executor runs a job it is given and calls ``on_done(job, result)`` from
+one of its own threads. The worker gives it a job only when a slot is free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import multiprocessing
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+from rota.context import reset_current, set_current
+from rota.errors import InvalidArgument, JobTimeout, UnknownTask
+from rota.models import ClaimedJob
+from rota.worker import runner
+from rota.worker.runner import Result
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+    from multiprocessing.process import BaseProcess
+
+    from rota.app import App
+
+OnDone = Callable[[ClaimedJob, Result], None]
+MODES = ("threads", "processes", "async")
+
+
+class Executor(ABC):
+    """Runs jobs in ``size`` slots and reports each result through ``on_done``."""
+
+    def __init__(self, app: App, size: int, on_done: OnDone) -> None:
+        self.app = app
+        self.size = size
+        self.on_done = on_done
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the slots."""
+
+    @abstractmethod
+    def submit(self, job: ClaimedJob) -> None:
+        """Run ``job`` in a free slot."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the slots; jobs still running are abandoned (the worker releases them)."""
+
+    def busy(self) -> int:
+        """Slots occupied, including ones whose job was abandoned but has not returned."""
+        return 0
+
+
+class ThreadExecutor(Executor):
+    """A fixed pool of threads: for I/O-bound tasks. Timeouts are reported at the
+    deadline, but Python cannot stop a thread: it stays busy until the task returns."""
+
+    def __init__(self, app: App, size: int, on_done: OnDone) -> None:
+        super().__init__(app, size, on_done)
+        self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._slot, name=f"rota-slot-{i}", daemon=True)
+            for i in range(size)
+        ]
+        self._busy = 0
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job: ClaimedJob) -> None:
+        with self._lock:
+            self._busy += 1
+        self._jobs.put(job)
+
+    def busy(self) -> int:
+        return self._busy
+
+    def _slot(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                result = runner.run_sync(self.app, job)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+            self.on_done(job, result)
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+
+
+def _child_main(conn: Connection, app_spec: str | None, app: App | None) -> None:
+    """A child process: run jobs sent over ``conn`` until it closes."""
+    if app is None:
+        from rota._loader import load_app
+
+        app = load_app(app_spec or "")
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        conn.send(runner.run_sync(app, job))
+
+
+class _ProcessSlot:
+    """One child process and the thread that feeds it."""
+
+    def __init__(self, ctx: BaseContext, app: App, app_spec: str | None) -> None:
+        self._ctx = ctx
+        self._app = app
+        self._spec = app_spec
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def _spawn(self) -> tuple[BaseProcess, Connection]:
+        parent, child = self._ctx.Pipe()
+        inherited = self._app if self._spec is None else None
+        proc = self._ctx.Process(  # type: ignore[attr-defined]
+            target=_child_main, args=(child, self._spec, inherited), daemon=True
+        )
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        return proc, parent
+
+    def run(self, job: ClaimedJob) -> Result:
+        proc, conn = (self._proc, self._conn) if self._conn else self._spawn()
+        assert proc is not None and conn is not None
+        try:
+            conn.send(job)
+            if conn.poll(job.timeout):
+                result: Result = conn.recv()
+                return result
+        except (EOFError, OSError, BrokenPipeError):
+            self.kill()
+            crash = RuntimeError(
+                f"the child process running the job died (exit code {proc.exitcode})"
+            )
+            return runner.failure(crash)
+        self.kill()
+        return runner.failure(JobTimeout(f"timed out after {job.timeout} s; child process killed"))
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc, self._conn = None, None
+
+
+class ProcessExecutor(Executor):
+    """One child process per slot: for CPU-bound tasks. A job over its timeout has
+    its child killed and replaced."""
+
+    def __init__(self, app: App, size: int, on_done: OnDone, app_spec: str | None = None) -> None:
+        super().__init__(app, size, on_done)
+        method = "fork" if app_spec is None else "spawn"
+        if method == "fork" and "fork" not in multiprocessing.get_all_start_methods():
+            raise InvalidArgument("processes mode needs the app's import spec on this platform")
+        ctx = multiprocessing.get_context(method)
+        self._slots = [_ProcessSlot(ctx, app, app_spec) for _ in range(size)]
+        self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._feed, args=(slot,), name=f"rota-proc-{i}", daemon=True)
+            for i, slot in enumerate(self._slots)
+        ]
+
+    def start(self) -> None:
+        for slot in self._slots:
+            slot._spawn()
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job: ClaimedJob) -> None:
+        self._jobs.put(job)
+
+    def _feed(self, slot: _ProcessSlot) -> None:
+        while (job := self._jobs.get()) is not None:
+            if job.task not in self.app.tasks:
+                self.on_done(
+                    job,
+                    runner.failure(UnknownTask(job.task, list(self.app.tasks)), retryable=False),
+                )
+                continue
+            self.on_done(job, slot.run(job))
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        for slot in self._slots:
+            slot.kill()
+
+
+class AsyncExecutor(Executor):
+    """One asyncio loop in a thread: ``async def`` tasks run on it, with real
+    cancellation at their timeout; plain functions run in the loop's thread pool."""
+
+    def __init__(self, app: App, size: int, on_done: OnDone) -> None:
+        super().__init__(app, size, on_done)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rota-async", daemon=True
+        )
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, job: ClaimedJob) -> None:
+        self._loop.call_soon_threadsafe(self._spawn, job)
+
+    def _spawn(self, job: ClaimedJob) -> None:
+        task = self._loop.create_task(self._run(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, job: ClaimedJob) -> None:
+        try:
+            fn, args, kwargs, ctx = runner.prepare(self.app, job)
+        except UnknownTask as exc:
+            self.on_done(job, runner.failure(exc, retryable=False))
+            return
+        token = set_current(ctx)
+        try:
+            if inspect.iscoroutinefunction(fn):
+                value = await asyncio.wait_for(fn(*args, **kwargs), job.timeout)
+            else:
+                value = await asyncio.to_thread(fn, *args, **kwargs)
+            result = runner.encode(value)
+        except TimeoutError:
+            result = runner.failure(JobTimeout(f"timed out after {job.timeout} s; cancelled"))
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            result = runner.failure(exc)
+        finally:
+            reset_current(token)
+        self.on_done(job, result)
+
+    def stop(self) -> None:
+        def cancel_all() -> None:
+            for task in list(self._tasks):
+                task.cancel()
+            self._loop.stop()
+
+        self._loop.call_soon_threadsafe(cancel_all)
+        self._thread.join(5)
+
+
+def make_executor(
+    mode: str, app: App, size: int, on_done: OnDone, app_spec: str | None = None
+) -> Executor:
+    """The executor for a worker ``mode``: threads, processes or async."""
+    if mode == "threads":
+        return ThreadExecutor(app, size, on_done)
+    if mode == "processes":
+        return ProcessExecutor(app, size, on_done, app_spec)
+    if mode == "async":
+        return AsyncExecutor(app, size, on_done)
+    raise InvalidArgument(f"unknown worker mode {mode!r}; expected one of: {', '.join(MODES)}")
+
+
+__all__ = ["MODES", "Executor", "make_executor"]

@@ -1,0 +1,103 @@
+"""Running one claimed job: decode, call the task, encode the outcome.
+
+Used by every executor, in the worker process or in a child process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rota import _json
+from rota.context import JobContext, reset_current, set_current
+from rota.errors import UnknownTask
+from rota.models import ClaimedJob, Outcome
+from rota.retry import backoff_delay
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+log = logging.getLogger("rota.task")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one attempt produced, before it becomes an :class:`Outcome`."""
+
+    ok: bool
+    result: bytes | None = None
+    error: str | None = None
+    traceback: str | None = None
+    retryable: bool = True
+
+
+def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], JobContext]:
+    """Look up the task and decode the arguments; raises :class:`UnknownTask`."""
+    task = app.get_task(job.task)
+    payload = _json.loads(job.payload)
+    ctx = JobContext(
+        id=job.id,
+        task=job.task,
+        queue=job.queue,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        logger=log.getChild(job.task),
+        app=app,
+        schedule=job.schedule,
+        fire_time=job.fire_time,
+    )
+    return task.fn, payload.get("args", []), payload.get("kwargs", {}), ctx
+
+
+def failure(exc: BaseException, *, retryable: bool = True) -> Result:
+    """A failed attempt from an exception, with its formatted traceback."""
+    text = "".join(traceback.format_exception(exc))
+    return Result(False, error=f"{type(exc).__name__}: {exc}", traceback=text, retryable=retryable)
+
+
+def encode(value: Any) -> Result:
+    """A successful attempt, or a failure if the return value is not JSON."""
+    try:
+        return Result(True, result=_json.dumps(value, what="task result"))
+    except Exception as exc:
+        return failure(exc, retryable=False)
+
+
+def run_sync(app: App, job: ClaimedJob) -> Result:
+    """Run a job's task in the calling thread (coroutines get their own loop)."""
+    try:
+        fn, args, kwargs, ctx = prepare(app, job)
+    except UnknownTask as exc:
+        return failure(exc, retryable=False)
+    token = set_current(ctx)
+    try:
+        value = fn(*args, **kwargs)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_await(value))
+    except Exception as exc:
+        return failure(exc)
+    finally:
+        reset_current(token)
+    return encode(value)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def to_outcome(app: App, job: ClaimedJob, result: Result) -> Outcome:
+    """The report for the store, with a backoff delay when a retry may follow."""
+    if result.ok:
+        return Outcome(job.id, job.token, True, result=result.result)
+    retry_in = None
+    if result.retryable and job.task in app.tasks:
+        base, cap = app.tasks[job.task].opts.backoff
+        retry_in = backoff_delay(job.attempt - job.lost, base, cap, random.random())
+    return Outcome(
+        job.id, job.token, False, error=result.error, traceback=result.traceback, retry_in=retry_in
+    )

@@ -1,0 +1,387 @@
+"""The worker: claims jobs it has room for, runs them, reports outcomes.
+
+One claim loop (the thread that calls :meth:`Worker.run`) plus supervised
+side threads:
+
+- **acker**: reports outcomes to the store in batches (whatever finished
+  since the last report goes in one ``finish`` call);
+- **keeper**: renews the leases of running jobs, sends the heartbeat with
+  host load, and gates claiming while the host is over its CPU or memory
+  threshold;
+- **reaper**: returns jobs whose lease expired (dead workers) and applies
+  the retention policy;
+- **scheduler** (optional): fires due schedules.
+
+Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop`:
+
+1. stop claiming;
+2. wait up to ``grace`` seconds for running jobs to finish and be reported;
+3. release the jobs still running back to the queue, without counting the
+   attempt (their late results are refused by token fencing);
+4. flush the acker, stop the side threads, remove the heartbeat record.
+
+A second signal exits at once; the leases of running jobs then expire and
+another worker's reaper recovers them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import psutil
+
+from rota.errors import InvalidArgument, JobTimeout
+from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
+from rota.worker import runner
+from rota.worker.executors import MODES, make_executor
+from rota.worker.runner import Result
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+log = logging.getLogger("rota.worker")
+
+_ACK_BATCH = 500
+_RETENTION_EVERY = 60.0
+
+
+@dataclass(slots=True)
+class _Inflight:
+    job: ClaimedJob
+    started: float  # monotonic
+
+
+class Worker:
+    """A worker process's engine. ``Worker(app).run()`` blocks until stopped."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        queues: Sequence[str] = ("default",),
+        concurrency: int = 8,
+        mode: str = "threads",
+        grace: float = 30.0,
+        max_cpu: float | None = None,
+        max_mem: float | None = None,
+        scheduler: bool = False,
+        heartbeat: float = 5.0,
+        app_spec: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise InvalidArgument(f"concurrency must be at least 1, not {concurrency}")
+        if mode not in MODES:
+            raise InvalidArgument(
+                f"unknown worker mode {mode!r}; expected one of: {', '.join(MODES)}"
+            )
+        if not queues:
+            raise InvalidArgument("a worker needs at least one queue")
+        self.app = app
+        self.queues = tuple(queues)
+        self.concurrency = concurrency
+        self.mode = mode
+        self.grace = grace
+        self.max_cpu = max_cpu
+        self.max_mem = max_mem
+        self.heartbeat_every = heartbeat
+        self.with_scheduler = scheduler
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.started_at = time.time()
+        self.processed = 0
+        self.failed = 0
+        self.holding_back = False
+        self._cpu: float | None = None
+        self._mem: float | None = None
+        self._inflight: dict[str, _Inflight] = {}
+        self._lock = threading.Lock()
+        self._slot_freed = threading.Event()
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self._signals = 0
+        self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
+        self._side: list[threading.Thread] = []
+
+    # -- public --------------------------------------------------------------
+
+    def run(self) -> None:
+        """Work until stopped by a signal or :meth:`stop`; then shut down in order."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
+        store = self.app.store
+        self._executor.start()
+        self._start_side(self._ack_loop, "rota-acker")
+        self._start_side(self._keeper_loop, "rota-keeper")
+        self._start_side(self._reaper_loop, "rota-reaper")
+        if self.with_scheduler:
+            self._start_scheduler()
+        self._send_heartbeat()
+        log.info(
+            "worker %s started: queues=%s concurrency=%d mode=%s",
+            self.id,
+            ",".join(self.queues),
+            self.concurrency,
+            self.mode,
+        )
+        try:
+            self._claim_loop()
+        finally:
+            self._shutdown()
+            store.remove_worker(self.id)
+            log.info("worker %s stopped", self.id)
+
+    def stop(self) -> None:
+        """Ask the worker to shut down gracefully (thread-safe)."""
+        self._stopping.set()
+        self._slot_freed.set()
+
+    @property
+    def running(self) -> int:
+        """Jobs being run right now."""
+        return len(self._inflight)
+
+    # -- claim loop ----------------------------------------------------------
+
+    def _claim_loop(self) -> None:
+        store = self.app.store
+        while not self._stopping.is_set():
+            free = self.concurrency - max(len(self._inflight), self._executor.busy())
+            if free <= 0:
+                self._slot_freed.wait(1.0)
+                self._slot_freed.clear()
+                continue
+            if self.holding_back:
+                self._stopping.wait(1.0)
+                continue
+            jobs = self._claim(store.claim, free)
+            if not jobs:
+                store.wait(self.queues, 1.0)
+
+    def _claim(
+        self, claim: Callable[[str, Sequence[str], int], list[ClaimedJob]], free: int
+    ) -> list[ClaimedJob]:
+        try:
+            jobs = claim(self.id, self.queues, free)
+        except Exception:
+            log.exception("claim failed; retrying shortly")
+            self._stopping.wait(1.0)
+            return []
+        now = time.monotonic()
+        with self._lock:
+            for job in jobs:
+                self._inflight[job.id] = _Inflight(job, now)
+        for job in jobs:
+            self._executor.submit(job)
+        return jobs
+
+    def _on_done(self, job: ClaimedJob, result: Result) -> None:
+        with self._lock:
+            if self._inflight.pop(job.id, None) is None:
+                return  # already reported (timed out) or released at shutdown
+        self._outcomes.put(runner.to_outcome(self.app, job, result))
+        self._slot_freed.set()
+
+    # -- side threads ----------------------------------------------------------
+
+    def _start_side(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=self._supervised(target, name), name=name, daemon=True)
+        thread.start()
+        self._side.append(thread)
+
+    def _supervised(self, target: Callable[[], None], name: str) -> Callable[[], None]:
+        def run() -> None:
+            failures = 0
+            while not self._done.is_set():
+                try:
+                    target()
+                    return
+                except Exception:
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                    if failures == 1:
+                        log.exception("%s failed; restarting it with backoff", name)
+                    self._done.wait(delay)
+
+        return run
+
+    def _ack_loop(self) -> None:
+        store = self.app.store
+        pending: list[Outcome] = []
+        while True:
+            if not pending:
+                first = self._outcomes.get()
+                if first is None:
+                    return
+                pending.append(first)
+            closing = False
+            while len(pending) < _ACK_BATCH:
+                try:
+                    more = self._outcomes.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    closing = True
+                    break
+                pending.append(more)
+            applied = store.finish(pending)  # raises on a store outage: retried by supervisor
+            self._count(pending, applied)
+            pending = []
+            if closing:
+                return
+
+    def _count(self, outcomes: list[Outcome], applied: list[bool]) -> None:
+        for outcome, ok in zip(outcomes, applied, strict=True):
+            if not ok:
+                log.warning(
+                    "result of job %s refused: its lease had expired and the job moved on",
+                    outcome.job_id,
+                )
+            elif outcome.ok:
+                self.processed += 1
+            else:
+                self.failed += 1
+
+    def _keeper_loop(self) -> None:
+        psutil.cpu_percent(interval=None)
+        last_beat = 0.0
+        while not self._done.is_set():
+            now = time.monotonic()
+            self._renew_leases()
+            self._expire_soft_timeouts(now)
+            self._measure_load()
+            if now - last_beat >= self.heartbeat_every:
+                self._send_heartbeat()
+                last_beat = now
+            self._done.wait(self._keeper_interval())
+
+    def _keeper_interval(self) -> float:
+        with self._lock:
+            leases = [f.job.lease for f in self._inflight.values()]
+        shortest = min(leases, default=self.app.lease)
+        return max(0.05, min(self.heartbeat_every, shortest / 3.0, 1.0))
+
+    def _renew_leases(self) -> None:
+        with self._lock:
+            refs = [LeaseRef(f.job.id, f.job.token) for f in self._inflight.values()]
+        if not refs:
+            return
+        for ref, held in zip(refs, self.app.store.extend(refs), strict=True):
+            if not held and ref.job_id in self._inflight:
+                log.warning("lease of job %s was lost; its result will be refused", ref.job_id)
+
+    def _expire_soft_timeouts(self, now: float) -> None:
+        if self.mode != "threads":
+            return  # processes kill, asyncio cancels
+        with self._lock:
+            late = [
+                f
+                for f in self._inflight.values()
+                if f.job.timeout is not None and now - f.started > f.job.timeout
+            ]
+        for flight in late:
+            error = JobTimeout(f"timed out after {flight.job.timeout} s")
+            self._on_done(flight.job, runner.failure(error))
+
+    def _measure_load(self) -> None:
+        self._cpu = psutil.cpu_percent(interval=None)
+        self._mem = psutil.virtual_memory().percent
+        over = (self.max_cpu is not None and self._cpu > self.max_cpu) or (
+            self.max_mem is not None and self._mem > self.max_mem
+        )
+        if over != self.holding_back:
+            log.warning(
+                "host load cpu=%.0f%% mem=%.0f%%: %s claiming",
+                self._cpu,
+                self._mem,
+                "holding back" if over else "resuming",
+            )
+        self.holding_back = over
+
+    def _send_heartbeat(self) -> None:
+        self.app.store.heartbeat(
+            WorkerInfo(
+                id=self.id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                queues=self.queues,
+                concurrency=self.concurrency,
+                mode=self.mode,
+                running=len(self._inflight),
+                started_at=self.started_at,
+                cpu_percent=self._cpu,
+                mem_percent=self._mem,
+                holding_back=self.holding_back,
+                stopping=self._stopping.is_set(),
+                processed=self.processed,
+                failed=self.failed,
+            )
+        )
+
+    def _reaper_loop(self) -> None:
+        store = self.app.store
+        last_retention = 0.0
+        interval = max(0.2, min(5.0, self.app.lease / 4.0))
+        while not self._done.wait(interval):
+            recovered = store.recover()
+            if recovered:
+                log.warning(
+                    "recovered %d job(s) whose worker stopped renewing its lease", len(recovered)
+                )
+            if time.monotonic() - last_retention > _RETENTION_EVERY:
+                store.purge_finished(self.app.retention)
+                last_retention = time.monotonic()
+
+    def _start_scheduler(self) -> None:
+        from rota.scheduling.scheduler import Scheduler
+
+        scheduler = Scheduler(self.app)
+        self._start_side(lambda: scheduler.run(self._done), "rota-scheduler")
+
+    # -- shutdown ----------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("second signal: exiting now; leases of running jobs will expire")
+            os._exit(1)
+        log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
+        self.stop()
+
+    def _shutdown(self) -> None:
+        self._send_heartbeat_quietly()
+        deadline = time.monotonic() + self.grace
+        while self._inflight and time.monotonic() < deadline:
+            self._slot_freed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            self._slot_freed.clear()
+        with self._lock:
+            leftover = [f.job for f in self._inflight.values()]
+            self._inflight.clear()
+        if leftover:
+            self.app.store.release([LeaseRef(j.id, j.token) for j in leftover])
+            log.warning("released %d unfinished job(s) back to the queue", len(leftover))
+        self._outcomes.put(None)
+        for thread in self._side:
+            if thread.name == "rota-acker":
+                thread.join(30)
+        self._done.set()
+        self._executor.stop()
+        for thread in self._side:
+            thread.join(5)
+
+    def _send_heartbeat_quietly(self) -> None:
+        try:
+            self._send_heartbeat()
+        except Exception:
+            log.debug("heartbeat at shutdown failed", exc_info=True)
