@@ -1,0 +1,257 @@
+"""Guarantee 2: at-least-once execution with leases, fenced by claim tokens."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from conformance.support import (
+    WORKER,
+    claim,
+    claim_one,
+    enqueue_one,
+    fail,
+    get,
+    lease,
+    new_job,
+    open_stores,
+    succeed,
+    wait_expired,
+    wait_until,
+)
+from rota.models import JobState, LeaseRef, Outcome
+from rota.stores import Store
+
+
+def test_claim_gives_a_token_and_a_lease(store: Store) -> None:
+    job_id = enqueue_one(store, new_job("x", task="fetch", lease=5.0, timeout=2.0, max_attempts=3))
+    before = store.now()
+    claimed = claim_one(store, worker="w-7")
+    after = store.now()
+
+    assert claimed.id == job_id
+    assert claimed.task == "fetch"
+    assert orjson.loads(claimed.payload) == {"args": ["x"], "kwargs": {}}
+    assert claimed.token
+    assert (claimed.attempt, claimed.max_attempts, claimed.lost) == (1, 3, 0)
+    assert (claimed.lease, claimed.timeout) == (5.0, 2.0)
+    assert before - 0.5 <= claimed.started_at <= after + 0.5
+    job = get(store, job_id)
+    assert job.state is JobState.RUNNING
+    assert job.worker == "w-7"
+    assert job.attempt == 1
+    assert job.lease_expires == pytest.approx(claimed.started_at + 5.0, abs=0.1)
+    assert claim(store) == []  # a running job is not claimed twice
+
+
+def test_each_claim_gets_a_fresh_token(store: Store) -> None:
+    enqueue_one(store, new_job(lease=5.0))
+    first = claim_one(store)
+    assert store.release([lease(first)]) == [True]
+    second = claim_one(store)
+    assert second.token != first.token
+
+
+def test_extend_moves_the_lease(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=2.0))
+    claimed = claim_one(store)
+    first = get(store, job_id).lease_expires
+    assert first is not None
+    wait_until(store, claimed.started_at + 0.1)
+
+    assert store.extend([lease(claimed)]) == [True]
+    second = get(store, job_id).lease_expires
+    assert second is not None
+    assert second >= first + 0.09
+    assert second == pytest.approx(store.now() + 2.0, abs=0.5)
+    assert store.extend([]) == []
+
+
+def test_extend_keeps_a_job_past_its_first_lease(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.4))
+    claimed = claim_one(store)
+    for _ in range(3):
+        wait_until(store, store.now() + 0.2)
+        assert store.extend([lease(claimed)]) == [True]
+        assert store.recover() == []
+    assert store.now() > claimed.started_at + 0.4
+    assert get(store, job_id).state is JobState.RUNNING
+    assert succeed(store, claimed, "kept")
+    assert get(store, job_id).result == "kept"
+
+
+def test_expired_lease_is_recovered_and_the_job_runs_again(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.3, max_lost=3))
+    first = claim_one(store, worker="doomed")
+    assert store.recover() == []  # not expired yet
+    wait_expired(store, job_id)
+
+    assert store.recover() == [job_id]
+    assert store.recover() == []  # recovered once only
+    job = get(store, job_id)
+    assert job.state is JobState.QUEUED
+    assert job.lost == 1
+    assert [(h["event"], h["attempt"]) for h in job.history] == [("lost", 1)]
+
+    second = claim_one(store, worker="healthy")
+    assert second.id == job_id
+    assert (second.attempt, second.lost) == (2, 1)
+    assert second.token != first.token
+
+
+def test_stale_finish_is_refused_and_does_not_overwrite(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.3))
+    first = claim_one(store, worker="zombie")
+    wait_expired(store, job_id)
+    assert store.recover() == [job_id]
+
+    # between recovery and the next claim the stale token holds nothing either
+    assert not succeed(store, first, "zombie-early")
+    assert get(store, job_id).state is JobState.QUEUED
+
+    second = claim_one(store, worker="replacement")
+    assert not succeed(store, first, "zombie")
+    assert not fail(store, first)
+    assert get(store, job_id).state is JobState.RUNNING
+    assert store.extend([lease(first)]) == [False]
+    assert store.release([lease(first)]) == [False]
+    assert get(store, job_id).state is JobState.RUNNING
+
+    assert succeed(store, second, "replacement")
+    assert not succeed(store, first, "zombie-late")
+    job = get(store, job_id)
+    assert job.state is JobState.SUCCEEDED
+    assert job.result == "replacement"
+
+
+def test_stale_token_cannot_extend(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.3))
+    first = claim_one(store)
+    wait_expired(store, job_id)
+    assert store.recover() == [job_id]
+    assert store.extend([lease(first)]) == [False]
+    second = claim_one(store)
+    assert store.extend([lease(first), lease(second)]) == [False, True]
+
+
+def test_wrong_token_is_refused(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=5.0))
+    claim_one(store)
+    forged = LeaseRef(job_id, "not-the-token")
+    assert store.extend([forged]) == [False]
+    assert store.release([forged]) == [False]
+    assert store.finish([Outcome(job_id, "not-the-token", ok=True, result=b"1")]) == [False]
+    assert get(store, job_id).state is JobState.RUNNING
+
+
+def test_release_returns_the_job_without_counting_the_attempt(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=5.0, max_attempts=2))
+    claimed = claim_one(store)
+    assert store.release([lease(claimed)]) == [True]
+
+    job = get(store, job_id)
+    assert job.state is JobState.QUEUED
+    assert (job.attempt, job.lost) == (0, 0)
+    assert job.lease_expires is None
+    assert store.release([lease(claimed)]) == [False]  # the token is spent
+    assert not succeed(store, claimed)
+
+    again = claim_one(store)
+    assert (again.attempt, again.lost) == (1, 0)
+    assert store.release([]) == []
+
+
+def test_release_of_a_batch_answers_per_lease(store: Store) -> None:
+    a = enqueue_one(store, new_job("a", lease=5.0))
+    b = enqueue_one(store, new_job("b", lease=5.0))
+    first, second = claim(store, limit=2)
+    assert {first.id, second.id} == {a, b}
+    assert succeed(store, second)
+    assert store.release([lease(first), lease(second), LeaseRef("nope", "x")]) == [
+        True,
+        False,
+        False,
+    ]
+    assert get(store, first.id).state is JobState.QUEUED
+    assert get(store, second.id).state is JobState.SUCCEEDED
+
+
+def test_poison_job_lost_max_lost_times_ends_failed(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.2, max_lost=2, max_attempts=5))
+    for round_ in (1, 2):
+        claimed = claim_one(store, worker=f"w-{round_}")
+        assert claimed.attempt == round_
+        wait_expired(store, job_id)
+        assert store.recover() == [job_id]
+
+    job = get(store, job_id)
+    assert job.state is JobState.FAILED
+    assert job.error == "worker_lost"
+    assert job.lost == 2
+    assert job.finished_at is not None
+    assert [h["event"] for h in job.history] == ["lost", "lost"]
+    assert claim(store) == []
+    assert store.recover() == []
+
+
+def test_lost_attempts_do_not_use_up_retries(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.2, max_lost=3, max_attempts=2))
+    claim_one(store)
+    wait_expired(store, job_id)
+    assert store.recover() == [job_id]
+
+    second = claim_one(store)
+    assert fail(store, second, retry_in=0.0)  # the first real try: one retry left
+    assert get(store, job_id).state in (JobState.SCHEDULED, JobState.QUEUED)
+
+
+def test_finish_of_unknown_job_is_refused(store: Store) -> None:
+    assert store.finish([Outcome("no-such-job", "token", ok=True, result=b"null")]) == [False]
+    assert store.finish([]) == []
+
+
+def test_finish_of_a_queued_job_is_refused(store: Store) -> None:
+    job_id = enqueue_one(store, new_job())
+    assert store.finish([Outcome(job_id, "token", ok=True, result=b"1")]) == [False]
+    assert get(store, job_id).state is JobState.QUEUED
+
+
+def test_second_finish_is_refused(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=5.0))
+    claimed = claim_one(store)
+    assert succeed(store, claimed, "first")
+    assert not succeed(store, claimed, "second")
+    assert not fail(store, claimed)
+    job = get(store, job_id)
+    assert (job.state, job.result, job.error) == (JobState.SUCCEEDED, "first", None)
+
+
+def test_finish_batch_answers_per_outcome(store: Store) -> None:
+    ids = [enqueue_one(store, new_job(i, lease=5.0)) for i in range(3)]
+    claimed = {c.id: c for c in claim(store, limit=3)}
+    assert set(claimed) == set(ids)
+    outcomes = [
+        Outcome(ids[0], claimed[ids[0]].token, ok=True, result=b"0"),
+        Outcome("missing", "x", ok=True, result=b"1"),
+        Outcome(ids[1], "stale", ok=True, result=b"2"),
+        Outcome(ids[2], claimed[ids[2]].token, ok=False, error="E", traceback="T"),
+    ]
+    assert store.finish(outcomes) == [True, False, False, True]
+    assert [get(store, i).state for i in ids] == [
+        JobState.SUCCEEDED,
+        JobState.RUNNING,
+        JobState.FAILED,
+    ]
+
+
+def test_a_lease_expired_on_one_machine_is_recovered_by_another(url: str) -> None:
+    with open_stores(url, 3) as (dead, reaper, worker):
+        job_id = enqueue_one(dead, new_job(lease=0.3))
+        stale = claim_one(dead, worker="dead")
+        wait_expired(reaper, job_id)
+        assert reaper.recover() == [job_id]
+        fresh = claim_one(worker, worker=WORKER)
+        assert fresh.attempt == 2
+        assert not succeed(dead, stale, "stale")
+        assert succeed(worker, fresh, "fresh")
+        assert get(dead, job_id).result == "fresh"
