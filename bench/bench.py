@@ -1,0 +1,149 @@
+"""rota's benchmark: no-op throughput, bulk send rate, enqueue-to-start latency.
+
+Runs a real ``rota worker`` process against a fresh store and reports the
+median of several runs::
+
+    python bench/bench.py --url sqlite:///tmp/bench.db --mode threads --concurrency 8
+    python bench/bench.py --url redis://127.0.0.1:6379/0 --runs 5
+
+This is a benchmark, not a test: it asserts nothing and prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def fresh_url(base: str) -> str:
+    """A store URL no earlier run has touched."""
+    tag = uuid.uuid4().hex[:8]
+    if base.startswith("sqlite:///"):
+        path = Path(base[len("sqlite:///") :])
+        return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}namespace=bench-{tag}"
+
+
+@contextmanager
+def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
+    """A real ``rota worker`` process for the duration of the block."""
+    rota = Path(sys.executable).with_name("rota")
+    cmd = [
+        str(rota),
+        "worker",
+        str(HERE / "bench_app.py") + ":app",
+        "--url",
+        url,
+        "--queues",
+        queue,
+        "--concurrency",
+        str(concurrency),
+        "--mode",
+        mode,
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ | {"ROTA_URL": url}
+    )
+    try:
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_drained(app: object, queue: str, total: int, timeout: float = 600.0) -> None:
+    """Block until ``total`` jobs of ``queue`` succeeded (bounded)."""
+    from rota.models import JobState
+
+    store = app.store  # type: ignore[attr-defined]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counts = {q.name: q.counts for q in store.queues()}.get(queue, {})
+        if counts.get(JobState.SUCCEEDED, 0) >= total:
+            return
+        time.sleep(0.01)
+    raise TimeoutError(f"{queue}: not drained in {timeout} s")
+
+
+def run_once(
+    base_url: str, jobs: int, mode: str, concurrency: int, samples: int
+) -> dict[str, float]:
+    """One run of every workload on a fresh store."""
+    import bench_app
+
+    url = fresh_url(base_url)
+    os.environ["ROTA_URL"] = url
+    app = bench_app.app
+    app.url = url
+    app.close()
+    figures: dict[str, float] = {}
+
+    # Bulk send, then the time a worker takes to drain it.
+    noop = bench_app.noop.options(queue="tput")
+    start = time.perf_counter()
+    for offset in range(0, jobs, 5000):
+        noop.send_many([() for _ in range(min(5000, jobs - offset))])
+    figures["send_per_s"] = jobs / (time.perf_counter() - start)
+    with worker(url, mode, concurrency, "tput"):
+        start = time.perf_counter()
+        wait_drained(app, "tput", jobs)
+        figures["drain_per_s"] = jobs / (time.perf_counter() - start)
+
+    # Enqueue-to-start latency with an idle worker: one job at a time.
+    stamp = bench_app.stamp.options(queue="lat")
+    with worker(url, mode, concurrency, "lat"):
+        stamp.send().result(timeout=30)  # the worker is up and idle
+        latencies = []
+        for _ in range(samples):
+            sent = time.time()
+            started = stamp.send().result(timeout=30)
+            latencies.append((started - sent) * 1000)
+            time.sleep(0.005)  # let the worker go idle again
+    latencies.sort()
+    figures["p50_ms"] = latencies[len(latencies) // 2]
+    figures["p95_ms"] = latencies[int(len(latencies) * 0.95)]
+    figures["p99_ms"] = latencies[int(len(latencies) * 0.99)]
+    app.close()
+    if url.startswith("sqlite:///"):
+        for suffix in ("", "-wal", "-shm"):
+            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", default="sqlite:////tmp/rota-bench.db")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--mode", default="threads", choices=["threads", "processes", "async"])
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    runs = []
+    for n in range(args.runs):
+        figures = run_once(args.url, args.jobs, args.mode, args.concurrency, args.samples)
+        runs.append(figures)
+        print(f"run {n + 1}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()))
+    print(f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}):")
+    for key in runs[0]:
+        print(f"  {key:12s} {statistics.median(r[key] for r in runs):12,.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Real ``rota worker`` processes over thousands of jobs, with a kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from helpers import wait_for
+from rota import App
+from rota.models import JobQuery, JobState
+from rota.stores import Store
+
+from .conftest import Processes
+
+N = 5_000
+
+
+def send_records(url: str, n: int, pause: float = 0.0) -> list[str]:
+    app = App(url)
+    app.task(name="record")(lambda i, pause=0.0: i)
+    handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in range(n)])
+    app.close()
+    return [h.id for h in handles]
+
+
+def succeeded(store: Store) -> int:
+    counts = {q.name: q.counts for q in store.queues()}.get("default", {})
+    return counts.get(JobState.SUCCEEDED, 0)
+
+
+def all_jobs(store: Store) -> list:  # type: ignore[type-arg]
+    jobs, cursor = [], None
+    while True:
+        page = store.list_jobs(JobQuery(), limit=1000, cursor=cursor)
+        jobs.extend(page.jobs)
+        if page.next_cursor is None:
+            return jobs
+        cursor = page.next_cursor
+
+
+def executions(log: Path) -> Counter[str]:
+    return Counter(line.split()[0] for line in log.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_two_workers_run_every_job_exactly_once(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.log"
+    ids = send_records(url, N)
+    env = {"ROTA_TEST_LOG": str(log)}
+    for _ in range(2):
+        processes.rota("worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env)
+    wait_for(lambda: succeeded(store) == N, timeout=180, interval=0.2, what="all jobs done")
+    runs = executions(log)
+    assert set(runs) == set(ids)
+    assert max(runs.values()) == 1
+    assert {j.state for j in all_jobs(store)} == {JobState.SUCCEEDED}
+    pids = {line.split()[2] for line in log.read_text().splitlines()}
+    assert len(pids) == 2, "both workers took part"
+
+
+@pytest.mark.slow
+def test_killed_worker_loses_nothing(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.log"
+    ids = send_records(url, N, pause=0.002)
+    env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
+    victim = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env
+    )
+    processes.rota("worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env)
+    wait_for(lambda: succeeded(store) >= N // 4, timeout=120, interval=0.05, what="a quarter done")
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait(10)
+    wait_for(lambda: succeeded(store) == N, timeout=180, interval=0.2, what="all jobs done")
+
+    jobs = all_jobs(store)
+    assert len(jobs) == N and {j.state for j in jobs} == {JobState.SUCCEEDED}
+    lost = [j for j in jobs if j.lost]
+    assert lost, "the killed worker's in-flight attempts are recorded as lost"
+    for job in lost:
+        assert any(h["event"] == "lost" for h in job.history)
+        assert job.attempt == job.lost + 1
+    runs = executions(log)
+    assert set(runs) == set(ids), "every job ran"
+    duplicated = [job_id for job_id, n in runs.items() if n > 1]
+    assert len(duplicated) <= len(lost), "only lost attempts may run twice"
