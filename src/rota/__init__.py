@@ -21,6 +21,7 @@ from rota.errors import (
 )
 from rota.limits import Breaker, Limit, Rate
 from rota.models import Job, JobState
+from rota.scheduling import at, cron, every
 from rota.task import JobHandle, Task
 
 __version__ = "0.1.0"
@@ -47,6 +48,9 @@ __all__ = [
     "Task",
     "UnknownTask",
     "__version__",
+    "at",
+    "cron",
+    "every",
     "current_job",
     "errors",
 ]

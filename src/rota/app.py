@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
-from rota.models import LimitInfo
+from rota.models import LimitInfo, Schedule
 from rota.stores import Store, open_store, redact_url
 from rota.task import JobHandle, Task, TaskOptions
+
+if TYPE_CHECKING:
+    from rota.scheduling.triggers import Trigger
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -132,6 +135,36 @@ class App(Registry):
             return self.tasks[name]
         except KeyError:
             raise UnknownTask(name, list(self.tasks)) from None
+
+    def schedule(
+        self,
+        name: str,
+        task: Task[Any, Any] | str,
+        trigger: Trigger,
+        *,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        jitter: float = 0.0,
+        misfire: str = "coalesce",
+        grace: float | None = None,
+        overlap: str = "allow",
+        enabled: bool = True,
+    ) -> Schedule:
+        """Create or update (by ``name``) a schedule in the store.
+
+        ``trigger`` is ``at(...)``, ``every(...)`` or ``cron(...)``. Re-running
+        this on deploy updates the schedule without duplicating it. Jobs get
+        the task's options; ``jitter`` delays each fire's job by a stable
+        random amount below it; ``misfire`` is ``"coalesce"`` or ``"all"``;
+        ``grace`` drops fires older than that many seconds; ``overlap`` is
+        ``"allow"``, ``"skip"`` or ``"queue"``.
+        """
+        from rota.scheduling.define import define_schedule
+
+        return define_schedule(
+            self, name, task, trigger, args=args, kwargs=kwargs or {}, jitter=jitter,
+            misfire=misfire, grace=grace, overlap=overlap, enabled=enabled,
+        )
 
     def handle(self, job_id: str) -> JobHandle[Any]:
         """A handle on an existing job."""
