@@ -50,7 +50,7 @@ __all__ = [
     "__version__",
     "at",
     "cron",
-    "every",
     "current_job",
     "errors",
+    "every",
 ]
