@@ -1,0 +1,91 @@
+"""``rota run APP``: a worker, a scheduler and the dashboard in one process."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import click
+
+from rota.app import App
+from rota.cli._support import CliError, CliState, note, pass_state, split_list, url_option
+from rota.stores import redact_url
+
+
+@click.command()
+@click.argument("app_spec", metavar="APP")
+@click.option(
+    "--queues",
+    default="default",
+    show_default=True,
+    help="Comma-separated queues to work on; 'all' for every queue of the app's tasks.",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["threads", "processes", "async"]),
+    default="threads",
+    show_default=True,
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Dashboard address.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--token",
+    envvar="ROTA_WEB_TOKEN",
+    default=None,
+    help="Operator token for the dashboard (required off loopback).",
+)
+@click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
+@url_option
+@pass_state
+def run(
+    state: CliState,
+    app_spec: str,
+    queues: str,
+    concurrency: int,
+    mode: str,
+    host: str,
+    port: int,
+    token: str | None,
+    no_web: bool,
+) -> None:
+    """Run a worker with an embedded scheduler and the dashboard, all in one.
+
+    The quickest way to see an app work on one machine; on many machines run
+    `rota worker`, `rota scheduler` and `rota web` separately.
+    """
+    from rota.worker import Worker
+
+    app = state.load_app(app_spec)
+    names = split_list(queues)
+    if names == ["all"]:
+        names = sorted({task.opts.queue for task in app.tasks.values()}) or ["default"]
+    worker = Worker(
+        app, queues=names, concurrency=concurrency, mode=mode, scheduler=True, app_spec=app_spec
+    )
+    if not no_web:
+        _start_dashboard(app, host, port, token)
+        note(f"dashboard: http://{host}:{port}/")
+    note(
+        f"rota run: store {redact_url(app.url)}, queues {','.join(names)}, "
+        f"concurrency {concurrency}, mode {mode}"
+    )
+    worker.run()
+
+
+def _start_dashboard(app: App, host: str, port: int, token: str | None) -> None:
+    """Serve the dashboard from a thread of this process; fail if it cannot bind."""
+    import uvicorn
+
+    from rota.web import check_bind, create_app
+
+    check_bind(host, token)
+    config = uvicorn.Config(create_app(app, token=token), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(config)  # off the main thread it leaves signals to the worker
+    thread = threading.Thread(target=server.run, name="rota-web", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10.0
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise CliError(f"the dashboard could not start on {host}:{port}")
+        time.sleep(0.02)
