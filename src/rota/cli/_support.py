@@ -1,0 +1,185 @@
+"""What every command shares: the invocation state, ``--url``, consoles, errors, formats.
+
+Commands read user input through the helpers here so that bad input always
+ends the same way: a one-line ``Error: ...`` on stderr and exit code 2 for
+usage problems, 1 for everything else, and never a store password.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import IO, Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from rota._time import parse_duration
+from rota.app import App
+from rota.errors import InvalidArgument
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Width of tables when the output is not a terminal (a pipe or a file):
+#: wide enough that job ids and errors are not folded.
+PIPE_WIDTH = 200
+
+_PASSWORD = re.compile(r"(?P<head>://[^/\s:@]*:)[^@\s/]+@")
+
+
+@dataclass
+class CliState:
+    """Per-invocation state, stored as the click context object."""
+
+    url: str | None = None
+    apps: list[App] = field(default_factory=list)
+
+    def load_app(self, spec: str) -> App:
+        """The app ``spec`` names (see :func:`rota._loader.load_app`), with ``--url`` applied."""
+        from rota._loader import load_app
+
+        app = load_app(spec)
+        if self.url:
+            app.close()  # drop a store the module may have opened with its own URL
+            app.url = self.url
+        self._track(app)
+        return app
+
+    def store_app(self) -> App:
+        """An app without tasks, for commands that only talk to the store."""
+        app = App(self.url)
+        self._track(app)
+        return app
+
+    def _track(self, app: App) -> None:
+        if app not in self.apps:
+            self.apps.append(app)
+            click.get_current_context().call_on_close(app.close)
+
+
+pass_state = click.make_pass_decorator(CliState, ensure=True)
+
+
+def _set_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.ensure_object(CliState).url = value
+
+
+def url_option(f: F) -> F:
+    """``--url`` on a subcommand, so it may come after the command name too."""
+    return click.option(
+        "--url",
+        metavar="URL",
+        expose_value=False,
+        callback=_set_url,
+        help="Store URL, overriding the app's (also: rota --url, env ROTA_URL).",
+    )(f)
+
+
+# -- output --------------------------------------------------------------------
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console that prints text literally (no markup, no guessing of colours)."""
+    stream: IO[str] = sys.stderr if stderr else sys.stdout
+    width = None
+    if not stream.isatty() and "COLUMNS" not in os.environ:
+        width = PIPE_WIDTH
+    return Console(
+        file=stream, stderr=stderr, markup=False, highlight=False, emoji=False, width=width
+    )
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``."""
+    return _PASSWORD.sub(r"\g<head>***@", text)
+
+
+class CliError(click.ClickException):
+    """An error shown as one line, ``Error: ...``, on stderr; exit code 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_text(message))
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the message in red on stderr, on one line whatever the width."""
+        line = Text.assemble(("Error: ", "bold red"), self.message)
+        console(stderr=True).print(line, soft_wrap=True)
+
+
+class CliUsageError(CliError):
+    """A :class:`CliError` caused by bad input; exit code 2."""
+
+    exit_code = 2
+
+
+def note(message: str) -> None:
+    """A line of information for the person at the terminal (stderr)."""
+    console(stderr=True).print(message, soft_wrap=True)
+
+
+# -- input ---------------------------------------------------------------------
+
+
+def duration_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | None:
+    """Parse ``30``, ``1.5``, ``90s``, ``15m``, ``2h``, ``7d`` into seconds."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, what=param.name or "duration")
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def split_list(value: str) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+# -- formats -------------------------------------------------------------------
+
+
+def fmt_time(epoch: float | None) -> str:
+    """A local date and time to the second, or ``-``."""
+    if epoch is None:
+        return "-"
+    return datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_duration(seconds: float) -> str:
+    """``42s``, ``3m 05s``, ``2h 10m``, ``4d 03h`` (negative durations read as ``0s``)."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def fmt_when(epoch: float | None, now: float) -> str:
+    """A time with how far it is from ``now``: ``2024-05-01 12:00:00 (3m 05s ago)``."""
+    if epoch is None:
+        return "-"
+    delta = now - epoch
+    relative = f"{fmt_duration(delta)} ago" if delta >= 0 else f"in {fmt_duration(-delta)}"
+    return f"{fmt_time(epoch)} ({relative})"
+
+
+def summary(text: str | None, width: int = 60) -> str:
+    """The first line of ``text``, cut to ``width`` characters."""
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,0 +1,339 @@
+"""``rota jobs ...``: list, show, retry, cancel, delete and export jobs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from rota.cli._support import (
+    CliError,
+    CliState,
+    console,
+    fmt_duration,
+    fmt_time,
+    fmt_when,
+    note,
+    pass_state,
+    summary,
+    url_option,
+)
+from rota.errors import InvalidArgument, JobNotFound
+from rota.models import Job, JobQuery, JobState, parse_state
+from rota.stores import Store
+
+__all__ = ["jobs"]
+
+STATE_STYLES = {
+    JobState.SCHEDULED: "cyan",
+    JobState.QUEUED: "blue",
+    JobState.RUNNING: "yellow",
+    JobState.SUCCEEDED: "green",
+    JobState.FAILED: "red",
+    JobState.CANCELLED: "magenta",
+}
+
+
+def _state_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> JobState | None:
+    if value is None:
+        return None
+    try:
+        return parse_state(value)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def state_text(state: JobState) -> Text:
+    """A job state, coloured."""
+    return Text(state.value, style=STATE_STYLES[state])
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON for people to read."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+@click.group()
+def jobs() -> None:
+    """Inspect and steer jobs."""
+
+
+# -- list ------------------------------------------------------------------------
+
+
+def jobs_table(found: Sequence[Job], now: float) -> Table:
+    """One row per job: the columns of ``rota jobs list``."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("task")
+    table.add_column("queue")
+    table.add_column("state")
+    table.add_column("attempt", justify="right")
+    table.add_column("lost", justify="right")
+    table.add_column("enqueued", no_wrap=True)
+    table.add_column("age", justify="right", no_wrap=True)
+    table.add_column("error")
+    for job in found:
+        table.add_row(
+            job.id,
+            job.task,
+            job.queue,
+            state_text(job.state),
+            f"{job.attempt}/{job.max_attempts}",
+            str(job.lost),
+            fmt_time(job.enqueued_at),
+            fmt_duration(now - job.enqueued_at),
+            summary(job.error),
+        )
+    return table
+
+
+@jobs.command("list")
+@click.option("--queue", "-q", help="Only jobs of this queue.")
+@click.option("--task", "-t", help="Only jobs of this task.")
+@click.option(
+    "--state",
+    "-s",
+    callback=_state_callback,
+    help="Only jobs in this state: " + ", ".join(s.value for s in JobState) + ".",
+)
+@click.option("--search", help="Only jobs whose arguments contain this text.")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(1, 1000),
+    default=50,
+    show_default=True,
+    help="Jobs per page.",
+)
+@click.option("--cursor", help="Show the page after the one that printed this cursor.")
+@url_option
+@pass_state
+def list_jobs(
+    cli: CliState,
+    queue: str | None,
+    task: str | None,
+    state: JobState | None,
+    search: str | None,
+    limit: int,
+    cursor: str | None,
+) -> None:
+    """List jobs, newest first, one page at a time."""
+    store = cli.store_app().store
+    query = JobQuery(queue=queue, task=task, state=state, search=search or None)
+    page = store.list_jobs(query, limit=limit, cursor=cursor)
+    if not page.jobs:
+        note("no jobs match" if cursor is None else "no more jobs")
+        return
+    console().print(jobs_table(page.jobs, store.now()))
+    if page.next_cursor is not None:
+        note(f"more: add --cursor {page.next_cursor} to the same command")
+
+
+# -- show ------------------------------------------------------------------------
+
+
+def _fields(job: Job, now: float) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    rows: list[tuple[str, str | Text]] = [
+        ("id", job.id),
+        ("task", job.task),
+        ("queue", job.queue),
+        ("state", state_text(job.state)),
+        ("priority", str(job.priority)),
+        ("attempt", f"{job.attempt}/{job.max_attempts}"),
+        ("lost", str(job.lost)),
+        ("enqueued", fmt_when(job.enqueued_at, now)),
+        ("run at", fmt_when(job.run_at, now)),
+        ("started", fmt_when(job.started_at, now)),
+        ("finished", fmt_when(job.finished_at, now)),
+    ]
+    if job.started_at is not None and job.finished_at is not None:
+        rows.append(("took", f"{job.finished_at - job.started_at:.3f} s"))
+    if job.worker is not None:
+        rows.append(("worker", job.worker))
+    if job.lease_expires is not None:
+        rows.append(("lease expires", fmt_when(job.lease_expires, now)))
+    rows.append(("limit keys", ", ".join(job.limit_keys) or "-"))
+    rows.append(("unique key", job.unique_key or "-"))
+    schedule = "-"
+    if job.schedule is not None:
+        schedule = f"{job.schedule} (fire time {fmt_time(job.fire_time)})"
+    rows.append(("schedule", schedule))
+    for name, value in rows:
+        grid.add_row(name, value)
+    return grid
+
+
+def _history(job: Job) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("attempt", "event", "at", "detail"):
+        table.add_column(column)
+    for entry in job.history:
+        event = str(entry.get("event", "?"))
+        detail = entry.get("error") if event == "failed" else entry.get("worker")
+        at = entry.get("at")
+        table.add_row(
+            str(entry.get("attempt", "?")),
+            Text(event, style="red" if event == "failed" else "yellow"),
+            fmt_time(float(at)) if isinstance(at, int | float) else "-",
+            summary(str(detail)) if detail is not None else "",
+        )
+    return table
+
+
+def _section(title: str) -> Text:
+    return Text(f"\n{title}", style="bold underline")
+
+
+def job_details(job: Job, now: float) -> Group:
+    """Everything about one job, as ``rota jobs show`` prints it."""
+    parts: list[Any] = [
+        _fields(job, now),
+        _section("args"),
+        pretty_json(job.args),
+        _section("kwargs"),
+        pretty_json(job.kwargs),
+    ]
+    if job.state is JobState.SUCCEEDED or job.result is not None:
+        parts += [_section("result"), pretty_json(job.result)]
+    if job.error:
+        parts += [_section("error"), Text(job.error, style="red")]
+    if job.traceback:
+        parts += [_section("traceback"), job.traceback.rstrip()]
+    if job.history:
+        parts += [_section("failed and lost attempts"), _history(job)]
+    return Group(*parts)
+
+
+@jobs.command("show")
+@click.argument("job_id", metavar="ID")
+@url_option
+@pass_state
+def show(cli: CliState, job_id: str) -> None:
+    """Show everything about one job: arguments, result, error, traceback, history."""
+    store = cli.store_app().store
+    job = store.get_job(job_id)
+    if job is None:
+        raise JobNotFound(job_id)
+    console().print(job_details(job, store.now()))
+
+
+# -- retry, cancel, delete ---------------------------------------------------------
+
+
+def _steer(
+    store: Store,
+    ids: Sequence[str],
+    action: Callable[[Sequence[str]], list[bool]],
+    verb: str,
+    done: str,
+) -> None:
+    """Apply ``action`` to ``ids``; report each, and fail if any was refused."""
+    unique = list(dict.fromkeys(ids))
+    applied = action(unique)
+    refused = [job_id for job_id, ok in zip(unique, applied, strict=True) if not ok]
+    for job_id, ok in zip(unique, applied, strict=True):
+        if ok:
+            click.echo(f"{done} {job_id}")
+    if not refused:
+        return
+    err = console(stderr=True)
+    for job_id, job in zip(refused, store.get_jobs(refused), strict=True):
+        reason = "not found" if job is None else f"it is {job.state.value}"
+        err.print(f"could not {verb} {job_id}: {reason}", soft_wrap=True)
+    raise CliError(f"{len(refused)} of {len(unique)} job(s) could not be {done}")
+
+
+@jobs.command("retry")
+@click.argument("job_ids", metavar="[ID]...", nargs=-1)
+@click.option("--failed", is_flag=True, help="Retry every failed job (of --queue / --task).")
+@click.option("--queue", "-q", help="With --failed: only jobs of this queue.")
+@click.option("--task", "-t", help="With --failed: only jobs of this task.")
+@url_option
+@pass_state
+def retry(
+    cli: CliState, job_ids: tuple[str, ...], failed: bool, queue: str | None, task: str | None
+) -> None:
+    """Queue failed or cancelled jobs again, with fresh attempt counts."""
+    if failed and job_ids:
+        raise click.UsageError("give job ids or --failed, not both")
+    if not failed and not job_ids:
+        raise click.UsageError("give job ids to retry, or --failed")
+    if not failed and (queue or task):
+        raise click.UsageError("--queue and --task go with --failed")
+    store = cli.store_app().store
+    if failed:
+        count = store.retry_failed(queue=queue, task=task)
+        click.echo(f"retried {count} failed job(s)")
+        return
+    _steer(store, job_ids, store.retry, "retry", "retried")
+
+
+@jobs.command("cancel")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@url_option
+@pass_state
+def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
+    """Cancel jobs that have not started yet."""
+    store = cli.store_app().store
+    _steer(store, job_ids, store.cancel, "cancel", "cancelled")
+
+
+@jobs.command("delete")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@url_option
+@pass_state
+def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
+    """Delete jobs that are not running."""
+    store = cli.store_app().store
+    _steer(store, job_ids, store.delete, "delete", "deleted")
+
+
+# -- export ------------------------------------------------------------------------
+
+
+@jobs.command("export")
+@click.option("--queue", "-q", help="Only results of this queue.")
+@click.option("--task", "-t", help="Only results of this task.")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (one object per job) or CSV (args, kwargs, result as JSON text).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+    default="-",
+    help="Write to this file instead of standard output (with a progress bar).",
+)
+@url_option
+@pass_state
+def export(cli: CliState, queue: str | None, task: str | None, fmt: str, output: str) -> None:
+    """Export the results of succeeded jobs, newest first."""
+    from rota.cli import _export
+
+    store = cli.store_app().store
+    results = store.iter_results(queue=queue, task=task)
+    if output == "-":
+        _export.write(fmt, results, sys.stdout)
+        return
+    total = _export.expected_total(store, queue, task)
+    with open(output, "w", encoding="utf-8", newline="") as out:
+        count = _export.write_with_progress(fmt, results, out, total)
+    note(f"exported {count} result(s) to {output}")
