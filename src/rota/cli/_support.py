@@ -183,3 +183,14 @@ def summary(text: str | None, width: int = 60) -> str:
         return ""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def resolve_queues(app: App, value: str) -> list[str]:
+    """Queue names from ``--queues``: a comma-separated list, or ``all`` for
+    every queue the app's tasks declare."""
+    names = split_list(value)
+    if names == ["all"]:
+        return sorted({task.opts.queue for task in app.tasks.values()}) or ["default"]
+    if not names:
+        raise CliUsageError("--queues names no queue")
+    return names

@@ -1,0 +1,102 @@
+"""``rota limits ...``: flow-control keys; change concurrency limits, close breakers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from rota.cli._support import CliState, console, fmt_time, fmt_when, note, pass_state, url_option
+from rota.models import LimitInfo
+
+__all__ = ["limits", "limits_table"]
+
+
+def _running(info: LimitInfo) -> str:
+    limit = "-" if info.concurrency is None else str(info.concurrency)
+    text = f"{info.running}/{limit}"
+    return text + " (set)" if info.override is not None else text
+
+
+def _rate(info: LimitInfo) -> str:
+    if info.rate is None:
+        return "-"
+    return f"{info.rate:g}/s burst {info.burst or 1}"
+
+
+def _breaker(info: LimitInfo, now: float) -> Text:
+    if info.open_until is None:
+        return Text("closed" if info.failures else "-")
+    if info.open_until > now:
+        return Text(f"open until {fmt_when(info.open_until, now)}", style="bold red")
+    return Text(f"half-open since {fmt_time(info.open_until)}", style="yellow")
+
+
+def limits_table(infos: Sequence[LimitInfo], now: float) -> Table:
+    """One row per key: running/limit, rate, tokens, breaker failures and state."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("key")
+    table.add_column("running/limit", justify="right")
+    table.add_column("rate")
+    table.add_column("tokens", justify="right")
+    table.add_column("failures", justify="right")
+    table.add_column("breaker")
+    for info in infos:
+        tokens = "-" if info.tokens is None else f"{info.tokens:.1f}"
+        table.add_row(
+            info.key, _running(info), _rate(info), tokens, str(info.failures), _breaker(info, now)
+        )
+    return table
+
+
+@click.group()
+def limits() -> None:
+    """Inspect and change flow-control limits, cluster-wide."""
+
+
+@limits.command("list")
+@url_option
+@pass_state
+def list_limits(cli: CliState) -> None:
+    """Every flow-control key with its current state ("(set)": changed at run time)."""
+    app = cli.store_app()
+    infos = app.limits.list()
+    if not infos:
+        note("no limit keys yet: they appear when jobs with limits are sent")
+        return
+    console().print(limits_table(infos, app.store.now()))
+
+
+@limits.command("set")
+@click.argument("key")
+@click.argument("limit", metavar="N", type=click.IntRange(min=0))
+@url_option
+@pass_state
+def set_limit(cli: CliState, key: str, limit: int) -> None:
+    """Let at most N jobs with KEY run at once across all workers (0 holds them all)."""
+    cli.store_app().limits.set(key, limit)
+    click.echo(f"limit of {key} set to {limit}")
+
+
+@limits.command("clear")
+@click.argument("key")
+@url_option
+@pass_state
+def clear(cli: CliState, key: str) -> None:
+    """Go back to the concurrency limit KEY's tasks declare."""
+    cli.store_app().limits.clear(key)
+    click.echo(f"limit of {key} back to the declared value")
+
+
+@limits.command("reset")
+@click.argument("key")
+@url_option
+@pass_state
+def reset(cli: CliState, key: str) -> None:
+    """Close the circuit breaker of KEY, so its jobs run again now."""
+    if cli.store_app().limits.reset_breaker(key):
+        click.echo(f"closed the breaker of {key}")
+    else:
+        note(f"the breaker of {key} was not open; nothing changed")

@@ -1,0 +1,88 @@
+"""``rota queues ...``: counts per queue; pause, resume and purge a queue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from rota.cli._support import CliState, console, note, pass_state, url_option
+from rota.models import JobState, QueueInfo
+
+__all__ = ["queues", "queues_table"]
+
+_COUNTED = (
+    JobState.SCHEDULED,
+    JobState.QUEUED,
+    JobState.RUNNING,
+    JobState.SUCCEEDED,
+    JobState.FAILED,
+    JobState.CANCELLED,
+)
+
+
+def queues_table(infos: Sequence[QueueInfo]) -> Table:
+    """One row per queue: paused or not, and its job counts by state."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("queue")
+    table.add_column("paused")
+    for state in _COUNTED:
+        table.add_column(state.value, justify="right")
+    for info in infos:
+        paused = Text("paused", style="bold yellow") if info.paused else Text("no")
+        counts = [str(info.counts.get(state, 0)) for state in _COUNTED]
+        table.add_row(info.name, paused, *counts)
+    return table
+
+
+@click.group()
+def queues() -> None:
+    """Inspect and steer queues."""
+
+
+@queues.command("list")
+@url_option
+@pass_state
+def list_queues(cli: CliState) -> None:
+    """Every queue with its job counts by state."""
+    infos = cli.store_app().store.queues()
+    if not infos:
+        note("no queues yet: send a job first")
+        return
+    console().print(queues_table(infos))
+
+
+@queues.command("pause")
+@click.argument("queue")
+@url_option
+@pass_state
+def pause(cli: CliState, queue: str) -> None:
+    """Stop workers from taking jobs of QUEUE; it keeps accepting new jobs."""
+    cli.store_app().store.pause_queue(queue)
+    click.echo(f"paused queue {queue}")
+
+
+@queues.command("resume")
+@click.argument("queue")
+@url_option
+@pass_state
+def resume(cli: CliState, queue: str) -> None:
+    """Let workers take jobs of QUEUE again."""
+    cli.store_app().store.resume_queue(queue)
+    click.echo(f"resumed queue {queue}")
+
+
+@queues.command("purge")
+@click.argument("queue")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@url_option
+@pass_state
+def purge(cli: CliState, queue: str, yes: bool) -> None:
+    """Delete every scheduled and queued job of QUEUE (running jobs are left alone)."""
+    store = cli.store_app().store
+    if not yes:
+        click.confirm(f"Delete every pending job of queue {queue!r}?", abort=True, err=True)
+    count = store.purge_queue(queue)
+    click.echo(f"purged {count} pending job(s) from queue {queue}")

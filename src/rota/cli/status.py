@@ -1,0 +1,121 @@
+"""``rota status``: queues, workers and throughput at a glance."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from rota.cli._support import CliState, console, fmt_duration, pass_state, url_option
+from rota.cli.queues import queues_table
+from rota.models import MinuteStats, WorkerInfo
+from rota.stores import Store, redact_url
+
+__all__ = ["LOST_AFTER", "WINDOWS", "status", "throughput_rows", "worker_state"]
+
+#: A worker whose last heartbeat is older than this many seconds is shown as
+#: lost: three times the longest heartbeat interval.
+LOST_AFTER = 30.0
+
+#: Throughput windows: label and length in seconds (None: all time).
+WINDOWS: tuple[tuple[str, float | None], ...] = (
+    ("last 5 min", 300.0),
+    ("last hour", 3600.0),
+    ("last day", 86400.0),
+    ("all time", None),
+)
+
+
+def worker_state(info: WorkerInfo, now: float) -> Text:
+    """online, holding back (host over its load limits), stopping, or lost."""
+    if now - info.heartbeat_at > LOST_AFTER:
+        return Text("lost", style="bold red")
+    if info.stopping:
+        return Text("stopping", style="yellow")
+    if info.holding_back:
+        return Text("holding back", style="yellow")
+    return Text("online", style="green")
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
+    """One row per worker that sent a heartbeat."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("host", "pid", "queues", "mode", "concurrency", "running"):
+        table.add_column(column, justify="right" if column in ("pid", "running") else "left")
+    for column in ("cpu", "mem", "heartbeat", "state"):
+        table.add_column(column, justify="right" if column != "state" else "left")
+    for info in infos:
+        table.add_row(
+            info.host,
+            str(info.pid),
+            ",".join(info.queues),
+            info.mode,
+            str(info.concurrency),
+            str(info.running),
+            _percent(info.cpu_percent),
+            _percent(info.mem_percent),
+            f"{fmt_duration(now - info.heartbeat_at)} ago",
+            worker_state(info, now),
+        )
+    return table
+
+
+def _sum(stats: Iterable[MinuteStats]) -> tuple[int, int]:
+    succeeded = failed = 0
+    for row in stats:
+        succeeded += row.succeeded
+        failed += row.failed
+    return succeeded, failed
+
+
+def throughput_rows(store: Store, now: float) -> list[tuple[str, int, int]]:
+    """(window, succeeded, failed) for each of :data:`WINDOWS`."""
+    rows = []
+    for label, seconds in WINDOWS:
+        stats = store.totals() if seconds is None else store.throughput(now - seconds)
+        rows.append((label, *_sum(stats)))
+    return rows
+
+
+def throughput_table(rows: Sequence[tuple[str, int, int]]) -> Table:
+    """Finished attempts per window."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("window")
+    table.add_column("succeeded", justify="right")
+    table.add_column("failed", justify="right")
+    for label, succeeded, failed in rows:
+        table.add_row(label, str(succeeded), str(failed))
+    return table
+
+
+def _heading(title: str) -> Text:
+    return Text(title, style="bold underline")
+
+
+@click.command()
+@url_option
+@pass_state
+def status(cli: CliState) -> None:
+    """Queues, workers online and throughput."""
+    app = cli.store_app()
+    store = app.store
+    now = store.now()
+    out = console()
+    out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
+    out.print()
+    out.print(_heading("queues"))
+    infos = store.queues()
+    out.print(queues_table(infos) if infos else "no queues yet")
+    out.print()
+    out.print(_heading("workers"))
+    workers = store.workers()
+    out.print(workers_table(workers, now) if workers else "no workers")
+    out.print()
+    out.print(_heading("throughput (finished attempts)"))
+    out.print(throughput_table(throughput_rows(store, now)))

@@ -1,0 +1,119 @@
+"""``rota worker APP``: run jobs from the store until stopped."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from rota.cli._support import (
+    CliState,
+    duration_callback,
+    pass_state,
+    resolve_queues,
+    url_option,
+)
+from rota.stores import redact_url
+
+__all__ = ["worker"]
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@click.command()
+@click.argument("app_spec", metavar="APP")
+@click.option(
+    "--queues",
+    "-Q",
+    default="default",
+    show_default=True,
+    help="Comma-separated queues to take jobs from; 'all' for every queue of the app's tasks.",
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Jobs run at once by this worker.",
+)
+@click.option(
+    "--mode",
+    "-m",
+    type=click.Choice(["threads", "processes", "async"]),
+    default="threads",
+    show_default=True,
+    help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
+)
+@click.option(
+    "--grace",
+    metavar="SECONDS",
+    default="30",
+    show_default=True,
+    callback=duration_callback,
+    help="On SIGTERM, how long running jobs may take to finish before they are released.",
+)
+@click.option(
+    "--max-cpu",
+    metavar="PCT",
+    type=click.FloatRange(0, 100, min_open=True),
+    help="Stop claiming while the host's CPU use is above this percentage.",
+)
+@click.option(
+    "--max-mem",
+    metavar="PCT",
+    type=click.FloatRange(0, 100, min_open=True),
+    help="Stop claiming while the host's memory use is above this percentage.",
+)
+@click.option("--scheduler", is_flag=True, help="Also fire due schedules from this worker.")
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Log messages from this level up, on stderr.",
+)
+@url_option
+@pass_state
+def worker(
+    cli: CliState,
+    app_spec: str,
+    queues: str,
+    concurrency: int,
+    mode: str,
+    grace: float,
+    max_cpu: float | None,
+    max_mem: float | None,
+    scheduler: bool,
+    log_level: str,
+) -> None:
+    """Run jobs of APP's tasks until SIGTERM or Ctrl-C.
+
+    On the first signal the worker stops claiming, lets running jobs finish
+    within --grace, and gives the rest back to the queue; a second signal
+    stops it at once.
+    """
+    from rota.worker import Worker
+
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    app = cli.load_app(app_spec)
+    names = resolve_queues(app, queues)
+    engine = Worker(
+        app,
+        queues=names,
+        concurrency=concurrency,
+        mode=mode,
+        grace=grace,
+        max_cpu=max_cpu,
+        max_mem=max_mem,
+        scheduler=scheduler,
+        app_spec=app_spec,
+    )
+    extra = ", with scheduler" if scheduler else ""
+    click.echo(
+        f"rota worker: store {redact_url(app.url)}, queues {','.join(names)}, "
+        f"concurrency {concurrency}, mode {mode}{extra}"
+    )
+    engine.run()
