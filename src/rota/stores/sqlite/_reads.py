@@ -118,8 +118,8 @@ class Reads(Connections):
         if query.task is not None:
             where.append("task = ?")
             params.append(query.task)
-        if query.state is JobState.QUEUED:
-            where.append("(state = 'queued' OR (state = 'scheduled' AND run_at <= ?))")
+        if query.state is JobState.QUEUED:  # due scheduled jobs count as queued
+            where.append("state IN ('queued', 'scheduled') AND (state = 'queued' OR run_at <= ?)")
             params.append(time.time())
         elif query.state is JobState.SCHEDULED:
             where.append("state = 'scheduled' AND run_at > ?")
