@@ -1,0 +1,304 @@
+"""The REST API under ``/api/``: everything the pages do, as JSON.
+
+Times are seconds since the epoch on the store's clock. Errors are JSON
+objects ``{"error": code, "detail": message}`` (see ``_errors``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from rota.models import Job, JobPage, JobState, QueueInfo
+from rota.stores.base import Store
+from rota.web import _ops
+from rota.web._auth import Identity
+from rota.web._deps import api_operator, api_viewer, context
+from rota.web._export import ExportFormat, export_chunks, export_filename
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+read = APIRouter(dependencies=[Depends(api_viewer)])
+act = APIRouter(dependencies=[Depends(api_operator)])
+
+Name = Annotated[str, Path(min_length=1, max_length=200)]
+OptionalName = Annotated[str | None, Query(max_length=200)]
+
+
+class Done(BaseModel):
+    """An action that applied."""
+
+    ok: bool = True
+    message: str
+
+
+class Counted(Done):
+    """An action that applied to ``count`` jobs."""
+
+    count: int
+
+
+class Enqueued(Done):
+    """A job sent by "run now"."""
+
+    job_id: str
+    duplicate: bool
+
+
+class Me(BaseModel):
+    """The caller's role."""
+
+    role: str
+
+
+class RetryFailedBody(BaseModel):
+    """Which failed jobs to retry: those of a queue, of a task, or both."""
+
+    queue: str | None = Field(None, max_length=200)
+    task: str | None = Field(None, max_length=200)
+
+
+class LimitBody(BaseModel):
+    """A run-time concurrency limit; null clears the override."""
+
+    concurrency: int | None = Field(..., ge=0, le=1_000_000)
+
+
+def _store(request: Request) -> Store:
+    return context(request).store
+
+
+# -- who am I, stats ---------------------------------------------------------
+
+
+@read.get("/me", response_model=Me, summary="The caller's role")
+def me(identity: Annotated[Identity, Depends(api_viewer)]) -> Me:
+    """``viewer`` or ``operator``."""
+    return Me(role=identity.role.label)
+
+
+@read.get("/stats", summary="Overview: queues, throughput windows, chart, workers")
+def stats(request: Request) -> _ops.Overview:
+    """Per queue counts by state; throughput over 5 min, 1 h, 1 day and all time;
+    the per-minute chart of the last hour; workers online and lost."""
+    return _ops.overview(_store(request))
+
+
+@read.get("/stats/live", summary="Throughput windows, chart and workers (cheap; polled)")
+def stats_live(request: Request) -> _ops.Live:
+    """The part of the overview the dashboard polls every 2 s."""
+    return _ops.live(_store(request))
+
+
+# -- queues -------------------------------------------------------------------
+
+
+@read.get("/queues", summary="Queues with counts by state")
+def list_queues(request: Request) -> list[QueueInfo]:
+    """Every queue that has jobs or is paused."""
+    return _ops.queues(_store(request))
+
+
+@act.post("/queues/{name:path}/pause", summary="Pause a queue")
+def pause_queue(request: Request, name: Name) -> Done:
+    """Workers stop claiming from the queue; it keeps accepting jobs."""
+    _ops.pause_queue(_store(request), name)
+    return Done(message=f"queue {name!r} paused")
+
+
+@act.post("/queues/{name:path}/resume", summary="Resume a queue")
+def resume_queue(request: Request, name: Name) -> Done:
+    """Workers claim from the queue again."""
+    _ops.resume_queue(_store(request), name)
+    return Done(message=f"queue {name!r} resumed")
+
+
+@act.post("/queues/{name:path}/purge", summary="Delete every pending job of a queue")
+def purge_queue(request: Request, name: Name) -> Counted:
+    """Scheduled and queued jobs are deleted; running and finished jobs stay."""
+    n = _ops.purge_queue(_store(request), name)
+    return Counted(message=f"purged {n} pending jobs from queue {name!r}", count=n)
+
+
+# -- jobs ---------------------------------------------------------------------
+
+
+@read.get("/jobs", summary="List jobs, newest first (keyset pagination)")
+def list_jobs(
+    request: Request,
+    queue: OptionalName = None,
+    task: OptionalName = None,
+    state: JobState | None = None,
+    schedule: OptionalName = None,
+    search: Annotated[
+        str | None, Query(max_length=200, description="Text to find in the arguments' JSON")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=100, description="next_cursor of the previous page")
+    ] = None,
+) -> JobPage:
+    """Filter by queue, task, state, schedule and a text search over the arguments.
+    Pass ``next_cursor`` back as ``cursor`` for the next page."""
+    return _ops.list_jobs(
+        _store(request),
+        queue=queue,
+        task=task,
+        state=state,
+        schedule=schedule,
+        search=search,
+        limit=limit,
+        cursor=cursor,
+    )
+
+
+@act.post("/jobs/retry-failed", summary="Retry every failed job of a queue and/or task")
+def retry_failed(request: Request, body: Annotated[RetryFailedBody, Body()]) -> Counted:
+    """At least one of ``queue`` and ``task`` is required."""
+    n = _ops.retry_failed(_store(request), body.queue, body.task)
+    return Counted(message=f"retried {n} failed jobs", count=n)
+
+
+@read.get("/jobs/{job_id}", summary="One job with arguments, result, error and history")
+def get_job(request: Request, job_id: Name) -> Job:
+    """Everything the store knows about the job, including lost attempts."""
+    return _ops.get_job(_store(request), job_id)
+
+
+@act.post("/jobs/{job_id}/retry", summary="Retry a failed or cancelled job")
+def retry_job(request: Request, job_id: Name) -> Done:
+    """The job is queued again with fresh attempt counts."""
+    _ops.retry_job(_store(request), job_id)
+    return Done(message=f"job {job_id} queued again")
+
+
+@act.post("/jobs/{job_id}/cancel", summary="Cancel a scheduled or queued job")
+def cancel_job(request: Request, job_id: Name) -> Done:
+    """Running and finished jobs cannot be cancelled (409)."""
+    _ops.cancel_job(_store(request), job_id)
+    return Done(message=f"job {job_id} cancelled")
+
+
+@act.delete("/jobs/{job_id}", summary="Delete a job that is not running")
+def delete_job(request: Request, job_id: Name) -> Done:
+    """Running jobs cannot be deleted (409)."""
+    _ops.delete_job(_store(request), job_id)
+    return Done(message=f"job {job_id} deleted")
+
+
+# -- schedules ----------------------------------------------------------------
+
+
+@read.get("/schedules", summary="Schedules with their triggers in words")
+def list_schedules(request: Request) -> list[_ops.ScheduleView]:
+    """Name, task, trigger, next and last fire, and the last job's state."""
+    return _ops.schedules(_store(request))
+
+
+@act.post("/schedules/{name:path}/pause", summary="Pause a schedule")
+def pause_schedule(request: Request, name: Name) -> Done:
+    """The schedule stops firing until resumed."""
+    _ops.set_schedule_enabled(_store(request), name, False)
+    return Done(message=f"schedule {name!r} paused")
+
+
+@act.post("/schedules/{name:path}/resume", summary="Resume a schedule")
+def resume_schedule(request: Request, name: Name) -> Done:
+    """The schedule fires again from its next fire time."""
+    _ops.set_schedule_enabled(_store(request), name, True)
+    return Done(message=f"schedule {name!r} resumed")
+
+
+@act.post("/schedules/{name:path}/run", summary="Run a schedule's job now")
+def run_schedule(request: Request, name: Name) -> Enqueued:
+    """Enqueue one job of the schedule's task with its arguments; the schedule's
+    own timing is unchanged."""
+    result = _ops.run_schedule_now(_store(request), name)
+    message = f"schedule {name!r} sent job {result.id}"
+    if result.duplicate:
+        message = f"schedule {name!r}: job {result.id} with the same unique key is pending"
+    return Enqueued(message=message, job_id=result.id, duplicate=result.duplicate)
+
+
+@act.delete("/schedules/{name:path}", summary="Remove a schedule")
+def remove_schedule(request: Request, name: Name) -> Done:
+    """Jobs the schedule already sent stay."""
+    _ops.remove_schedule(_store(request), name)
+    return Done(message=f"schedule {name!r} removed")
+
+
+# -- workers and limits -------------------------------------------------------
+
+
+@read.get("/workers", summary="Workers with load and last heartbeat")
+def list_workers(request: Request) -> list[_ops.WorkerView]:
+    """Workers whose heartbeat is older than 30 s are marked ``lost``."""
+    return _ops.workers(_store(request))
+
+
+@read.get("/limits", summary="Flow-control keys: running/limit, rate, tokens, breakers")
+def list_limits(request: Request) -> list[_ops.LimitView]:
+    """Every key the store knows, with its current state."""
+    return _ops.limits(_store(request))
+
+
+@act.put("/limits/{key:path}", summary="Override a key's concurrency limit")
+def set_limit(request: Request, key: Name, body: Annotated[LimitBody, Body()]) -> Done:
+    """Cluster-wide, at once; ``null`` goes back to the limit the tasks declare."""
+    _ops.set_limit(_store(request), key, body.concurrency)
+    if body.concurrency is None:
+        return Done(message=f"limit override of {key!r} cleared")
+    return Done(message=f"limit of {key!r} set to {body.concurrency}")
+
+
+@act.delete("/limits/{key:path}", summary="Clear a key's run-time limit override")
+def clear_limit(request: Request, key: Name) -> Done:
+    """Back to the limit the tasks declare."""
+    _ops.set_limit(_store(request), key, None)
+    return Done(message=f"limit override of {key!r} cleared")
+
+
+@act.post("/limits/{key:path}/reset", summary="Close an open circuit breaker")
+def reset_breaker(request: Request, key: Name) -> Done:
+    """409 when the breaker is not open."""
+    _ops.reset_breaker(_store(request), key)
+    return Done(message=f"breaker of {key!r} reset")
+
+
+# -- export -------------------------------------------------------------------
+
+
+@read.get(
+    "/export",
+    summary="Download results as JSON Lines or CSV (streamed)",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/csv": {}, "application/x-ndjson": {}},
+            "description": "One row per succeeded job: id, task, queue, args, kwargs, "
+            "result, attempt, enqueued_at, started_at, finished_at.",
+        }
+    },
+)
+def export(
+    request: Request,
+    format: ExportFormat = ExportFormat.JSONL,
+    queue: OptionalName = None,
+    task: OptionalName = None,
+) -> StreamingResponse:
+    """Every succeeded job of a queue and/or task (all when neither is given)."""
+    chunks = export_chunks(_store(request), format, queue, task)
+    filename = export_filename(format, queue, task)
+    return StreamingResponse(
+        chunks,
+        media_type=format.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+router.include_router(read)
+router.include_router(act)

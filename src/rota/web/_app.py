@@ -1,0 +1,216 @@
+"""Assembly of the dashboard: templates, middleware, routers, metrics."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import jinja2
+import orjson
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rota import __version__
+from rota.app import App
+from rota.stores import redact_url
+from rota.web import _api, _pages
+from rota.web._auth import Auth, Identity
+from rota.web._deps import Context, api_viewer, context
+from rota.web._errors import install_error_handlers
+from rota.web._metrics import registry_for
+
+__all__ = ["create_app"]
+
+_HERE = Path(__file__).parent
+NONE = "\u2013"  # shown for missing values
+NAV = (
+    ("/", "Overview"),
+    ("/jobs", "Jobs"),
+    ("/queues", "Queues"),
+    ("/schedules", "Schedules"),
+    ("/workers", "Workers"),
+    ("/export", "Export"),
+)
+SESSION_COOKIE = "rota_session"
+SESSION_MAX_AGE = 12 * 3600
+
+_SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self';"
+        b" frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """Adds a strict Content-Security-Policy and friends to every answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + _SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+# -- template filters ---------------------------------------------------------
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return NONE
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _iso(t: float | None) -> str:
+    return "" if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat()
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return NONE
+    s = abs(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.0f} d"
+
+
+def _ago(t: float | None, now: float | None = None) -> str:
+    if t is None:
+        return NONE
+    delta = (now if now is not None else time.time()) - t
+    if abs(delta) < 1:
+        return "now"
+    return f"{_dur(delta)} ago" if delta > 0 else f"in {_dur(delta)}"
+
+
+def _pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return NONE
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _call_preview(item: Any, width: int = 120) -> str:
+    parts = [orjson.dumps(a).decode() for a in item.args]
+    parts += [f"{k}={orjson.dumps(v).decode()}" for k, v in item.kwargs.items()]
+    text = "(" + ", ".join(parts) + ")"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        when=_when,
+        iso=_iso,
+        dur=_dur,
+        ago=_ago,
+        pretty=_pretty,
+        num=_num,
+        call_preview=_call_preview,
+    )
+    return Jinja2Templates(env=env, context_processors=[_base_context])
+
+
+def _base_context(request: Request) -> dict[str, Any]:
+    """Values every page's frame needs: navigation, role, CSRF token, flashes."""
+    ctx = context(request)
+    path = request.url.path
+    active = next((href for href, _ in reversed(NAV) if path.startswith(href)), "/")
+    values: dict[str, Any] = {
+        "nav": NAV,
+        "active": active,
+        "auth_enabled": not ctx.auth.open,
+        "csrf": Auth.csrf_token(request),
+        "flashes": request.session.pop("flash", []),
+        "store_label": f"{ctx.store.kind} {redact_url(ctx.app.url)}",
+        "page_title": next((label for href, label in NAV if href == active), "rota"),
+    }
+    return values
+
+
+# -- assembly ---------------------------------------------------------------------
+
+
+def metrics(request: Request, _: Annotated[Identity, Depends(api_viewer)]) -> Response:
+    """Prometheus text format, read from the store now."""
+    data = generate_latest(context(request).registry)
+    return Response(data, media_type=CONTENT_TYPE_LATEST)
+
+
+def create_app(
+    app: App,
+    *,
+    token: str | None = None,
+    viewer_token: str | None = None,
+    secret: str | None = None,
+) -> FastAPI:
+    """The dashboard and REST API of ``app`` as an ASGI application.
+
+    ``token`` grants the operator role (read and act), ``viewer_token`` the
+    viewer role (read only). With no token everyone is operator, and only
+    requests to a loopback host name are answered. ``secret`` signs session
+    cookies; without it a random one is made, so sessions end when the
+    process restarts. Serve it with any ASGI server, or ``rota web APP``.
+    """
+    auth = Auth(token, viewer_token, secret)
+    templates = _templates()
+    api = FastAPI(
+        title="rota",
+        version=__version__,
+        description="Inspect and steer a rota cluster: queues, jobs, schedules, workers, "
+        "limits and results. Authenticate with `Authorization: Bearer TOKEN`.",
+        openapi_url="/api/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+    )
+    api.state.rota = Context(app, auth, registry_for(lambda: app.store), templates)
+    install_error_handlers(api, templates)
+    api.include_router(_api.router)
+    api.include_router(_pages.router)
+    api.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
+    api.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
+    api.add_middleware(
+        SessionMiddleware,
+        secret_key=auth.secret,
+        session_cookie=SESSION_COOKIE,
+        max_age=SESSION_MAX_AGE,
+        same_site="lax",
+    )
+    api.add_middleware(SecurityHeaders)
+    return api

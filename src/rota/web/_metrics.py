@@ -1,0 +1,147 @@
+"""Prometheus metrics, read from the store on every scrape.
+
+Nothing is counted in the web process: a custom collector asks the store at
+scrape time, so any number of dashboard replicas report the same numbers.
+
+Exported:
+
+- ``rota_jobs{queue,state}``: jobs per queue and state (gauge);
+- ``rota_queue_paused{queue}``: 1 when the queue is paused;
+- ``rota_jobs_succeeded_total{queue,task}`` and ``rota_jobs_failed_total{queue,task}``:
+  finished attempts, all time (counters);
+- ``rota_workers{status}``: workers ``online`` and ``lost`` (no heartbeat for 30 s);
+- ``rota_worker_running_jobs{worker,host}``: running jobs per online worker;
+- ``rota_limit_running{key}``, ``rota_limit_concurrency{key}``: flow-control slots;
+- ``rota_recent_wait_seconds{quantile}`` and ``rota_recent_run_seconds{quantile}``:
+  queue wait (started - run_at) and run time (finished - started) of the last
+  :data:`RECENT` succeeded jobs. These are gauges over a sample, not a
+  cumulative histogram: the store keeps no latency counters, and a histogram
+  rebuilt from a sliding sample would break ``rate()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from rota.models import JobQuery, JobState
+from rota.stores.base import Store
+from rota.web import _ops
+
+__all__ = ["RECENT", "StoreCollector", "registry_for"]
+
+#: How many recent succeeded jobs the latency quantiles are computed from.
+RECENT = 500
+
+_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+class StoreCollector(Collector):
+    """Reads queue counts, totals, workers and limits from the store on each scrape."""
+
+    def __init__(self, store: Callable[[], Store]) -> None:
+        self._get_store = store
+
+    @property
+    def _store(self) -> Store:
+        return self._get_store()
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: describing would cost a scrape of the store."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """One set of samples, straight from the store."""
+        yield from self._queues()
+        yield from self._totals()
+        yield from self._workers()
+        yield from self._limits()
+        yield from self._latency()
+
+    def _queues(self) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("rota_jobs", "Jobs by queue and state.", labels=["queue", "state"])
+        paused = GaugeMetricFamily(
+            "rota_queue_paused", "1 if the queue is paused.", labels=["queue"]
+        )
+        for info in self._store.queues():
+            for state in JobState:
+                jobs.add_metric([info.name, state.value], info.counts.get(state, 0))
+            paused.add_metric([info.name], 1.0 if info.paused else 0.0)
+        yield jobs
+        yield paused
+
+    def _totals(self) -> Iterator[Metric]:
+        good = CounterMetricFamily(
+            "rota_jobs_succeeded", "Succeeded attempts, all time.", labels=["queue", "task"]
+        )
+        bad = CounterMetricFamily(
+            "rota_jobs_failed", "Failed attempts, all time.", labels=["queue", "task"]
+        )
+        for row in self._store.totals():
+            good.add_metric([row.queue, row.task], row.succeeded)
+            bad.add_metric([row.queue, row.task], row.failed)
+        yield good
+        yield bad
+
+    def _workers(self) -> Iterator[Metric]:
+        views = _ops.workers(self._store)
+        count = GaugeMetricFamily("rota_workers", "Workers by status.", labels=["status"])
+        lost = sum(1 for w in views if w.lost)
+        count.add_metric(["online"], len(views) - lost)
+        count.add_metric(["lost"], lost)
+        yield count
+        running = GaugeMetricFamily(
+            "rota_worker_running_jobs", "Running jobs per online worker.", labels=["worker", "host"]
+        )
+        for w in views:
+            if not w.lost:
+                running.add_metric([w.id, w.host], w.running)
+        yield running
+
+    def _limits(self) -> Iterator[Metric]:
+        running = GaugeMetricFamily(
+            "rota_limit_running", "Running jobs holding a limit key.", labels=["key"]
+        )
+        cap = GaugeMetricFamily(
+            "rota_limit_concurrency", "Concurrency limit in force per key.", labels=["key"]
+        )
+        for info in self._store.limits():
+            running.add_metric([info.key], info.running)
+            if info.concurrency is not None:
+                cap.add_metric([info.key], info.concurrency)
+        yield running
+        yield cap
+
+    def _latency(self) -> Iterator[Metric]:
+        page = self._store.list_jobs(JobQuery(state=JobState.SUCCEEDED), limit=RECENT)
+        waits = sorted(
+            max(0.0, j.started_at - j.run_at) for j in page.jobs if j.started_at is not None
+        )
+        runs = sorted(
+            max(0.0, j.finished_at - j.started_at)
+            for j in page.jobs
+            if j.started_at is not None and j.finished_at is not None
+        )
+        for name, text, values in (
+            ("rota_recent_wait_seconds", "Queue wait of recent succeeded jobs.", waits),
+            ("rota_recent_run_seconds", "Run time of recent succeeded jobs.", runs),
+        ):
+            family = GaugeMetricFamily(name, text, labels=["quantile"])
+            for q in _QUANTILES:
+                if values:
+                    family.add_metric([str(q)], _quantile(values, q))
+            yield family
+
+
+def registry_for(store: Callable[[], Store]) -> CollectorRegistry:
+    """A registry holding only rota's store collector."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(store))
+    return registry

@@ -1,0 +1,513 @@
+"""What the dashboard and the REST API do, written once over the store protocol.
+
+Every page and every API endpoint calls these functions; they use only the
+verbs of :class:`~rota.stores.base.Store` (mostly its inspection group), so
+every backend gets the dashboard for free. Failures raise rota errors or the
+two below, which the web layer maps to HTTP status codes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rota import _json
+from rota.errors import InvalidArgument, JobNotFound, RotaError
+from rota.models import (
+    BreakerKey,
+    ConcurrencyKey,
+    EnqueueResult,
+    Job,
+    JobPage,
+    JobQuery,
+    JobState,
+    LimitInfo,
+    MinuteStats,
+    NewJob,
+    QueueInfo,
+    RateKey,
+    Schedule,
+    WorkerInfo,
+)
+from rota.stores.base import Store
+
+#: A worker whose last heartbeat is older than this is shown as lost.
+LOST_AFTER = 30.0
+
+#: The throughput windows of the overview, in seconds (None: all time).
+WINDOWS: tuple[tuple[str, float | None], ...] = (
+    ("5 min", 300.0),
+    ("1 hour", 3600.0),
+    ("1 day", 86400.0),
+    ("all time", None),
+)
+
+#: Minutes shown by the live chart.
+CHART_MINUTES = 60
+
+__all__ = [
+    "CHART_MINUTES",
+    "LOST_AFTER",
+    "WINDOWS",
+    "ChartPoint",
+    "Conflict",
+    "LimitView",
+    "Live",
+    "NotFound",
+    "Overview",
+    "QueueView",
+    "ScheduleView",
+    "WindowCount",
+    "WorkerView",
+]
+
+
+class NotFound(RotaError, LookupError):
+    """A queue, schedule or limit key named in a request does not exist."""
+
+
+class Conflict(RotaError):
+    """The action does not apply to the object in its current state."""
+
+
+# -- views -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCount:
+    """Attempts that ended within a window: ``seconds`` None means all time."""
+
+    label: str
+    seconds: float | None
+    succeeded: int = 0
+    failed: int = 0
+
+    @property
+    def processed(self) -> int:
+        """Succeeded plus failed."""
+        return self.succeeded + self.failed
+
+
+@dataclass(frozen=True, slots=True)
+class ChartPoint:
+    """One minute of the live chart (``minute`` = epoch seconds // 60)."""
+
+    minute: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """A queue with its counts by state and its recent throughput."""
+
+    name: str
+    paused: bool
+    counts: dict[JobState, int]
+    windows: list[WindowCount]
+
+    @property
+    def total(self) -> int:
+        """Jobs of the queue in any state."""
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """The cheap, frequently polled part of the overview (no per-job scans)."""
+
+    now: float
+    windows: list[WindowCount]
+    chart: list[ChartPoint]
+    workers_online: int
+    workers_lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """Everything the overview page shows."""
+
+    live: Live
+    queues: list[QueueView]
+    counts: dict[JobState, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView(WorkerInfo):
+    """A worker's heartbeat plus whether it is considered lost."""
+
+    lost: bool = False
+    seconds_since_heartbeat: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LimitView(LimitInfo):
+    """A flow-control key with its breaker state in words."""
+
+    breaker: str = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleView:
+    """A schedule as the dashboard shows it."""
+
+    name: str
+    task: str
+    trigger: dict[str, Any]
+    description: str
+    enabled: bool
+    next_fire: float | None
+    last_fire: float | None
+    last_job_id: str | None
+    last_job_state: JobState | None
+    args: list[Any]
+    kwargs: dict[str, Any]
+    misfire: str
+    overlap: str
+    jitter: float
+    skipped: int
+
+
+# -- overview --------------------------------------------------------------
+
+
+def _windows(
+    rows: Iterable[MinuteStats], totals: Iterable[MinuteStats], now: float
+) -> list[WindowCount]:
+    rows = list(rows)
+    result = []
+    for label, seconds in WINDOWS:
+        if seconds is None:
+            picked: Iterable[MinuteStats] = totals
+        else:
+            first = int((now - seconds) // 60)
+            picked = (r for r in rows if r.minute > first)
+        good = bad = 0
+        for r in picked:
+            good += r.succeeded
+            bad += r.failed
+        result.append(WindowCount(label, seconds, good, bad))
+    return result
+
+
+def _chart(rows: Iterable[MinuteStats], now: float) -> list[ChartPoint]:
+    last = int(now // 60)
+    first = last - CHART_MINUTES + 1
+    good = [0] * CHART_MINUTES
+    bad = [0] * CHART_MINUTES
+    for r in rows:
+        if first <= r.minute <= last:
+            good[r.minute - first] += r.succeeded
+            bad[r.minute - first] += r.failed
+    return [ChartPoint(first + i, good[i], bad[i]) for i in range(CHART_MINUTES)]
+
+
+def _live(store: Store, rows: list[MinuteStats], totals: list[MinuteStats]) -> Live:
+    now = store.now()
+    workers = store.workers()
+    lost = sum(1 for w in workers if now - w.heartbeat_at > LOST_AFTER)
+    return Live(
+        now=now,
+        windows=_windows(rows, totals, now),
+        chart=_chart(rows, now),
+        workers_online=len(workers) - lost,
+        workers_lost=lost,
+    )
+
+
+def live(store: Store) -> Live:
+    """Throughput windows, the per-minute chart and worker counts."""
+    day = store.throughput(store.now() - 86400)
+    return _live(store, day, store.totals())
+
+
+def overview(store: Store) -> Overview:
+    """The overview: :func:`live` plus every queue's counts and throughput."""
+    day = store.throughput(store.now() - 86400)
+    totals = store.totals()
+    summary = _live(store, day, totals)
+    queues = []
+    counts: dict[JobState, int] = {}
+    for info in store.queues():
+        mine = [r for r in day if r.queue == info.name]
+        mine_totals = [r for r in totals if r.queue == info.name]
+        queues.append(
+            QueueView(
+                info.name, info.paused, dict(info.counts), _windows(mine, mine_totals, summary.now)
+            )
+        )
+        for state, n in info.counts.items():
+            counts[state] = counts.get(state, 0) + n
+    return Overview(summary, queues, counts)
+
+
+def known_names(store: Store, tasks: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """Queue and task names seen in the all-time totals (cheap), plus ``tasks``."""
+    queues: set[str] = set()
+    names: set[str] = set(tasks)
+    for row in store.totals():
+        queues.add(row.queue)
+        names.add(row.task)
+    return sorted(queues), sorted(names)
+
+
+# -- jobs ------------------------------------------------------------------
+
+
+def list_jobs(
+    store: Store,
+    *,
+    queue: str | None = None,
+    task: str | None = None,
+    state: JobState | None = None,
+    schedule: str | None = None,
+    search: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> JobPage:
+    """One page of jobs, newest first; empty filters mean any."""
+    query = JobQuery(
+        queue=queue or None,
+        task=task or None,
+        state=state,
+        schedule=schedule or None,
+        search=search or None,
+    )
+    return store.list_jobs(query, limit=limit, cursor=cursor or None)
+
+
+def get_job(store: Store, job_id: str) -> Job:
+    """One job, or :class:`JobNotFound`."""
+    job = store.get_job(job_id)
+    if job is None:
+        raise JobNotFound(job_id)
+    return job
+
+
+def retry_job(store: Store, job_id: str) -> None:
+    """Queue a failed or cancelled job again."""
+    if not store.retry([job_id])[0]:
+        job = get_job(store, job_id)
+        raise Conflict(
+            f"job {job_id} is {job.state.value}; only failed or cancelled jobs can be retried"
+        )
+
+
+def cancel_job(store: Store, job_id: str) -> None:
+    """Cancel a job that has not started."""
+    if not store.cancel([job_id])[0]:
+        job = get_job(store, job_id)
+        raise Conflict(
+            f"job {job_id} is {job.state.value}; only scheduled or queued jobs can be cancelled"
+        )
+
+
+def delete_job(store: Store, job_id: str) -> None:
+    """Remove a job that is not running."""
+    if not store.delete([job_id])[0]:
+        job = get_job(store, job_id)
+        raise Conflict(f"job {job_id} is {job.state.value}; a running job cannot be deleted")
+
+
+def retry_failed(store: Store, queue: str | None, task: str | None) -> int:
+    """Retry every failed job of a queue and/or a task; return how many."""
+    if not queue and not task:
+        raise InvalidArgument("bulk retry needs a queue or a task (or both)")
+    return store.retry_failed(queue=queue or None, task=task or None)
+
+
+# -- queues and limits -----------------------------------------------------
+
+
+def queues(store: Store) -> list[QueueInfo]:
+    """Every queue with its counts by state."""
+    return store.queues()
+
+
+def _queue(store: Store, name: str) -> QueueInfo:
+    for info in store.queues():
+        if info.name == name:
+            return info
+    raise NotFound(f"queue {name!r} not found (it has no jobs and was never paused)")
+
+
+def pause_queue(store: Store, name: str) -> None:
+    """Stop claims from a queue. It need not have jobs yet (pausing ahead is
+    allowed) and pausing twice is harmless."""
+    _check_name(name, "queue")
+    store.pause_queue(name)
+
+
+def resume_queue(store: Store, name: str) -> None:
+    """Let workers claim from a paused queue again (resuming twice is harmless)."""
+    _check_name(name, "queue")
+    store.resume_queue(name)
+
+
+def purge_queue(store: Store, name: str) -> int:
+    """Delete every pending job of a queue; return how many."""
+    _queue(store, name)
+    return store.purge_queue(name)
+
+
+def _check_name(name: str, what: str) -> None:
+    if not name or len(name) > 200 or not name.isprintable():
+        raise InvalidArgument(f"{what} name must be 1 to 200 printable characters")
+
+
+def limits(store: Store) -> list[LimitView]:
+    """Every flow-control key with running/limit, rate, tokens and breaker state."""
+    now = store.now()
+    views = []
+    for info in store.limits():
+        if info.open_until is None:
+            breaker = "closed"
+        elif info.open_until > now:
+            breaker = "open"
+        else:
+            breaker = "half-open"
+        views.append(LimitView(**asdict(info), breaker=breaker))
+    return views
+
+
+def set_limit(store: Store, key: str, concurrency: int | None) -> None:
+    """Override a key's concurrency limit at run time (None clears the override)."""
+    _check_name(key, "limit key")
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 0
+    ):
+        raise InvalidArgument(f"limit must be a non-negative integer, not {concurrency!r}")
+    store.set_limit(key, concurrency)
+
+
+def reset_breaker(store: Store, key: str) -> None:
+    """Close an open circuit breaker."""
+    if not store.reset_breaker(key):
+        if not any(info.key == key for info in store.limits()):
+            raise NotFound(f"limit key {key!r} not found")
+        raise Conflict(f"the breaker of {key!r} is not open")
+
+
+# -- schedules -------------------------------------------------------------
+
+
+def describe_trigger(trigger: Mapping[str, Any]) -> str:
+    """The trigger in words, or its JSON when it cannot be read."""
+    try:
+        from rota.scheduling import trigger_from_json
+
+        return trigger_from_json(trigger).describe()
+    except Exception:  # an unknown or newer trigger type: show what is stored
+        return _json.dumps(dict(trigger)).decode()
+
+
+def schedules(store: Store) -> list[ScheduleView]:
+    """Every schedule, with its trigger in words and its last job's state."""
+    found = store.schedules()
+    last_ids = [s.last_job_id for s in found if s.last_job_id]
+    states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
+    views = []
+    for s in found:
+        payload = _json.loads(s.payload) or {}
+        views.append(
+            ScheduleView(
+                name=s.name,
+                task=s.task,
+                trigger=s.trigger,
+                description=describe_trigger(s.trigger),
+                enabled=s.enabled,
+                next_fire=s.next_fire,
+                last_fire=s.last_fire,
+                last_job_id=s.last_job_id,
+                last_job_state=states.get(s.last_job_id) if s.last_job_id else None,
+                args=payload.get("args", []),
+                kwargs=payload.get("kwargs", {}),
+                misfire=s.misfire,
+                overlap=s.overlap,
+                jitter=s.jitter,
+                skipped=s.skipped,
+            )
+        )
+    return views
+
+
+def _schedule(store: Store, name: str) -> Schedule:
+    for s in store.schedules():
+        if s.name == name:
+            return s
+    raise NotFound(f"schedule {name!r} not found")
+
+
+def set_schedule_enabled(store: Store, name: str, enabled: bool) -> None:
+    """Pause or resume a schedule."""
+    if not store.set_schedule_enabled(name, enabled):
+        raise NotFound(f"schedule {name!r} not found")
+
+
+def remove_schedule(store: Store, name: str) -> None:
+    """Delete a schedule (its jobs stay)."""
+    if not store.remove_schedule(name):
+        raise NotFound(f"schedule {name!r} not found")
+
+
+def run_schedule_now(store: Store, name: str) -> EnqueueResult:
+    """Enqueue one job of the schedule's task with its arguments, now.
+
+    The job carries ``schedule=name`` and ``fire_time`` = the store's now; the
+    schedule's next fire is left alone.
+    """
+    s = _schedule(store, name)
+    job = new_job_for(s, uuid.uuid4().hex, store.now())
+    return store.enqueue([job])[0]
+
+
+def new_job_for(s: Schedule, job_id: str, fire_time: float) -> NewJob:
+    """A :class:`NewJob` of schedule ``s``, built from its payload and job options."""
+    o = s.job_options
+    max_attempts = o.get("max_attempts")
+    if max_attempts is None:
+        max_attempts = int(o.get("retries", 0)) + 1
+    simple: dict[str, Any] = {
+        name: o[name]
+        for name in ("priority", "max_lost", "lease", "timeout", "unique_key", "unique_for")
+        if o.get(name) is not None
+    }
+    return NewJob(
+        id=job_id,
+        task=s.task,
+        queue=str(o.get("queue") or "default"),
+        payload=s.payload,
+        max_attempts=int(max_attempts),
+        concurrency=tuple(_keys(ConcurrencyKey, o.get("concurrency"), ("key", "limit"))),
+        rate=tuple(_keys(RateKey, o.get("rate"), ("key", "rate", "burst"))),
+        breaker=tuple(_keys(BreakerKey, o.get("breaker"), ("key", "failures", "cooldown"))),
+        schedule=s.name,
+        fire_time=fire_time,
+        **simple,
+    )
+
+
+def _keys(cls: Any, raw: Any, names: tuple[str, ...]) -> list[Any]:
+    """Limit keys stored as lists (``[key, n]``) or objects (``{"key": ..., ...}``)."""
+    items = []
+    for item in raw or ():
+        if isinstance(item, Mapping):
+            items.append(cls(*(item[n] for n in names)))
+        else:
+            items.append(cls(*item))
+    return items
+
+
+# -- workers ---------------------------------------------------------------
+
+
+def workers(store: Store) -> list[WorkerView]:
+    """Every worker, newest heartbeat first, with the lost ones marked."""
+    now = store.now()
+    views = []
+    for w in store.workers():
+        age = max(0.0, now - w.heartbeat_at)
+        views.append(WorkerView(**asdict(w), lost=age > LOST_AFTER, seconds_since_heartbeat=age))
+    return views

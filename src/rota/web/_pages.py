@@ -1,0 +1,369 @@
+"""Server-rendered pages. Each calls the same ``_ops`` functions as the API.
+
+Reads are plain GETs; actions are POSTed forms carrying the session's CSRF
+token, answered with a redirect (303) and a one-line flash message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from rota.errors import InvalidArgument, JobNotFound
+from rota.models import JobState, parse_state
+from rota.stores.base import Store
+from rota.web import _ops
+from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
+from rota.web._chart import chart
+from rota.web._deps import context, page_operator, page_viewer
+from rota.web._export import COLUMNS
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+Viewer = Annotated[Identity, Depends(page_viewer)]
+Operator = Annotated[Identity, Depends(page_operator)]
+
+_STATES = list(JobState)
+_PAGE_SIZES = (20, 50, 100, 200)
+
+
+def _store(request: Request) -> Store:
+    return context(request).store
+
+
+def _render(request: Request, name: str, identity: Identity, **values: Any) -> Response:
+    values.setdefault("now", _store(request).now())
+    values.update(
+        identity=identity,
+        can_act=identity.role >= Role.OPERATOR,
+        states=_STATES,
+        here=_here(request),
+    )
+    return context(request).templates.TemplateResponse(request, name, values)
+
+
+def _here(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def flash(request: Request, kind: str, text: str) -> None:
+    """Queue a message for the next page the session shows."""
+    messages = list(request.session.get("flash", []))
+    messages.append({"kind": kind, "text": text})
+    request.session["flash"] = messages[-5:]
+
+
+def _safe_next(value: object, default: str) -> str:
+    """A local path to go back to; anything else (other hosts) becomes ``default``."""
+    if isinstance(value, str) and value.startswith("/") and not value.startswith(("//", "/\\")):
+        return value
+    return default
+
+
+async def _act(request: Request, action: Callable[[], str], default_next: str) -> Response:
+    """Run ``action`` (which returns the flash text) and redirect back."""
+    form = await request.form()
+    try:
+        flash(request, "ok", await run_in_threadpool(action))
+    except (_ops.Conflict, _ops.NotFound, InvalidArgument, JobNotFound) as exc:
+        flash(request, "error", str(exc))
+    return RedirectResponse(_safe_next(form.get("next"), default_next), status_code=303)
+
+
+# -- login -------------------------------------------------------------------
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/") -> Response:
+    """The login form (only shown when a token is configured)."""
+    ctx = context(request)
+    if ctx.auth.open:
+        return RedirectResponse(_safe_next(next, "/"), status_code=303)
+    return ctx.templates.TemplateResponse(
+        request, "login.html", {"next": _safe_next(next, "/"), "error": None, "identity": None}
+    )
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the token and start a session."""
+    ctx = context(request)
+    form = await request.form()
+    target = _safe_next(form.get("next"), "/")
+    if ctx.auth.open:
+        return RedirectResponse(target, status_code=303)
+    token, csrf = form.get("token"), form.get(CSRF_FIELD)
+    expected = request.session.get("csrf")
+    error = None
+    if not isinstance(csrf, str) or csrf != expected:
+        error = "Your session expired; please try again."
+    elif not isinstance(token, str) or ctx.auth.log_in(request, token) is None:
+        await asyncio.sleep(0.25)  # slows down guessing
+        error = "Wrong token."
+    if error is None:
+        return RedirectResponse(target, status_code=303)
+    return ctx.templates.TemplateResponse(
+        request,
+        "login.html",
+        {"next": target, "error": error, "identity": None},
+        status_code=403 if error.startswith("Your session") else 401,
+    )
+
+
+@router.post("/logout")
+async def logout(request: Request, identity: Viewer) -> Response:
+    """End the session (the CSRF token guards against forced log-outs)."""
+    form = await request.form()
+    csrf = form.get(CSRF_FIELD)
+    if isinstance(csrf, str) and csrf == request.session.get("csrf"):
+        Auth.log_out(request)
+    return RedirectResponse("/login", status_code=303)
+
+
+# -- overview ----------------------------------------------------------------
+
+
+@router.get("/")
+def overview_page(request: Request, identity: Viewer) -> Response:
+    """Queues, throughput windows, the live chart and workers."""
+    ov = _ops.overview(_store(request))
+    return _render(
+        request, "overview.html", identity, ov=ov, chart=chart(ov.live.chart), now=ov.live.now
+    )
+
+
+# -- jobs --------------------------------------------------------------------
+
+
+@router.get("/jobs")
+def jobs_page(
+    request: Request,
+    identity: Viewer,
+    queue: str = "",
+    task: str = "",
+    state: str = "",
+    schedule: str = "",
+    search: str = "",
+    limit: str = "50",
+    cursor: str = "",
+) -> Response:
+    """Filterable, keyset-paginated list of jobs."""
+    filters = {"queue": queue, "task": task, "state": state, "schedule": schedule}
+    filters["search"] = search
+    parsed_state = parse_state(state) if state else None
+    if not limit.isdigit() or int(limit) not in _PAGE_SIZES:
+        raise InvalidArgument(f"page size must be one of {', '.join(map(str, _PAGE_SIZES))}")
+    store = _store(request)
+    page = _ops.list_jobs(
+        store,
+        queue=queue,
+        task=task,
+        state=parsed_state,
+        schedule=schedule,
+        search=search,
+        limit=int(limit),
+        cursor=cursor,
+    )
+    kept = {k: v for k, v in filters.items() if v}
+    if limit != "50":
+        kept["limit"] = limit
+    queue_names, task_names = _ops.known_names(store, context(request).app.tasks)
+    f = dict(filters, state=parsed_state)
+    return _render(
+        request,
+        "jobs.html",
+        identity,
+        page=page,
+        f=f,
+        limit=int(limit),
+        cursor=cursor,
+        first_query=kept,
+        next_query=dict(kept, cursor=page.next_cursor or ""),
+        queue_names=queue_names,
+        task_names=task_names,
+    )
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
+    """Everything about one job."""
+    job = _ops.get_job(_store(request), job_id)
+    return _render(request, "job.html", identity, job=job)
+
+
+@router.post("/jobs/retry-failed")
+async def retry_failed_action(request: Request, identity: Operator) -> Response:
+    """Bulk retry of the failed jobs of a queue and/or task."""
+    form = await request.form()
+    queue, task = str(form.get("queue") or ""), str(form.get("task") or "")
+
+    def run() -> str:
+        n = _ops.retry_failed(_store(request), queue, task)
+        return f"Queued {n} failed jobs again."
+
+    return await _act(request, run, "/jobs")
+
+
+@router.post("/jobs/{job_id}/{verb}")
+async def job_action(request: Request, identity: Operator, job_id: str, verb: str) -> Response:
+    """Retry, cancel or delete one job."""
+    actions: dict[str, tuple[Callable[[Store, str], None], str]] = {
+        "retry": (_ops.retry_job, "queued again"),
+        "cancel": (_ops.cancel_job, "cancelled"),
+        "delete": (_ops.delete_job, "deleted"),
+    }
+    if verb not in actions:
+        raise _ops.NotFound(f"no job action {verb!r}; use retry, cancel or delete")
+    fn, done = actions[verb]
+
+    def run() -> str:
+        fn(_store(request), job_id)
+        return f"Job {job_id} {done}."
+
+    return await _act(request, run, f"/jobs/{job_id}")
+
+
+# -- queues and limits -------------------------------------------------------
+
+
+@router.get("/queues")
+def queues_page(request: Request, identity: Viewer) -> Response:
+    """Queues with pause/resume/purge, and the limits in force."""
+    store = _store(request)
+    return _render(
+        request, "queues.html", identity, queues=_ops.queues(store), limits=_ops.limits(store)
+    )
+
+
+@router.post("/queues/pause")
+async def pause_ahead_action(request: Request, identity: Operator) -> Response:
+    """Pause a queue by name, whether or not it has jobs yet."""
+    name = str((await request.form()).get("name") or "")
+
+    def run() -> str:
+        _ops.pause_queue(_store(request), name)
+        return f"Queue {name} paused."
+
+    return await _act(request, run, "/queues")
+
+
+@router.get("/queues/{name:path}/purge")
+def purge_page(request: Request, identity: Viewer, name: str) -> Response:
+    """Ask before purging."""
+    if identity.role < Role.OPERATOR:
+        raise Forbidden("purging a queue needs the operator role")
+    store = _store(request)
+    queue = next((q for q in _ops.queues(store) if q.name == name), None)
+    if queue is None:
+        raise _ops.NotFound(f"queue {name!r} not found")
+    pending = sum(queue.counts.get(s, 0) for s in (JobState.SCHEDULED, JobState.QUEUED))
+    return _render(request, "purge.html", identity, queue=queue, pending=pending)
+
+
+@router.post("/queues/{name:path}/{verb}")
+async def queue_action(request: Request, identity: Operator, name: str, verb: str) -> Response:
+    """Pause, resume or (confirmed) purge a queue."""
+    form = await request.form()
+
+    def run() -> str:
+        store = _store(request)
+        if verb == "pause":
+            _ops.pause_queue(store, name)
+            return f"Queue {name} paused."
+        if verb == "resume":
+            _ops.resume_queue(store, name)
+            return f"Queue {name} resumed."
+        if verb == "purge":
+            if form.get("confirm") != name:
+                raise InvalidArgument("purge was not confirmed")
+            return f"Purged {_ops.purge_queue(store, name)} pending jobs from queue {name}."
+        raise _ops.NotFound(f"no queue action {verb!r}; use pause, resume or purge")
+
+    return await _act(request, run, "/queues")
+
+
+@router.post("/limits/{key:path}/{verb}")
+async def limit_action(request: Request, identity: Operator, key: str, verb: str) -> Response:
+    """Set or clear a run-time limit, or reset a breaker."""
+    form = await request.form()
+    raw = str(form.get("concurrency") or "").strip()
+
+    def run() -> str:
+        store = _store(request)
+        if verb == "set":
+            if not raw.isdigit():
+                raise InvalidArgument(f"limit must be a non-negative integer, not {raw!r}")
+            _ops.set_limit(store, key, int(raw))
+            return f"Limit of {key} set to {int(raw)}."
+        if verb == "clear":
+            _ops.set_limit(store, key, None)
+            return f"Limit override of {key} cleared."
+        if verb == "reset":
+            _ops.reset_breaker(store, key)
+            return f"Breaker of {key} reset."
+        raise _ops.NotFound(f"no limit action {verb!r}; use set, clear or reset")
+
+    return await _act(request, run, "/queues")
+
+
+# -- schedules, workers, export ----------------------------------------------
+
+
+@router.get("/schedules")
+def schedules_page(request: Request, identity: Viewer) -> Response:
+    """Schedules with their triggers in words, next and last fire."""
+    return _render(request, "schedules.html", identity, schedules=_ops.schedules(_store(request)))
+
+
+@router.post("/schedules/{name:path}/{verb}")
+async def schedule_action(request: Request, identity: Operator, name: str, verb: str) -> Response:
+    """Pause, resume, run now or remove a schedule."""
+
+    def run() -> str:
+        store = _store(request)
+        if verb in ("pause", "resume"):
+            _ops.set_schedule_enabled(store, name, verb == "resume")
+            return f"Schedule {name} {verb}d."
+        if verb == "run":
+            result = _ops.run_schedule_now(store, name)
+            return f"Schedule {name} sent job {result.id}."
+        if verb == "remove":
+            _ops.remove_schedule(store, name)
+            return f"Schedule {name} removed."
+        raise _ops.NotFound(f"no schedule action {verb!r}; use pause, resume, run or remove")
+
+    return await _act(request, run, "/schedules")
+
+
+@router.get("/workers")
+def workers_page(request: Request, identity: Viewer) -> Response:
+    """Workers with load and heartbeat; lost ones marked."""
+    return _render(
+        request,
+        "workers.html",
+        identity,
+        workers=_ops.workers(_store(request)),
+        lost_after=_ops.LOST_AFTER,
+    )
+
+
+@router.get("/export")
+def export_page(request: Request, identity: Viewer) -> Response:
+    """The export form; the download itself is ``GET /api/export``."""
+    queue_names, task_names = _ops.known_names(_store(request), context(request).app.tasks)
+    return _render(
+        request,
+        "export.html",
+        identity,
+        queue_names=queue_names,
+        task_names=task_names,
+        columns=COLUMNS,
+    )
