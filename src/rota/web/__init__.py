@@ -17,5 +17,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from rota.web._app import create_app
+from rota.web._auth import check_bind
 
-__all__ = ["create_app"]
+__all__ = ["check_bind", "create_app"]

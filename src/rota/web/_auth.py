@@ -28,7 +28,15 @@ from starlette.requests import Request
 
 from rota.errors import InvalidArgument, RotaError
 
-__all__ = ["Auth", "Forbidden", "Identity", "Role", "Unauthorized"]
+__all__ = [
+    "Auth",
+    "Forbidden",
+    "Identity",
+    "Role",
+    "Unauthorized",
+    "check_bind",
+    "is_loopback_host",
+]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_HEADER = "x-csrf-token"
@@ -72,6 +80,16 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to serve a non-loopback address without an operator token."""
+    if not token and not is_loopback_host(host):
+        raise InvalidArgument(
+            f"refusing to serve the dashboard on {host!r} without a token: anyone who can "
+            "reach it could steer the cluster. Pass --token (or ROTA_WEB_TOKEN), or bind "
+            "127.0.0.1"
+        )
 
 
 def _host_name(host_header: str) -> str:

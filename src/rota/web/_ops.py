@@ -16,8 +16,6 @@ from typing import Any
 from rota import _json
 from rota.errors import InvalidArgument, JobNotFound, RotaError
 from rota.models import (
-    BreakerKey,
-    ConcurrencyKey,
     EnqueueResult,
     Job,
     JobPage,
@@ -25,12 +23,11 @@ from rota.models import (
     JobState,
     LimitInfo,
     MinuteStats,
-    NewJob,
     QueueInfo,
-    RateKey,
     Schedule,
     WorkerInfo,
 )
+from rota.scheduling.define import schedule_job
 from rota.stores.base import Store
 
 #: A worker whose last heartbeat is older than this is shown as lost.
@@ -453,51 +450,15 @@ def remove_schedule(store: Store, name: str) -> None:
 
 
 def run_schedule_now(store: Store, name: str) -> EnqueueResult:
-    """Enqueue one job of the schedule's task with its arguments, now.
+    """Enqueue one job of the schedule's task with its arguments and job options, now.
 
     The job carries ``schedule=name`` and ``fire_time`` = the store's now; the
-    schedule's next fire is left alone.
+    schedule's own next fire is left alone. Only the stored schedule is used,
+    so the web process needs no task code.
     """
     s = _schedule(store, name)
-    job = new_job_for(s, uuid.uuid4().hex, store.now())
+    job = schedule_job(s, job_id=uuid.uuid4().hex, fire_time=store.now())
     return store.enqueue([job])[0]
-
-
-def new_job_for(s: Schedule, job_id: str, fire_time: float) -> NewJob:
-    """A :class:`NewJob` of schedule ``s``, built from its payload and job options."""
-    o = s.job_options
-    max_attempts = o.get("max_attempts")
-    if max_attempts is None:
-        max_attempts = int(o.get("retries", 0)) + 1
-    simple: dict[str, Any] = {
-        name: o[name]
-        for name in ("priority", "max_lost", "lease", "timeout", "unique_key", "unique_for")
-        if o.get(name) is not None
-    }
-    return NewJob(
-        id=job_id,
-        task=s.task,
-        queue=str(o.get("queue") or "default"),
-        payload=s.payload,
-        max_attempts=int(max_attempts),
-        concurrency=tuple(_keys(ConcurrencyKey, o.get("concurrency"), ("key", "limit"))),
-        rate=tuple(_keys(RateKey, o.get("rate"), ("key", "rate", "burst"))),
-        breaker=tuple(_keys(BreakerKey, o.get("breaker"), ("key", "failures", "cooldown"))),
-        schedule=s.name,
-        fire_time=fire_time,
-        **simple,
-    )
-
-
-def _keys(cls: Any, raw: Any, names: tuple[str, ...]) -> list[Any]:
-    """Limit keys stored as lists (``[key, n]``) or objects (``{"key": ..., ...}``)."""
-    items = []
-    for item in raw or ():
-        if isinstance(item, Mapping):
-            items.append(cls(*(item[n] for n in names)))
-        else:
-            items.append(cls(*item))
-    return items
 
 
 # -- workers ---------------------------------------------------------------

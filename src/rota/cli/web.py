@@ -1,0 +1,72 @@
+"""``rota web [APP]``: serve the dashboard and the REST API."""
+
+from __future__ import annotations
+
+import click
+
+from rota.cli._support import CliState, note, pass_state, url_option
+from rota.stores import redact_url
+
+
+@click.command()
+@click.argument("app_spec", metavar="[APP]", required=False)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--token",
+    envvar="ROTA_WEB_TOKEN",
+    default=None,
+    help="Operator token (read and act); required off loopback. Env: ROTA_WEB_TOKEN.",
+)
+@click.option(
+    "--viewer-token",
+    envvar="ROTA_WEB_VIEWER_TOKEN",
+    default=None,
+    help="Read-only token. Env: ROTA_WEB_VIEWER_TOKEN.",
+)
+@click.option(
+    "--secret",
+    envvar="ROTA_WEB_SECRET",
+    default=None,
+    help="Key that signs session cookies; set it so logins survive restarts and "
+    "are shared by replicas. Env: ROTA_WEB_SECRET.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+@url_option
+@pass_state
+def web(
+    state: CliState,
+    app_spec: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    viewer_token: str | None,
+    secret: str | None,
+    log_level: str,
+) -> None:
+    """Serve the dashboard and the REST API (/api/, /metrics).
+
+    APP is optional: the dashboard only needs the store, so `rota web --url
+    URL` works too; with APP its task names are offered in the filters.
+    Binds 127.0.0.1 unless --host says otherwise, and refuses any other
+    address without --token.
+    """
+    import uvicorn
+
+    from rota.web import check_bind, create_app
+
+    check_bind(host, token)
+    app = state.load_app(app_spec) if app_spec else state.store_app()
+    asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
+    roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")
+    note(f"rota web: store {redact_url(app.url)}, {roles}, http://{_display(host)}:{port}/")
+    uvicorn.run(asgi, host=host, port=port, log_level=log_level, server_header=False)
+
+
+def _display(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
