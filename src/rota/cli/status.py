@@ -104,10 +104,10 @@ def _heading(title: str) -> Text:
 def status(cli: CliState) -> None:
     """Queues, workers online and throughput."""
     app = cli.store_app()
-    store = app.store
-    now = store.now()
     out = console()
     out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
+    store = app.store
+    now = store.now()
     out.print()
     out.print(_heading("queues"))
     infos = store.queues()

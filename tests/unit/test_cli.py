@@ -1,0 +1,849 @@
+"""The ``rota`` command line, run in-process with click's CliRunner against a real
+SQLite store in ``tmp_path``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import rota.cli
+from rota import _json
+from rota.cli import main
+from rota.cli._support import fmt_duration, redact_text, summary
+from rota.cli.status import LOST_AFTER, worker_state
+from rota.models import ClaimedJob, JobState, Outcome, WorkerInfo
+from rota.stores import Store, open_store
+
+APP_SOURCE = """
+    import rota
+
+    app = rota.App("sqlite:///{own_db}")
+
+    @app.task
+    def add(a, b):
+        return a + b
+
+    @app.task(name="tools.echo")
+    def echo(*args, **kwargs):
+        return [args, kwargs]
+
+    @app.task(unique=True)
+    def once(x):
+        return x
+
+    @app.task(queue="crawl", retries=2, concurrency=rota.Limit("spiders", 2))
+    def fetch(url):
+        return url
+
+    @app.task(queue="fragile", breaker=rota.Breaker(failures=1, cooldown=600, key="flaky"))
+    def fragile():
+        return None
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated_imports() -> Iterator[None]:
+    """Each test loads its own app file as module ``cliapp``; forget it afterwards."""
+    saved_path = list(sys.path)
+    saved_modules = set(sys.modules)
+    yield
+    sys.path[:] = saved_path
+    for name in set(sys.modules) - saved_modules:
+        del sys.modules[name]
+
+
+@dataclass
+class Env:
+    """A store, an app file using another store, and a way to run ``rota``."""
+
+    tmp: Path
+    url: str
+    own_url: str
+    app: str
+    store: Store
+    runner: CliRunner
+
+    def rota(self, *args: str, input: str | None = None, url: bool = True) -> Result:
+        """Run ``rota [--url URL] ARGS...`` in-process."""
+        argv = ["--url", self.url, *args] if url else list(args)
+        return self.runner.invoke(main, argv, input=input, catch_exceptions=False)
+
+    def send(self, task: str, *args: str) -> str:
+        """Send a job through the CLI; return its id."""
+        result = self.rota("send", self.app, task, *args)
+        assert result.exit_code == 0, result.output
+        return result.stdout.strip()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    own_db = tmp_path / "own.db"
+    app_file = tmp_path / "cliapp.py"
+    app_file.write_text(textwrap.dedent(APP_SOURCE).replace("{own_db}", str(own_db)))
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    store = open_store(url)
+    runner = CliRunner(env={"ROTA_URL": None, "COLUMNS": None, "TTY_COMPATIBLE": None})
+    yield Env(tmp_path, url, f"sqlite:///{own_db}", f"{app_file}:app", store, runner)
+    store.close()
+
+
+def work(store: Store, queue: str, outcome: Callable[[ClaimedJob], Outcome]) -> list[str]:
+    """Claim every runnable job of ``queue`` and finish each with ``outcome(job)``."""
+    claimed = store.claim("test-worker", [queue], 100)
+    assert all(store.finish([outcome(job) for job in claimed]))
+    return [job.id for job in claimed]
+
+
+def ok(result: Any) -> Callable[[ClaimedJob], Outcome]:
+    return lambda job: Outcome(job.id, job.token, ok=True, result=_json.dumps(result))
+
+
+def boom(job: ClaimedJob, retry: bool = False) -> Outcome:
+    return Outcome(
+        job.id,
+        job.token,
+        ok=False,
+        error="ValueError: boom\nsecond line",
+        traceback='Traceback (most recent call last):\n  File "cliapp.py"\nValueError: boom',
+        retry_in=0.0 if retry else None,
+    )
+
+
+def state_of(env: Env, job_id: str) -> JobState:
+    job = env.store.get_job(job_id)
+    assert job is not None
+    return job.state
+
+
+# -- send ----------------------------------------------------------------------------
+
+
+def test_send_parses_each_argument_as_json_or_string(env: Env) -> None:
+    job_id = env.send("tools.echo", "hello", "3", "2.5", "true", "null", '{"a": [1]}', '"7"')
+    job = env.store.get_job(job_id)
+    assert job is not None
+    assert job.task == "tools.echo"
+    assert job.args == ["hello", 3, 2.5, True, None, {"a": [1]}, "7"]
+    assert job.kwargs == {}
+    assert job.queue == "default"
+    assert job.state is JobState.QUEUED
+
+
+def test_send_prints_only_the_id(env: Env) -> None:
+    result = env.rota("send", env.app, "add", "1", "2")
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    (job_id,) = result.stdout.split()
+    assert len(job_id) == 32
+    job = env.store.get_job(job_id)
+    assert job is not None
+    assert job.args == [1, 2]
+
+
+def test_send_arguments_starting_with_a_dash_after_double_dash(env: Env) -> None:
+    job_id = env.send("add", "--", "-1", "-2")
+    job = env.store.get_job(job_id)
+    assert job is not None
+    assert job.args == [-1, -2]
+
+
+@pytest.mark.parametrize(
+    ("payload", "args", "kwargs"),
+    [
+        ('{"args": [1], "kwargs": {"b": 2}}', [1], {"b": 2}),
+        ('{"kwargs": {"a": 1, "b": 2}}', [], {"a": 1, "b": 2}),
+        ("[4, 5]", [4, 5], {}),
+    ],
+)
+def test_send_json(env: Env, payload: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    job_id = env.send("add", "--json", payload)
+    job = env.store.get_job(job_id)
+    assert job is not None
+    assert (job.args, job.kwargs) == (args, kwargs)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--json", "{nope"], "Invalid value for '--json': not valid JSON"),
+        (["--json", "3"], "Invalid value for '--json': expected a JSON list of arguments"),
+        (["--json", '{"args": 1}'], "Invalid value for '--json': \"args\" must be a JSON list"),
+        (["--json", '{"kwargs": []}'], '"kwargs" must be a JSON object'),
+        (["--json", '{"argz": []}'], "unexpected key(s) 'argz'"),
+        (["1", "--json", "[2]"], "give the task's arguments as ARGS or with --json, not both"),
+        (["--in", "soon"], "Invalid value for '--in': delay 'soon' is not a duration"),
+        (["--priority", "high"], "'high' is not a valid integer"),
+    ],
+)
+def test_send_bad_input_is_a_usage_error(env: Env, extra: list[str], message: str) -> None:
+    result = env.rota("send", env.app, "add", *extra)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert env.store.queues() == []
+
+
+def test_send_options_override_the_task(env: Env) -> None:
+    before = env.store.now()
+    job_id = env.send("fetch", "https://example.com", "--queue", "slow", "-p", "7", "--in", "1m")
+    job = env.store.get_job(job_id)
+    assert job is not None
+    assert job.queue == "slow"
+    assert job.priority == 7
+    assert job.state is JobState.SCHEDULED
+    assert before + 59 <= job.run_at <= env.store.now() + 61
+    assert job.max_attempts == 3
+    assert job.limit_keys == ("spiders",)
+
+
+def test_send_unknown_task(env: Env) -> None:
+    result = env.rota("send", env.app, "nope", "1")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        "Error: unknown task 'nope' (registered: add, fetch, fragile, once, tools.echo); "
+        "register it with @app.task(name='nope') in the module the worker loads"
+    )
+    assert env.store.queues() == []
+
+
+def test_send_a_duplicate_says_so(env: Env) -> None:
+    first = env.send("once", "42")
+    result = env.rota("send", env.app, "once", "42")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == first
+    assert result.stderr.startswith(f"duplicate of {first}: ")
+    assert "nothing new was enqueued" in result.stderr
+    assert env.store.queues()[0].counts == {JobState.QUEUED: 1}
+
+
+def test_send_bad_app_spec(env: Env) -> None:
+    result = env.rota("send", str(env.tmp / "missing.py") + ":app", "add")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"Error: app file '{env.tmp / 'missing.py'}' not found"
+    bad_attribute = env.rota("send", env.app.replace(":app", ":add"), "add")
+    assert bad_attribute.exit_code == 2
+    assert "is a Task, not a rota App" in bad_attribute.stderr
+
+
+def test_url_option_env_and_app_url(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = open_store(env.own_url)
+    try:
+        # Without --url the app's own URL is used.
+        in_own = env.rota("send", env.app, "add", "1", "2", url=False)
+        assert in_own.exit_code == 0, in_own.output
+        assert own.get_job(in_own.stdout.strip()) is not None
+        assert env.store.get_job(in_own.stdout.strip()) is None
+        # --url after the command name overrides it too.
+        after = env.rota("send", env.app, "add", "1", "2", "--url", env.url, url=False)
+        assert env.store.get_job(after.stdout.strip()) is not None
+        # So does ROTA_URL.
+        by_env = env.runner.invoke(
+            main, ["send", env.app, "add", "3", "4"], env={"ROTA_URL": env.url}
+        )
+        assert env.store.get_job(by_env.stdout.strip()) is not None
+        listed = env.runner.invoke(main, ["jobs", "list"], env={"ROTA_URL": env.url})
+        assert by_env.stdout.strip() in listed.stdout
+        assert in_own.stdout.strip() not in listed.stdout
+    finally:
+        own.close()
+
+
+# -- jobs list -------------------------------------------------------------------------
+
+
+def test_jobs_list_shows_a_row_per_job(env: Env) -> None:
+    first = env.send("add", "1", "2")
+    crawl = env.send("fetch", "https://example.com/a")
+    work(env.store, "crawl", boom)
+    result = env.rota("jobs", "list")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "id",
+        "task",
+        "queue",
+        "state",
+        "attempt",
+        "lost",
+        "enqueued",
+        "age",
+        "error",
+    ]
+    rows = [line.split() for line in lines[1:]]
+    # Newest first.
+    assert [row[0] for row in rows] == [crawl, first]
+    assert rows[0][1:6] == ["fetch", "crawl", "failed", "1/3", "0"]
+    assert rows[0][-2:] == ["ValueError:", "boom"]
+    assert rows[1][1:6] == ["add", "default", "queued", "0/1", "0"]
+
+
+def test_jobs_list_filters(env: Env) -> None:
+    a = env.send("add", "1", "2")
+    b = env.send("tools.echo", "needle-in-args")
+    c = env.send("fetch", "https://example.com/")
+    work(env.store, "crawl", ok("fine"))
+
+    def ids(*args: str) -> list[str]:
+        result = env.rota("jobs", "list", *args)
+        assert result.exit_code == 0, result.output
+        return [line.split()[0] for line in result.stdout.splitlines()[1:]]
+
+    assert ids("--queue", "default") == [b, a]
+    assert ids("--task", "add") == [a]
+    assert ids("--state", "succeeded") == [c]
+    assert ids("-s", "queued") == [b, a]
+    assert ids("--search", "needle") == [b]
+    empty = env.rota("jobs", "list", "--task", "nothing")
+    assert empty.exit_code == 0
+    assert empty.stdout == ""
+    assert empty.stderr.strip() == "no jobs match"
+
+
+def test_jobs_list_pages_with_a_cursor(env: Env) -> None:
+    sent = [env.send("add", str(i), "0") for i in range(3)]
+    first = env.rota("jobs", "list", "--limit", "2")
+    assert [line.split()[0] for line in first.stdout.splitlines()[1:]] == sent[:0:-1]
+    cursor = first.stderr.split("--cursor ")[1].split()[0]
+    second = env.rota("jobs", "list", "--limit", "2", "--cursor", cursor)
+    assert [line.split()[0] for line in second.stdout.splitlines()[1:]] == [sent[0]]
+    assert "--cursor" not in second.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--state", "done"],
+            "Error: Invalid value for '--state' / '-s': unknown state 'done'; expected one of: "
+            "scheduled, queued, running, succeeded, failed, cancelled",
+        ),
+        (["--limit", "0"], "Invalid value for '--limit' / '-n': 0 is not in the range 1<=x<=1000"),
+    ],
+)
+def test_jobs_list_bad_options(env: Env, args: list[str], message: str) -> None:
+    result = env.rota("jobs", "list", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_store_errors_from_bad_input_exit_2(env: Env) -> None:
+    result = env.rota("jobs", "list", "--cursor", "not-a-cursor")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Error: bad cursor 'not-a-cursor'"
+    scheme = env.runner.invoke(main, ["--url", "ftp://host/x", "queues", "list"])
+    assert scheme.exit_code == 2
+    assert scheme.stderr.startswith("Error: unsupported store URL scheme 'ftp'")
+
+
+# -- jobs show -------------------------------------------------------------------------
+
+
+def test_jobs_show_everything(env: Env) -> None:
+    job_id = env.send("fetch", "--json", '{"kwargs": {"url": "https://example.com/x"}}')
+    work(env.store, "crawl", lambda job: boom(job, retry=True))
+    work(env.store, "crawl", lambda job: boom(job, retry=True))
+    work(env.store, "crawl", boom)
+    result = env.rota("jobs", "show", job_id)
+    assert result.exit_code == 0
+    out = result.stdout
+    fields = {
+        line.split(None, 1)[0]: line.split(None, 1)[1].strip()
+        for line in out.split("\nargs")[0].splitlines()
+        if " " in line.strip()
+    }
+    assert fields["id"] == job_id
+    assert fields["task"] == "fetch"
+    assert fields["queue"] == "crawl"
+    assert fields["state"] == "failed"
+    assert fields["attempt"] == "3/3"
+    assert fields["priority"] == "0"
+    assert "limit keys" in out and "spiders" in out.split("limit keys")[1].splitlines()[0]
+    assert '"url": "https://example.com/x"' in out
+    assert "\nerror\nValueError: boom\nsecond line\n" in out
+    assert '\ntraceback\nTraceback (most recent call last):\n  File "cliapp.py"\n' in out
+    history = out.split("failed and lost attempts\n")[1].splitlines()
+    assert history[0].split() == ["attempt", "event", "at", "detail"]
+    assert [row.split()[:2] for row in history[1:]] == [
+        ["1", "failed"],
+        ["2", "failed"],
+        ["3", "failed"],
+    ]
+    assert all(row.split()[-2:] == ["ValueError:", "boom"] for row in history[1:])
+
+
+def test_jobs_show_result(env: Env) -> None:
+    job_id = env.send("add", "2", "3")
+    work(env.store, "default", ok({"sum": 5}))
+    out = env.rota("jobs", "show", job_id).stdout
+    assert "succeeded" in out
+    assert '\nresult\n{\n  "sum": 5\n}\n' in out
+    assert "\nargs\n[\n  2,\n  3\n]\n" in out
+    assert "took" in out
+
+
+def test_jobs_show_unknown_id(env: Env) -> None:
+    result = env.rota("jobs", "show", "nope")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: job 'nope' not found\n"
+
+
+# -- retry, cancel, delete -----------------------------------------------------------------
+
+
+def test_jobs_retry_ids(env: Env) -> None:
+    failed = env.send("add", "1", "1")
+    done = env.send("add", "2", "2")
+    work(env.store, "default", lambda job: boom(job) if job.id == failed else ok(4)(job))
+    result = env.rota("jobs", "retry", failed)
+    assert result.exit_code == 0
+    assert result.stdout == f"retried {failed}\n"
+    assert state_of(env, failed) is JobState.QUEUED
+    refused = env.rota("jobs", "retry", done, "missing")
+    assert refused.exit_code == 1
+    assert refused.stdout == ""
+    assert f"could not retry {done}: it is succeeded" in refused.stderr
+    assert "could not retry missing: not found" in refused.stderr
+    assert "Error: 2 of 2 job(s) could not be retried" in refused.stderr
+
+
+def test_jobs_retry_failed_by_queue_and_task(env: Env) -> None:
+    a = env.send("add", "1", "1")
+    b = env.send("tools.echo", "x")
+    c = env.send("fetch", "https://example.com/")
+    work(env.store, "default", boom)
+    for _ in range(3):
+        work(env.store, "crawl", lambda job: boom(job, retry=True))
+    assert {state_of(env, j) for j in (a, b, c)} == {JobState.FAILED}
+    result = env.rota("jobs", "retry", "--failed", "--queue", "default", "--task", "add")
+    assert result.stdout == "retried 1 failed job(s)\n"
+    assert [state_of(env, j) for j in (a, b, c)] == [
+        JobState.QUEUED,
+        JobState.FAILED,
+        JobState.FAILED,
+    ]
+    result = env.rota("jobs", "retry", "--failed")
+    assert result.stdout == "retried 2 failed job(s)\n"
+    assert {state_of(env, j) for j in (a, b, c)} == {JobState.QUEUED}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["abc", "--failed"], "give job ids or --failed, not both"),
+        ([], "give job ids to retry, or --failed"),
+        (["abc", "--queue", "q"], "--queue and --task go with --failed"),
+    ],
+)
+def test_jobs_retry_usage(env: Env, args: list[str], message: str) -> None:
+    result = env.rota("jobs", "retry", *args)
+    assert result.exit_code == 2
+    assert f"Error: {message}" in result.stderr
+
+
+def test_jobs_cancel(env: Env) -> None:
+    running = env.send("add", "1", "1")
+    pending = env.send("tools.echo", "x")
+    assert [job.id for job in env.store.claim("test-worker", ["default"], 1)] == [running]
+    result = env.rota("jobs", "cancel", pending)
+    assert result.exit_code == 0
+    assert result.stdout == f"cancelled {pending}\n"
+    assert state_of(env, pending) is JobState.CANCELLED
+    refused = env.rota("jobs", "cancel", running)
+    assert refused.exit_code == 1
+    assert f"could not cancel {running}: it is running" in refused.stderr
+    assert "Error: 1 of 1 job(s) could not be cancelled" in refused.stderr
+    assert state_of(env, running) is JobState.RUNNING
+
+
+def test_jobs_delete(env: Env) -> None:
+    a = env.send("add", "1", "1")
+    b = env.send("add", "2", "2")
+    result = env.rota("jobs", "delete", a, b, a)
+    assert result.exit_code == 0
+    assert result.stdout == f"deleted {a}\ndeleted {b}\n"
+    assert env.store.get_jobs([a, b]) == [None, None]
+    again = env.rota("jobs", "delete", a)
+    assert again.exit_code == 1
+    assert f"could not delete {a}: not found" in again.stderr
+
+
+def test_jobs_subcommands_need_ids(env: Env) -> None:
+    for command in ("cancel", "delete", "show"):
+        result = env.rota("jobs", command)
+        assert result.exit_code == 2
+        assert "Missing argument 'ID" in result.stderr
+
+
+# -- jobs export -------------------------------------------------------------------------------
+
+
+def _finished(env: Env) -> dict[str, str]:
+    """Two succeeded adds, one succeeded echo, one failed add; ids by label."""
+    ids = {
+        "add1": env.send("add", "1", "2"),
+        "add2": env.send("add", "--json", '{"kwargs": {"a": "x", "b": "y"}}'),
+        "echo": env.send("tools.echo", "hi"),
+        "bad": env.send("add", "0", "0"),
+    }
+    results = {ids["add1"]: 3, ids["add2"]: "xy", ids["echo"]: [["hi"], {}]}
+
+    def outcome(job: ClaimedJob) -> Outcome:
+        return boom(job) if job.id == ids["bad"] else ok(results[job.id])(job)
+
+    work(env.store, "default", outcome)
+    return ids
+
+
+def test_jobs_export_jsonl_to_stdout(env: Env) -> None:
+    ids = _finished(env)
+    result = env.rota("jobs", "export", "--task", "add")
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["id"] for row in rows] == [ids["add2"], ids["add1"]]
+    assert rows[0]["kwargs"] == {"a": "x", "b": "y"}
+    assert rows[0]["result"] == "xy"
+    assert rows[1]["args"] == [1, 2]
+    assert rows[1]["result"] == 3
+    assert rows[1]["task"] == "add" and rows[1]["queue"] == "default"
+    assert rows[1]["attempt"] == 1
+    assert rows[1]["finished_at"].endswith("+00:00")
+    assert rows[1]["schedule"] is None
+    assert result.stderr == ""
+
+
+def test_jobs_export_csv_to_a_file(env: Env) -> None:
+    ids = _finished(env)
+    target = env.tmp / "out.csv"
+    result = env.rota("jobs", "export", "--format", "csv", "-o", str(target))
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr.strip() == f"exported 3 result(s) to {target}"
+    with target.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [row["id"] for row in rows] == [ids["echo"], ids["add2"], ids["add1"]]
+    assert list(rows[0]) == [
+        "id",
+        "task",
+        "queue",
+        "args",
+        "kwargs",
+        "result",
+        "attempt",
+        "enqueued_at",
+        "started_at",
+        "finished_at",
+        "schedule",
+    ]
+    assert json.loads(rows[0]["result"]) == [["hi"], {}]
+    assert json.loads(rows[1]["kwargs"]) == {"a": "x", "b": "y"}
+    assert json.loads(rows[2]["args"]) == [1, 2]
+    assert rows[2]["result"] == "3"
+    assert rows[2]["schedule"] == ""
+
+
+def test_jobs_export_shows_progress_on_a_terminal(env: Env) -> None:
+    _finished(env)
+    target = env.tmp / "out.jsonl"
+    result = env.runner.invoke(
+        main,
+        ["--url", env.url, "jobs", "export", "--queue", "default", "-o", str(target)],
+        env={"TTY_COMPATIBLE": "1"},
+    )
+    assert result.exit_code == 0
+    assert "exporting" in result.stderr
+    assert "3/3" in result.stderr
+    assert len(target.read_text().splitlines()) == 3
+
+
+# -- queues ------------------------------------------------------------------------------------
+
+
+def _queue_rows(env: Env) -> dict[str, list[str]]:
+    result = env.rota("queues", "list")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "queue",
+        "paused",
+        "scheduled",
+        "queued",
+        "running",
+        "succeeded",
+        "failed",
+        "cancelled",
+    ]
+    return {line.split()[0]: line.split()[1:] for line in lines[1:]}
+
+
+def test_queues_list_pause_resume(env: Env) -> None:
+    empty = env.rota("queues", "list")
+    assert empty.stdout == "" and "no queues yet" in empty.stderr
+    env.send("add", "1", "2")
+    env.send("add", "1", "3")
+    env.send("add", "1", "4", "--in", "1h")
+    env.send("fetch", "https://example.com/")
+    work(env.store, "crawl", ok(None))
+    cancelled = env.send("tools.echo", "x")
+    env.rota("jobs", "cancel", cancelled)
+    assert _queue_rows(env) == {
+        "crawl": ["no", "0", "0", "0", "1", "0", "0"],
+        "default": ["no", "1", "2", "0", "0", "0", "1"],
+    }
+    paused = env.rota("queues", "pause", "default")
+    assert paused.stdout == "paused queue default\n"
+    assert _queue_rows(env)["default"][0] == "paused"
+    assert env.store.claim("test-worker", ["default"], 10) == []
+    resumed = env.rota("queues", "resume", "default")
+    assert resumed.stdout == "resumed queue default\n"
+    assert _queue_rows(env)["default"][0] == "no"
+    assert len(env.store.claim("test-worker", ["default"], 10)) == 2
+
+
+def test_queues_purge_asks_first(env: Env) -> None:
+    env.send("add", "1", "2")
+    env.send("add", "1", "3", "--in", "1h")
+    declined = env.rota("queues", "purge", "default", input="n\n")
+    assert declined.exit_code == 1
+    assert "Delete every pending job of queue 'default'? [y/N]" in declined.stderr
+    assert "Aborted" in declined.stderr
+    assert _queue_rows(env)["default"][1:3] == ["1", "1"]
+    accepted = env.rota("queues", "purge", "default", input="y\n")
+    assert accepted.exit_code == 0
+    assert accepted.stdout == "purged 2 pending job(s) from queue default\n"
+    env.send("add", "1", "4")
+    forced = env.rota("queues", "purge", "default", "--yes")
+    assert forced.stdout == "purged 1 pending job(s) from queue default\n"
+    assert "[y/N]" not in forced.stderr
+    assert _queue_rows(env)["default"][1:3] == ["0", "0"]
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+def _limit_rows(env: Env) -> dict[str, str]:
+    result = env.rota("limits", "list")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["key", "running/limit", "rate", "tokens", "failures", "breaker"]
+    return {line.split()[0]: line.split(None, 1)[1] for line in lines[1:]}
+
+
+def test_limits_set_list_clear(env: Env) -> None:
+    assert "no limit keys yet" in env.rota("limits", "list").stderr
+    env.send("fetch", "https://example.com/1")
+    env.send("fetch", "https://example.com/2")
+    env.store.claim("test-worker", ["crawl"], 1)
+    assert _limit_rows(env)["spiders"].split()[:1] == ["1/2"]
+    result = env.rota("limits", "set", "spiders", "5")
+    assert result.stdout == "limit of spiders set to 5\n"
+    assert _limit_rows(env)["spiders"].split()[:2] == ["1/5", "(set)"]
+    assert len(env.store.claim("test-worker", ["crawl"], 10)) == 1
+    cleared = env.rota("limits", "clear", "spiders")
+    assert cleared.stdout == "limit of spiders back to the declared value\n"
+    assert _limit_rows(env)["spiders"].split()[:1] == ["2/2"]
+    zero = env.rota("limits", "set", "other", "0")
+    assert zero.exit_code == 0
+    assert _limit_rows(env)["other"].split()[:2] == ["0/0", "(set)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--", "spiders", "-1"], "-1 is not in the range x>=0"),
+        (["spiders", "many"], "'many' is not a valid integer"),
+        (["spiders"], "Missing argument 'N'"),
+    ],
+)
+def test_limits_set_bad_values(env: Env, args: list[str], message: str) -> None:
+    result = env.rota("limits", "set", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_limits_breaker_open_and_reset(env: Env) -> None:
+    env.send("fragile")
+    work(env.store, "fragile", boom)
+    row = _limit_rows(env)["flaky"]
+    assert row.split()[:3] == ["0/-", "-", "-"]
+    assert row.split()[3] == "1"
+    assert "open until" in row and "(in 9m" in row
+    result = env.rota("limits", "reset", "flaky")
+    assert result.stdout == "closed the breaker of flaky\n"
+    assert "open until" not in _limit_rows(env)["flaky"]
+    again = env.rota("limits", "reset", "flaky")
+    assert again.exit_code == 0
+    assert again.stderr.strip() == "the breaker of flaky was not open; nothing changed"
+
+
+# -- status --------------------------------------------------------------------------------------
+
+
+def _worker(running: int = 1, **changes: Any) -> WorkerInfo:
+    base: dict[str, Any] = {
+        "id": "host-a-123-abc",
+        "host": "host-a",
+        "pid": 123,
+        "queues": ("default", "crawl"),
+        "concurrency": 4,
+        "mode": "threads",
+        "running": running,
+        "started_at": time.time(),
+        "cpu_percent": 12.4,
+        "mem_percent": 56.6,
+    }
+    return WorkerInfo(**(base | changes))
+
+
+def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
+    env.send("add", "1", "2")
+    env.send("add", "2", "2")
+    env.send("fetch", "https://example.com/")
+    work(env.store, "default", ok(3))
+    work(env.store, "crawl", boom)
+    env.store.heartbeat(_worker())
+    result = env.rota("status")
+    assert result.exit_code == 0
+    sections = result.stdout.split("\n\n")
+    assert sections[0] == f"store: {env.url}"
+    queues = sections[1].splitlines()
+    assert queues[0] == "queues"
+    assert queues[2].split() == ["crawl", "no", "0", "0", "0", "0", "1", "0"]
+    assert queues[3].split() == ["default", "no", "0", "0", "0", "2", "0", "0"]
+    workers = sections[2].splitlines()
+    assert workers[0] == "workers"
+    assert workers[1].split() == [
+        "host",
+        "pid",
+        "queues",
+        "mode",
+        "concurrency",
+        "running",
+        "cpu",
+        "mem",
+        "heartbeat",
+        "state",
+    ]
+    assert workers[2].split() == [
+        "host-a",
+        "123",
+        "default,crawl",
+        "threads",
+        "4",
+        "1",
+        "12%",
+        "57%",
+        "0s",
+        "ago",
+        "online",
+    ]
+    throughput = sections[3].splitlines()
+    assert throughput[0] == "throughput (finished attempts)"
+    assert [line.rsplit(None, 2) for line in throughput[2:]] == [
+        ["last 5 min", "2", "1"],
+        ["last hour", "2", "1"],
+        ["last day", "2", "1"],
+        ["all time", "2", "1"],
+    ]
+
+
+def test_status_of_an_empty_store(env: Env) -> None:
+    result = env.rota("status")
+    assert result.exit_code == 0
+    assert "no queues yet" in result.stdout
+    assert "no workers" in result.stdout
+    assert result.stdout.splitlines()[-1].split() == ["all", "time", "0", "0"]
+
+
+def test_worker_state_marks_silent_workers_lost() -> None:
+    now = time.time()
+    fresh = _worker(heartbeat_at=now - 5)
+    silent = _worker(heartbeat_at=now - LOST_AFTER - 1)
+    assert LOST_AFTER == 30.0
+    assert worker_state(fresh, now).plain == "online"
+    assert worker_state(silent, now).plain == "lost"
+    assert worker_state(_worker(heartbeat_at=now, stopping=True), now).plain == "stopping"
+    assert worker_state(_worker(heartbeat_at=now, holding_back=True), now).plain == "holding back"
+
+
+# -- secrets, errors, registry ---------------------------------------------------------------------
+
+
+def test_store_passwords_are_never_printed(env: Env) -> None:
+    secret_url = "memcached://admin:hunter2@db.example:11211/0"
+    result = env.runner.invoke(main, ["--url", secret_url, "status"])
+    assert result.exit_code == 2
+    assert "store: memcached://admin:***@db.example:11211/0" in result.stdout
+    assert "Error: unsupported store URL scheme 'memcached'" in result.stderr
+    shown = env.rota("jobs", "show", "redis://:hunter2@cache.example:6379/0")
+    assert shown.stderr == "Error: job 'redis://:***@cache.example:6379/0' not found\n"
+    for output in (result.output, shown.output):
+        assert "hunter2" not in output
+
+
+def test_redact_text() -> None:
+    text = "a redis://u:p4ss@h:1/0 and postgresql://me:s3cret@db/x and sqlite:///tmp/a.db"
+    assert redact_text(text) == (
+        "a redis://u:***@h:1/0 and postgresql://me:***@db/x and sqlite:///tmp/a.db"
+    )
+
+
+def test_formats() -> None:
+    assert [fmt_duration(s) for s in (-3, 0, 59.9, 61, 3725, 90061)] == [
+        "0s",
+        "0s",
+        "59s",
+        "1m 01s",
+        "1h 02m",
+        "1d 01h",
+    ]
+    assert summary("first line\nsecond") == "first line"
+    assert summary("x" * 80, width=10) == "x" * 9 + "…"
+    assert summary(None) == ""
+
+
+def test_help_and_version(env: Env) -> None:
+    result = env.rota("--help", url=False)
+    assert result.exit_code == 0
+    listed = result.stdout.split("Commands:")[1].split()
+    for name in ("jobs", "limits", "queues", "send", "status", "worker"):
+        assert name in listed
+    version = env.rota("--version", url=False)
+    assert version.stdout.strip() == f"rota, version {rota.__version__}"
+
+
+def test_a_command_missing_its_extra_does_not_break_the_others(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "needs_extra.py").write_text("import rota_extra_not_installed\n")
+    monkeypatch.setattr(rota.cli, "__path__", [*rota.cli.__path__, str(plugins)])
+    monkeypatch.setitem(rota.cli.COMMANDS, "fancy", rota.cli.Entry("needs_extra:fancy", "web"))
+    monkeypatch.setitem(rota.cli.COMMANDS, "later", rota.cli.Entry("not_written_yet:later"))
+    listing = env.rota("--help", url=False)
+    assert listing.exit_code == 0
+    commands = listing.stdout.split("Commands:")[1].splitlines()
+    assert "fancy (unavailable: pip install 'rota[web]')" in [" ".join(c.split()) for c in commands]
+    assert "later" not in listing.stdout
+    used = env.rota("fancy", "--anything", url=False)
+    assert used.exit_code == 1
+    assert used.stderr == (
+        "Error: 'rota fancy' needs 'rota_extra_not_installed', which is not installed: "
+        "pip install 'rota[web]'\n"
+    )
+    missing = env.rota("later", url=False)
+    assert missing.exit_code == 2
+    assert "No such command 'later'" in missing.stderr
+    assert env.rota("queues", "list").exit_code == 0
