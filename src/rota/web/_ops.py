@@ -464,11 +464,12 @@ def run_schedule_now(store: Store, name: str) -> EnqueueResult:
 # -- workers ---------------------------------------------------------------
 
 
-def workers(store: Store) -> list[WorkerView]:
-    """Every worker, newest heartbeat first, with the lost ones marked."""
+def workers(store: Store, lost_after: float = LOST_AFTER) -> list[WorkerView]:
+    """Every worker, newest heartbeat first; those silent for over ``lost_after``
+    seconds (store clock) are marked lost."""
     now = store.now()
     views = []
     for w in store.workers():
         age = max(0.0, now - w.heartbeat_at)
-        views.append(WorkerView(**asdict(w), lost=age > LOST_AFTER, seconds_since_heartbeat=age))
+        views.append(WorkerView(**asdict(w), lost=age > lost_after, seconds_since_heartbeat=age))
     return views
