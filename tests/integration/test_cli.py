@@ -29,6 +29,10 @@ APP_SOURCE = """
     def add(a, b):
         return a + b
 
+    @app.task
+    def chain(n):
+        return add.send(n, 1).id
+
     @app.task(queue="slow")
     def nap(seconds):
         time.sleep(seconds)
@@ -45,11 +49,11 @@ class RotaCommands:
         self.env["ROTA_URL"] = url
         self.started: list[subprocess.Popen[str]] = []
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
             [str(ROTA), *args],
             cwd=self.cwd,
-            env=self.env,
+            env=self.env if env is None else env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -83,7 +87,9 @@ class RotaCommands:
 
 @pytest.fixture
 def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'rota.db'}"
+    # Not the default rota.db, so a process that ignores ROTA_URL or --url
+    # would write somewhere else.
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 @pytest.fixture
@@ -213,7 +219,36 @@ def test_bad_input_exit_codes(procs: RotaCommands) -> None:
     assert missing.stderr.strip() == "Error: app file 'nowhere.py' not found"
     unknown = procs.run("send", "rotaintapp:app", "nope")
     assert unknown.returncode == 1
-    assert unknown.stderr.startswith("Error: unknown task 'nope' (registered: add, nap)")
+    assert unknown.stderr.startswith("Error: unknown task 'nope' (registered: add, chain, nap)")
     bad_mode = procs.run("worker", "rotaintapp.py:app", "--mode", "fibers")
     assert bad_mode.returncode == 2
     assert "Invalid value for '--mode'" in bad_mode.stderr
+
+
+def test_url_option_reaches_the_worker_child_processes(
+    procs: RotaCommands, store: Store, url: str
+) -> None:
+    without_env = {k: v for k, v in procs.env.items() if k != "ROTA_URL"}
+    worker = procs.start(
+        "--url", url, "worker", "rotaintapp.py:app", "--mode", "processes", env=without_env
+    )
+    wait_until_online(store, worker)
+    sent = procs.run("send", "rotaintapp.py:app", "chain", "41")
+    first = sent.stdout.strip()
+    wait_for(
+        lambda: job(store, first).state is JobState.SUCCEEDED,
+        timeout=60,
+        interval=0.05,
+        what="the chain job to succeed",
+    )
+    second = job(store, first).result
+    wait_for(
+        lambda: job(store, second).state is JobState.SUCCEEDED,
+        timeout=60,
+        interval=0.05,
+        what="the job the task sent to succeed",
+    )
+    assert job(store, second).result == 42
+    code, _, stderr = stop(worker)
+    assert code == 0, stderr
+    assert not (procs.cwd / "rota.db").exists()
