@@ -6,6 +6,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -38,7 +39,7 @@ from rota.models import (
 from rota.stores import Store
 
 
-def limited(*args: object, key: str = "spiders", limit: int = 1, **fields: object) -> NewJob:
+def limited(*args: object, key: str = "spiders", limit: int = 1, **fields: Any) -> NewJob:
     """A job carrying one concurrency key."""
     fields.setdefault("lease", 30.0)
     return new_job(*args, concurrency=(ConcurrencyKey(key, limit),), **fields)
@@ -121,12 +122,16 @@ def test_slot_is_released_when_the_job_stops_running(store: Store, how: str) -> 
     assert claim(store, limit=5) == []
     assert limit_info(store, "spiders").running == 1
 
-    actions: dict[str, Callable[[], object]] = {
+    def recover() -> bool:
+        wait_expired(store, first)
+        return store.recover() == [first]
+
+    actions: dict[str, Callable[[], bool]] = {
         "succeed": lambda: succeed(store, claimed),
         "fail": lambda: fail(store, claimed),
         "retry": lambda: fail(store, claimed, retry_in=0.0),
         "release": lambda: store.release([lease(claimed)]) == [True],
-        "recover": lambda: wait_expired(store, first) or store.recover() == [first],
+        "recover": recover,
     }
     assert actions[how]()
     assert limit_info(store, "spiders").running == 0

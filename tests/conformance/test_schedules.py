@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from conformance.support import (
     all_jobs,
     claim_one,
@@ -25,7 +27,7 @@ def stored(store: Store, name: str) -> Schedule:
     return found[name]
 
 
-def fire_job(name: str, fire_time: float, **fields: object) -> NewJob:
+def fire_job(name: str, fire_time: float, **fields: Any) -> NewJob:
     return new_job(task="report", schedule=name, fire_time=fire_time, **fields)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import closing
+from typing import Any
 
 from conformance.support import (
     all_jobs,
@@ -24,7 +25,7 @@ from rota.models import JobState, NewJob
 from rota.stores import Store
 
 
-def unique(*args: object, key: str = "page:/home", **fields: object) -> NewJob:
+def unique(*args: object, key: str = "page:/home", **fields: Any) -> NewJob:
     fields.setdefault("lease", 30.0)
     return new_job(*args, unique_key=key, **fields)
 
