@@ -141,10 +141,7 @@ def list_jobs(
 # -- show ------------------------------------------------------------------------
 
 
-def _fields(job: Job, now: float) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
+def _fields(job: Job, now: float) -> Text:
     rows: list[tuple[str, str | Text]] = [
         ("id", job.id),
         ("task", job.task),
@@ -170,9 +167,9 @@ def _fields(job: Job, now: float) -> Table:
     if job.schedule is not None:
         schedule = f"{job.schedule} (fire time {fmt_time(job.fire_time)})"
     rows.append(("schedule", schedule))
-    for name, value in rows:
-        grid.add_row(name, value)
-    return grid
+    width = max(len(name) for name, _ in rows)
+    lines = [Text.assemble((name.ljust(width), "bold"), "  ", value) for name, value in rows]
+    return Text("\n").join(lines)
 
 
 def _history(job: Job) -> Table:
