@@ -18,8 +18,9 @@ from click.testing import CliRunner, Result
 
 import rota.cli
 from rota import _json
+from rota._loader import load_app
 from rota.cli import main
-from rota.cli._support import fmt_duration, redact_text, summary
+from rota.cli._support import fmt_duration, redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
 from rota.models import ClaimedJob, JobState, Outcome, WorkerInfo
 from rota.stores import Store, open_store
@@ -847,3 +848,27 @@ def test_a_command_missing_its_extra_does_not_break_the_others(
     assert missing.exit_code == 2
     assert "No such command 'later'" in missing.stderr
     assert env.rota("queues", "list").exit_code == 0
+
+
+def test_worker_bad_input_fails_before_it_starts(env: Env) -> None:
+    no_queue = env.rota("worker", env.app, "--queues", " , ")
+    assert no_queue.exit_code == 2
+    assert no_queue.stderr == "Error: --queues names no queue\n"
+    missing = env.rota("worker", str(env.tmp / "gone.py"))
+    assert missing.exit_code == 2
+    assert missing.stderr == f"Error: app file '{env.tmp / 'gone.py'}' not found\n"
+    for option, value, message in [
+        ("--concurrency", "0", "0 is not in the range x>=1"),
+        ("--grace", "forever", "grace 'forever' is not a duration"),
+        ("--max-cpu", "150", "150.0 is not in the range 0<x<=100"),
+        ("--mode", "fibers", "'fibers' is not one of 'threads', 'processes', 'async'"),
+    ]:
+        result = env.rota("worker", env.app, option, value)
+        assert result.exit_code == 2, option
+        assert message in result.stderr, result.stderr
+
+
+def test_all_queues_of_the_app(env: Env) -> None:
+    app = load_app(env.app)
+    assert resolve_queues(app, "all") == ["crawl", "default", "fragile"]
+    assert resolve_queues(app, "b, a,,c") == ["b", "a", "c"]
