@@ -1,0 +1,268 @@
+"""``rota scheduler APP`` and ``rota schedules ...``: fire schedules, list and steer them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from rota import _json
+from rota.cli._support import CliError, CliState, console, fmt_when, note, pass_state, url_option
+from rota.models import JobState, Schedule
+from rota.scheduling import trigger_from_json
+from rota.scheduling.define import get_schedule, schedule_job
+from rota.stores import Store, redact_url
+
+__all__ = ["scheduler", "schedules"]
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_STATE_STYLES = {
+    JobState.SCHEDULED: "cyan",
+    JobState.QUEUED: "blue",
+    JobState.RUNNING: "yellow",
+    JobState.SUCCEEDED: "green",
+    JobState.FAILED: "red",
+    JobState.CANCELLED: "magenta",
+}
+
+
+# -- rota scheduler --------------------------------------------------------------
+
+
+@click.command()
+@click.argument("app_spec", metavar="APP")
+@click.option(
+    "--max-sleep",
+    type=click.FloatRange(min=0.01, max=60),
+    default=0.5,
+    show_default=True,
+    help="Longest pause, in seconds, before a new, paused or removed schedule is noticed.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Log messages from this level up, on stderr (debug logs every fire).",
+)
+@url_option
+@pass_state
+def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) -> None:
+    """Fire APP's schedules until SIGTERM or Ctrl-C.
+
+    Run as many as you like, on any machines that reach the store: each fire
+    makes exactly one job. Loading APP runs its module, so schedules it
+    defines with app.schedule(...) are created or updated first.
+    """
+    from rota.scheduling.scheduler import Scheduler
+
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    app = cli.load_app(app_spec)
+    engine = Scheduler(app, max_sleep=max_sleep)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    count = len(app.store.schedules())
+    click.echo(f"rota scheduler: store {redact_url(app.url)}, {count} schedule(s)")
+    engine.run(stop)
+    fired = engine.counts["fired"]
+    click.echo(f"rota scheduler: stopped after firing {fired} job(s)")
+
+
+# -- rota schedules ----------------------------------------------------------------
+
+
+@click.group()
+def schedules() -> None:
+    """List, inspect and steer schedules."""
+
+
+def _unknown(name: str) -> CliError:
+    return CliError(f"no schedule named {name!r}; 'rota schedules list' shows them all")
+
+
+def _find(store: Store, name: str) -> Schedule:
+    found = get_schedule(store, name)
+    if found is None:
+        raise _unknown(name)
+    return found
+
+
+def describe(schedule: Schedule) -> str:
+    """The schedule's trigger in words, or its stored form if it cannot be read."""
+    try:
+        return trigger_from_json(schedule.trigger).describe()
+    except Exception:  # written by a newer rota, or by hand
+        return json.dumps(schedule.trigger, sort_keys=True)
+
+
+def _last_states(store: Store, found: Sequence[Schedule]) -> dict[str, JobState]:
+    ids = [s.last_job_id for s in found if s.last_job_id]
+    return {job.id: job.state for job in store.get_jobs(ids) if job is not None}
+
+
+def _last_job(schedule: Schedule, states: dict[str, JobState]) -> Text:
+    if schedule.last_job_id is None:
+        return Text("-")
+    state = states.get(schedule.last_job_id)
+    if state is None:
+        return Text("gone", style="dim")
+    return Text(state.value, style=_STATE_STYLES[state])
+
+
+def _last_job_line(schedule: Schedule, states: dict[str, JobState]) -> Text:
+    if schedule.last_job_id is None:
+        return Text("-")
+    return Text.assemble(schedule.last_job_id, " (", _last_job(schedule, states), ")")
+
+
+def _enabled(schedule: Schedule) -> Text:
+    return Text("yes") if schedule.enabled else Text("paused", style="bold yellow")
+
+
+def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now: float) -> Table:
+    """One row per schedule: the columns of ``rota schedules list``."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("name", no_wrap=True)
+    table.add_column("task")
+    table.add_column("trigger")
+    table.add_column("next fire", no_wrap=True)
+    table.add_column("last fire", no_wrap=True)
+    table.add_column("last job")
+    table.add_column("enabled")
+    table.add_column("skipped", justify="right")
+    for s in found:
+        table.add_row(
+            s.name,
+            s.task,
+            describe(s),
+            fmt_when(s.next_fire, now) if s.next_fire is not None else "never",
+            fmt_when(s.last_fire, now),
+            _last_job(s, states),
+            _enabled(s),
+            str(s.skipped),
+        )
+    return table
+
+
+@schedules.command("list")
+@url_option
+@pass_state
+def list_schedules(cli: CliState) -> None:
+    """Every schedule with its trigger in words, next and last fire, and last job."""
+    store = cli.store_app().store
+    found = store.schedules()
+    if not found:
+        note("no schedules yet: define one with app.schedule(...)")
+        return
+    console().print(schedules_table(found, _last_states(store, found), store.now()))
+
+
+def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float) -> Group:
+    """Everything about one schedule, as ``rota schedules show`` prints it."""
+    s = schedule
+    grace = "none" if s.grace is None else f"{s.grace:g} s"
+    rows: list[tuple[str, str | Text]] = [
+        ("name", s.name),
+        ("task", s.task),
+        ("trigger", describe(s)),
+        ("enabled", _enabled(s)),
+        ("next fire", fmt_when(s.next_fire, now) if s.next_fire is not None else "never"),
+        ("last fire", fmt_when(s.last_fire, now)),
+        ("last job", _last_job_line(s, states)),
+        ("misfire", f"{s.misfire} (grace {grace})"),
+        ("overlap", s.overlap),
+        ("jitter", f"{s.jitter:g} s"),
+        ("skipped", str(s.skipped)),
+    ]
+    width = max(len(name) for name, _ in rows)
+    fields = Text("\n").join(
+        Text.assemble((name.ljust(width), "bold"), "  ", value) for name, value in rows
+    )
+    call: Any = _json.loads(s.payload)
+    return Group(
+        fields,
+        Text("\narguments", style="bold underline"),
+        json.dumps(call, indent=2, ensure_ascii=False),
+        Text("\njob options", style="bold underline"),
+        json.dumps(s.job_options, indent=2, ensure_ascii=False),
+    )
+
+
+@schedules.command("show")
+@click.argument("name")
+@url_option
+@pass_state
+def show(cli: CliState, name: str) -> None:
+    """Show everything about schedule NAME: trigger, policies, arguments, job options."""
+    store = cli.store_app().store
+    found = _find(store, name)
+    console().print(schedule_details(found, _last_states(store, [found]), store.now()))
+
+
+@schedules.command("pause")
+@click.argument("name")
+@url_option
+@pass_state
+def pause(cli: CliState, name: str) -> None:
+    """Stop schedule NAME from firing until it is resumed."""
+    if not cli.store_app().store.set_schedule_enabled(name, False):
+        raise _unknown(name)
+    click.echo(f"paused schedule {name}")
+
+
+@schedules.command("resume")
+@click.argument("name")
+@url_option
+@pass_state
+def resume(cli: CliState, name: str) -> None:
+    """Let schedule NAME fire again; fires missed while paused follow its misfire policy."""
+    if not cli.store_app().store.set_schedule_enabled(name, True):
+        raise _unknown(name)
+    click.echo(f"resumed schedule {name}")
+
+
+@schedules.command("remove")
+@click.argument("name")
+@url_option
+@pass_state
+def remove(cli: CliState, name: str) -> None:
+    """Delete schedule NAME. Jobs it already sent stay; redefining it in code brings it back."""
+    if not cli.store_app().store.remove_schedule(name):
+        raise _unknown(name)
+    click.echo(f"removed schedule {name}")
+
+
+@schedules.command("run-now")
+@click.argument("name")
+@url_option
+@pass_state
+def run_now(cli: CliState, name: str) -> None:
+    """Send one job of schedule NAME now and print its id; its next fire does not move."""
+    store = cli.store_app().store
+    found = _find(store, name)
+    job = schedule_job(found, job_id=uuid.uuid4().hex, fire_time=store.now())
+    [result] = store.enqueue([job])
+    click.echo(result.id)
+    if result.duplicate:
+        note(
+            f"duplicate of {result.id}: a job with the same unique key is pending, running "
+            "or finished within its unique window; nothing new was enqueued"
+        )
