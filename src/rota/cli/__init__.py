@@ -51,7 +51,7 @@ COMMANDS: dict[str, Entry] = {
     "queues": Entry("queues:queues"),
     "run": Entry("run:run", extra="web"),
     "schedules": Entry("schedules:schedules"),
-    "scheduler": Entry("scheduler:scheduler"),
+    "scheduler": Entry("schedules:scheduler"),
     "send": Entry("send:send"),
     "status": Entry("status:status"),
     "web": Entry("web:web", extra="web"),
