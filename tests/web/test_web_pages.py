@@ -1,0 +1,272 @@
+"""Server-rendered pages: what they show, and the forms that act."""
+
+from __future__ import annotations
+
+import html as html_module
+import re
+
+from starlette.testclient import TestClient
+
+from helpers import wait_for
+from rota.models import JobQuery, JobState, Schedule, WorkerInfo
+from rota.scheduling import cron
+from web.support import Demo, csrf_of, fail_all, work
+
+
+def _rows(html: str, table: str) -> list[str]:
+    body = html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0]
+    return [html_module.unescape(v) for v in re.findall(r'<tr[^>]*?\sdata-[a-z]+="([^"]+)"', body)]
+
+
+def test_overview_shows_queues_windows_and_chart(client: TestClient, demo: Demo) -> None:
+    demo.fetch.send_many([("a",), ("b",)])
+    demo.add.send_many([(1, 1), (2, 2), (3, 3)])
+    work(demo.store, ["default"], fail=lambda job: job.payload.startswith(b'{"args":[1'))
+    demo.store.pause_queue("crawl")
+    page = client.get("/")
+    assert page.status_code == 200
+    html = page.text
+    assert _rows(html, "queues") == ["crawl", "default"]
+    crawl_row = html.split('data-queue="crawl"', 1)[1].split("</tr>", 1)[0]
+    assert "paused" in crawl_row
+    assert '<span data-live="windows.0.succeeded" id="succeeded-0">2</span>' in html
+    assert '<span data-live="windows.3.failed" id="failed-3">1</span>' in html
+    assert html.count('<rect class="ok"') == 60
+    assert 'data-src="/api/stats/live"' in html
+    assert '<script src="/static/rota.js" defer></script>' in html
+
+
+def test_static_assets_are_served(client: TestClient) -> None:
+    js = client.get("/static/rota.js")
+    assert js.status_code == 200
+    assert "function drawChart" in js.text
+    assert "setTimeout(poll, 2000)" in js.text
+    assert client.get("/static/rota.css").headers["content-type"].startswith("text/css")
+
+
+def test_jobs_page_filters_and_pages(client: TestClient, demo: Demo) -> None:
+    handles = demo.add.send_many([(i, i) for i in range(25)])
+    demo.fetch.send("https://example.com/needle")
+    page = client.get("/jobs", params={"task": "math.add", "limit": "20"})
+    assert page.status_code == 200
+    ids = _rows(page.text, "jobs")
+    assert ids == [h.id for h in reversed(handles)][:20]
+    nxt = re.search(r'href="(/jobs\?[^"]+)" rel="next"', page.text)
+    assert nxt
+    second = client.get(nxt.group(1).replace("&amp;", "&"))
+    assert _rows(second.text, "jobs") == [h.id for h in reversed(handles)][20:]
+    assert 'rel="next"' not in second.text
+    assert "First page" in second.text
+
+    found = client.get("/jobs", params={"search": "needle"})
+    assert len(_rows(found.text, "jobs")) == 1
+    assert "https://example.com/needle" in found.text
+
+
+def test_jobs_page_bad_input_is_a_clear_error_page(client: TestClient) -> None:
+    bad_state = client.get("/jobs", params={"state": "done"})
+    assert bad_state.status_code == 400
+    assert (
+        "unknown state &#39;done&#39;; expected one of: scheduled, queued, running"
+        in bad_state.text
+    )
+    bad_size = client.get("/jobs", params={"limit": "7"})
+    assert bad_size.status_code == 400
+    assert "page size must be one of 20, 50, 100, 200" in bad_size.text
+
+
+def test_job_page_shows_error_traceback_and_lost_attempts(client: TestClient, demo: Demo) -> None:
+    handle = demo.add.options(lease=0.2, retries=1).send(6, 7)
+    demo.store.claim("vanished-worker", ["default"], 1)
+    wait_for(lambda: demo.store.recover(), timeout=10, what="the lease to expire")
+    work(demo.store, ["default"], fail=fail_all)
+    job = demo.store.get_job(handle.id)
+    assert job is not None and job.state is JobState.FAILED
+    html = client.get(f"/jobs/{handle.id}").text
+    assert '<span class="state state-failed">failed</span>' in html
+    assert "ValueError: boom" in html
+    assert "Traceback (most recent call last)" in html
+    history = html.split('id="history"', 1)[1]
+    assert '<span class="state state-lost">lost</span>' in history
+    assert "worker vanished-worker" in history
+    assert '<span class="state state-failed">failed</span>' in history
+    assert "1 lost" in html
+    assert re.search(r'<pre class="json" id="args">\[\s*6,\s*7\s*\]</pre>', html)
+    assert 'action="/jobs/' + handle.id + '/retry"' in html
+
+
+def test_job_page_of_a_scheduled_job_links_its_schedule(client: TestClient, demo: Demo) -> None:
+    demo.store.upsert_schedule(
+        Schedule(
+            name="hourly",
+            task="math.add",
+            trigger=cron("0 * * * *").to_json(),
+            payload=b'{"args":[1,2],"kwargs":{"carry":true}}',
+            next_fire=demo.store.now() + 60,
+        )
+    )
+    client.post("/schedules/hourly/run", data={"csrf": csrf_of(client.get("/schedules").text)})
+    [job] = demo.store.list_jobs(JobQuery(schedule="hourly")).jobs
+    html = html_module.unescape(client.get(f"/jobs/{job.id}").text)
+    assert '<a href="/schedules#hourly">hourly</a>' in html
+    assert '"carry": true' in html
+    work(demo.store, ["default"])
+    html = html_module.unescape(client.get(f"/jobs/{job.id}").text)
+    assert re.search(r'id="result">\{\s*"echo": \[\s*1,\s*2\s*\]\s*\}</pre>', html)
+
+
+def test_job_actions_through_forms(client: TestClient, demo: Demo) -> None:
+    failed = demo.add.send(1, 1)
+    work(demo.store, ["default"], fail=fail_all)
+    csrf = csrf_of(client.get(f"/jobs/{failed.id}").text)
+    answer = client.post(
+        f"/jobs/{failed.id}/retry", data={"csrf": csrf, "next": f"/jobs/{failed.id}"}
+    )
+    assert answer.headers["location"] == f"/jobs/{failed.id}"
+    assert demo.store.get_job(failed.id).state is JobState.QUEUED  # type: ignore[union-attr]
+    page = client.get(f"/jobs/{failed.id}")
+    assert f"Job {failed.id} queued again." in page.text
+    again = client.post(f"/jobs/{failed.id}/retry", data={"csrf": csrf})
+    assert again.status_code == 303
+    assert (
+        "only failed or cancelled jobs can be retried" in client.get(again.headers["location"]).text
+    )
+    client.post(f"/jobs/{failed.id}/cancel", data={"csrf": csrf})
+    assert demo.store.get_job(failed.id).state is JobState.CANCELLED  # type: ignore[union-attr]
+    gone = client.post(f"/jobs/{failed.id}/delete", data={"csrf": csrf, "next": "/jobs"})
+    assert gone.headers["location"] == "/jobs"
+    assert demo.store.get_job(failed.id) is None
+    assert client.get(f"/jobs/{failed.id}").status_code == 404
+    unknown = client.post(f"/jobs/{failed.id}/explode", data={"csrf": csrf})
+    assert unknown.status_code == 404
+    assert "no job action &#39;explode&#39;; use retry, cancel or delete" in unknown.text
+
+
+def test_bulk_retry_form(client: TestClient, demo: Demo) -> None:
+    demo.fetch.send_many([("a",), ("b",)])
+    work(demo.store, ["crawl"], fail=fail_all)
+    page = client.get("/jobs", params={"queue": "crawl", "state": "failed"})
+    assert 'id="retry-failed"' in page.text
+    client.post(
+        "/jobs/retry-failed",
+        data={"csrf": csrf_of(page.text), "queue": "crawl", "task": ""},
+    )
+    assert [q.counts for q in demo.store.queues()] == [{JobState.QUEUED: 2}]
+
+
+def test_queues_page_pause_resume_purge(client: TestClient, demo: Demo) -> None:
+    demo.fetch.send_many([("a",), ("b",), ("c",)])
+    page = client.get("/queues")
+    assert _rows(page.text, "queues") == ["crawl"]
+    csrf = csrf_of(page.text)
+    client.post("/queues/crawl/pause", data={"csrf": csrf})
+    assert demo.store.claim("w", ["crawl"], 5) == []
+    page = client.get("/queues")
+    assert "Queue crawl paused." in page.text
+    assert 'action="/queues/crawl/resume"' in page.text
+    client.post("/queues/crawl/resume", data={"csrf": csrf})
+    assert {q.name: q.paused for q in demo.store.queues()} == {"crawl": False}
+
+    confirm = client.get("/queues/crawl/purge")
+    assert '<strong id="pending">3</strong>' in confirm.text
+    unconfirmed = client.post("/queues/crawl/purge", data={"csrf": csrf})
+    assert "purge was not confirmed" in client.get(unconfirmed.headers["location"]).text
+    assert len(demo.store.list_jobs(JobQuery()).jobs) == 3
+    client.post("/queues/crawl/purge", data={"csrf": csrf, "confirm": "crawl"})
+    assert demo.store.list_jobs(JobQuery()).jobs == ()
+    assert client.get("/queues/nowhere/purge").status_code == 404
+
+    client.post("/queues/pause", data={"csrf": csrf, "name": "later"})
+    assert {q.name: q.paused for q in demo.store.queues()}["later"] is True
+
+
+def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:
+    demo.guarded.send("a")
+    [claimed] = demo.store.claim("w", ["guarded"], 1)
+    from rota.models import Outcome
+
+    demo.store.finish([Outcome(claimed.id, claimed.token, ok=False, error="down")])
+    page = client.get("/queues")
+    assert _rows(page.text, "limits") == ["flaky-api", "site"]
+    breaker_row = page.text.split('data-key="flaky-api"', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="badge breaker-open">open</span>' in breaker_row
+    csrf = csrf_of(page.text)
+    client.post("/limits/site/set", data={"csrf": csrf, "concurrency": "7"})
+    assert {i.key: i.override for i in demo.store.limits()}["site"] == 7
+    bad = client.post("/limits/site/set", data={"csrf": csrf, "concurrency": "-3"})
+    assert "limit must be a non-negative integer" in client.get(bad.headers["location"]).text
+    client.post("/limits/site/clear", data={"csrf": csrf})
+    assert {i.key: i.override for i in demo.store.limits()}["site"] is None
+    client.post("/limits/flaky-api/reset", data={"csrf": csrf})
+    assert {i.key: i.open_until for i in demo.store.limits()}["flaky-api"] is None
+
+
+def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
+    trigger = cron("*/15 * * * *", tz="Asia/Shanghai")
+    demo.store.upsert_schedule(
+        Schedule(
+            name="crawl/refresh",
+            task="crawl.fetch",
+            trigger=trigger.to_json(),
+            payload=b'{"args":["https://example.com/"],"kwargs":{}}',
+            next_fire=trigger.first_fire(demo.store.now()),
+            job_options={"queue": "crawl"},
+        )
+    )
+    page = client.get("/schedules")
+    assert _rows(page.text, "schedules") == ["crawl/refresh"]
+    assert f'<td class="trigger">{trigger.describe()}</td>' in page.text
+    csrf = csrf_of(page.text)
+    base = "/schedules/crawl%2Frefresh"
+    client.post(f"{base}/pause", data={"csrf": csrf})
+    assert demo.store.schedules()[0].enabled is False
+    assert "Schedule crawl/refresh paused." in client.get("/schedules").text
+    client.post(f"{base}/resume", data={"csrf": csrf})
+    assert demo.store.schedules()[0].enabled is True
+    client.post(f"{base}/run", data={"csrf": csrf})
+    [claimed] = demo.store.claim("w", ["crawl"], 5)
+    assert (claimed.task, claimed.schedule) == ("crawl.fetch", "crawl/refresh")
+    client.post(f"{base}/remove", data={"csrf": csrf})
+    assert demo.store.schedules() == []
+    missing = client.post(f"{base}/run", data={"csrf": csrf})
+    assert (
+        "schedule &#39;crawl/refresh&#39; not found" in client.get(missing.headers["location"]).text
+    )
+
+
+def test_workers_page(client: TestClient, demo: Demo) -> None:
+    demo.store.heartbeat(
+        WorkerInfo(
+            id="node-7:991",
+            host="node-7",
+            pid=991,
+            queues=("crawl",),
+            concurrency=16,
+            mode="threads",
+            running=5,
+            started_at=demo.store.now() - 3600,
+            cpu_percent=93.0,
+            mem_percent=51.25,
+            holding_back=True,
+        )
+    )
+    html = client.get("/workers").text
+    assert _rows(html, "workers") == ["node-7:991"]
+    row = html.split('data-worker="node-7:991"', 1)[1].split("</tr>", 1)[0]
+    for text in ("node-7", "991", "5 / 16", "93%", "51.25%", "holding back"):
+        assert text in row
+
+
+def test_export_page_links_the_streamed_download(client: TestClient, demo: Demo) -> None:
+    demo.add.send(1, 2)
+    work(demo.store, ["default"])
+    html = client.get("/export").text
+    assert 'action="/api/export"' in html
+    assert '<option value="math.add">' in html
+
+
+def test_unknown_page_is_an_html_404(client: TestClient) -> None:
+    answer = client.get("/no/such/page")
+    assert answer.status_code == 404
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "404 Not Found" in answer.text
