@@ -1,0 +1,237 @@
+"""Encoding between rota's values and the strings the Lua scripts read and write.
+
+Optional values travel as ``""`` (None). Floats travel as ``repr`` so they read
+back exactly; the scripts write times with 17 significant digits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rota import _json
+from rota.models import (
+    BreakerKey,
+    ClaimedJob,
+    ConcurrencyKey,
+    Job,
+    JobState,
+    MinuteStats,
+    NewJob,
+    RateKey,
+    Schedule,
+    WorkerInfo,
+)
+
+#: The fields of a claim reply per job, in order (see lua/claim.lua).
+CLAIM_FIELDS = 15
+
+
+def opt(value: object) -> str:
+    """``""`` for None, else the value as the scripts expect it."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def limits_json(
+    concurrency: Sequence[ConcurrencyKey], rate: Sequence[RateKey], breaker: Sequence[BreakerKey]
+) -> bytes | None:
+    """The ``limits`` field of a job: ``{"c": [[key, n]], "r": [[key, rate, burst]],
+    "b": [[key, failures, cooldown]]}``, or None when it has no keys."""
+    if not (concurrency or rate or breaker):
+        return None
+    return _json.dumps(
+        {
+            "c": [[c.key, c.limit] for c in concurrency],
+            "r": [[r.key, float(r.rate), r.burst] for r in rate],
+            "b": [[b.key, b.failures, float(b.cooldown)] for b in breaker],
+        }
+    )
+
+
+def new_job_args(job: NewJob) -> list[bytes | str]:
+    """One job's fields for ``L.enqueue`` (``lua/_lib.lua``), in its order."""
+    limits = limits_json(job.concurrency, job.rate, job.breaker)
+    return [
+        job.id,
+        job.task,
+        job.queue,
+        job.payload,
+        str(int(job.priority)),
+        repr(float(job.delay)),
+        opt(None if job.run_at is None else float(job.run_at)),
+        str(int(job.max_attempts)),
+        str(int(job.max_lost)),
+        repr(float(job.lease)),
+        opt(None if job.timeout is None else float(job.timeout)),
+        limits or "",
+        job.fair_key,
+        opt(job.unique_key),
+        opt(None if job.unique_for is None else float(job.unique_for)),
+        opt(job.schedule),
+        opt(None if job.fire_time is None else float(job.fire_time)),
+    ]
+
+
+def text(value: bytes | str) -> str:
+    """A reply value as text (redis-py types replies as bytes or str)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode()
+
+
+def _float(value: bytes | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def claimed_jobs(flat: Sequence[bytes | None]) -> list[ClaimedJob]:
+    """Claimed jobs from a claim reply."""
+    jobs = []
+    for i in range(0, len(flat), CLAIM_FIELDS):
+        r = flat[i : i + CLAIM_FIELDS]
+        jobs.append(
+            ClaimedJob(
+                id=str(_text(r[0])),
+                task=str(_text(r[1])),
+                queue=str(_text(r[2])),
+                payload=bytes(r[3] or b""),
+                attempt=int(r[4] or 0),
+                max_attempts=int(r[5] or 1),
+                lost=int(r[6] or 0),
+                token=str(_text(r[7])),
+                lease=float(r[8] or 0),
+                timeout=_float(r[9]),
+                enqueued_at=float(r[10] or 0),
+                run_at=float(r[11] or 0),
+                schedule=_text(r[12]),
+                fire_time=_float(r[13]),
+                started_at=float(r[14] or 0),
+            )
+        )
+    return jobs
+
+
+def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
+    """A flat HGETALL-style reply as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+def _limit_keys(raw: bytes | None) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    decoded = _json.loads(raw)
+    keys = [k[0] for group in ("c", "r", "b") for k in decoded.get(group, ())]
+    return tuple(dict.fromkeys(keys))
+
+
+def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
+    """A :class:`Job` from its hash; a scheduled job whose time has come shows as queued."""
+    payload = _json.loads(h[b"payload"]) or {}
+    state = JobState(h[b"state"].decode())
+    run_at = float(h[b"run_at"])
+    if state is JobState.SCHEDULED and run_at <= now:
+        state = JobState.QUEUED
+    return Job(
+        id=h[b"id"].decode(),
+        task=h[b"task"].decode(),
+        queue=h[b"queue"].decode(),
+        state=state,
+        args=payload.get("args", []),
+        kwargs=payload.get("kwargs", {}),
+        priority=int(h[b"priority"]),
+        run_at=run_at,
+        enqueued_at=float(h[b"enqueued_at"]),
+        attempt=int(h[b"attempt"]),
+        max_attempts=int(h[b"max_attempts"]),
+        lost=int(h[b"lost"]),
+        started_at=_float(h.get(b"started_at")),
+        finished_at=_float(h.get(b"finished_at")),
+        worker=_text(h.get(b"owner")),
+        lease_expires=_float(h.get(b"expires")),
+        result=_json.loads(h.get(b"result")),
+        error=_text(h.get(b"error")),
+        traceback=_text(h.get(b"traceback")),
+        history=tuple(_json.loads(h.get(b"history")) or ()),
+        limit_keys=_limit_keys(h.get(b"limits")),
+        unique_key=_text(h.get(b"ukey")),
+        schedule=_text(h.get(b"schedule")),
+        fire_time=_float(h.get(b"fire_time")),
+    )
+
+
+def stats_field(field: bytes) -> tuple[bool, str, str]:
+    """``(ok, queue, task)`` from a stats hash field: ``s|f`` + ``len(queue):`` + queue + task."""
+    text = field.decode()
+    length, _, rest = text[1:].partition(":")
+    size = int(length)
+    return text[0] == "s", rest[:size], rest[size:]
+
+
+def minute_stats(minute: int, counts: Mapping[bytes, bytes]) -> list[MinuteStats]:
+    """The rows of one stats hash, one per queue and task."""
+    merged: dict[tuple[str, str], list[int]] = {}
+    for field, value in counts.items():
+        ok, queue, task = stats_field(field)
+        merged.setdefault((queue, task), [0, 0])[0 if ok else 1] += int(value)
+    return [
+        MinuteStats(minute, queue, task, good, bad)
+        for (queue, task), (good, bad) in sorted(merged.items())
+    ]
+
+
+def worker_record(worker: WorkerInfo) -> bytes:
+    """A heartbeat record; ``heartbeat_at`` is kept apart, on the store's clock."""
+    info = asdict(worker)
+    info.pop("heartbeat_at", None)
+    return _json.dumps(info)
+
+
+def worker_from_record(raw: bytes, heartbeat_at: float) -> WorkerInfo:
+    """A :class:`WorkerInfo` from a heartbeat record and its time."""
+    info: dict[str, Any] = _json.loads(raw)
+    info["queues"] = tuple(info["queues"])
+    info["heartbeat_at"] = heartbeat_at
+    return WorkerInfo(**info)
+
+
+def schedule_args(schedule: Schedule) -> list[bytes | str]:
+    """ARGV of ``lua/upsert_schedule.lua``."""
+    return [
+        schedule.name,
+        schedule.task,
+        _json.dumps(schedule.trigger),
+        schedule.payload,
+        opt(None if schedule.next_fire is None else float(schedule.next_fire)),
+        "1" if schedule.enabled else "0",
+        schedule.misfire,
+        opt(None if schedule.grace is None else float(schedule.grace)),
+        schedule.overlap,
+        repr(float(schedule.jitter)),
+        _json.dumps(schedule.job_options),
+    ]
+
+
+def schedule_from_hash(h: Mapping[bytes, bytes]) -> Schedule:
+    """A :class:`Schedule` from its hash."""
+    return Schedule(
+        name=h[b"name"].decode(),
+        task=h[b"task"].decode(),
+        trigger=_json.loads(h[b"trigger"]),
+        payload=h[b"payload"],
+        next_fire=_float(h.get(b"next_fire")),
+        enabled=h.get(b"enabled", b"1") == b"1",
+        misfire=h[b"misfire"].decode(),
+        grace=_float(h.get(b"grace")),
+        overlap=h[b"overlap"].decode(),
+        jitter=float(h.get(b"jitter", b"0")),
+        job_options=_json.loads(h[b"job_options"]),
+        last_fire=_float(h.get(b"last_fire")),
+        last_job_id=_text(h.get(b"last_job_id")),
+        skipped=int(h.get(b"skipped", b"0")),
+    )

@@ -1,0 +1,188 @@
+"""Read-only inspection of the Redis store (dashboard, CLI, handles).
+
+Pages come from the sequence-scored indexes (per state, per queue and state,
+per task, per schedule), never from scanning every job; counts are index sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from rota.errors import InvalidArgument
+from rota.models import (
+    Job,
+    JobPage,
+    JobQuery,
+    JobState,
+    LimitInfo,
+    MinuteStats,
+    QueueInfo,
+    WorkerInfo,
+)
+from rota.stores.redis import _codec
+from rota.stores.redis._base import RedisBase
+from rota.stores.redis.keys import STATS_TTL
+
+#: Most jobs one list_jobs call looks at; a page of a rare match comes back
+#: short, with a cursor to go on from.
+SCAN_CAP = 20_000
+_STATES = tuple(JobState)
+
+
+class Reads(RedisBase):
+    """The inspection half of the store protocol."""
+
+    def get_job(self, job_id: str) -> Job | None:
+        return self.get_jobs([job_id])[0]
+
+    def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
+        if not job_ids:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.hgetall(self.keys.job(job_id))
+        pipe.time()
+        *hashes, (seconds, micros) = pipe.execute()
+        now = float(seconds) + micros / 1_000_000
+        return [_codec.job_from_hash(h, now) if h else None for h in hashes]
+
+    def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
+        if not 1 <= limit <= 1000:
+            raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
+        if cursor is not None:
+            try:
+                int(cursor)
+            except ValueError:
+                raise InvalidArgument(f"bad cursor {cursor!r}") from None
+        keys, layout = self._candidate_indexes(query)
+        args: list[str] = [
+            str(limit),
+            cursor or "",
+            str(SCAN_CAP),
+            query.queue or "",
+            query.task or "",
+            query.state.value if query.state is not None else "",
+            query.schedule or "",
+            query.search or "",
+            *layout,
+        ]
+        reply = self._run("list_jobs", args, keys)
+        next_cursor, now = reply[0].decode(), float(reply[1])
+        jobs = tuple(_codec.job_from_hash(_codec.pairs(flat), now) for flat in reply[2:] if flat)
+        return JobPage(jobs, next_cursor or None)
+
+    def _candidate_indexes(self, query: JobQuery) -> tuple[list[str], list[str]]:
+        """Groups of index keys, each covering every job the query can match;
+        the script scans the smallest. Returns the keys and the layout ARGV."""
+        k = self.keys
+        states: tuple[JobState, ...] = _STATES
+        if query.state is JobState.QUEUED:
+            states = (JobState.QUEUED, JobState.SCHEDULED)  # scheduled and due
+        elif query.state is not None:
+            states = (query.state,)
+        groups: list[list[str]] = []
+        if query.queue is not None:
+            groups.append(k.qstates(query.queue, states))
+        if query.task is not None:
+            groups.append([k.task(query.task)])
+        if query.schedule is not None:
+            groups.append([k.sched(query.schedule)])
+        groups.append([k.state(s) for s in states])
+        keys: list[str] = []
+        layout = [str(len(groups))]
+        for group in groups:
+            layout.append(str(len(group)))
+            for key in group:
+                keys.append(key)
+                layout.append(str(len(keys) + 1))  # KEYS[1] is the prefix
+        return keys, layout
+
+    def iter_results(
+        self, queue: str | None = None, task: str | None = None, batch: int = 1000
+    ) -> Iterator[Job]:
+        query = JobQuery(queue=queue, task=task, state=JobState.SUCCEEDED)
+        cursor: str | None = None
+        while True:
+            page = self.list_jobs(query, limit=max(1, min(batch, 1000)), cursor=cursor)
+            yield from page.jobs
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def queues(self) -> list[QueueInfo]:
+        reply = self._run("queues")
+        width = 2 + len(_STATES)
+        infos = []
+        for i in range(0, len(reply), width):
+            row = reply[i : i + width]
+            counts = {s: int(n) for s, n in zip(_STATES, row[2:], strict=True) if int(n)}
+            infos.append(QueueInfo(row[0].decode(), bool(row[1]), counts))
+        return sorted(infos, key=lambda q: q.name)
+
+    def throughput(self, since: float) -> list[MinuteStats]:
+        now = self.now()
+        last = int(now // 60)
+        first = max(int(since // 60), last - STATS_TTL // 60 - 1, 1)
+        pipe = self._client.pipeline(transaction=False)
+        minutes = range(first, last + 1)
+        for minute in minutes:
+            pipe.hgetall(self.keys.stats(minute))
+        rows: list[MinuteStats] = []
+        for minute, counts in zip(minutes, pipe.execute(), strict=True):
+            if counts:
+                rows += _codec.minute_stats(minute, counts)
+        return rows
+
+    def totals(self) -> list[MinuteStats]:
+        counts: dict[bytes, bytes] = self._client.hgetall(self.keys.static("totals"))  # type: ignore[assignment]
+        return _codec.minute_stats(0, counts)
+
+    def workers(self) -> list[WorkerInfo]:
+        beats: list[tuple[bytes, float]] = self._client.zrevrange(  # type: ignore[assignment]
+            self.keys.static("heartbeats"), 0, -1, withscores=True
+        )
+        if not beats:
+            return []
+        records: list[bytes | None] = self._client.hmget(  # type: ignore[assignment]
+            self.keys.static("workers"), [w for w, _ in beats]
+        )
+        return [
+            _codec.worker_from_record(raw, at)
+            for (_, at), raw in zip(beats, records, strict=True)
+            if raw is not None
+        ]
+
+    def limits(self) -> list[LimitInfo]:
+        names = sorted(_codec.text(m) for m in self._client.smembers(self.keys.static("limkeys")))
+        if not names:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.limit(name))
+        pipe.time()
+        *hashes, (seconds, micros) = pipe.execute()
+        now = float(seconds) + micros / 1_000_000
+        return [_limit_info(name, h, now) for name, h in zip(names, hashes, strict=True)]
+
+
+def _limit_info(key: str, h: dict[bytes, bytes], now: float) -> LimitInfo:
+    def num(field: bytes) -> float | None:
+        raw = h.get(field)
+        return None if raw is None else float(raw)
+
+    override, declared = num(b"override"), num(b"concurrency")
+    concurrency = override if override is not None else declared
+    rate, burst, tokens, at = num(b"rate"), num(b"burst"), num(b"tokens"), num(b"tokens_at")
+    if tokens is not None and rate is not None and burst is not None and at is not None:
+        tokens = min(burst, tokens + max(0.0, now - at) * rate)
+    return LimitInfo(
+        key=key,
+        running=int(num(b"running") or 0),
+        concurrency=None if concurrency is None else int(concurrency),
+        rate=rate,
+        burst=None if burst is None else int(burst),
+        tokens=tokens,
+        failures=int(num(b"failures") or 0),
+        open_until=num(b"open_until"),
+        override=None if override is None else int(override),
+    )

@@ -1,0 +1,108 @@
+"""Operator actions, flow-control settings and schedules of the Redis store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rota.models import NewJob, Schedule
+from rota.stores.base import FireResult
+from rota.stores.redis import _codec
+from rota.stores.redis._base import RedisBase
+
+_CHUNK = 5_000  # jobs per script call in the verbs that may touch very many
+
+
+class Steering(RedisBase):
+    """Cancel, retry, delete, pause, purge; limits; schedules."""
+
+    def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+        if not job_ids:
+            return []
+        return [bool(x) for x in self._run("cancel", list(job_ids))]
+
+    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+        if not job_ids:
+            return []
+        return [bool(x) for x in self._run("retry", list(job_ids))]
+
+    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+        total, skip = 0, 0
+        while True:
+            done, looked = self._run(
+                "retry_failed", [queue or "", task or "", str(_CHUNK), str(skip)]
+            )
+            total += int(done)
+            skip += int(looked) - int(done)
+            if int(looked) < _CHUNK:
+                return total
+
+    def delete(self, job_ids: Sequence[str]) -> list[bool]:
+        if not job_ids:
+            return []
+        return [bool(x) for x in self._run("delete", list(job_ids))]
+
+    def pause_queue(self, queue: str) -> None:
+        self._run("set_paused", [queue, "1"])
+
+    def resume_queue(self, queue: str) -> None:
+        self._run("set_paused", [queue, "0"])
+
+    def purge_queue(self, queue: str) -> int:
+        """Delete the queue's pending jobs in chunks. Jobs sent after the call
+        began are kept (the first chunk fixes a sequence bound)."""
+        total, bound = 0, ""
+        while True:
+            removed, seq, more = self._run("purge_queue", [queue, bound, str(_CHUNK)])
+            total += int(removed)
+            bound = seq.decode()
+            if not int(more):
+                return total
+
+    def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        return int(self._run("purge_finished", [repr(float(older_than)), str(int(limit))]))
+
+    def set_limit(self, key: str, concurrency: int | None) -> None:
+        self._run("set_limit", [key, "" if concurrency is None else str(int(concurrency))])
+
+    def reset_breaker(self, key: str) -> bool:
+        return bool(self._run("reset_breaker", [key]))
+
+    # -- schedules ---------------------------------------------------------
+
+    def upsert_schedule(self, schedule: Schedule) -> None:
+        self._run("upsert_schedule", _codec.schedule_args(schedule))
+
+    def schedules(self) -> list[Schedule]:
+        names = sorted(_codec.text(m) for m in self._client.smembers(self.keys.static("schedules")))
+        if not names:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.schedule(name))
+        return [_codec.schedule_from_hash(h) for h in pipe.execute() if h]
+
+    def remove_schedule(self, name: str) -> bool:
+        return bool(self._run("remove_schedule", [name]))
+
+    def set_schedule_enabled(self, name: str, enabled: bool) -> bool:
+        return bool(self._run("set_schedule_enabled", [name, "1" if enabled else "0"]))
+
+    def fire_schedule(
+        self, name: str, expected_next: float, new_next: float | None, job: NewJob | None
+    ) -> FireResult:
+        args: list[bytes | str] = [
+            self._request_id(),
+            name,
+            repr(float(expected_next)),
+            _codec.opt(None if new_next is None else float(new_next)),
+            "0" if job is None else "1",
+        ]
+        if job is not None:
+            args += _codec.new_job_args(job)
+        outcome: bytes = self._run("fire_schedule", args)
+        result = outcome.decode()
+        assert result in ("fired", "skipped", "dropped", "conflict")
+        return result  # type: ignore[return-value]
+
+    def schedule_changed_since(self, version: int) -> int:
+        return int(self._client.get(self.keys.static("schedver")) or 0)

@@ -1,0 +1,165 @@
+"""Every Redis key the store uses, built in one place.
+
+All keys of a namespace start with the prefix ``{rota:NAMESPACE}:``. The
+braces make ``rota:NAMESPACE`` the hash tag, so a whole namespace lives in one
+Redis Cluster slot and every script may touch any of its keys. Scripts receive
+the prefix as ``KEYS[1]`` and the fixed keys they use as further ``KEYS``;
+keys that depend on a job, queue or limit key are derived inside the script
+from the prefix by ``lua/_lib.lua``, whose functions mirror :class:`Keys`
+name for name (a test checks that they agree).
+
+Key schema (``P`` is the prefix):
+
+=============================  ======  ==============================================
+key                            type    holds
+=============================  ======  ==============================================
+``P seq``                      string  job sequence counter (insertion order)
+``P leases``                   zset    running job id -> lease expiry
+``P queues``                   set     every queue that ever had a job or was paused
+``P paused``                   set     paused queues
+``P vclock``                   hash    queue -> virtual time of its last claimed job
+``P limkeys``                  set     every flow-control key seen
+``P finished``                 zset    finished job id -> finished_at (retention)
+``P workers``                  hash    worker id -> JSON heartbeat record
+``P heartbeats``               zset    worker id -> last heartbeat time
+``P schedules``                set     schedule names
+``P schedver``                 string  counter bumped on every schedule change
+``P totals``                   hash    all-time stats, fields as in ``stats:``
+``P job:ID``                   hash    one job (fields in ``_codec.JOB_FIELDS``)
+``P state:STATE``              zset    job id -> seq, per state (paging, counts)
+``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
+``P task:TASK``                zset    job id -> seq, per task
+``P sched:NAME``               zset    job id -> seq, jobs fired by a schedule
+``P ready:QUEUE:PRIORITY``     zset    queued jobs: ``%012x(seq) .. id`` -> vtime
+``P prios:QUEUE``              zset    priorities with ready jobs -> priority
+``P delayed:QUEUE``            zset    scheduled job id -> run_at
+``P fair:QUEUE``               hash    fairness key -> virtual time of its newest job
+``P limit:KEY``                hash    one flow-control key's counters and bucket
+``P unique:KEY``               string  job id holding a unique key (TTL once done)
+``P signal:QUEUE``             list    wake-up tokens for ``wait`` (capped)
+``P stats:MINUTE``             hash    per-minute counts, expire after two days
+``P schedule:NAME``            hash    one schedule
+``P req:ID``                   string  a batch's reply, for replay after a reconnect
+=============================  ======  ==============================================
+
+The ready set of a queue is split by priority so any integer priority orders
+exactly; within one priority the score is the job's fair virtual time and
+the member's zero-padded sequence prefix breaks ties in FIFO order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rota.models import JobState
+
+#: The fixed keys scripts may name in their ``KEYS`` header.
+STATIC = (
+    "seq",
+    "leases",
+    "queues",
+    "paused",
+    "vclock",
+    "limkeys",
+    "finished",
+    "workers",
+    "heartbeats",
+    "schedules",
+    "schedver",
+    "totals",
+)
+
+#: Minute stats live this long (seconds), like the SQLite store's retention of them.
+STATS_TTL = 2 * 86400
+
+
+def hash_tag(namespace: str) -> str:
+    """The hash tag shared by every key of ``namespace``."""
+    return f"{{rota:{namespace}}}"
+
+
+class Keys:
+    """Key names of one namespace."""
+
+    def __init__(self, namespace: str) -> None:
+        if not namespace or "{" in namespace or "}" in namespace:
+            raise ValueError(f"namespace must be non-empty and free of braces: {namespace!r}")
+        self.namespace = namespace
+        self.prefix = hash_tag(namespace) + ":"
+
+    def static(self, name: str) -> str:
+        """One of the fixed keys listed in :data:`STATIC`."""
+        if name not in STATIC:
+            raise KeyError(name)
+        return self.prefix + name
+
+    def job(self, job_id: str) -> str:
+        """The hash of one job."""
+        return f"{self.prefix}job:{job_id}"
+
+    def state(self, state: JobState | str) -> str:
+        """Jobs in one state, by sequence."""
+        return f"{self.prefix}state:{JobState(state).value}"
+
+    def qstate(self, queue: str, state: JobState | str) -> str:
+        """Jobs of one queue in one state, by sequence."""
+        return f"{self.prefix}qstate:{queue}:{JobState(state).value}"
+
+    def qstates(self, queue: str, states: Iterable[JobState] = JobState) -> list[str]:
+        """:meth:`qstate` for several states."""
+        return [self.qstate(queue, s) for s in states]
+
+    def task(self, task: str) -> str:
+        """Jobs of one task, by sequence."""
+        return f"{self.prefix}task:{task}"
+
+    def sched(self, name: str) -> str:
+        """Jobs fired by one schedule, by sequence."""
+        return f"{self.prefix}sched:{name}"
+
+    def ready(self, queue: str, priority: int) -> str:
+        """Queued jobs of one queue and priority, by fair virtual time."""
+        return f"{self.prefix}ready:{queue}:{priority}"
+
+    def prios(self, queue: str) -> str:
+        """The priorities of a queue that have ready jobs."""
+        return f"{self.prefix}prios:{queue}"
+
+    def delayed(self, queue: str) -> str:
+        """Scheduled jobs of one queue, by run time."""
+        return f"{self.prefix}delayed:{queue}"
+
+    def fair(self, queue: str) -> str:
+        """Fairness keys of one queue and the virtual time of their newest job."""
+        return f"{self.prefix}fair:{queue}"
+
+    def limit(self, key: str) -> str:
+        """The state of one flow-control key."""
+        return f"{self.prefix}limit:{key}"
+
+    def unique(self, key: str) -> str:
+        """The holder of one unique key."""
+        return f"{self.prefix}unique:{key}"
+
+    def signal(self, queue: str) -> str:
+        """Wake-up tokens of one queue."""
+        return f"{self.prefix}signal:{queue}"
+
+    def stats(self, minute: int) -> str:
+        """Counts of one minute (epoch seconds // 60)."""
+        return f"{self.prefix}stats:{minute}"
+
+    def schedule(self, name: str) -> str:
+        """One schedule."""
+        return f"{self.prefix}schedule:{name}"
+
+    def req(self, request_id: str) -> str:
+        """The remembered reply of one batch request."""
+        return f"{self.prefix}req:{request_id}"
+
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of the namespace (tests, admin; never hot)."""
+        return f"{self.prefix}*"
+
+
+__all__ = ["STATIC", "STATS_TTL", "Keys", "hash_tag"]

@@ -1,0 +1,514 @@
+-- _lib.lua: helpers shared by every script; scripts.py prepends this file.
+--
+-- Before this file, scripts.py puts one generated line that binds the fixed
+-- keys the script declares in its header:  local S = {seq = KEYS[2], ...}
+-- KEYS[1] is always the namespace prefix "{rota:NAMESPACE}:". Keys that
+-- depend on a job, queue or flow-control key are derived from it here, and
+-- only here; the functions mirror keys.py name for name, so every key keeps
+-- the namespace's hash tag (one Redis Cluster slot).
+--
+-- Numbers written to Redis go through fmt() so times keep full precision
+-- (Lua's own number-to-string conversion keeps only 14 digits).
+
+local PREFIX = KEYS[1]
+local L = {}
+
+-- keys -------------------------------------------------------------------
+
+local K = {}
+function K.job(id) return PREFIX .. 'job:' .. id end
+function K.state(state) return PREFIX .. 'state:' .. state end
+function K.qstate(queue, state) return PREFIX .. 'qstate:' .. queue .. ':' .. state end
+function K.task(task) return PREFIX .. 'task:' .. task end
+function K.sched(name) return PREFIX .. 'sched:' .. name end
+function K.ready(queue, priority, sig)
+  return PREFIX .. 'ready:' .. queue .. ':' .. priority .. ':' .. sig
+end
+function K.sigs(queue, priority) return PREFIX .. 'sigs:' .. queue .. ':' .. priority end
+function K.prios(queue) return PREFIX .. 'prios:' .. queue end
+function K.delayed(queue) return PREFIX .. 'delayed:' .. queue end
+function K.fair(queue) return PREFIX .. 'fair:' .. queue end
+function K.limit(key) return PREFIX .. 'limit:' .. key end
+function K.unique(key) return PREFIX .. 'unique:' .. key end
+function K.signal(queue) return PREFIX .. 'signal:' .. queue end
+function K.stats(minute) return PREFIX .. 'stats:' .. minute end
+function K.schedule(name) return PREFIX .. 'schedule:' .. name end
+function K.req(id) return PREFIX .. 'req:' .. id end
+
+local STATS_TTL = 2 * 86400
+local SIGNAL_CAP = 64
+local REPLAY_TTL = 300
+
+-- values -----------------------------------------------------------------
+
+-- The store's clock: Redis TIME, in seconds since the epoch.
+function L.now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- A number as a string that reads back to the same double.
+function L.fmt(x)
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%d', x)
+  end
+  return string.format('%.17g', x)
+end
+
+-- nil for false (missing hash fields) and for "" (None passed from Python).
+function L.opt(v)
+  if v == false or v == '' then return nil end
+  return v
+end
+
+-- The ready-set member of a job: its sequence, zero-padded, then its id.
+function L.member(seq, id)
+  return string.format('%012x', tonumber(seq)) .. id
+end
+
+-- HGETALL reply as a table.
+function L.hash(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+
+-- HMGET of the named fields as a table (missing fields are absent).
+function L.fields(key, names)
+  local values = redis.call('HMGET', key, unpack(names))
+  local t = {}
+  for i, name in ipairs(names) do
+    if values[i] then t[name] = values[i] end
+  end
+  return t
+end
+
+-- Set fields; a value of false deletes the field. pairs_: {name, value, ...}
+-- (never nil inside a table constructor: Lua's length operator stops at holes)
+function L.put(key, pairs_)
+  local set, del = {}, {}
+  for i = 1, #pairs_, 2 do
+    local v = pairs_[i + 1]
+    if v == nil or v == false then
+      del[#del + 1] = pairs_[i]
+    else
+      set[#set + 1] = pairs_[i]
+      set[#set + 1] = v
+    end
+  end
+  if #set > 0 then redis.call('HSET', key, unpack(set)) end
+  if #del > 0 then redis.call('HDEL', key, unpack(del)) end
+end
+
+-- Append one JSON object to a JSON list held as a string.
+function L.append_json(list, entry)
+  if not list or list == '' or list == '[]' then return '[' .. entry .. ']' end
+  return string.sub(list, 1, -2) .. ',' .. entry .. ']'
+end
+
+function L.json_str(v)
+  if v == nil then return 'null' end
+  return cjson.encode(v)
+end
+
+-- Batch replies remembered for replay after a reconnect (see store.py).
+function L.replayed(rid)
+  if not rid or rid == '' then return nil end
+  return redis.call('GET', K.req(rid))
+end
+
+function L.remember(rid, value)
+  if rid and rid ~= '' then
+    redis.call('SET', K.req(rid), value, 'EX', REPLAY_TTL)
+  end
+end
+
+-- indexes ----------------------------------------------------------------
+
+-- Move a job between the state indexes (old may be nil for a new job).
+function L.index_state(id, queue, seq, old, new)
+  if old then
+    redis.call('ZREM', K.state(old), id)
+    redis.call('ZREM', K.qstate(queue, old), id)
+  end
+  if new then
+    redis.call('ZADD', K.state(new), seq, id)
+    redis.call('ZADD', K.qstate(queue, new), seq, id)
+  end
+end
+
+-- The ready structure of a queue, per priority: one sub-queue per limit
+-- signature (jobs with identical flow-control keys share one), each a zset
+-- of members L.member(seq, id) scored by fair virtual time; and a zset of the
+-- signatures scored by the virtual time of their head job. Claims merge the
+-- sub-queues by head, so a signature whose head is blocked is skipped whole.
+
+-- The signature of a job's limits JSON: its SHA1, or "-" for no limits.
+function L.sig(limits)
+  if not limits then return '-' end
+  return redis.sha1hex(limits)
+end
+
+function L.ready_add(id, queue, priority, vtime, seq, sig)
+  redis.call('ZADD', K.ready(queue, priority, sig), vtime, L.member(seq, id))
+  redis.call('ZADD', K.sigs(queue, priority), 'LT', vtime, sig)
+  redis.call('ZADD', K.prios(queue), priority, priority)
+end
+
+-- Re-read a sub-queue's head into the signature set after removals.
+function L.sub_head(queue, priority, sig)
+  local head = redis.call('ZRANGE', K.ready(queue, priority, sig), 0, 0, 'WITHSCORES')
+  local sigs = K.sigs(queue, priority)
+  if #head > 0 then
+    redis.call('ZADD', sigs, head[2], sig)
+  else
+    redis.call('ZREM', sigs, sig)
+    if redis.call('ZCARD', sigs) == 0 then redis.call('ZREM', K.prios(queue), priority) end
+  end
+end
+
+function L.ready_remove(id, queue, priority, seq, sig)
+  redis.call('ZREM', K.ready(queue, priority, sig), L.member(seq, id))
+  L.sub_head(queue, priority, sig)
+end
+
+-- Wake up to n waiters of a queue; the list is capped so idle queues stay
+-- small. Each token is the store time it was pushed at: a waiter that claimed
+-- from the queue later than that drops it (store.py, wait).
+function L.signal(queue, n)
+  if n <= 0 then return end
+  if n > SIGNAL_CAP then n = SIGNAL_CAP end
+  local stamp = L.fmt(L.now())
+  local tokens = {}
+  for i = 1, n do tokens[i] = stamp end
+  local key = K.signal(queue)
+  redis.call('LPUSH', key, unpack(tokens))
+  redis.call('LTRIM', key, 0, SIGNAL_CAP - 1)
+end
+
+function L.signal_all(queues_key)
+  for _, queue in ipairs(redis.call('SMEMBERS', queues_key)) do L.signal(queue, SIGNAL_CAP) end
+end
+
+-- Make a pending job claimable now: scheduled -> queued (run_at unchanged).
+function L.promote(id)
+  local job = L.fields(K.job(id), {'queue', 'priority', 'vtime', 'seq', 'state', 'sig'})
+  if job.state ~= 'scheduled' then return end
+  redis.call('HSET', K.job(id), 'state', 'queued')
+  L.index_state(id, job.queue, job.seq, 'scheduled', 'queued')
+  L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
+end
+
+-- Move due scheduled jobs of a queue into its ready set (bounded per call).
+function L.promote_due(queue, now, most)
+  local key = K.delayed(queue)
+  local due = redis.call('ZRANGEBYSCORE', key, '-inf', L.fmt(now), 'LIMIT', 0, most)
+  if #due == 0 then return 0 end
+  for _, id in ipairs(due) do L.promote(id) end
+  redis.call('ZREM', key, unpack(due))
+  return #due
+end
+
+-- Remove a pending job from the ready or delayed set it sits in.
+function L.unschedule(id, job)
+  if job.state == 'queued' then
+    L.ready_remove(id, job.queue, job.priority, job.seq, job.sig)
+  elseif job.state == 'scheduled' then
+    redis.call('ZREM', K.delayed(job.queue), id)
+  end
+end
+
+-- uniqueness -------------------------------------------------------------
+
+-- The job holding a unique key, or nil: held while that job is pending or
+-- running, or while the key's TTL (set when the job succeeded) runs.
+function L.unique_holder(ukey)
+  local key = K.unique(ukey)
+  local holder = redis.call('GET', key)
+  if not holder then return nil end
+  if redis.call('PTTL', key) > 0 then return holder end
+  local state = redis.call('HGET', K.job(holder), 'state')
+  if state == 'scheduled' or state == 'queued' or state == 'running' then return holder end
+  return nil
+end
+
+-- After a job ends: keep its unique key for unique_for seconds after the
+-- finish on success, release it otherwise.
+function L.settle_unique(id, job, succeeded, now)
+  if not job.ukey then return end
+  local key = K.unique(job.ukey)
+  if redis.call('GET', key) ~= id then return end
+  local ufor = tonumber(job.ufor or '0') or 0
+  if succeeded and ufor > 0 then
+    redis.call('PEXPIREAT', key, math.ceil((now + ufor) * 1000))
+  else
+    redis.call('DEL', key)
+  end
+end
+
+-- flow control (mirrors rota.flow and stores/sqlite/_limits.py) ----------
+
+local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
+                      'tokens_at', 'failures', 'open_until', 'probe'}
+
+function L.book(now)
+  local book = {now = now, keys = {}, dirty = {}, blocked = {}}
+
+  function book.get(key)
+    local s = book.keys[key]
+    if not s then
+      local r = redis.call('HMGET', K.limit(key), unpack(LIMIT_FIELDS))
+      s = {
+        running = tonumber(r[1]) or 0, concurrency = tonumber(r[2]), override = tonumber(r[3]),
+        rate = tonumber(r[4]), burst = tonumber(r[5]), tokens = tonumber(r[6]),
+        tokens_at = tonumber(r[7]), failures = tonumber(r[8]) or 0,
+        open_until = tonumber(r[9]), probe = L.opt(r[10]),
+      }
+      book.keys[key] = s
+    end
+    return s
+  end
+
+  local function refill(s, rate, burst)
+    if s.tokens == nil or s.tokens_at == nil then return burst, now end
+    local elapsed = math.max(0, now - s.tokens_at)
+    return math.min(burst, s.tokens + elapsed * rate), now
+  end
+
+  local function breaker_allows(s)
+    if s.open_until == nil then return true end
+    return now >= s.open_until and s.probe == nil
+  end
+
+  -- Take the job's slots and tokens if every key allows it; else block the
+  -- first key that does not and take nothing.
+  function book.admit(limits, job_id)
+    local buckets = {}
+    for _, c in ipairs(limits.c or {}) do
+      local s = book.get(c[1])
+      local cap = s.override or c[2]
+      if book.blocked[c[1]] or s.running >= cap then
+        book.blocked[c[1]] = true
+        return false
+      end
+    end
+    for _, r in ipairs(limits.r or {}) do
+      local s = book.get(r[1])
+      local tokens, at = refill(s, r[2], r[3])
+      if book.blocked[r[1]] or tokens < 1 then
+        book.blocked[r[1]] = true
+        return false
+      end
+      buckets[r[1]] = {tokens - 1, at}
+    end
+    for _, b in ipairs(limits.b or {}) do
+      local s = book.get(b[1])
+      if book.blocked[b[1]] or not breaker_allows(s) then
+        book.blocked[b[1]] = true
+        return false
+      end
+    end
+    for _, c in ipairs(limits.c or {}) do
+      local s = book.get(c[1])
+      s.running = s.running + 1
+      s.concurrency = c[2]
+      book.dirty[c[1]] = true
+    end
+    for _, r in ipairs(limits.r or {}) do
+      local s = book.get(r[1])
+      s.rate, s.burst = r[2], r[3]
+      s.tokens, s.tokens_at = buckets[r[1]][1], buckets[r[1]][2]
+      book.dirty[r[1]] = true
+    end
+    for _, b in ipairs(limits.b or {}) do
+      local s = book.get(b[1])
+      if s.open_until ~= nil then
+        s.probe = job_id
+        book.dirty[b[1]] = true
+      end
+    end
+    return true
+  end
+
+  -- Free the job's slots; with ok not nil, count the outcome on its breakers.
+  function book.release(limits, job_id, ok)
+    for _, c in ipairs(limits.c or {}) do
+      local s = book.get(c[1])
+      s.running = math.max(0, s.running - 1)
+      book.dirty[c[1]] = true
+    end
+    for _, b in ipairs(limits.b or {}) do
+      local s = book.get(b[1])
+      if s.probe == job_id then s.probe = nil end
+      if ok == true then
+        s.failures, s.open_until = 0, nil
+      elseif ok == false then
+        local half_open = s.open_until ~= nil
+        s.failures = s.failures + 1
+        if s.failures >= b[2] or half_open then
+          s.open_until = now + b[3]
+        else
+          s.open_until = nil
+        end
+      end
+      book.dirty[b[1]] = true
+    end
+  end
+
+  local function num(v)
+    if v == nil then return false end
+    return L.fmt(v)
+  end
+
+  -- Write every changed key back.
+  function book.save(limkeys)
+    for key in pairs(book.dirty) do
+      local s = book.keys[key]
+      L.put(K.limit(key), {
+        'running', L.fmt(s.running), 'concurrency', num(s.concurrency),
+        'override', num(s.override), 'rate', num(s.rate), 'burst', num(s.burst),
+        'tokens', num(s.tokens), 'tokens_at', num(s.tokens_at),
+        'failures', L.fmt(s.failures), 'open_until', num(s.open_until), 'probe', s.probe or false,
+      })
+      redis.call('SADD', limkeys, key)
+    end
+    book.dirty = {}
+  end
+
+  return book
+end
+
+-- enqueue ----------------------------------------------------------------
+
+-- Fields per job in ARGV, in this order ("" stands for None):
+L.NEW_FIELDS = 17
+-- 1 id, 2 task, 3 queue, 4 payload, 5 priority, 6 delay, 7 run_at, 8 max_attempts,
+-- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
+-- 15 unique_for, 16 schedule, 17 fire_time
+
+-- Store count jobs read from args starting at index first. Checks everything
+-- before writing, so a refused batch changes nothing. Returns the flat reply
+-- {id, duplicate, id, duplicate, ...}, or nil and an error message.
+-- keys: {seq=, queues=, vclock=}
+function L.enqueue(args, first, count, now, keys)
+  local n = L.NEW_FIELDS
+  local plan, holds, ids = {}, {}, {}
+  for i = 0, count - 1 do
+    local base = first + i * n
+    local id, ukey = args[base], L.opt(args[base + 13])
+    local holder = nil
+    if ukey then
+      holder = holds[ukey] or L.unique_holder(ukey)
+    end
+    if holder then
+      plan[#plan + 1] = {id = holder, dup = true}
+    else
+      if ids[id] or redis.call('EXISTS', K.job(id)) == 1 then
+        return nil, 'a job with one of these ids already exists'
+      end
+      ids[id] = true
+      if ukey then holds[ukey] = id end
+      plan[#plan + 1] = {id = id, base = base}
+    end
+  end
+  local reply, clocks, lasts, woken = {}, {}, {}, {}
+  for _, p in ipairs(plan) do
+    if not p.dup then
+      local b = p.base
+      local id, task, queue, priority = args[b], args[b + 1], args[b + 2], args[b + 4]
+      local fair, ukey, schedule = args[b + 12], L.opt(args[b + 13]), L.opt(args[b + 15])
+      local limits = L.opt(args[b + 11])
+      local sig = L.sig(limits)
+      if clocks[queue] == nil then
+        redis.call('SADD', keys.queues, queue)
+        clocks[queue] = tonumber(redis.call('HGET', keys.vclock, queue) or '0')
+        lasts[queue] = {}
+      end
+      local last = lasts[queue][fair]
+      if last == nil then
+        last = tonumber(redis.call('HGET', K.fair(queue), fair) or '0')
+      end
+      local vtime = math.max(last, clocks[queue]) + 1
+      lasts[queue][fair] = vtime
+      local run_at = L.opt(args[b + 6]) or L.fmt(now + tonumber(args[b + 5]))
+      local state = 'queued'
+      if tonumber(run_at) > now then state = 'scheduled' end
+      local seq = redis.call('INCR', keys.seq)
+      L.put(K.job(id), {
+        'id', id, 'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3],
+        'priority', priority, 'vtime', L.fmt(vtime), 'fair', fair, 'run_at', run_at,
+        'enqueued_at', L.fmt(now), 'attempt', '0', 'max_attempts', args[b + 7], 'lost', '0',
+        'max_lost', args[b + 8], 'lease', args[b + 9], 'timeout', L.opt(args[b + 10]) or false,
+        'limits', limits or false, 'sig', sig, 'ukey', ukey or false,
+        'ufor', L.opt(args[b + 14]) or false, 'schedule', schedule or false,
+        'fire_time', L.opt(args[b + 16]) or false, 'seq', seq,
+      })
+      if ukey then redis.call('SET', K.unique(ukey), id) end
+      L.index_state(id, queue, seq, nil, state)
+      redis.call('ZADD', K.task(task), seq, id)
+      if schedule then redis.call('ZADD', K.sched(schedule), seq, id) end
+      if state == 'queued' then
+        L.ready_add(id, queue, priority, vtime, seq, sig)
+        woken[queue] = (woken[queue] or 0) + 1
+      else
+        redis.call('ZADD', K.delayed(queue), run_at, id)
+        woken[queue] = math.max(woken[queue] or 0, 1) -- waiters re-read the next run time
+      end
+    end
+    reply[#reply + 1] = p.id
+    reply[#reply + 1] = p.dup and '1' or '0'
+  end
+  for queue, fairs in pairs(lasts) do
+    for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, L.fmt(vtime)) end
+  end
+  for queue, count_ in pairs(woken) do L.signal(queue, count_) end
+  return reply
+end
+
+-- removal ----------------------------------------------------------------
+
+local REMOVE_FIELDS = {'state', 'queue', 'task', 'priority', 'seq', 'schedule', 'ukey', 'sig'}
+
+-- Delete a job and its index entries. unique: 'active' drops the unique key
+-- if this job holds it without a deadline, 'any' if it holds it at all,
+-- 'keep' leaves it. Returns the job's state before, or nil if it was absent.
+function L.remove_job(id, unique, finished_key)
+  local job = L.fields(K.job(id), REMOVE_FIELDS)
+  if not job.state then return nil end
+  L.unschedule(id, job)
+  L.index_state(id, job.queue, job.seq, job.state, nil)
+  redis.call('ZREM', K.task(job.task), id)
+  if job.schedule then redis.call('ZREM', K.sched(job.schedule), id) end
+  redis.call('ZREM', finished_key, id)
+  if job.ukey and unique ~= 'keep' then
+    local key = K.unique(job.ukey)
+    if redis.call('GET', key) == id and (unique == 'any' or redis.call('PTTL', key) == -1) then
+      redis.call('DEL', key)
+    end
+  end
+  redis.call('DEL', K.job(id))
+  return job.state
+end
+
+-- Queue a failed or cancelled job again with fresh attempt counts; it takes
+-- its unique key back. Refused (false) for jobs in other states, and while
+-- another job holds the unique key (the retry would be its duplicate).
+-- Returns the job's queue when applied.
+function L.requeue(id, now, finished_key)
+  local jkey = K.job(id)
+  local job = L.fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
+  if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
+  if job.ukey then
+    local holder = L.unique_holder(job.ukey)
+    if holder and holder ~= id then return false end
+  end
+  L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
+               'finished_at', false, 'started_at', false, 'error', false, 'traceback', false})
+  L.index_state(id, job.queue, job.seq, job.state, 'queued')
+  L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
+  redis.call('ZREM', finished_key, id)
+  if job.ukey then redis.call('SET', K.unique(job.ukey), id) end
+  return job.queue
+end

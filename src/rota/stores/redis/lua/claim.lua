@@ -1,0 +1,189 @@
+-- claim: lease up to N runnable jobs of some queues to one worker (Store.claim).
+--
+-- KEYS[1] prefix: the namespace prefix; job, ready, prios, delayed, limit and
+--                 index keys are derived from it (_lib.lua)
+-- KEYS[2] paused: set of paused queues
+-- KEYS[3] vclock: queue -> virtual clock (advanced to the claimed jobs' time)
+-- KEYS[4] leases: running job id -> lease expiry
+-- KEYS[5] limkeys: set of flow-control keys
+-- ARGV[1] worker id
+-- ARGV[2] limit N
+-- ARGV[3] token base (each job's token is "<base>:<seq>")
+-- ARGV[4] request id, for replay after a reconnect ("" for none)
+-- ARGV[5..] queue names
+--
+-- Due scheduled jobs of the queues move to their ready sets first. Then the
+-- ready sub-queues are merged: higher priority first, then fair virtual time,
+-- then sequence. A sub-queue holds the jobs of one limit signature, so when
+-- its head is blocked by a flow-control key the whole sub-queue is skipped;
+-- the number of sub-queues and jobs looked at is bounded, so a queue full of
+-- blocked jobs costs little.
+-- Returns the store's now, then 15 fields per claimed job: id, task, queue,
+-- payload, attempt, max_attempts, lost, token, lease, timeout, enqueued_at,
+-- run_at, schedule, fire_time, started_at (see _codec.CLAIM_FIELDS).
+
+local RETURN = {'id', 'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'token',
+                'lease', 'timeout', 'enqueued_at', 'run_at', 'schedule', 'fire_time',
+                'started_at'}
+local PROMOTE_MAX = 1000
+
+local worker, limit, token_base, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+
+local now = L.now()
+
+local function rows(ids, token_of)
+  local out = {L.fmt(now)}
+  for _, id in ipairs(ids) do
+    local values = redis.call('HMGET', K.job(id), unpack(RETURN))
+    if values[8] == token_of[id] and token_of[id] then
+      for i = 1, #RETURN do out[#out + 1] = values[i] end
+    end
+  end
+  return out
+end
+
+local replay = L.replayed(rid)
+if replay then
+  local saved = cjson.decode(replay)
+  local token_of = {}
+  for i = 1, #saved, 2 do token_of[saved[i]] = saved[i + 1] end
+  local ids = {}
+  for i = 1, #saved, 2 do ids[#ids + 1] = saved[i] end
+  return rows(ids, token_of)
+end
+
+local queues = {}
+for i = 5, #ARGV do
+  L.promote_due(ARGV[i], now, PROMOTE_MAX)
+  if redis.call('SISMEMBER', S.paused, ARGV[i]) == 0 then queues[#queues + 1] = ARGV[i] end
+end
+if #queues == 0 or limit <= 0 then return {L.fmt(now)} end
+
+-- priority levels over every queue, highest first
+local levels, order = {}, {}
+for _, queue in ipairs(queues) do
+  local prios = redis.call('ZRANGE', K.prios(queue), 0, -1, 'WITHSCORES')
+  for i = 1, #prios, 2 do
+    local p = prios[i]
+    if not levels[p] then
+      levels[p] = {}
+      order[#order + 1] = {p, tonumber(prios[i + 1])}
+    end
+    table.insert(levels[p], queue)
+  end
+end
+table.sort(order, function(a, b) return a[2] > b[2] end)
+
+local book = L.book(now)
+local chosen = {}
+local looked, max_look = 0, math.max(512, limit * 32) * #queues
+local PAGE = math.max(16, limit * 2)
+
+-- A paged cursor over a zset in score order; peek() is the current entry
+-- {member, score}, take() moves past it.
+local function cursor(key, page)
+  local c = {key = key, buf = {}, pos = 1, offset = 0, done = false, page = page}
+  function c.peek()
+    if c.pos > #c.buf then
+      if c.done then return nil end
+      local got = redis.call('ZRANGE', c.key, c.offset, c.offset + c.page - 1, 'WITHSCORES')
+      c.offset = c.offset + c.page
+      if #got < 2 * c.page then c.done = true end
+      c.page = c.page * 2
+      c.buf, c.pos = {}, 1
+      for i = 1, #got, 2 do c.buf[#c.buf + 1] = {got[i], tonumber(got[i + 1])} end
+    end
+    return c.buf[c.pos]
+  end
+  function c.take() c.pos = c.pos + 1 end
+  return c
+end
+
+local function before(a, b) return a[2] < b[2] or (a[2] == b[2] and a[1] < b[1]) end
+
+-- Merge the sub-queues of one priority level over every queue: the next job
+-- is the smallest (vtime, seq) among the heads of the open sub-queues; a
+-- signature set is read only as far as the smallest head needs.
+local function take_level(priority, level_queues)
+  local feeds, open = {}, {}
+  for _, queue in ipairs(level_queues) do
+    feeds[#feeds + 1] = {queue = queue, sigs = cursor(K.sigs(queue, priority), PAGE)}
+  end
+  local function best_open()
+    local best = nil
+    for i, sub in ipairs(open) do
+      if best == nil or before(sub.jobs.peek(), open[best].jobs.peek()) then best = i end
+    end
+    return best
+  end
+  while #chosen < limit and looked < max_look do
+    local best = best_open()
+    while looked < max_look do
+      local feed, next_sig = nil, nil
+      for _, f in ipairs(feeds) do
+        local e = f.sigs.peek()
+        if e and (next_sig == nil or e[2] < next_sig[2]) then feed, next_sig = f, e end
+      end
+      if not next_sig or (best and next_sig[2] > open[best].jobs.peek()[2]) then break end
+      feed.sigs.take()
+      looked = looked + 1
+      local sub = {queue = feed.queue, sig = next_sig[1],
+                   jobs = cursor(K.ready(feed.queue, priority, next_sig[1]),
+                                  math.min(PAGE, limit - #chosen))}
+      if sub.jobs.peek() then
+        open[#open + 1] = sub
+        best = best_open()
+      end
+    end
+    if not best then return end
+    local sub = open[best]
+    local head = sub.jobs.peek()
+    local id = string.sub(head[1], 13)
+    local limits = redis.call('HGET', K.job(id), 'limits')
+    looked = looked + 1
+    if not limits or book.admit(cjson.decode(limits), id) then
+      chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
+                             priority = priority, vtime = head[2]}
+      sub.jobs.take()
+      if not sub.jobs.peek() then table.remove(open, best) end
+    else
+      table.remove(open, best) -- its head is blocked, so is every job behind it
+    end
+  end
+end
+
+for _, level in ipairs(order) do
+  if #chosen >= limit or looked >= max_look then break end
+  take_level(level[1], levels[level[1]])
+end
+if #chosen == 0 then return {L.fmt(now)} end
+
+local clocks, emptied, token_of, ids, saved = {}, {}, {}, {}, {}
+local started = L.fmt(now)
+for _, c in ipairs(chosen) do
+  local jkey = K.job(c.id)
+  local job = L.fields(jkey, {'seq', 'lease'})
+  local token = token_base .. ':' .. job.seq
+  local expires = L.fmt(now + tonumber(job.lease))
+  local sub = K.ready(c.queue, c.priority, c.sig)
+  redis.call('ZREM', sub, c.member)
+  emptied[sub] = c
+  redis.call('HINCRBY', jkey, 'attempt', 1)
+  redis.call('HSET', jkey, 'state', 'running', 'owner', worker, 'token', token,
+             'expires', expires, 'started_at', started)
+  L.index_state(c.id, c.queue, job.seq, 'queued', 'running')
+  redis.call('ZADD', S.leases, expires, c.id)
+  if clocks[c.queue] == nil or c.vtime > clocks[c.queue] then clocks[c.queue] = c.vtime end
+  token_of[c.id] = token
+  ids[#ids + 1] = c.id
+  saved[#saved + 1] = c.id
+  saved[#saved + 1] = token
+end
+for _, c in pairs(emptied) do L.sub_head(c.queue, c.priority, c.sig) end
+for queue, vtime in pairs(clocks) do
+  local old = tonumber(redis.call('HGET', S.vclock, queue) or '0')
+  if vtime > old then redis.call('HSET', S.vclock, queue, L.fmt(vtime)) end
+end
+book.save(S.limkeys)
+L.remember(rid, cjson.encode(saved))
+return rows(ids, token_of)

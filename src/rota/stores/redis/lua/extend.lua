@@ -1,0 +1,23 @@
+-- extend: renew leases by each job's lease duration (Store.extend).
+--
+-- KEYS[1] prefix: the namespace prefix; job keys are derived from it (_lib.lua)
+-- KEYS[2] leases: running job id -> lease expiry
+-- ARGV: job id, token, job id, token, ...
+--
+-- Returns 1 per lease renewed, 0 where the token no longer holds the job.
+
+local now = L.now()
+local reply = {}
+for i = 1, #ARGV, 2 do
+  local id = ARGV[i]
+  local job = L.fields(K.job(id), {'state', 'token', 'lease'})
+  if job.state == 'running' and job.token == ARGV[i + 1] then
+    local expires = L.fmt(now + tonumber(job.lease))
+    redis.call('HSET', K.job(id), 'expires', expires)
+    redis.call('ZADD', S.leases, expires, id)
+    reply[#reply + 1] = 1
+  else
+    reply[#reply + 1] = 0
+  end
+end
+return reply

@@ -1,0 +1,101 @@
+-- finish: record attempt outcomes (Store.finish).
+--
+-- KEYS[1] prefix: the namespace prefix; job, index, delayed, limit, unique,
+--                 stats and signal keys are derived from it (_lib.lua)
+-- KEYS[2] leases: running job id -> lease expiry
+-- KEYS[3] finished: finished job id -> finished_at
+-- KEYS[4] limkeys: set of flow-control keys
+-- KEYS[5] totals: all-time counts
+-- ARGV[1] request id, for replay after a reconnect ("" for none)
+-- ARGV[2..] 7 fields per outcome: job id, token, flags, result, error,
+--           traceback, retry_in ("" for None). flags is four characters
+--           "1"/"0": ok, has result, has error, has traceback.
+--
+-- An outcome whose token does not hold the running job is refused (0) and
+-- changes nothing. Success: succeeded with the result. Failure with retry_in
+-- and attempts left: scheduled at now + retry_in. Otherwise failed. Limit
+-- slots are released and breakers count the outcome; stats are counted per
+-- minute (kept two days) and all time.
+-- Returns 1 or 0 per outcome.
+
+local replay = L.replayed(ARGV[1])
+if replay then return cjson.decode(replay) end
+
+local FIELDS = {'state', 'token', 'queue', 'task', 'attempt', 'lost', 'max_attempts', 'limits',
+                'ukey', 'ufor', 'enqueued_at', 'seq', 'history'}
+local now = L.now()
+local minute = math.floor(now / 60)
+local book = L.book(now)
+local reply, counts, wake = {}, {}, {}
+
+local function history(attempt, err)
+  return string.format('{"attempt":%d,"event":"failed","error":%s,"at":%s}',
+                       tonumber(attempt), L.json_str(err or nil), L.fmt(now))
+end
+
+local function count(queue, task, ok)
+  local field = (ok and 's' or 'f') .. #queue .. ':' .. queue .. task
+  counts[field] = (counts[field] or 0) + 1
+end
+
+for i = 2, #ARGV, 7 do
+  local id, token, flags = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local jkey = K.job(id)
+  local job = L.fields(jkey, FIELDS)
+  if job.state ~= 'running' or job.token ~= token then
+    reply[#reply + 1] = 0
+  else
+    reply[#reply + 1] = 1
+    local ok = string.sub(flags, 1, 1) == '1'
+    -- false stands for None (L.put deletes the field)
+    local result = string.sub(flags, 2, 2) == '1' and ARGV[i + 3]
+    local err = string.sub(flags, 3, 3) == '1' and ARGV[i + 4]
+    local tb = string.sub(flags, 4, 4) == '1' and ARGV[i + 5]
+    local retry_in = L.opt(ARGV[i + 6])
+    redis.call('ZREM', S.leases, id)
+    count(job.queue, job.task, ok)
+    if job.limits then
+      book.release(cjson.decode(job.limits), id, ok)
+      wake[job.queue] = true
+    end
+    local lease = {'owner', false, 'token', false, 'expires', false}
+    if ok then
+      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', L.fmt(now),
+                   unpack(lease)})
+      L.index_state(id, job.queue, job.seq, 'running', 'succeeded')
+      redis.call('ZADD', S.finished, now, id)
+      L.settle_unique(id, job, true, now)
+    else
+      local entry = history(job.attempt, err)
+      local tries = tonumber(job.attempt) - tonumber(job.lost)
+      if retry_in and tries < tonumber(job.max_attempts) then
+        local run_at = L.fmt(now + tonumber(retry_in))
+        L.put(jkey, {'state', 'scheduled', 'run_at', run_at, 'error', err, 'traceback', tb,
+                     'history', L.append_json(job.history, entry), unpack(lease)})
+        L.index_state(id, job.queue, job.seq, 'running', 'scheduled')
+        redis.call('ZADD', K.delayed(job.queue), run_at, id)
+        wake[job.queue] = true
+      else
+        L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb,
+                     'finished_at', L.fmt(now),
+                     'history', L.append_json(job.history, entry), unpack(lease)})
+        L.index_state(id, job.queue, job.seq, 'running', 'failed')
+        redis.call('ZADD', S.finished, now, id)
+        L.settle_unique(id, job, false, now)
+      end
+    end
+  end
+end
+
+book.save(S.limkeys)
+if next(counts) then
+  local skey = K.stats(minute)
+  for field, n in pairs(counts) do
+    redis.call('HINCRBY', skey, field, n)
+    redis.call('HINCRBY', S.totals, field, n)
+  end
+  redis.call('EXPIRE', skey, STATS_TTL)
+end
+for queue in pairs(wake) do L.signal(queue, 1) end
+L.remember(ARGV[1], cjson.encode(reply))
+return reply

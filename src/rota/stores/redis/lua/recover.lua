@@ -1,0 +1,53 @@
+-- recover: handle expired leases (Store.recover).
+--
+-- KEYS[1] prefix: the namespace prefix; job, index, ready, limit, unique and
+--                 signal keys are derived from it (_lib.lua)
+-- KEYS[2] leases: running job id -> lease expiry
+-- KEYS[3] finished: finished job id -> finished_at
+-- KEYS[4] limkeys: set of flow-control keys
+-- ARGV[1] most jobs to recover in this call
+--
+-- Each job whose lease expired before now records a lost attempt and frees
+-- its limit slots. Under its max_lost it is queued again; at it, it ends
+-- failed with error "worker_lost".
+-- Returns the ids of the jobs recovered.
+
+local FIELDS = {'state', 'queue', 'priority', 'vtime', 'seq', 'limits', 'attempt', 'lost',
+                'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig'}
+local now = L.now()
+local expired = redis.call('ZRANGEBYSCORE', S.leases, '-inf', '(' .. L.fmt(now),
+                           'LIMIT', 0, tonumber(ARGV[1]))
+if #expired == 0 then return {} end
+local book = L.book(now)
+local wake, recovered = {}, {}
+local stamp = L.fmt(now)
+for _, id in ipairs(expired) do
+  local jkey = K.job(id)
+  local job = L.fields(jkey, FIELDS)
+  redis.call('ZREM', S.leases, id)
+  if job.state == 'running' then
+    recovered[#recovered + 1] = id
+    if job.limits then book.release(cjson.decode(job.limits), id, nil) end
+    local entry = string.format('{"attempt":%d,"event":"lost","worker":%s,"at":%s}',
+                                tonumber(job.attempt), L.json_str(job.owner), stamp)
+    local lost = tonumber(job.lost) + 1
+    local final = lost >= tonumber(job.max_lost)
+    local fields = {'lost', lost, 'run_at', stamp, 'history', L.append_json(job.history, entry),
+                    'owner', false, 'token', false, 'expires', false}
+    if final then
+      L.settle_unique(id, job, false, now)
+      L.put(jkey, {'state', 'failed', 'error', 'worker_lost', 'finished_at', stamp,
+                   unpack(fields)})
+      L.index_state(id, job.queue, job.seq, 'running', 'failed')
+      redis.call('ZADD', S.finished, now, id)
+    else
+      L.put(jkey, {'state', 'queued', 'error', false, 'finished_at', false, unpack(fields)})
+      L.index_state(id, job.queue, job.seq, 'running', 'queued')
+      L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
+      wake[job.queue] = (wake[job.queue] or 0) + 1
+    end
+  end
+end
+book.save(S.limkeys)
+for queue, n in pairs(wake) do L.signal(queue, n) end
+return recovered

@@ -1,0 +1,23 @@
+-- retry: queue failed or cancelled jobs again with fresh attempt counts
+-- (Store.retry).
+--
+-- KEYS[1] prefix: the namespace prefix; job, index, ready, unique and signal
+--                 keys are derived from it (_lib.lua)
+-- KEYS[2] finished: finished job id -> finished_at
+-- ARGV: job ids
+--
+-- Each job takes its unique key back. Returns 1 per job queued, else 0.
+
+local now = L.now()
+local reply, wake = {}, {}
+for _, id in ipairs(ARGV) do
+  local queue = L.requeue(id, now, S.finished)
+  if queue then
+    wake[queue] = (wake[queue] or 0) + 1
+    reply[#reply + 1] = 1
+  else
+    reply[#reply + 1] = 0
+  end
+end
+for queue, n in pairs(wake) do L.signal(queue, n) end
+return reply

@@ -1,0 +1,122 @@
+"""The Lua scripts: loaded from ``lua/*.lua``, run by EVALSHA.
+
+Each file's header lists its ``KEYS`` and ``ARGV``. ``KEYS[1]`` is always the
+namespace prefix; header lines of the form ``-- KEYS[n] name: ...`` (n >= 2)
+name fixed keys from :data:`keys.STATIC`, and this module passes exactly those,
+in that order. The script text sent to Redis is one generated line binding
+them (``local S = {name = KEYS[n], ...}``), then ``_lib.lua``, then the file.
+
+Scripts are loaded once with SCRIPT LOAD on first use; a NOSCRIPT reply (after
+SCRIPT FLUSH or a restart without persistence of the script cache) loads the
+script again and repeats the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import redis
+from redis.exceptions import NoScriptError, ResponseError
+
+from rota.errors import InvalidArgument
+from rota.stores.redis.keys import STATIC, Keys
+
+_STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
+_INVALID = "ROTA_INVALID "
+
+EncodableArg = bytes | str | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """One script: its name, the fixed keys it takes after the prefix, its text."""
+
+    name: str
+    static: tuple[str, ...]
+    text: str
+    sha: str
+
+
+def _header_keys(name: str, body: str) -> tuple[str, ...]:
+    found = [(int(n), key) for n, key in _STATIC_KEY.findall(body) if int(n) >= 2]
+    numbers = [n for n, _ in found]
+    if numbers != list(range(2, len(found) + 2)):
+        raise RuntimeError(f"{name}.lua: KEYS in the header must be numbered 2, 3, ...")
+    for _, key in found:
+        if key not in STATIC:
+            raise RuntimeError(f"{name}.lua: KEYS names unknown fixed key {key!r}")
+    return tuple(key for _, key in found)
+
+
+@cache
+def load(name: str) -> Script:
+    """The script ``lua/NAME.lua``, ready to send."""
+    folder = resources.files(__package__).joinpath("lua")
+    body = folder.joinpath(f"{name}.lua").read_text()
+    lib = folder.joinpath("_lib.lua").read_text()
+    static = _header_keys(name, body)
+    binds = ", ".join(f"{key} = KEYS[{i}]" for i, key in enumerate(static, start=2))
+    text = f"local S = {{{binds}}}\n{lib}\n-- {name}.lua\n{body}"
+    return Script(name, static, text, hashlib.sha1(text.encode()).hexdigest())
+
+
+def names() -> list[str]:
+    """Every script name (the ``.lua`` files other than ``_lib.lua``)."""
+    folder = resources.files(__package__).joinpath("lua")
+    return sorted(
+        entry.name[:-4]
+        for entry in folder.iterdir()
+        if entry.name.endswith(".lua") and not entry.name.startswith("_")
+    )
+
+
+class Scripts:
+    """Runs the scripts for one namespace on one client."""
+
+    def __init__(self, client: redis.Redis, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+        self._loaded = False
+        self._lock = threading.Lock()
+
+    def load_all(self) -> None:
+        """SCRIPT LOAD every script in one round trip."""
+        pipe = self._client.pipeline(transaction=False)
+        for name in names():
+            pipe.script_load(load(name).text)
+        pipe.execute()
+        self._loaded = True
+
+    def keys_for(self, name: str, extra: Sequence[str] = ()) -> list[str]:
+        """The KEYS a call of ``name`` passes: the prefix, its fixed keys, ``extra``."""
+        script = load(name)
+        return [self._keys.prefix, *(self._keys.static(k) for k in script.static), *extra]
+
+    def run(
+        self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()
+    ) -> Any:
+        """Run one script; a ``ROTA_INVALID`` error becomes :class:`InvalidArgument`."""
+        script = load(name)
+        if not self._loaded:
+            with self._lock:
+                if not self._loaded:
+                    self.load_all()
+        keys = self.keys_for(name, extra_keys)
+        try:
+            try:
+                return self._client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                self._client.script_load(script.text)
+                return self._client.evalsha(script.sha, len(keys), *keys, *args)
+        except ResponseError as exc:
+            message = str(exc)
+            if message.startswith(_INVALID):
+                raise InvalidArgument(message[len(_INVALID) :]) from None
+            raise

@@ -1,0 +1,166 @@
+"""The Redis store: many machines on one Redis, every state change one Lua script.
+
+Each verb that changes state is one script (``lua/*.lua``), so it is atomic
+on the server and checks the state it expects; claims and finishes take a
+whole batch in one round trip. The store's clock is Redis TIME. Batches that
+must not act twice (enqueue, claim, finish, release, fire) carry a request id:
+when a connection drops after the server ran the script, the retried call
+gets the remembered reply instead of running again.
+
+Workers wait on per-queue signal lists with BLPOP on a separate connection:
+scripts that make work claimable push tokens (capped), and the wait is cut
+short at the next delayed job's run time.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+
+from rota.models import (
+    ClaimedJob,
+    EnqueueResult,
+    LeaseRef,
+    NewJob,
+    Outcome,
+    WorkerInfo,
+)
+from rota.stores.base import Store
+from rota.stores.redis import _codec
+from rota.stores.redis._base import RedisBase
+from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
+from rota.stores.redis._reads import Reads
+from rota.stores.redis._steer import Steering
+
+_RECOVER_BATCH = 1000
+
+
+class RedisStore(Reads, Steering, RedisBase, Store):
+    """A :class:`~rota.stores.base.Store` on Redis (``redis://host:port/db?namespace=N``).
+
+    Every key of a namespace shares the hash tag ``{rota:N}``, so a namespace
+    fits one Redis Cluster slot. See ``keys.py`` for the key schema.
+    """
+
+    kind = "redis"
+
+    def __init__(self, options: RedisOptions) -> None:
+        super().__init__(options)
+        # store time of this instance's latest claim per queue: wake-up tokens
+        # older than it carry news that claim already saw
+        self._claimed_at: dict[str, float] = {}
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisStore:
+        """Open ``redis://``, ``rediss://`` or ``unix://`` URLs. Query options:
+        ``namespace`` (default ``"default"``), ``retry_for`` (seconds to keep
+        retrying through an outage, default 30), and any redis-py option."""
+        return cls(RedisOptions.parse(url))
+
+    # -- producing ---------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        if not jobs:
+            return []
+        args: list[bytes | str] = [self._request_id(), str(len(jobs))]
+        for job in jobs:
+            args += _codec.new_job_args(job)
+        reply = self._run("enqueue", args)
+        return [
+            EnqueueResult(reply[i].decode(), duplicate=reply[i + 1] == b"1")
+            for i in range(0, len(reply), 2)
+        ]
+
+    # -- consuming ---------------------------------------------------------
+
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        if limit <= 0 or not queues:
+            return []
+        token = secrets.token_hex(8)
+        reply = self._run("claim", [worker_id, str(limit), token, self._request_id(), *queues])
+        at = float(reply[0])
+        for queue in queues:
+            self._claimed_at[queue] = at
+        return _codec.claimed_jobs(reply[1:])
+
+    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        if not leases:
+            return []
+        args = [part for lease in leases for part in (lease.job_id, lease.token)]
+        return [bool(x) for x in self._run("extend", args)]
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        if not outcomes:
+            return []
+        args: list[bytes | str] = [self._request_id()]
+        for o in outcomes:
+            flags = "".join(
+                "1" if x else "0"
+                for x in (o.ok, o.result is not None, o.error is not None, o.traceback is not None)
+            )
+            args += [
+                o.job_id,
+                o.token,
+                flags,
+                o.result or b"",
+                o.error or "",
+                o.traceback or "",
+                _codec.opt(None if o.retry_in is None else float(o.retry_in)),
+            ]
+        return [bool(x) for x in self._run("finish", args)]
+
+    def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        if not leases:
+            return []
+        args = [self._request_id()]
+        args += [part for lease in leases for part in (lease.job_id, lease.token)]
+        return [bool(x) for x in self._run("release", args)]
+
+    def recover(self) -> list[str]:
+        recovered: list[str] = []
+        for _ in range(100):  # bounded: at most 100,000 per call
+            batch = self._run("recover", [str(_RECOVER_BATCH)])
+            recovered += [x.decode() for x in batch]
+            if len(batch) < _RECOVER_BATCH:
+                break
+        return recovered
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        if timeout <= 0 or not queues:
+            return
+        pipe = self._client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.zrange(self.keys.delayed(queue), 0, 0, withscores=True)
+        pipe.time()
+        *heads, (seconds, micros) = pipe.execute()
+        now = float(seconds) + micros / 1_000_000
+        for head in heads:
+            if head:
+                timeout = min(timeout, head[0][1] - now)
+        timeout = min(timeout, MAX_BLOCK)
+        if timeout < 0.001:
+            return  # a delayed job is due now
+        signals = {self.keys.signal(q): q for q in queues}
+        # A token is news unless this instance claimed from its queue after the
+        # token was pushed: that claim already saw the change. Stale tokens are
+        # dropped and the wait goes on (a list holds at most 64 tokens).
+        deadline = time.monotonic() + timeout
+        for _ in range(1000):
+            remaining = deadline - time.monotonic()
+            if remaining < 0.001:
+                return
+            popped = self._blocking.blpop(list(signals), timeout=remaining)
+            if popped is None:
+                return
+            key, stamp = popped
+            if float(stamp) >= self._claimed_at.get(signals[_codec.text(key)], 0.0):
+                return
+
+    # -- workers -----------------------------------------------------------
+
+    def heartbeat(self, worker: WorkerInfo) -> None:
+        self._run("heartbeat", [worker.id, _codec.worker_record(worker)])
+
+    def remove_worker(self, worker_id: str) -> None:
+        self._run("remove_worker", [worker_id])
