@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from helpers import wait_for
+from procs import Processes
 from rota import App
 from rota.models import JobQuery, JobState
 from rota.stores import Store
-
-from .conftest import Processes
 
 N = 5_000
 
@@ -70,13 +69,18 @@ def test_killed_worker_loses_nothing(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
 ) -> None:
     log = tmp_path / "executions.log"
-    ids = send_records(url, N, pause=0.002)
+    ids = send_records(url, N, pause=0.01)
     env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
     victim = processes.rota(
         "worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env
     )
     processes.rota("worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env)
-    wait_for(lambda: succeeded(store) >= N // 4, timeout=120, interval=0.05, what="a quarter done")
+
+    def victim_busy() -> bool:
+        runs = log.read_text().split("\n") if log.exists() else []
+        return sum(line.endswith(f" {victim.pid}") for line in runs) >= 200
+
+    wait_for(victim_busy, timeout=120, interval=0.05, what="the victim ran 200 jobs")
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait(10)
     wait_for(lambda: succeeded(store) == N, timeout=180, interval=0.2, what="all jobs done")

@@ -8,7 +8,14 @@ import time
 import click
 
 from rota.app import App
-from rota.cli._support import CliError, CliState, note, pass_state, split_list, url_option
+from rota.cli._support import (
+    CliError,
+    CliState,
+    note,
+    pass_state,
+    resolve_queues,
+    url_option,
+)
 from rota.stores import redact_url
 
 
@@ -57,9 +64,7 @@ def run(
     from rota.worker import Worker
 
     app = state.load_app(app_spec)
-    names = split_list(queues)
-    if names == ["all"]:
-        names = sorted({task.opts.queue for task in app.tasks.values()}) or ["default"]
+    names = resolve_queues(app, queues)
     worker = Worker(
         app, queues=names, concurrency=concurrency, mode=mode, scheduler=True, app_spec=app_spec
     )

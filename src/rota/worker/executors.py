@@ -97,12 +97,14 @@ class ThreadExecutor(Executor):
             self._jobs.put(None)
 
 
-def _child_main(conn: Connection, app_spec: str | None, app: App | None) -> None:
+def _child_main(conn: Connection, app_spec: str | None, app: App | None, url: str) -> None:
     """A child process: run jobs sent over ``conn`` until it closes."""
     if app is None:
         from rota._loader import load_app
 
         app = load_app(app_spec or "")
+        app.close()
+        app.url = url  # the parent's store, even when --url overrode the app's
     while True:
         try:
             job = conn.recv()
@@ -125,7 +127,7 @@ class _ProcessSlot:
         parent, child = self._ctx.Pipe()
         inherited = self._app if self._spec is None else None
         proc = self._ctx.Process(  # type: ignore[attr-defined]
-            target=_child_main, args=(child, self._spec, inherited), daemon=True
+            target=_child_main, args=(child, self._spec, inherited, self._app.url), daemon=True
         )
         proc.start()
         child.close()

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreUnavailable
 from rota.stores.sqlite._sql import migrations
 
 
@@ -39,10 +39,13 @@ class Connections:
             self._all_conns = []
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=60
-            )
-            conn.execute("PRAGMA journal_mode = WAL")
+            try:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=60
+                )
+                conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA foreign_keys = OFF")
