@@ -1,0 +1,200 @@
+"""The public surface: names exported, task registration and option validation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+import rota
+from rota import App, Breaker, Limit, Rate, Registry
+from rota._time import parse_duration
+from rota.errors import InvalidArgument, UnknownTask
+
+EXPECTED_EXPORTS = {
+    "App",
+    "Breaker",
+    "InvalidArgument",
+    "InvalidSchedule",
+    "Job",
+    "JobCancelled",
+    "JobContext",
+    "JobFailed",
+    "JobHandle",
+    "JobNotFound",
+    "JobState",
+    "JobTimeout",
+    "Limit",
+    "PayloadTooLarge",
+    "Rate",
+    "Registry",
+    "RotaError",
+    "SerializationError",
+    "Task",
+    "UnknownTask",
+    "__version__",
+    "at",
+    "cron",
+    "current_job",
+    "errors",
+    "every",
+}
+
+
+def test_public_names_are_pinned() -> None:
+    assert set(rota.__all__) == EXPECTED_EXPORTS
+    for name in rota.__all__:
+        assert hasattr(rota, name), name
+
+
+def test_app_does_not_connect_until_used(tmp_path: pytest.TempPathFactory) -> None:
+    app = App("sqlite:////nonexistent-dir/never-created.db")
+    assert app._store is None
+    assert "never-created" in repr(app)
+
+
+def test_app_url_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROTA_URL", "sqlite:///from-env.db")
+    assert App().url == "sqlite:///from-env.db"
+    monkeypatch.delenv("ROTA_URL")
+    assert App().url == "sqlite:///rota.db"
+
+
+def test_repr_hides_passwords() -> None:
+    app = App("redis://user:s3cret@localhost:6379/0")
+    assert "s3cret" not in repr(app)
+    assert "***" in repr(app)
+
+
+def test_task_name_is_the_qualified_name_unless_given() -> None:
+    app = App()
+
+    @app.task
+    def plain() -> None: ...
+
+    @app.task(name="custom.name", queue="q")
+    def named() -> None: ...
+
+    assert plain.name == "test_task_name_is_the_qualified_name_unless_given.<locals>.plain"
+    assert named.name == "custom.name"
+    assert set(app.tasks) == {plain.name, "custom.name"}
+    assert app.get_task("custom.name") is named
+
+
+def test_two_functions_with_one_name_are_refused() -> None:
+    app = App()
+    app.task(name="x")(lambda: 1)
+    with pytest.raises(InvalidArgument, match="two tasks are named 'x'"):
+        app.task(name="x")(lambda: 2)
+
+
+def test_unknown_task_names_the_task_and_how_to_register_it() -> None:
+    app = App()
+    with pytest.raises(UnknownTask, match=r"unknown task 'nope'.*@app.task\(name='nope'\)"):
+        app.get_task("nope")
+
+
+def test_registry_tasks_join_an_app() -> None:
+    registry = Registry()
+
+    @registry.task(queue="lib")
+    def helper(x: int) -> int:
+        return x * 2
+
+    with pytest.raises(InvalidArgument, match="no app has included"):
+        _ = helper.app
+    app = App()
+    app.include(registry)
+    assert app.tasks["test_registry_tasks_join_an_app.<locals>.helper"] is helper
+    assert helper.app is app
+    assert helper(21) == 42
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retries": -1}, "retries must be a non-negative integer"),
+        ({"queue": ""}, "queue must be a non-empty string"),
+        ({"priority": "high"}, "priority must be an integer"),
+        ({"backoff": (10, 1)}, "backoff must be"),
+        ({"unique_for": "forever"}, "unique_for 'forever' is not a duration"),
+        ({"concurrency": 4}, "concurrency takes rota.Limit values"),
+        ({"colour": "red"}, "unknown task option"),
+        ({"max_lost": 0}, "max_lost must be at least 1"),
+    ],
+)
+def test_bad_task_options_are_refused_precisely(options: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        App().task(**options)(lambda: None)
+
+
+def test_options_override_per_call_and_leave_the_task_alone() -> None:
+    app = App()
+
+    @app.task(queue="a", priority=1)
+    def job() -> None: ...
+
+    other = job.options(queue="b", priority=9)
+    assert (other.opts.queue, other.opts.priority) == ("b", 9)
+    assert (job.opts.queue, job.opts.priority) == ("a", 1)
+    assert other.name == job.name
+
+
+def test_new_job_resolves_limit_and_unique_keys_at_send_time() -> None:
+    app = App()
+
+    @app.task(
+        concurrency=Limit(key=lambda url: url.split("/")[2], limit=2),
+        rate=Rate("2/s", burst=5, key=lambda url: url.split("/")[2]),
+        breaker=Breaker(failures=3, cooldown="1m", key="sites"),
+        unique=lambda url: url,
+        unique_for="7d",
+        retries=2,
+    )
+    def fetch(url: str) -> None: ...
+
+    job = fetch.new_job(("https://example.com/a",), {})
+    assert [(c.key, c.limit) for c in job.concurrency] == [("example.com", 2)]
+    assert [(r.key, r.rate, r.burst) for r in job.rate] == [("example.com", 2.0, 5)]
+    assert [(b.key, b.failures, b.cooldown) for b in job.breaker] == [("sites", 3, 60.0)]
+    assert job.unique_key == f"{fetch.name}:https://example.com/a"
+    assert job.unique_for == 7 * 86400
+    assert job.max_attempts == 3
+    assert job.fair_key == "example.com"
+
+
+def test_limit_rate_and_breaker_validate_their_values() -> None:
+    with pytest.raises(InvalidArgument, match="positive integer"):
+        Limit("x", 0)
+    with pytest.raises(InvalidArgument, match="not valid"):
+        Rate("fast")
+    with pytest.raises(InvalidArgument, match="burst"):
+        Rate("1/s", burst=0)
+    with pytest.raises(InvalidArgument, match="not a duration"):
+        Breaker(failures=1, cooldown="soon")
+    assert Rate("100/m").per_second == pytest.approx(100 / 60)
+    assert Rate("5/10s").per_second == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (30, 30.0),
+        (1.5, 1.5),
+        ("90s", 90.0),
+        ("15m", 900.0),
+        ("2h", 7200.0),
+        ("7d", 604800.0),
+        (timedelta(minutes=2), 120.0),
+        ("250ms", 0.25),
+    ],
+)
+def test_durations(value: object, seconds: float) -> None:
+    assert parse_duration(value) == seconds  # type: ignore[arg-type]
+
+
+def test_bad_durations() -> None:
+    with pytest.raises(InvalidArgument, match="must not be negative"):
+        parse_duration(-1)
+    with pytest.raises(InvalidArgument, match="number of seconds"):
+        parse_duration(True)
