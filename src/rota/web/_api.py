@@ -6,7 +6,7 @@ objects ``{"error": code, "detail": message}`` (see ``_errors``).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
@@ -21,9 +21,29 @@ from rota.web._export import ExportFormat, export_chunks, export_filename
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api")
+
+class ErrorBody(BaseModel):
+    """Every error answer: a stable code and a message saying what to fix."""
+
+    error: str = Field(..., examples=["not_found"])
+    detail: str = Field(..., examples=["job 'abc' not found"])
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    reasons = {
+        400: "A value was rejected (bad cursor, missing filter).",
+        401: "No valid credentials.",
+        403: "The role does not allow it, or a CSRF token is missing.",
+        404: "No such job, queue, schedule or limit key.",
+        409: "The action does not apply in the object's current state.",
+        422: "The request is malformed (bad state, page size, body).",
+    }
+    return {s: {"model": ErrorBody, "description": reasons[s]} for s in statuses}
+
+
+router = APIRouter(prefix="/api", responses=_errors(400, 401, 403, 404, 422))
 read = APIRouter(dependencies=[Depends(api_viewer)])
-act = APIRouter(dependencies=[Depends(api_operator)])
+act = APIRouter(dependencies=[Depends(api_operator)], responses=_errors(409))
 
 Name = Annotated[str, Path(min_length=1, max_length=200)]
 OptionalName = Annotated[str | None, Query(max_length=200)]
