@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,3 +106,10 @@ def expect_error(answer: Any, status: int, *fragments: str) -> dict[str, Any]:
     for fragment in fragments:
         assert fragment in body["detail"], body
     return body
+
+
+def free_port() -> int:
+    """A TCP port that was free on the loopback interface a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

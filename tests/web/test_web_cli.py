@@ -1,0 +1,121 @@
+"""``rota web`` as a real process: binding rules, auth, and no secrets in its output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from helpers import wait_for
+from web.support import OPERATOR, VIEWER, free_port
+
+ROTA = [str(Path(sys.executable).parent / "rota")]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("ROTA_URL", "ROTA_WEB_TOKEN", "ROTA_WEB_VIEWER_TOKEN", "ROTA_WEB_SECRET"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``rota web`` with both tokens on a free loopback port; stopped with SIGTERM."""
+    port = free_port()
+    env = _env() | {"ROTA_WEB_VIEWER_TOKEN": VIEWER}
+    proc = subprocess.Popen(
+        [
+            *ROTA,
+            "web",
+            "--url",
+            f"sqlite:///{tmp_path / 'rota.db'}",
+            "--port",
+            str(port),
+            "--token",
+            OPERATOR,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert proc.poll() is None, proc.communicate()[0]
+        try:
+            return httpx.get(f"{base}/api/me", timeout=1).status_code == 401
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(up, timeout=30, interval=0.1, what="rota web to answer")
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_rota_web_serves_with_roles_and_never_prints_tokens(
+    served: tuple[str, subprocess.Popen[str]],
+) -> None:
+    base, proc = served
+    assert httpx.get(f"{base}/api/stats").status_code == 401
+    viewer = {"Authorization": f"Bearer {VIEWER}"}
+    operator = {"Authorization": f"Bearer {OPERATOR}"}
+    assert httpx.get(f"{base}/api/me", headers=viewer).json() == {"role": "viewer"}
+    assert httpx.post(f"{base}/api/queues/default/pause", headers=viewer).status_code == 403
+    assert httpx.post(f"{base}/api/queues/default/pause", headers=operator).status_code == 200
+    queues = httpx.get(f"{base}/api/queues", headers=viewer).json()
+    assert queues == [{"name": "default", "paused": True, "counts": {}}]
+    assert httpx.get(f"{base}/", follow_redirects=False).headers["location"] == "/login?next=%2F"
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=15)
+    assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    assert "Application shutdown complete" in output
+    assert "rota web: store sqlite:///" in output
+    assert "operator and viewer tokens" in output
+    assert OPERATOR not in output
+    assert VIEWER not in output
+
+
+def test_rota_web_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*ROTA, "web", "--url", f"sqlite:///{tmp_path / 'r.db'}", "--host", "0.0.0.0"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to serve the dashboard on '0.0.0.0' without a token" in done.stderr
+
+
+def test_rota_web_redacts_the_store_password(tmp_path: Path) -> None:
+    with socket.socket() as taken:  # the port is busy, so the server exits after its banner
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*ROTA, "web", "--url", "redis://:hunter2-pw@127.0.0.1:1/0", "--port", str(port)],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode != 0
+    assert "rota web: store redis://:***@127.0.0.1:1/0" in done.stderr
+    assert "hunter2-pw" not in done.stdout + done.stderr
