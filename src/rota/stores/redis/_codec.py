@@ -87,7 +87,12 @@ def _text(value: bytes | None) -> str | None:
 
 
 def _float(value: bytes | None) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None or value == b"" else float(value)
+
+
+def _lease_text(value: bytes | None) -> str | None:
+    """A lease field: "" (or absent) means no lease."""
+    return None if not value else value.decode()
 
 
 def claimed_jobs(flat: Sequence[bytes | None]) -> list[ClaimedJob]:
@@ -152,7 +157,7 @@ def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
         lost=int(h[b"lost"]),
         started_at=_float(h.get(b"started_at")),
         finished_at=_float(h.get(b"finished_at")),
-        worker=_text(h.get(b"owner")),
+        worker=_lease_text(h.get(b"owner")),
         lease_expires=_float(h.get(b"expires")),
         result=_json.loads(h.get(b"result")),
         error=_text(h.get(b"error")),

@@ -30,8 +30,10 @@ key                            type    holds
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
 ``P task:TASK``                zset    job id -> seq, per task
 ``P sched:NAME``               zset    job id -> seq, jobs fired by a schedule
-``P ready:QUEUE:PRIORITY``     zset    queued jobs: ``%012x(seq) .. id`` -> vtime
-``P prios:QUEUE``              zset    priorities with ready jobs -> priority
+``P ready:QUEUE:PRIO:SIG``     zset    queued jobs of one limit signature:
+                                       ``%012x(seq) .. id`` -> fair virtual time
+``P sigs:QUEUE:PRIO``          zset    signatures with queued jobs -> head's vtime
+``P prios:QUEUE``              zset    priorities with queued jobs -> priority
 ``P delayed:QUEUE``            zset    scheduled job id -> run_at
 ``P fair:QUEUE``               hash    fairness key -> virtual time of its newest job
 ``P limit:KEY``                hash    one flow-control key's counters and bucket
@@ -42,9 +44,16 @@ key                            type    holds
 ``P req:ID``                   string  a batch's reply, for replay after a reconnect
 =============================  ======  ==============================================
 
-The ready set of a queue is split by priority so any integer priority orders
-exactly; within one priority the score is the job's fair virtual time and
-the member's zero-padded sequence prefix breaks ties in FIFO order.
+Queued jobs wait in sub-queues per queue, priority and limit signature (SIG
+is the SHA1 of the job's limits JSON, ``-`` for jobs without limits). Splitting
+by priority makes any integer priority order exactly; within a sub-queue the
+score is the job's fair virtual time and the member's zero-padded sequence
+prefix breaks ties in FIFO order. A claim merges the sub-queues by their
+heads, so when a head is blocked by a flow-control key its whole sub-queue
+(every job with the same keys) is skipped in one step.
+
+A job's ``owner``, ``token`` and ``expires`` fields are empty strings while it
+holds no lease.
 """
 
 from __future__ import annotations
@@ -117,9 +126,13 @@ class Keys:
         """Jobs fired by one schedule, by sequence."""
         return f"{self.prefix}sched:{name}"
 
-    def ready(self, queue: str, priority: int) -> str:
-        """Queued jobs of one queue and priority, by fair virtual time."""
-        return f"{self.prefix}ready:{queue}:{priority}"
+    def ready(self, queue: str, priority: int, sig: str) -> str:
+        """Queued jobs of one queue, priority and limit signature, by fair virtual time."""
+        return f"{self.prefix}ready:{queue}:{priority}:{sig}"
+
+    def sigs(self, queue: str, priority: int) -> str:
+        """Limit signatures of one queue and priority with queued jobs, by head vtime."""
+        return f"{self.prefix}sigs:{queue}:{priority}"
 
     def prios(self, queue: str) -> str:
         """The priorities of a queue that have ready jobs."""

@@ -7,8 +7,11 @@
 -- only here; the functions mirror keys.py name for name, so every key keeps
 -- the namespace's hash tag (one Redis Cluster slot).
 --
--- Numbers written to Redis go through fmt() so times keep full precision
--- (Lua's own number-to-string conversion keeps only 14 digits).
+-- Numbers passed to redis.call keep full precision (Redis formats them with
+-- 17 digits), but Lua's own number-to-string conversion (.., tostring, and
+-- numbers in replies, which become integers) does not: those go through
+-- L.fmt(). A job's owner, token and expires fields are "" while it holds no
+-- lease (cheaper than deleting and re-creating them on every claim).
 
 local PREFIX = KEYS[1]
 local L = {}
@@ -127,6 +130,57 @@ end
 
 -- indexes ----------------------------------------------------------------
 
+-- Send a long argument list as few calls, whole entries of width each.
+function L.chunked(cmd, key, list, width)
+  local step = 1000 * width
+  for i = 1, #list, step do
+    redis.call(cmd, key, unpack(list, i, math.min(i + step - 1, #list)))
+  end
+end
+
+-- Collects ZREM and ZADD arguments per key; flush() sends each key's as one
+-- variadic call (removals first). Only for scripts that move each job once.
+function L.batch()
+  local b = {adds = {}, rems = {}, add_keys = {}, rem_keys = {}}
+  function b.add(key, score, member)
+    local t = b.adds[key]
+    if not t then
+      t = {}
+      b.adds[key] = t
+      b.add_keys[#b.add_keys + 1] = key
+    end
+    t[#t + 1] = score
+    t[#t + 1] = member
+  end
+  function b.rem(key, member)
+    local t = b.rems[key]
+    if not t then
+      t = {}
+      b.rems[key] = t
+      b.rem_keys[#b.rem_keys + 1] = key
+    end
+    t[#t + 1] = member
+  end
+  -- like L.index_state
+  function b.move(id, queue, seq, old, new)
+    if old then
+      b.rem(K.state(old), id)
+      b.rem(K.qstate(queue, old), id)
+    end
+    if new then
+      b.add(K.state(new), seq, id)
+      b.add(K.qstate(queue, new), seq, id)
+    end
+  end
+  function b.flush()
+    for _, key in ipairs(b.rem_keys) do L.chunked('ZREM', key, b.rems[key], 1) end
+    for _, key in ipairs(b.add_keys) do L.chunked('ZADD', key, b.adds[key], 2) end
+    b.adds, b.rems, b.add_keys, b.rem_keys = {}, {}, {}, {}
+  end
+  return b
+end
+
+
 -- Move a job between the state indexes (old may be nil for a new job).
 function L.index_state(id, queue, seq, old, new)
   if old then
@@ -240,7 +294,7 @@ function L.settle_unique(id, job, succeeded, now)
   if not job.ukey then return end
   local key = K.unique(job.ukey)
   if redis.call('GET', key) ~= id then return end
-  local ufor = tonumber(job.ufor or '0') or 0
+  local ufor = tonumber(redis.call('HGET', K.job(id), 'ufor') or '0') or 0
   if succeeded and ufor > 0 then
     redis.call('PEXPIREAT', key, math.ceil((now + ufor) * 1000))
   else
@@ -384,6 +438,9 @@ end
 
 -- Fields per job in ARGV, in this order ("" stands for None):
 L.NEW_FIELDS = 17
+-- the optional ones: job hash field and offset from the job's first field
+local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
+                  {'schedule', 15}, {'fire_time', 16}}
 -- 1 id, 2 task, 3 queue, 4 payload, 5 priority, 6 delay, 7 run_at, 8 max_attempts,
 -- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
 -- 15 unique_for, 16 schedule, 17 fire_time
@@ -394,7 +451,7 @@ L.NEW_FIELDS = 17
 -- keys: {seq=, queues=, vclock=}
 function L.enqueue(args, first, count, now, keys)
   local n = L.NEW_FIELDS
-  local plan, holds, ids = {}, {}, {}
+  local plan, holds, ids, fresh = {}, {}, {}, {}
   for i = 0, count - 1 do
     local base = first + i * n
     local id, ukey = args[base], L.opt(args[base + 13])
@@ -405,15 +462,23 @@ function L.enqueue(args, first, count, now, keys)
     if holder then
       plan[#plan + 1] = {id = holder, dup = true}
     else
-      if ids[id] or redis.call('EXISTS', K.job(id)) == 1 then
-        return nil, 'a job with one of these ids already exists'
-      end
+      if ids[id] then return nil, 'a job with one of these ids already exists' end
       ids[id] = true
+      fresh[#fresh + 1] = K.job(id)
       if ukey then holds[ukey] = id end
       plan[#plan + 1] = {id = id, base = base}
     end
   end
-  local reply, clocks, lasts, woken = {}, {}, {}, {}
+  for i = 1, #fresh, 1000 do
+    if redis.call('EXISTS', unpack(fresh, i, math.min(i + 999, #fresh))) > 0 then
+      return nil, 'a job with one of these ids already exists'
+    end
+  end
+  local seq = 0
+  if #fresh > 0 then seq = redis.call('INCRBY', keys.seq, #fresh) - #fresh end
+  local stamp = L.fmt(now)
+  local idx = L.batch()
+  local reply, clocks, lasts, woken, heads, run_ats = {}, {}, {}, {}, {}, {}
   for _, p in ipairs(plan) do
     if not p.dup then
       local b = p.base
@@ -432,36 +497,61 @@ function L.enqueue(args, first, count, now, keys)
       end
       local vtime = math.max(last, clocks[queue]) + 1
       lasts[queue][fair] = vtime
-      local run_at = L.opt(args[b + 6]) or L.fmt(now + tonumber(args[b + 5]))
+      local run_at = L.opt(args[b + 6])
+      if not run_at then
+        local delay = args[b + 5]
+        run_at = run_ats[delay]
+        if not run_at then
+          run_at = L.fmt(now + tonumber(delay))
+          run_ats[delay] = run_at
+        end
+      end
       local state = 'queued'
       if tonumber(run_at) > now then state = 'scheduled' end
-      local seq = redis.call('INCR', keys.seq)
-      L.put(K.job(id), {
+      seq = seq + 1
+      local fields = {
         'id', id, 'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3],
-        'priority', priority, 'vtime', L.fmt(vtime), 'fair', fair, 'run_at', run_at,
-        'enqueued_at', L.fmt(now), 'attempt', '0', 'max_attempts', args[b + 7], 'lost', '0',
-        'max_lost', args[b + 8], 'lease', args[b + 9], 'timeout', L.opt(args[b + 10]) or false,
-        'limits', limits or false, 'sig', sig, 'ukey', ukey or false,
-        'ufor', L.opt(args[b + 14]) or false, 'schedule', schedule or false,
-        'fire_time', L.opt(args[b + 16]) or false, 'seq', seq,
-      })
+        'priority', priority, 'vtime', vtime, 'fair', fair, 'run_at', run_at,
+        'enqueued_at', stamp, 'attempt', 0, 'max_attempts', args[b + 7], 'lost', 0,
+        'max_lost', args[b + 8], 'lease', args[b + 9], 'sig', sig, 'seq', seq,
+      }
+      for _, o in ipairs(OPTIONAL) do
+        local v = args[b + o[2]]
+        if v ~= '' then
+          fields[#fields + 1] = o[1]
+          fields[#fields + 1] = v
+        end
+      end
+      redis.call('HSET', K.job(id), unpack(fields))
       if ukey then redis.call('SET', K.unique(ukey), id) end
-      L.index_state(id, queue, seq, nil, state)
-      redis.call('ZADD', K.task(task), seq, id)
-      if schedule then redis.call('ZADD', K.sched(schedule), seq, id) end
+      idx.move(id, queue, seq, nil, state)
+      idx.add(K.task(task), seq, id)
+      if schedule then idx.add(K.sched(schedule), seq, id) end
       if state == 'queued' then
-        L.ready_add(id, queue, priority, vtime, seq, sig)
+        idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
+        local hk = queue .. '\0' .. priority .. '\0' .. sig
+        local h = heads[hk]
+        if not h then
+          heads[hk] = {queue = queue, priority = priority, sig = sig, vtime = vtime}
+        elseif vtime < h.vtime then
+          h.vtime = vtime
+        end
         woken[queue] = (woken[queue] or 0) + 1
       else
-        redis.call('ZADD', K.delayed(queue), run_at, id)
+        idx.add(K.delayed(queue), run_at, id)
         woken[queue] = math.max(woken[queue] or 0, 1) -- waiters re-read the next run time
       end
     end
     reply[#reply + 1] = p.id
     reply[#reply + 1] = p.dup and '1' or '0'
   end
+  idx.flush()
+  for _, h in pairs(heads) do
+    redis.call('ZADD', K.sigs(h.queue, h.priority), 'LT', h.vtime, h.sig)
+    redis.call('ZADD', K.prios(h.queue), h.priority, h.priority)
+  end
   for queue, fairs in pairs(lasts) do
-    for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, L.fmt(vtime)) end
+    for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
   end
   for queue, count_ in pairs(woken) do L.signal(queue, count_) end
   return reply

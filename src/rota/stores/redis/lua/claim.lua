@@ -139,7 +139,8 @@ local function take_level(priority, level_queues)
     local sub = open[best]
     local head = sub.jobs.peek()
     local id = string.sub(head[1], 13)
-    local limits = redis.call('HGET', K.job(id), 'limits')
+    local limits = false
+    if sub.sig ~= '-' then limits = redis.call('HGET', K.job(id), 'limits') end
     looked = looked + 1
     if not limits or book.admit(cjson.decode(limits), id) then
       chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
@@ -158,32 +159,38 @@ for _, level in ipairs(order) do
 end
 if #chosen == 0 then return {L.fmt(now)} end
 
-local clocks, emptied, token_of, ids, saved = {}, {}, {}, {}, {}
+local clocks, emptied, saved, out = {}, {}, {}, {L.fmt(now)}
 local started = L.fmt(now)
+local idx = L.batch()
+local FETCH = {unpack(RETURN)}
+FETCH[#FETCH + 1] = 'seq'
 for _, c in ipairs(chosen) do
   local jkey = K.job(c.id)
-  local job = L.fields(jkey, {'seq', 'lease'})
-  local token = token_base .. ':' .. job.seq
-  local expires = L.fmt(now + tonumber(job.lease))
+  local v = redis.call('HMGET', jkey, unpack(FETCH))
+  local seq = v[#FETCH]
+  local token = token_base .. ':' .. seq
+  local expires = now + tonumber(v[9])
+  v[5] = tonumber(v[5]) + 1 -- attempt
+  v[8] = token
+  v[15] = started
+  redis.call('HSET', jkey, 'state', 'running', 'attempt', v[5], 'owner', worker,
+             'token', token, 'expires', expires, 'started_at', started)
+  for i = 1, #RETURN do out[#out + 1] = v[i] end
   local sub = K.ready(c.queue, c.priority, c.sig)
-  redis.call('ZREM', sub, c.member)
+  idx.rem(sub, c.member)
   emptied[sub] = c
-  redis.call('HINCRBY', jkey, 'attempt', 1)
-  redis.call('HSET', jkey, 'state', 'running', 'owner', worker, 'token', token,
-             'expires', expires, 'started_at', started)
-  L.index_state(c.id, c.queue, job.seq, 'queued', 'running')
-  redis.call('ZADD', S.leases, expires, c.id)
+  idx.move(c.id, c.queue, seq, 'queued', 'running')
+  idx.add(S.leases, expires, c.id)
   if clocks[c.queue] == nil or c.vtime > clocks[c.queue] then clocks[c.queue] = c.vtime end
-  token_of[c.id] = token
-  ids[#ids + 1] = c.id
   saved[#saved + 1] = c.id
   saved[#saved + 1] = token
 end
+idx.flush()
 for _, c in pairs(emptied) do L.sub_head(c.queue, c.priority, c.sig) end
 for queue, vtime in pairs(clocks) do
   local old = tonumber(redis.call('HGET', S.vclock, queue) or '0')
-  if vtime > old then redis.call('HSET', S.vclock, queue, L.fmt(vtime)) end
+  if vtime > old then redis.call('HSET', S.vclock, queue, vtime) end
 end
 book.save(S.limkeys)
 L.remember(rid, cjson.encode(saved))
-return rows(ids, token_of)
+return out

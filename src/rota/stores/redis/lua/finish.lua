@@ -21,16 +21,18 @@
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
-local FIELDS = {'state', 'token', 'queue', 'task', 'attempt', 'lost', 'max_attempts', 'limits',
-                'ukey', 'ufor', 'enqueued_at', 'seq', 'history'}
+local FIELDS = {'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey'}
+local MORE = {'attempt', 'lost', 'max_attempts', 'history'} -- read only on failure
 local now = L.now()
-local minute = math.floor(now / 60)
+local stamp = L.fmt(now)
 local book = L.book(now)
-local reply, counts, wake = {}, {}, {}
+local idx = L.batch()
+local reply, counts, wake, settle = {}, {}, {}, {}
+local used_book = false
 
 local function history(attempt, err)
   return string.format('{"attempt":%d,"event":"failed","error":%s,"at":%s}',
-                       tonumber(attempt), L.json_str(err or nil), L.fmt(now))
+                       tonumber(attempt), L.json_str(err or nil), stamp)
 end
 
 local function count(queue, task, ok)
@@ -52,44 +54,47 @@ for i = 2, #ARGV, 7 do
     local err = string.sub(flags, 3, 3) == '1' and ARGV[i + 4]
     local tb = string.sub(flags, 4, 4) == '1' and ARGV[i + 5]
     local retry_in = L.opt(ARGV[i + 6])
-    redis.call('ZREM', S.leases, id)
+    idx.rem(S.leases, id)
     count(job.queue, job.task, ok)
     if job.limits then
       book.release(cjson.decode(job.limits), id, ok)
+      used_book = true
       wake[job.queue] = true
     end
-    local lease = {'owner', false, 'token', false, 'expires', false}
+    local lease = {'owner', '', 'token', '', 'expires', ''}
     if ok then
-      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', L.fmt(now),
-                   unpack(lease)})
-      L.index_state(id, job.queue, job.seq, 'running', 'succeeded')
-      redis.call('ZADD', S.finished, now, id)
-      L.settle_unique(id, job, true, now)
+      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp, unpack(lease)})
+      idx.move(id, job.queue, job.seq, 'running', 'succeeded')
+      idx.add(S.finished, now, id)
+      if job.ukey then settle[#settle + 1] = {id, job, true} end
     else
+      for name, v in pairs(L.fields(jkey, MORE)) do job[name] = v end
       local entry = history(job.attempt, err)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
       if retry_in and tries < tonumber(job.max_attempts) then
-        local run_at = L.fmt(now + tonumber(retry_in))
-        L.put(jkey, {'state', 'scheduled', 'run_at', run_at, 'error', err, 'traceback', tb,
-                     'history', L.append_json(job.history, entry), unpack(lease)})
-        L.index_state(id, job.queue, job.seq, 'running', 'scheduled')
-        redis.call('ZADD', K.delayed(job.queue), run_at, id)
+        local run_at = now + tonumber(retry_in)
+        L.put(jkey, {'state', 'scheduled', 'run_at', L.fmt(run_at), 'error', err,
+                     'traceback', tb, 'history', L.append_json(job.history, entry),
+                     unpack(lease)})
+        idx.move(id, job.queue, job.seq, 'running', 'scheduled')
+        idx.add(K.delayed(job.queue), run_at, id)
         wake[job.queue] = true
       else
-        L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb,
-                     'finished_at', L.fmt(now),
+        L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb, 'finished_at', stamp,
                      'history', L.append_json(job.history, entry), unpack(lease)})
-        L.index_state(id, job.queue, job.seq, 'running', 'failed')
-        redis.call('ZADD', S.finished, now, id)
-        L.settle_unique(id, job, false, now)
+        idx.move(id, job.queue, job.seq, 'running', 'failed')
+        idx.add(S.finished, now, id)
+        if job.ukey then settle[#settle + 1] = {id, job, false} end
       end
     end
   end
 end
 
-book.save(S.limkeys)
+idx.flush()
+for _, s in ipairs(settle) do L.settle_unique(s[1], s[2], s[3], now) end
+if used_book then book.save(S.limkeys) end
 if next(counts) then
-  local skey = K.stats(minute)
+  local skey = K.stats(math.floor(now / 60))
   for field, n in pairs(counts) do
     redis.call('HINCRBY', skey, field, n)
     redis.call('HINCRBY', S.totals, field, n)

@@ -33,7 +33,7 @@ for _, id in ipairs(expired) do
     local lost = tonumber(job.lost) + 1
     local final = lost >= tonumber(job.max_lost)
     local fields = {'lost', lost, 'run_at', stamp, 'history', L.append_json(job.history, entry),
-                    'owner', false, 'token', false, 'expires', false}
+                    'owner', '', 'token', '', 'expires', ''}
     if final then
       L.settle_unique(id, job, false, now)
       L.put(jkey, {'state', 'failed', 'error', 'worker_lost', 'finished_at', stamp,

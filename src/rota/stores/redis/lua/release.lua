@@ -25,8 +25,8 @@ for i = 2, #ARGV, 2 do
     if job.limits then book.release(cjson.decode(job.limits), id, nil) end
     redis.call('ZREM', S.leases, id)
     redis.call('HINCRBY', jkey, 'attempt', -1)
-    L.put(jkey, {'state', 'queued', 'started_at', false, 'owner', false, 'token', false,
-                 'expires', false})
+    L.put(jkey, {'state', 'queued', 'started_at', false, 'owner', '', 'token', '',
+                 'expires', ''})
     L.index_state(id, job.queue, job.seq, 'running', 'queued')
     L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
     wake[job.queue] = (wake[job.queue] or 0) + 1
