@@ -107,8 +107,13 @@ class NewJob:
 
     @property
     def fair_key(self) -> str:
-        """The key jobs are rotated over for fairness: the first limit key, else ""
-        (jobs without limit keys share one FIFO sub-queue per queue)."""
+        """The key jobs are rotated over for fairness: the most restrictive
+        concurrency key (the one most likely to block), else the first rate or
+        breaker key, else "" (jobs without limit keys share one FIFO sub-queue
+        per queue). Rotating over the blocking key keeps a backlog of one
+        blocked key from hiding the jobs of other keys behind it."""
+        if self.concurrency:
+            return min(self.concurrency, key=lambda c: c.limit).key
         keys = self.limit_keys
         return keys[0] if keys else ""
 

@@ -105,7 +105,8 @@ class Store(ABC):
 
         Each such job records a lost attempt. Under its ``max_lost`` it goes
         back to ``queued``; at it, it ends ``failed`` with error
-        ``worker_lost``. Its limit slots are released.
+        ``worker_lost``. Its limit slots are released. Lost attempts do not
+        use up ``max_attempts``: that budget counts failed attempts only.
         """
 
     @abstractmethod

@@ -164,10 +164,12 @@ class Reads(Connections):
             by_state = counts[queue]
             by_state[JobState.SCHEDULED] -= due
             by_state[JobState.QUEUED] = by_state.get(JobState.QUEUED, 0) + due
-        return [
-            QueueInfo(name, bool(paused.get(name, 0)), {s: n for s, n in c.items() if n})
-            for name, c in sorted(counts.items())
-        ]
+        infos = []
+        for name, by_state in sorted(counts.items()):
+            nonzero = {state: n for state, n in by_state.items() if n}
+            if nonzero or paused.get(name):
+                infos.append(QueueInfo(name, bool(paused.get(name)), nonzero))
+        return infos
 
     def throughput(self, since: float) -> list[MinuteStats]:
         rows = self._conn().execute(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
+from rota.stores.sqlite._uniques import rehold_unique
 
 _PENDING = "('scheduled', 'queued')"
 
@@ -75,14 +76,11 @@ class Steering(Connections):
 
     @staticmethod
     def _rehold_uniques(conn: sqlite3.Connection, job_ids: Sequence[str]) -> None:
+        now = time.time()
         for job_id in job_ids:
             row = conn.execute("SELECT unique_key FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row and row[0] is not None:
-                conn.execute(
-                    "INSERT INTO uniques (key, job_id, until) VALUES (?, ?, NULL)"
-                    " ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL",
-                    (row[0], job_id),
-                )
+                rehold_unique(conn, row[0], job_id, now)
 
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
         with self._write() as conn:

@@ -31,6 +31,7 @@ from rota.stores.sqlite._reads import Reads
 from rota.stores.sqlite._schedules import Schedules
 from rota.stores.sqlite._sql import queries
 from rota.stores.sqlite._steer import Steering
+from rota.stores.sqlite._uniques import settle_unique, unique_holder
 
 Q = queries()
 _CHUNK = 500  # ids per IN (...) list, under SQLite's variable limit
@@ -72,13 +73,15 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
         lasts: dict[tuple[str, str], float] = {}
         rows: list[tuple[Any, ...]] = []
         results: list[EnqueueResult] = []
+        held: dict[str, str] = {}  # unique keys taken earlier in this batch
         for job in jobs:
             if job.unique_key is not None:
-                holder = self._unique_holder(conn, job.unique_key, now)
+                holder = held.get(job.unique_key) or unique_holder(conn, job.unique_key, now)
                 if holder is not None:
                     results.append(EnqueueResult(holder, duplicate=True))
                     continue
                 conn.execute(Q["hold_unique"], (job.unique_key, job.id))
+                held[job.unique_key] = job.id
             fair = (job.queue, job.fair_key)
             if fair not in lasts:
                 row = conn.execute(Q["fair_key_last"], fair).fetchone()
@@ -116,18 +119,6 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
         conn.executemany(Q["set_fair_key_last"], [(q, k, v) for (q, k), v in lasts.items()])
         return results
 
-    @staticmethod
-    def _unique_holder(conn: sqlite3.Connection, key: str, now: float) -> str | None:
-        row = conn.execute(Q["unique_holder"], (key,)).fetchone()
-        if row is None:
-            return None
-        job_id, until, state = row
-        if until is None and state in ("scheduled", "queued", "running"):
-            return str(job_id)
-        if until is not None and until > now:
-            return str(job_id)
-        return None
-
     # -- consuming ---------------------------------------------------------
 
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
@@ -138,13 +129,8 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             conn.execute(Q["promote_due"], (now,))
             paused = {row[0] for row in conn.execute(Q["paused_queues"])}
             book = _limits.LimitBook(conn, now)
-            chosen: list[_Choice] = []
-            for queue in queues:
-                if queue not in paused:
-                    chosen += self._choose(conn, book, queue, limit)
-            if len(queues) > 1:
-                chosen.sort(key=lambda c: c.order)
-            chosen = chosen[:limit]
+            active = [queue for queue in dict.fromkeys(queues) if queue not in paused]
+            chosen = self._choose(conn, book, active, limit)
             if not chosen:
                 return []
             book.save()
@@ -185,24 +171,34 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
 
     @staticmethod
     def _choose(
-        conn: sqlite3.Connection, book: _limits.LimitBook, queue: str, limit: int
+        conn: sqlite3.Connection, book: _limits.LimitBook, queues: list[str], limit: int
     ) -> list[_Choice]:
-        """Pick up to ``limit`` claimable jobs of one queue, skipping blocked keys.
+        """Pick up to ``limit`` claimable jobs from ``queues``, best first, skipping
+        jobs whose keys are blocked. Slots and tokens are taken only for the jobs
+        picked.
 
-        Scans the ready index in pages, at most a bounded number of rows, so a
-        queue full of blocked jobs costs little."""
+        Scans the ready index in growing pages, at most a bounded number of
+        rows, so a queue full of blocked jobs costs little."""
         chosen: list[_Choice] = []
-        page, offset, max_scan = max(16, limit * 2), 0, max(512, limit * 32)
-        while len(chosen) < limit and offset < max_scan:
-            rows = conn.execute(Q["ready_candidates"], (queue, page, offset)).fetchall()
-            for seq, priority, vtime, raw_limits, job_id in rows:
+        page, offset, max_scan = max(16, limit * 2), 0, max(2048, limit * 32)
+        remaining = list(queues)
+        while remaining and len(chosen) < limit and offset < max_scan:
+            candidates = []
+            for queue in list(remaining):
+                rows = conn.execute(Q["ready_candidates"], (queue, page, offset)).fetchall()
+                if len(rows) < page:
+                    remaining.remove(queue)
+                for seq, priority, vtime, raw_limits, job_id in rows:
+                    candidates.append(
+                        (_Choice(seq, vtime, queue, (-priority, vtime, seq)), raw_limits, job_id)
+                    )
+            candidates.sort(key=lambda c: c[0].order)
+            for choice, raw_limits, job_id in candidates:
                 limits = _limits.decode(raw_limits)
                 if limits is None or book.admit(limits, job_id):
-                    chosen.append(_Choice(seq, vtime, queue, (-priority, vtime, seq)))
+                    chosen.append(choice)
                     if len(chosen) >= limit:
                         break
-            if len(rows) < page:
-                break
             offset += page
             page *= 2
         return chosen
@@ -242,7 +238,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     book.release(limits, o.job_id, o.ok)
                 if o.ok:
                     done.append((o.result, now, o.job_id))
-                    self._settle_unique(conn, row, succeeded=True)
+                    settle_unique(conn, row, now, succeeded=True)
                     continue
                 entry = _json.dumps(
                     {"attempt": row["attempt"], "event": "failed", "error": o.error, "at": now}
@@ -252,7 +248,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
                 else:
                     fails.append((o.error, o.traceback, now, entry, o.job_id))
-                    self._settle_unique(conn, row, succeeded=False)
+                    settle_unique(conn, row, now, succeeded=False)
             conn.executemany(Q["mark_succeeded"], done)
             conn.executemany(Q["mark_retry"], retries)
             conn.executemany(Q["mark_failed"], fails)
@@ -273,17 +269,6 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             rows.append((minute, queue, task, good, bad))
             rows.append((0, queue, task, good, bad))
         conn.executemany(Q["count_stats"], rows)
-
-    @staticmethod
-    def _settle_unique(conn: sqlite3.Connection, row: sqlite3.Row, *, succeeded: bool) -> None:
-        key = row["unique_key"]
-        if key is None:
-            return
-        if succeeded and row["unique_for"]:
-            until = row["enqueued_at"] + row["unique_for"]
-            conn.execute(Q["keep_unique_until"], (until, key, row["id"]))
-        else:
-            conn.execute(Q["release_unique"], (key, row["id"]))
 
     @staticmethod
     def _rows_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, sqlite3.Row]:
@@ -335,6 +320,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             if not rows:
                 return []
             book = _limits.LimitBook(conn, now)
+            lost_for_good: Counter[tuple[str, str, bool]] = Counter()
             for row in rows:
                 limits = _limits.decode(row["limits"])
                 if limits:
@@ -349,7 +335,8 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                 )
                 final = row["lost"] + 1 >= row["max_lost"]
                 if final:
-                    self._settle_unique(conn, row, succeeded=False)
+                    lost_for_good[(row["queue"], row["task"], False)] += 1
+                    settle_unique(conn, row, now, succeeded=False)
                 conn.execute(
                     Q["mark_lost"],
                     (
@@ -362,6 +349,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     ),
                 )
             book.save()
+            self._count(conn, int(now // 60), lost_for_good)
         _notify.notify(self.path)
         return [row["id"] for row in rows]
 
