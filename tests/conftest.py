@@ -10,9 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from backends import available_backends, drop_store, store_url  # noqa: E402
-
-from rota.stores import Store, open_store  # noqa: E402
+from backends import available_backends, drop_store, store_url
+from rota.stores import Store, open_store
 
 
 @pytest.fixture(params=available_backends())

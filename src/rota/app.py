@@ -162,8 +162,17 @@ class App(Registry):
         from rota.scheduling.define import define_schedule
 
         return define_schedule(
-            self, name, task, trigger, args=args, kwargs=kwargs or {}, jitter=jitter,
-            misfire=misfire, grace=grace, overlap=overlap, enabled=enabled,
+            self,
+            name,
+            task,
+            trigger,
+            args=args,
+            kwargs=kwargs or {},
+            jitter=jitter,
+            misfire=misfire,
+            grace=grace,
+            overlap=overlap,
+            enabled=enabled,
         )
 
     def handle(self, job_id: str) -> JobHandle[Any]:
