@@ -23,6 +23,7 @@ import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rota.errors import InvalidArgument, RotaError
@@ -45,6 +46,11 @@ DEFAULT_MAX_SLEEP = 0.5
 _NAMESPACE = uuid.UUID("5f1d8a52-7c0e-4d59-9a4e-2b7e61a0c3d4")
 _MAX_CONFLICTS = 20  # re-reads of one schedule per tick before leaving it to the next tick
 _MAX_BACKOFF = 30.0
+
+
+def _when(t: float) -> str:
+    """A fire time for logs: ISO 8601 UTC to the millisecond."""
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
 def fire_job_id(name: str, fire_time: float) -> str:
@@ -208,7 +214,9 @@ class Scheduler:
             result = self._fire_step(store, name, step)
             if result == "conflict":
                 self.counts["conflict"] += 1
-                log.debug("schedule %s: fire at %r taken by another scheduler", name, step.expected)
+                log.debug(
+                    "schedule %s: fire at %s taken by another scheduler", name, _when(step.expected)
+                )
                 return result, done
         return result, len(steps)
 
@@ -225,9 +233,9 @@ class Scheduler:
             if result != "conflict":
                 self.counts["duplicate"] += 1
                 log.info(
-                    "schedule %s: the job for the fire at %r exists already (%s); not sent again",
+                    "schedule %s: the job for the fire at %s exists already (%s); not sent again",
                     name,
-                    step.expected,
+                    _when(step.expected),
                     job.id,
                 )
                 return result
@@ -236,11 +244,17 @@ class Scheduler:
         self.counts[result] += 1
         if result == "fired":
             assert job is not None
-            log.debug("schedule %s fired at %r: job %s", name, job.fire_time, job.id)
+            log.debug("schedule %s fired at %s: job %s", name, _when(step.expected), job.id)
         elif result == "skipped":
-            log.info("schedule %s: fire skipped, its previous job has not finished", name)
+            log.debug("schedule %s: fire skipped, its previous job has not finished", name)
         else:
-            log.info("schedule %s: dropped missed fire(s) up to %r", name, step.new_next)
+            until = "its end" if step.new_next is None else _when(step.new_next)
+            log.info(
+                "schedule %s: dropped missed fire(s) from %s up to %s",
+                name,
+                _when(step.expected),
+                until,
+            )
         return result
 
     # -- state -----------------------------------------------------------------
