@@ -206,7 +206,7 @@ def test_a_broken_schedule_is_skipped_and_the_others_still_fire(
         wait = Scheduler(app).tick()
     assert len(jobs_of(app, "good")) == 1
     assert jobs_of(app, "broken") == []
-    assert wait > 3000  # the broken one does not keep the scheduler awake
+    assert wait > 1  # the broken one, due since a second ago, does not keep it awake
     assert "schedule broken cannot be fired" in caplog.text
     assert "unknown trigger type 'lunar'" in caplog.text
 
