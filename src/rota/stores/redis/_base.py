@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from rota.errors import StoreUnavailable
 from rota.stores.redis._conn import RedisOptions, clients
 from rota.stores.redis.keys import Keys
 from rota.stores.redis.scripts import EncodableArg, Scripts
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(method: Callable[P, R]) -> Callable[P, R]:
+    """Turn redis-py's connection errors and timeouts, raised once reconnecting
+    has gone on for ``retry_for`` seconds, into :class:`StoreUnavailable`."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise StoreUnavailable(f"the Redis store is unreachable: {exc}") from exc
+
+    return call
 
 
 def _redact(url: str) -> str:
@@ -37,6 +59,7 @@ class RedisBase:
         after a lost connection returns the first reply instead of acting twice."""
         return secrets.token_hex(12)
 
+    @guarded
     def now(self) -> float:
         """The store's clock: Redis TIME."""
         seconds, micros = self._client.time()

@@ -20,7 +20,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores.redis import _codec
-from rota.stores.redis._base import RedisBase
+from rota.stores.redis._base import RedisBase, guarded
 from rota.stores.redis.keys import STATS_TTL
 
 #: Most jobs one list_jobs call looks at; a page of a rare match comes back
@@ -32,9 +32,11 @@ _STATES = tuple(JobState)
 class Reads(RedisBase):
     """The inspection half of the store protocol."""
 
+    @guarded
     def get_job(self, job_id: str) -> Job | None:
         return self.get_jobs([job_id])[0]
 
+    @guarded
     def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
         if not job_ids:
             return []
@@ -46,6 +48,7 @@ class Reads(RedisBase):
         now = float(seconds) + micros / 1_000_000
         return [_codec.job_from_hash(h, now) if h else None for h in hashes]
 
+    @guarded
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
@@ -109,6 +112,7 @@ class Reads(RedisBase):
                 return
             cursor = page.next_cursor
 
+    @guarded
     def queues(self) -> list[QueueInfo]:
         reply = self._run("queues")
         width = 2 + len(_STATES)
@@ -119,6 +123,7 @@ class Reads(RedisBase):
             infos.append(QueueInfo(row[0].decode(), bool(row[1]), counts))
         return sorted(infos, key=lambda q: q.name)
 
+    @guarded
     def throughput(self, since: float) -> list[MinuteStats]:
         now = self.now()
         last = int(now // 60)
@@ -133,10 +138,12 @@ class Reads(RedisBase):
                 rows += _codec.minute_stats(minute, counts)
         return rows
 
+    @guarded
     def totals(self) -> list[MinuteStats]:
         counts: dict[bytes, bytes] = self._client.hgetall(self.keys.static("totals"))  # type: ignore[assignment]
         return _codec.minute_stats(0, counts)
 
+    @guarded
     def workers(self) -> list[WorkerInfo]:
         beats: list[tuple[bytes, float]] = self._client.zrevrange(  # type: ignore[assignment]
             self.keys.static("heartbeats"), 0, -1, withscores=True
@@ -152,6 +159,7 @@ class Reads(RedisBase):
             if raw is not None
         ]
 
+    @guarded
     def limits(self) -> list[LimitInfo]:
         names = sorted(_codec.text(m) for m in self._client.smembers(self.keys.static("limkeys")))
         if not names:
@@ -166,6 +174,7 @@ class Reads(RedisBase):
 
 
 def _limit_info(key: str, h: dict[bytes, bytes], now: float) -> LimitInfo:
+    @guarded
     def num(field: bytes) -> float | None:
         raw = h.get(field)
         return None if raw is None else float(raw)

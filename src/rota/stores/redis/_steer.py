@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rota.models import NewJob, Schedule
 from rota.stores.base import FireResult
 from rota.stores.redis import _codec
-from rota.stores.redis._base import RedisBase
+from rota.stores.redis._base import RedisBase, guarded
 
 _CHUNK = 5_000  # jobs per script call in the verbs that may touch very many
 
@@ -15,16 +15,19 @@ _CHUNK = 5_000  # jobs per script call in the verbs that may touch very many
 class Steering(RedisBase):
     """Cancel, retry, delete, pause, purge; limits; schedules."""
 
+    @guarded
     def cancel(self, job_ids: Sequence[str]) -> list[bool]:
         if not job_ids:
             return []
         return [bool(x) for x in self._run("cancel", list(job_ids))]
 
+    @guarded
     def retry(self, job_ids: Sequence[str]) -> list[bool]:
         if not job_ids:
             return []
         return [bool(x) for x in self._run("retry", list(job_ids))]
 
+    @guarded
     def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
         total, skip = 0, 0
         while True:
@@ -36,17 +39,21 @@ class Steering(RedisBase):
             if int(looked) < _CHUNK:
                 return total
 
+    @guarded
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
         if not job_ids:
             return []
         return [bool(x) for x in self._run("delete", list(job_ids))]
 
+    @guarded
     def pause_queue(self, queue: str) -> None:
         self._run("set_paused", [queue, "1"])
 
+    @guarded
     def resume_queue(self, queue: str) -> None:
         self._run("set_paused", [queue, "0"])
 
+    @guarded
     def purge_queue(self, queue: str) -> int:
         """Delete the queue's pending jobs in chunks. Jobs sent after the call
         began are kept (the first chunk fixes a sequence bound)."""
@@ -58,20 +65,25 @@ class Steering(RedisBase):
             if not int(more):
                 return total
 
+    @guarded
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
         return int(self._run("purge_finished", [repr(float(older_than)), str(int(limit))]))
 
+    @guarded
     def set_limit(self, key: str, concurrency: int | None) -> None:
         self._run("set_limit", [key, "" if concurrency is None else str(int(concurrency))])
 
+    @guarded
     def reset_breaker(self, key: str) -> bool:
         return bool(self._run("reset_breaker", [key]))
 
     # -- schedules ---------------------------------------------------------
 
+    @guarded
     def upsert_schedule(self, schedule: Schedule) -> None:
         self._run("upsert_schedule", _codec.schedule_args(schedule))
 
+    @guarded
     def schedules(self) -> list[Schedule]:
         names = sorted(_codec.text(m) for m in self._client.smembers(self.keys.static("schedules")))
         if not names:
@@ -81,12 +93,15 @@ class Steering(RedisBase):
             pipe.hgetall(self.keys.schedule(name))
         return [_codec.schedule_from_hash(h) for h in pipe.execute() if h]
 
+    @guarded
     def remove_schedule(self, name: str) -> bool:
         return bool(self._run("remove_schedule", [name]))
 
+    @guarded
     def set_schedule_enabled(self, name: str, enabled: bool) -> bool:
         return bool(self._run("set_schedule_enabled", [name, "1" if enabled else "0"]))
 
+    @guarded
     def fire_schedule(
         self, name: str, expected_next: float, new_next: float | None, job: NewJob | None
     ) -> FireResult:
@@ -104,5 +119,6 @@ class Steering(RedisBase):
         assert result in ("fired", "skipped", "dropped", "conflict")
         return result  # type: ignore[return-value]
 
+    @guarded
     def schedule_changed_since(self, version: int) -> int:
         return int(self._client.get(self.keys.static("schedver")) or 0)

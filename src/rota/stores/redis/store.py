@@ -28,7 +28,7 @@ from rota.models import (
 )
 from rota.stores.base import Store
 from rota.stores.redis import _codec
-from rota.stores.redis._base import RedisBase
+from rota.stores.redis._base import RedisBase, guarded
 from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
 from rota.stores.redis._reads import Reads
 from rota.stores.redis._steer import Steering
@@ -60,6 +60,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- producing ---------------------------------------------------------
 
+    @guarded
     def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         if not jobs:
             return []
@@ -74,6 +75,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- consuming ---------------------------------------------------------
 
+    @guarded
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         if limit <= 0 or not queues:
             return []
@@ -84,12 +86,14 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             self._claimed_at[queue] = at
         return _codec.claimed_jobs(reply[1:])
 
+    @guarded
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
         args = [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("extend", args)]
 
+    @guarded
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
             return []
@@ -110,6 +114,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             ]
         return [bool(x) for x in self._run("finish", args)]
 
+    @guarded
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
@@ -117,6 +122,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         args += [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("release", args)]
 
+    @guarded
     def recover(self) -> list[str]:
         recovered: list[str] = []
         for _ in range(100):  # bounded: at most 100,000 per call
@@ -126,6 +132,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
                 break
         return recovered
 
+    @guarded
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         if timeout <= 0 or not queues:
             return
@@ -159,8 +166,10 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- workers -----------------------------------------------------------
 
+    @guarded
     def heartbeat(self, worker: WorkerInfo) -> None:
         self._run("heartbeat", [worker.id, _codec.worker_record(worker)])
 
+    @guarded
     def remove_worker(self, worker_id: str) -> None:
         self._run("remove_worker", [worker_id])

@@ -5,6 +5,7 @@
 -- KEYS[1] prefix: the namespace prefix; qstate and delayed keys are derived from it
 -- KEYS[2] queues: set of known queues
 -- KEYS[3] paused: set of paused queues
+-- ARGV: none
 --
 -- Returns per queue: name, paused (0/1), then the counts of scheduled,
 -- queued, running, succeeded, failed, cancelled; scheduled jobs whose run

@@ -1,0 +1,554 @@
+"""What only the Redis store has: hash-tagged keys, scripts loaded by SHA with a
+NOSCRIPT fallback, Redis TIME as the clock, replay of batches whose reply was
+lost, reconnecting through an outage, and BLPOP wake-ups.
+
+Tests that restart, flush or cut off Redis use a private ``redis-server`` on a
+free port, never the shared one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+redis = pytest.importorskip("redis")
+
+from redis.crc import key_slot  # noqa: E402
+
+from backends import drop_store, store_url  # noqa: E402
+from conformance.support import (  # noqa: E402
+    claim,
+    claim_one,
+    enqueue_one,
+    fail,
+    get,
+    lease,
+    new_job,
+    schedule,
+    succeed,
+    wait_expired,
+    worker_info,
+)
+from helpers import wait_for  # noqa: E402
+from rota.errors import StoreUnavailable  # noqa: E402
+from rota.models import (  # noqa: E402
+    BreakerKey,
+    ConcurrencyKey,
+    JobQuery,
+    JobState,
+    RateKey,
+)
+from rota.stores import open_store  # noqa: E402
+from rota.stores.redis import (  # noqa: E402
+    RedisStore,
+    _codec,
+    keys,
+    scripts,
+)
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """A private ``redis-server`` without persistence, on a free port."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert REDIS_SERVER is not None
+        self.proc = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.ConnectionError:
+                return False
+
+        wait_for(up, timeout=10, what="redis-server to accept connections")
+        client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh namespace on the shared Redis."""
+    value = store_url("redis", tmp_path)
+    yield value
+    drop_store("redis", value)
+
+
+@pytest.fixture
+def rstore(redis_url: str) -> Iterator[RedisStore]:
+    store = open_store(redis_url)
+    assert isinstance(store, RedisStore)
+    yield store
+    store.close()
+
+
+def workout(store: RedisStore) -> None:
+    """Use every verb once, so every kind of key gets written."""
+    limited = new_job(
+        "x",
+        queue="crawl",
+        priority=3,
+        concurrency=(ConcurrencyKey("spiders", 2),),
+        rate=(RateKey("example.com", 5.0, 2),),
+        breaker=(BreakerKey("example.com", 1, 60.0),),
+        unique_key="fetch:x",
+        unique_for=60.0,
+    )
+    enqueue_one(store, limited)
+    enqueue_one(store, new_job("later", delay=60.0))
+    enqueue_one(store, new_job("retried", max_attempts=3))
+    enqueue_one(store, new_job("lost", lease=0.05))
+    store.wait(["crawl", "default"], 0.01)
+    first = claim(store, ["crawl"], limit=5)
+    assert len(first) == 1
+    assert store.extend([lease(first[0])]) == [True]
+    assert fail(store, first[0])  # opens the breaker
+    retried, lost = claim(store, limit=2)
+    assert fail(store, retried, retry_in=60.0)
+    wait_expired(store, lost.id)
+    assert store.recover() == [lost.id]
+    again = claim_one(store)
+    assert store.release([lease(again)]) == [True]
+    assert succeed(store, claim_one(store))
+    pending = enqueue_one(store, new_job("cancel me"))
+    assert store.cancel([pending]) == [True]
+    assert store.retry([pending]) == [True]
+    assert store.delete([pending]) == [True]
+    store.pause_queue("crawl")
+    store.resume_queue("crawl")
+    enqueue_one(store, new_job("purged", queue="crawl"))
+    assert store.purge_queue("crawl") == 1
+    store.set_limit("spiders", 4)
+    assert store.reset_breaker("example.com")
+    store.heartbeat(worker_info("w-1"))
+    store.upsert_schedule(schedule("nightly", next_fire=1_000.0))
+    job = new_job(schedule="nightly", fire_time=1_000.0)
+    assert store.fire_schedule("nightly", 1_000.0, 2_000.0, job) == "fired"
+    assert store.retry_failed() >= 1
+    store.list_jobs(JobQuery(search="x"))
+    store.queues()
+    store.limits()
+    store.totals()
+    store.throughput(0)
+    store.purge_finished(0.0)
+
+
+def test_every_key_carries_the_namespace_hash_tag(private_redis: RedisServer) -> None:
+    store = open_store(f"{private_redis.url}?namespace=tagged")
+    assert isinstance(store, RedisStore)
+    try:
+        workout(store)
+    finally:
+        store.close()
+    client = redis.Redis(port=private_redis.port)
+    found = [k.decode() for k in client.scan_iter(count=1000)]
+    client.close()
+    assert len(found) > 20
+    assert all(k.startswith("{rota:tagged}:") for k in found), found
+    assert len({key_slot(k.encode()) for k in found}) == 1
+    kinds = {k.removeprefix("{rota:tagged}:").split(":", 1)[0] for k in found}
+    known = set(keys.STATIC) | {
+        "job",
+        "state",
+        "qstate",
+        "task",
+        "sched",
+        "ready",
+        "sigs",
+        "prios",
+        "delayed",
+        "fair",
+        "limit",
+        "unique",
+        "signal",
+        "stats",
+        "schedule",
+        "req",
+    }
+    assert kinds <= known, kinds - known
+
+
+def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
+    k = rstore.keys
+    job = new_job(
+        "a",
+        task="fetch",
+        queue="crawl",
+        priority=7,
+        concurrency=(ConcurrencyKey("spiders", 2),),
+        unique_key="u:a",
+        schedule="s",
+    )
+    enqueue_one(rstore, job)
+    limits = _codec.limits_json(job.concurrency, job.rate, job.breaker)
+    assert limits is not None
+    sig = hashlib.sha1(limits).hexdigest()
+    client = redis.Redis.from_url(rstore.options.url)
+    expected = [
+        k.job(job.id),
+        k.state(JobState.QUEUED),
+        k.qstate("crawl", JobState.QUEUED),
+        k.task("fetch"),
+        k.sched("s"),
+        k.ready("crawl", 7, sig),
+        k.sigs("crawl", 7),
+        k.prios("crawl"),
+        k.fair("crawl"),
+        k.unique("u:a"),
+        k.signal("crawl"),
+        k.static("seq"),
+        k.static("queues"),
+    ]
+    assert [bool(client.exists(key)) for key in expected] == [True] * len(expected)
+    claimed = claim_one(rstore, "crawl")
+    assert client.zscore(k.static("leases"), job.id) is not None
+    assert client.hget(k.limit("spiders"), "running") == b"1"
+    assert not client.exists(k.ready("crawl", 7, sig))
+    assert succeed(rstore, claimed)
+    minute = int(rstore.now() // 60)
+    assert client.exists(k.stats(minute), k.static("totals"), k.static("finished")) == 3
+    client.close()
+
+
+def test_every_script_declares_keys_and_argv() -> None:
+    for name in scripts.names():
+        script = scripts.load(name)
+        header = script.text.split(f"-- {name}.lua\n", 1)[1].split("\n\n", 1)[0]
+        assert set(script.static) <= set(keys.STATIC)
+        assert "-- KEYS[1] prefix:" in header, name
+        assert "-- ARGV" in header, name
+
+
+def test_scripts_are_loaded_again_after_script_flush(private_redis: RedisServer) -> None:
+    store = open_store(f"{private_redis.url}?namespace=flushed")
+    client = redis.Redis(port=private_redis.port)
+    try:
+        first = enqueue_one(store, new_job(1))
+        assert claim_one(store).id == first
+        client.script_flush()
+        assert client.script_exists(scripts.load("enqueue").sha) == [False]
+        second = enqueue_one(store, new_job(2))
+        client.script_flush()
+        claimed = claim_one(store)
+        assert claimed.id == second
+        client.script_flush()
+        assert succeed(store, claimed)
+        assert get(store, second).state is JobState.SUCCEEDED
+        assert client.script_exists(scripts.load("finish").sha) == [True]
+    finally:
+        client.close()
+        store.close()
+
+
+def test_clock_is_redis_time_not_the_callers(
+    rstore: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = redis.Redis.from_url(rstore.options.url)
+    seconds, micros = client.time()
+    server_now = seconds + micros / 1e6
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 3600.0)  # a skewed machine
+
+    assert abs(rstore.now() - server_now) < 1.0
+    job_id = enqueue_one(rstore, new_job(lease=10.0))
+    job = get(rstore, job_id)
+    assert abs(job.enqueued_at - server_now) < 1.0
+    assert job.state is JobState.QUEUED
+    claimed = claim_one(rstore)
+    assert abs(claimed.started_at - server_now) < 1.0
+    assert get(rstore, job_id).lease_expires == pytest.approx(claimed.started_at + 10.0)
+    client.close()
+
+
+class DroppingProxy:
+    """A TCP proxy to Redis that can swallow one reply: the command reaches Redis
+    and runs there, but the client's connection is cut before the answer arrives."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.drop_next = threading.Event()
+        self.dropped = 0
+        self._sockets: list[socket.socket] = [self.listener]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self._sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, replies: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if replies and self.drop_next.is_set():
+                    self.drop_next.clear()
+                    self.dropped += 1
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def close(self) -> None:
+        self._closed = True
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+@pytest.fixture
+def proxy(private_redis: RedisServer) -> Iterator[DroppingProxy]:
+    value = DroppingProxy(private_redis.port)
+    yield value
+    value.close()
+
+
+def test_a_batch_whose_reply_was_lost_acts_once(proxy: DroppingProxy) -> None:
+    store = open_store(f"redis://127.0.0.1:{proxy.port}/0?namespace=replay")
+    try:
+        store.now()  # connection established
+        job = new_job("once", max_attempts=2)
+        proxy.drop_next.set()
+        assert store.enqueue([job])[0].id == job.id  # not "already exists"
+        assert proxy.dropped == 1
+
+        proxy.drop_next.set()
+        claimed = claim_one(store)  # the retried call returns the first claim
+        assert proxy.dropped == 2
+        assert claimed.attempt == 1
+        assert get(store, job.id).attempt == 1
+
+        proxy.drop_next.set()
+        assert succeed(store, claimed, "done")  # not refused as stale
+        assert proxy.dropped == 3
+        assert get(store, job.id).result == "done"
+        assert [t.succeeded for t in store.totals()] == [1]
+
+        store.upsert_schedule(schedule("hourly", next_fire=3_600.0))
+        proxy.drop_next.set()
+        fired = store.fire_schedule("hourly", 3_600.0, 7_200.0, new_job(schedule="hourly"))
+        assert (fired, proxy.dropped) == ("fired", 4)
+        assert len(store.list_jobs(JobQuery(schedule="hourly")).jobs) == 1
+    finally:
+        store.close()
+
+
+def test_an_outage_is_logged_once_and_calls_carry_on(
+    private_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(f"{private_redis.url}?namespace=outage&retry_for=20")
+    caplog.set_level(logging.WARNING, logger="rota.stores.redis")
+    restarted = threading.Event()
+
+    def restart_later() -> None:
+        time.sleep(1.0)
+        private_redis.start()
+        restarted.set()
+
+    try:
+        enqueue_one(store, new_job("before"))
+        private_redis.stop()
+        thread = threading.Thread(target=restart_later, daemon=True)
+        thread.start()
+        enqueue_one(store, new_job("during"))  # blocks through the outage, then goes in
+        assert restarted.is_set()
+        thread.join(10)
+        assert [j.args for j in store.list_jobs(JobQuery()).jobs] == [["during"]]  # no AOF
+    finally:
+        store.close()
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("lost the connection to Redis" in m for m in messages) == 1, messages
+    assert sum("reconnected to Redis" in m for m in messages) == 1, messages
+
+
+def test_an_outage_longer_than_retry_for_raises_store_unavailable(
+    private_redis: RedisServer,
+) -> None:
+    store = open_store(f"{private_redis.url}?namespace=down&retry_for=0.3")
+    try:
+        store.now()
+        private_redis.stop()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            store.enqueue([new_job()])
+        assert time.monotonic() - started < 5.0
+    finally:
+        store.close()
+
+
+def test_wait_wakes_as_soon_as_a_job_arrives(rstore: RedisStore, redis_url: str) -> None:
+    other = open_store(redis_url)
+    woke = threading.Event()
+
+    def waiter() -> None:
+        rstore.wait(["inbox"], 20.0)
+        woke.set()
+
+    try:
+        assert claim(rstore, ["inbox"]) == []
+        thread = threading.Thread(target=waiter, daemon=True)
+        thread.start()
+        assert not woke.wait(0.3)  # nothing to do: it blocks
+        started = time.monotonic()
+        enqueue_one(other, new_job(queue="inbox"))
+        assert woke.wait(10.0)
+        assert time.monotonic() - started < 5.0
+        thread.join(10)
+        assert len(claim(rstore, ["inbox"])) == 1
+    finally:
+        other.close()
+
+
+def test_wait_ends_when_the_next_delayed_job_is_due(rstore: RedisStore) -> None:
+    job_id = enqueue_one(rstore, new_job(delay=0.5))
+    run_at = get(rstore, job_id).run_at
+    assert claim(rstore) == []
+    rstore.wait(["default"], 20.0)
+    assert run_at - 0.05 <= rstore.now() < run_at + 5.0
+    assert claim_one(rstore).id == job_id
+
+
+def test_wake_ups_older_than_the_last_claim_do_not_cut_a_wait_short(rstore: RedisStore) -> None:
+    for i in range(5):
+        enqueue_one(rstore, new_job(i))  # each leaves a wake-up token behind
+    assert len(claim(rstore, limit=10)) == 5
+    started = time.monotonic()
+    rstore.wait(["default"], 0.5)
+    assert time.monotonic() - started >= 0.4
+
+
+def test_a_blocked_backlog_of_many_keys_is_skipped_in_one_claim(rstore: RedisStore) -> None:
+    """Each host has its own sub-queue; a claim skips a blocked host's whole
+    backlog at the cost of one look, so 200 blocked hosts ahead of a free one
+    do not hide it."""
+    hosts = [f"h{i}.example" for i in range(200)]
+    for host in hosts:
+        enqueue_one(rstore, new_job(host, concurrency=(ConcurrencyKey(host, 1),)))
+    assert len(claim(rstore, limit=200)) == 200
+    rstore.enqueue(
+        [
+            new_job(host, i, concurrency=(ConcurrencyKey(host, 1),))
+            for host in hosts
+            for i in range(10)
+        ]
+    )
+    free = enqueue_one(rstore, new_job("free.example"))
+    assert [c.id for c in claim(rstore, limit=5)] == [free]
+
+
+def test_unique_key_is_held_by_a_redis_ttl_after_success(rstore: RedisStore) -> None:
+    job_id = enqueue_one(rstore, new_job(unique_key="k", unique_for=30.0))
+    assert succeed(rstore, claim_one(rstore))
+    client = redis.Redis.from_url(rstore.options.url)
+    key = rstore.keys.unique("k")
+    assert client.get(key) == job_id.encode()
+    assert 29_000 < client.pttl(key) <= 30_000
+    client.close()
+
+
+def test_namespace_and_options_come_from_the_url() -> None:
+    store = RedisStore.from_url("redis://127.0.0.1:6379/3?namespace=crawl&retry_for=5")
+    try:
+        assert store.keys.prefix == "{rota:crawl}:"
+        assert store.options.retry_for == 5.0
+        assert store.options.url == "redis://127.0.0.1:6379/3"
+    finally:
+        store.close()
+    default = RedisStore.from_url("redis://127.0.0.1:6379/0")
+    assert default.keys.prefix == "{rota:default}:"
+    default.close()
+
+
+def test_unique_namespaces_do_not_see_each_other(tmp_path: Path) -> None:
+    urls = [store_url("redis", tmp_path) for _ in range(2)]
+    stores = [open_store(u) for u in urls]
+    try:
+        enqueue_one(stores[0], new_job("mine"))
+        assert claim(stores[1]) == []
+        assert stores[1].queues() == []
+        assert len(claim(stores[0])) == 1
+    finally:
+        for store, url in zip(stores, urls, strict=True):
+            store.close()
+            drop_store("redis", url)
+
+
+def test_bad_namespace_is_refused() -> None:
+    from rota.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="namespace"):
+        RedisStore.from_url("redis://127.0.0.1:6379/0?namespace=a}b")
