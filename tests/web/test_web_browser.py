@@ -232,8 +232,9 @@ def test_pause_a_queue_and_see_claiming_stop(cluster: Cluster, page: Any) -> Non
 def test_download_a_csv_export(cluster: Cluster, page: Any, tmp_path: Path) -> None:
     handles = cluster.order.send_many([(n,) for n in (10, 20, 30)])
     cluster.side.send(7)
-    for h in handles:
-        wait_for(lambda h=h: _state(cluster, h.id) is JobState.SUCCEEDED, what="orders")
+    wait_for(
+        lambda: all(_state(cluster, h.id) is JobState.SUCCEEDED for h in handles), what="orders"
+    )
     _log_in(page, cluster.base, VIEWER, "/export")  # reading results needs no operator
     page.fill("#export input[name=queue]", "orders")
     page.select_option("#export select[name=format]", "csv")

@@ -270,3 +270,19 @@ def test_unknown_page_is_an_html_404(client: TestClient) -> None:
     assert answer.status_code == 404
     assert answer.headers["content-type"].startswith("text/html")
     assert "404 Not Found" in answer.text
+
+
+def test_chart_scale_and_bars() -> None:
+    from rota.web._chart import HEIGHT, chart, nice_max
+    from rota.web._ops import ChartPoint
+
+    assert [nice_max(v) for v in (0, 1, 2, 3, 6, 10, 11, 4999)] == [1, 1, 2, 5, 10, 10, 20, 5000]
+    drawn = chart([ChartPoint(100, 8, 2), ChartPoint(101, 0, 0), ChartPoint(102, 3, 0)])
+    assert drawn.scale == 10
+    first, empty, third = drawn.bars
+    assert (first.ok_h, first.fail_h) == (0.8 * (HEIGHT - 12), 0.2 * (HEIGHT - 12))
+    assert first.fail_y + first.fail_h == first.ok_y
+    assert first.ok_y + first.ok_h == HEIGHT
+    assert (empty.ok_h, empty.fail_h) == (0, 0)
+    assert third.x > empty.x > first.x
+    assert first.title == "01:40 UTC: 8 succeeded, 2 failed"
