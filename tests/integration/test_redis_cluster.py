@@ -1,0 +1,156 @@
+"""Three real ``rota worker`` processes on one Redis: one is killed with SIGKILL,
+one is frozen with SIGSTOP for longer than its leases and then thawed.
+
+Every job must end succeeded, none may be lost, the thawed worker's late
+results must be refused by token fencing, and only jobs that were in flight
+on the two victims may have run twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from backends import drop_store, store_url
+from helpers import wait_for
+from procs import Processes
+from rota import App
+from rota.models import Job, JobQuery, JobState
+from rota.stores import Store, open_store
+
+pytest.importorskip("redis")
+
+N = 20_000
+LEASE = 3.0
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    value = store_url("redis", tmp_path)
+    yield value
+    drop_store("redis", value)
+
+
+@pytest.fixture
+def rstore(redis_url: str) -> Iterator[Store]:
+    store = open_store(redis_url)
+    yield store
+    store.close()
+
+
+def send_records(url: str, n: int) -> dict[str, int]:
+    """Send ``record(i)`` for i < n; return job id -> i."""
+    app = App(url)
+    app.task(name="record")(lambda i, pause=0.0: i)
+    ids: dict[str, int] = {}
+    for first in range(0, n, 5_000):
+        calls = [{"i": i, "pause": 0.002} for i in range(first, min(n, first + 5_000))]
+        handles = app.tasks["record"].send_many(calls)
+        ids.update({h.id: c["i"] for h, c in zip(handles, calls, strict=True)})
+    app.close()
+    return ids
+
+
+def executions(log: Path) -> list[tuple[str, int, int]]:
+    """``(job id, attempt, pid)`` per execution the task recorded."""
+    rows = []
+    for line in log.read_text().splitlines():
+        job_id, attempt, pid = line.split()
+        rows.append((job_id, int(attempt), int(pid)))
+    return rows
+
+
+def held_by(store: Store, pid: int) -> list[Job]:
+    """Running jobs whose lease belongs to the worker process ``pid``."""
+    jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs
+    return [j for j in jobs if j.worker is not None and f"-{pid}-" in j.worker]
+
+
+def succeeded(store: Store) -> int:
+    counts = {q.name: q.counts for q in store.queues()}.get("default", {})
+    return counts.get(JobState.SUCCEEDED, 0)
+
+
+@pytest.mark.slow
+def test_three_workers_survive_a_kill_and_a_freeze(
+    redis_url: str,
+    rstore: Store,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    started = time.monotonic()
+    log = tmp_path / "executions.log"
+    ids = send_records(redis_url, N)
+    env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": str(LEASE)}
+    args = ("worker", app_path("counting"), "--url", redis_url, "--concurrency", "8")
+    killed, frozen, healthy = (processes.rota(*args, env=env) for _ in range(3))
+
+    def ran_on(pid: int, at_least: int) -> bool:
+        rows = executions(log) if log.exists() else []
+        return sum(1 for _, _, p in rows if p == pid) >= at_least
+
+    wait_for(lambda: ran_on(killed.pid, 200) and ran_on(frozen.pid, 200), 60, 0.05, "work")
+
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(10)
+    in_flight_killed = {j.id for j in held_by(rstore, killed.pid)}
+
+    in_flight_frozen: list[Job] = []
+    for _ in range(5):  # freeze it while it holds jobs
+        os.kill(frozen.pid, signal.SIGSTOP)
+        in_flight_frozen = held_by(rstore, frozen.pid)
+        if in_flight_frozen:
+            break
+        os.kill(frozen.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    assert in_flight_frozen, "the frozen worker never held a job"
+    frozen_ids = {j.id for j in in_flight_frozen}
+
+    def moved_on() -> bool:
+        now = {j.id: j for j in rstore.get_jobs(list(frozen_ids)) if j is not None}
+        return all(j.worker is None or f"-{frozen.pid}-" not in j.worker for j in now.values())
+
+    wait_for(moved_on, timeout=60, interval=0.1, what="the frozen worker's leases to expire")
+    os.kill(frozen.pid, signal.SIGCONT)
+
+    wait_for(lambda: succeeded(rstore) == N, timeout=100, interval=0.25, what="all jobs done")
+
+    # nothing lost: every job succeeded with its own result and ran at least once
+    jobs = [j for j in rstore.get_jobs(list(ids)) if j is not None]
+    assert len(jobs) == N
+    assert {j.state for j in jobs} == {JobState.SUCCEEDED}
+    assert all(j.result == ids[j.id] for j in jobs)
+    runs = Counter(job_id for job_id, _, _ in executions(log))
+    assert set(runs) == set(ids)
+
+    # only jobs in flight on a victim ran twice
+    twice = {job_id for job_id, n in runs.items() if n > 1}
+    assert twice <= in_flight_killed | frozen_ids
+    assert max(runs.values()) <= 2
+
+    # the frozen worker's jobs were recovered as lost attempts ...
+    for job in rstore.get_jobs(list(frozen_ids)):
+        assert job is not None
+        assert job.lost >= 1
+        assert any(
+            h["event"] == "lost" and f"-{frozen.pid}-" in str(h.get("worker")) for h in job.history
+        )
+
+    # ... and what it reported after the thaw was refused by its stale tokens
+    def refusals() -> list[str]:
+        lines = processes.output(frozen).splitlines()
+        return [
+            line.split("result of job ", 1)[1].split()[0] for line in lines if "refused" in line
+        ]
+
+    refused = wait_for(refusals, timeout=30, what="the thawed worker's stale results refused")
+    assert set(refused) <= frozen_ids
+    assert healthy.poll() is None and frozen.poll() is None
+    assert time.monotonic() - started < 120
