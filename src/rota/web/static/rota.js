@@ -65,7 +65,7 @@
       group.appendChild(g);
     });
     chart.replaceChild(group, document.getElementById("chart-bars"));
-    document.getElementById("chart-scale").textContent = scale + "/min";
+    document.getElementById("chart-scale").textContent = String(scale);
   }
 
   function lookup(data, path) {
