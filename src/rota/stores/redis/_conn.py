@@ -99,6 +99,11 @@ class OutageRetry(Retry):
     outage and its end are logged once, whichever thread sees them. Nested
     calls (redis-py reconnects inside a retried command) do not retry on
     their own: the outermost call owns the retries.
+
+    Only a command that Redis answered ends an outage. redis-py runs commands
+    and pipelines with ``with_failure_count=True``, and the pool's
+    ``connect()`` without it; that one succeeds without any I/O when the
+    pooled connection still holds a socket, so it proves nothing.
     """
 
     def __init__(self, budget: float, outage: _Outage) -> None:
@@ -154,7 +159,7 @@ class OutageRetry(Retry):
                     raise
                 time.sleep(self._backoff.compute(failures))
             else:
-                if not nested:
+                if not nested and with_failure_count:
                     self.outage.succeeded()
                 return result
 
