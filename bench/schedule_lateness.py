@@ -1,8 +1,8 @@
 """How late an idle scheduler fires: p50 and p99 of enqueued-at minus fire time.
 
-Defines five schedules of ``every(0.1)``, staggered 20 ms apart so that fires
-never coincide, starts one scheduler in a separate process, waits for 1,000
-fires, and reads each job's lateness from the store (``enqueued_at -
+Starts one scheduler in a separate process, then defines five schedules of
+``every(0.1)``, staggered 20 ms apart so that fires never coincide, waits for
+1,000 fires, and reads each job's lateness from the store (``enqueued_at -
 fire_time``, both on the store's clock). Prints the median of several runs::
 
     python bench/schedule_lateness.py --url sqlite:///tmp/lateness.db
@@ -53,10 +53,13 @@ def define(app: App) -> None:
 
 
 def serve(url: str) -> None:
-    """The scheduler process: fire until SIGTERM."""
+    """The scheduler process: say "ready" once connected, then fire until SIGTERM."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    Scheduler(App(url)).run(stop)
+    scheduler = Scheduler(App(url))
+    scheduler.tick()
+    print("ready", flush=True)
+    scheduler.run(stop)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -79,9 +82,14 @@ def one_run(base: str, fires: int) -> tuple[float, float, float]:
     """p50, p99 and max lateness in seconds over ``fires`` fires."""
     url = fresh_url(base)
     app = App(url)
-    define(app)
-    child = subprocess.Popen([sys.executable, __file__, "--serve", url])
+    app.store.schedules()  # create the store before the scheduler opens it
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", url], stdout=subprocess.PIPE, text=True
+    )
     try:
+        assert child.stdout is not None
+        child.stdout.readline()  # started and connected: its start-up is not lateness
+        define(app)
         deadline = time.monotonic() + fires * INTERVAL / SCHEDULES + 60
         while time.monotonic() < deadline:
             counts = sum(sum(q.counts.values()) for q in app.store.queues())
@@ -91,7 +99,7 @@ def one_run(base: str, fires: int) -> tuple[float, float, float]:
     finally:
         child.send_signal(signal.SIGTERM)
         child.wait(30)
-    values = latenesses(app)[:fires]
+    values = latenesses(app)
     app.close()
     return percentile(values, 0.5), percentile(values, 0.99), max(values)
 
