@@ -23,9 +23,10 @@ from rota.stores import redact_url
 @click.argument("app_spec", metavar="APP")
 @click.option(
     "--queues",
-    default="default",
+    default="all",
     show_default=True,
-    help="Comma-separated queues to work on; 'all' for every queue of the app's tasks.",
+    help="Comma-separated queues to work on; 'all' (the default) for every queue of the "
+    "app's tasks.",
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option(
