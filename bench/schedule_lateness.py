@@ -43,6 +43,23 @@ def fresh_url(base: str) -> str:
     return f"{base}{sep}namespace=bench-{tag}"
 
 
+def drop(url: str) -> None:
+    """Remove what a run left: the SQLite files, or the Redis namespace's keys."""
+    if url.startswith("sqlite:///"):
+        for suffix in ("", "-wal", "-shm"):
+            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
+        return
+    import redis
+
+    base, _, query = url.partition("?")
+    namespace = query.rpartition("namespace=")[2]
+    client = redis.Redis.from_url(base)
+    keys = list(client.scan_iter(match=f"{{rota:{namespace}}}:*", count=1000))
+    for start in range(0, len(keys), 1000):
+        client.delete(*keys[start : start + 1000])
+    client.close()
+
+
 def define(app: App) -> None:
     """Five every(0.1 s) schedules whose fires fall 20 ms apart, starting in a second."""
     app.task(name="noop")(lambda: None)
@@ -101,6 +118,7 @@ def one_run(base: str, fires: int) -> tuple[float, float, float]:
         child.wait(30)
     values = latenesses(app)
     app.close()
+    drop(url)
     return percentile(values, 0.5), percentile(values, 0.99), max(values)
 
 
