@@ -50,6 +50,20 @@ def job_count(store: Store) -> int:
     return sum(sum(info.counts.values()) for info in store.queues())
 
 
+def fired_at_least(
+    store: Store, count: int, procs: list[subprocess.Popen[bytes]], processes: Processes
+) -> Callable[[], bool]:
+    """A wait condition that also fails at once if a scheduler exited."""
+
+    def check() -> bool:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise AssertionError(f"a scheduler exited early:\n{processes.output(proc)}")
+        return job_count(store) >= count
+
+    return check
+
+
 @pytest.mark.slow
 def test_three_schedulers_fire_every_time_exactly_once_despite_a_kill(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str]
@@ -59,12 +73,12 @@ def test_three_schedulers_fire_every_time_exactly_once_despite_a_kill(
         processes.rota("scheduler", app_path("scheduled"), "--log-level", "warning", env=env)
         for _ in range(SCHEDULERS)
     ]
-    wait_for(lambda: job_count(store) >= KILL_AFTER, timeout=60, interval=0.2, what="1,000 fires")
+    wait_for(fired_at_least(store, KILL_AFTER, procs, processes), timeout=60, interval=0.2)
     victim, survivors = procs[0], procs[1:]
     os.killpg(victim.pid, signal.SIGKILL)
     assert victim.wait(10) == -signal.SIGKILL
     at_kill = job_count(store)
-    wait_for(lambda: job_count(store) >= FIRES, timeout=60, interval=0.2, what="2,100 fires")
+    wait_for(fired_at_least(store, FIRES, survivors, processes), timeout=60, interval=0.2)
     for proc in survivors:
         proc.send_signal(signal.SIGTERM)
     for proc in survivors:
