@@ -17,6 +17,7 @@ from typing import Protocol
 import pytest
 
 from helpers import wait_for
+from rota import App, cron, every
 from rota.models import Job, JobQuery
 from rota.scheduling import trigger_from_json
 from rota.stores import Store
@@ -114,3 +115,103 @@ def test_three_schedulers_fire_every_time_exactly_once_despite_a_kill(
         fired = re.search(r"stopped after firing (\d+) job", output)
         assert fired is not None, output
         assert int(fired.group(1)) > 0, "every surviving scheduler won some fires"
+
+
+# -- rota schedules ... ---------------------------------------------------------------
+
+
+def run_rota(processes: Processes, *args: str, url: str) -> tuple[int, str]:
+    """Run ``rota ARGS`` to its end; its exit code and output."""
+    proc = processes.rota(*args, env={"ROTA_URL": url, "COLUMNS": "200"})
+    code = proc.wait(30)
+    return code, processes.output(proc)
+
+
+def define_some(url: str) -> App:
+    app = App(url)
+
+    @app.task(name="refresh", queue="pages")
+    def refresh(site: str) -> None:
+        """Refresh one site."""
+
+    app.schedule("refresh-home", refresh, every(minutes=15), args=("https://example.com",))
+    app.schedule(
+        "nightly", refresh, cron("0 3 * * *", tz="Asia/Shanghai"), args=("all",), jitter=30
+    )
+    return app
+
+
+def test_schedules_list_and_show_describe_them(
+    url: str, store: Store, processes: Processes
+) -> None:
+    define_some(url).close()
+    code, out = run_rota(processes, "schedules", "list", url=url)
+    assert code == 0, out
+    header, *rows = [line for line in out.splitlines() if line.strip()]
+    for column in ("name", "task", "trigger", "next fire", "last fire", "last job", "enabled"):
+        assert column in header
+    assert len(rows) == 2
+    assert "every 15 minutes" in rows[1]
+    assert rows[1].startswith("refresh-home")
+    assert "cron 0 3 * * * (Asia/Shanghai)" in rows[0]
+
+    code, out = run_rota(processes, "schedules", "show", "nightly", url=url)
+    assert code == 0, out
+    assert re.search(r"jitter\s+30 s", out)
+    assert re.search(r"misfire\s+coalesce \(grace none\)", out)
+    assert '"queue": "pages"' in out
+    assert '"all"' in out
+
+
+def test_schedules_pause_resume_run_now_and_remove(
+    url: str, store: Store, processes: Processes
+) -> None:
+    define_some(url).close()
+    before = {s.name: s for s in store.schedules()}
+
+    assert run_rota(processes, "schedules", "pause", "nightly", url=url)[0] == 0
+    assert not {s.name: s for s in store.schedules()}["nightly"].enabled
+    code, out = run_rota(processes, "schedules", "list", url=url)
+    assert "paused" in next(line for line in out.splitlines() if line.startswith("nightly"))
+    assert run_rota(processes, "schedules", "resume", "nightly", url=url)[0] == 0
+    assert {s.name: s for s in store.schedules()}["nightly"].enabled
+
+    code, out = run_rota(processes, "schedules", "run-now", "refresh-home", url=url)
+    assert code == 0, out
+    job = store.get_job(out.strip().splitlines()[-1])
+    assert job is not None
+    assert (job.task, job.queue, job.args, job.schedule) == (
+        "refresh",
+        "pages",
+        ["https://example.com"],
+        "refresh-home",
+    )
+    assert job.fire_time is not None
+    assert abs(job.fire_time - store.now()) < 30
+    after = {s.name: s for s in store.schedules()}["refresh-home"]
+    assert after.next_fire == before["refresh-home"].next_fire, "run-now does not move it"
+
+    assert run_rota(processes, "schedules", "remove", "nightly", url=url)[0] == 0
+    assert [s.name for s in store.schedules()] == ["refresh-home"]
+
+
+@pytest.mark.parametrize("verb", ["show", "pause", "resume", "remove", "run-now"])
+def test_an_unknown_schedule_is_a_precise_error(
+    url: str, store: Store, processes: Processes, verb: str
+) -> None:
+    define_some(url).close()
+    code, out = run_rota(processes, "schedules", verb, "nightley", url=url)
+    assert code == 1
+    assert "Error: no schedule named 'nightley'" in out
+    assert len(store.schedules()) == 2
+    assert store.list_jobs(JobQuery()).jobs == ()
+
+
+def test_scheduler_stops_cleanly_on_sigint(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    proc = processes.rota("scheduler", app_path("scheduled"), "--url", url)
+    wait_for(lambda: job_count(store) > 0, timeout=30, interval=0.05, what="a first fire")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(10) == 0, processes.output(proc)
+    assert "stopped after firing" in processes.output(proc)
