@@ -211,6 +211,26 @@ def test_a_broken_schedule_is_skipped_and_the_others_still_fire(
     assert "unknown trigger type 'lunar'" in caplog.text
 
 
+def test_a_broken_schedule_is_logged_once_and_retried_when_redefined(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    app.schedule("good", "refresh", every(3600), args=("a",))
+    due = app.store.now() - 1
+    bad_options = replace(stored(app, "good"), name="bad", next_fire=due)
+    app.store.upsert_schedule(replace(bad_options, job_options={"priority": "high"}))
+    scheduler = Scheduler(app)
+    with caplog.at_level(logging.ERROR, logger="rota.scheduler"):
+        scheduler.tick()
+        app.schedule("other", "refresh", every(3600), args=("b",))  # schedules change
+        scheduler.tick()
+    assert caplog.text.count("schedule bad cannot be fired") == 1
+    assert jobs_of(app, "bad") == []
+    app.store.upsert_schedule(bad_options)  # fixed by a redefinition
+    scheduler.tick()
+    [job] = jobs_of(app, "bad")
+    assert job.fire_time == due
+
+
 def test_options_are_checked() -> None:
     app = App("sqlite:///unused.db")
     with pytest.raises(InvalidArgument, match="max_sleep must be a positive number"):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from rota.errors import InvalidArgument, RotaError
+from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.models import NewJob, Schedule
 from rota.scheduling.define import schedule_job
 from rota.scheduling.triggers import FirePlan, Trigger, jitter_offset, plan_fires, trigger_from_json
@@ -51,6 +51,13 @@ _MAX_BACKOFF = 30.0
 def _when(t: float) -> str:
     """A fire time for logs: ISO 8601 UTC to the millisecond."""
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+
+def _definition(schedule: Schedule) -> Schedule:
+    """``schedule`` without the fields firing changes: what its definition says."""
+    return replace(
+        schedule, next_fire=None, enabled=True, last_fire=None, last_job_id=None, skipped=0
+    )
 
 
 def fire_job_id(name: str, fire_time: float) -> str:
@@ -98,7 +105,7 @@ class Scheduler:
         self._version: int | None = None
         self._schedules: dict[str, Schedule] = {}
         self._triggers: dict[str, tuple[dict[str, object], Trigger]] = {}
-        self._broken: set[str] = set()
+        self._broken: dict[str, Schedule] = {}
 
     # -- loop ------------------------------------------------------------------
 
@@ -149,7 +156,13 @@ class Scheduler:
             steps = self._plan(schedule, now)
             if steps is None:
                 return
-            result, done = self._apply(store, name, steps)
+            try:
+                result, done = self._apply(store, name, steps)
+            except StoreUnavailable:
+                raise
+            except RotaError:  # the store refused this schedule's job: skip it, not the rest
+                self._set_broken(schedule)
+                return
             if result != "conflict":
                 self._schedules[name] = replace(
                     schedule, next_fire=steps[-1].new_next, last_fire=steps[-1].expected
@@ -182,8 +195,7 @@ class Scheduler:
             )
             return self._steps(schedule, plan)
         except (RotaError, TypeError, ValueError, KeyError):
-            self._broken.add(schedule.name)
-            log.exception("schedule %s cannot be fired; skipping it", schedule.name)
+            self._set_broken(schedule)
             return None
 
     def _steps(self, schedule: Schedule, plan: FirePlan) -> list[_Step]:
@@ -262,10 +274,19 @@ class Scheduler:
     def _reload(self, store: Store, version: int | None) -> None:
         self._schedules = {s.name: s for s in store.schedules()}
         self._version = version
-        self._broken.clear()
+        self._broken = {
+            name: definition
+            for name, definition in self._broken.items()
+            if name in self._schedules and _definition(self._schedules[name]) == definition
+        }
         self._triggers = {
             name: cached for name, cached in self._triggers.items() if name in self._schedules
         }
+
+    def _set_broken(self, schedule: Schedule) -> None:
+        """Leave ``schedule`` alone until it is defined again; log why, once."""
+        self._broken[schedule.name] = _definition(schedule)
+        log.exception("schedule %s cannot be fired; skipping it until it changes", schedule.name)
 
     def _trigger(self, schedule: Schedule) -> Trigger:
         cached = self._triggers.get(schedule.name)
