@@ -209,24 +209,7 @@ def test_every_key_carries_the_namespace_hash_tag(private_redis: RedisServer) ->
     assert all(k.startswith("{rota:tagged}:") for k in found), found
     assert len({key_slot(k.encode()) for k in found}) == 1
     kinds = {k.removeprefix("{rota:tagged}:").split(":", 1)[0] for k in found}
-    known = set(keys.STATIC) | {
-        "job",
-        "state",
-        "qstate",
-        "task",
-        "sched",
-        "ready",
-        "sigs",
-        "prios",
-        "delayed",
-        "fair",
-        "limit",
-        "unique",
-        "signal",
-        "stats",
-        "schedule",
-        "req",
-    }
+    known = set(keys.STATIC) | set(keys.KINDS)
     assert kinds <= known, kinds - known
 
 
@@ -254,6 +237,7 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
         k.sched("s"),
         k.ready("crawl", 7, sig),
         k.sigs("crawl", 7),
+        k.heads("crawl", 7),
         k.prios("crawl"),
         k.fair("crawl"),
         k.unique("u:a"),

@@ -32,8 +32,14 @@ key                            type    holds
 ``P sched:NAME``               zset    job id -> seq, jobs fired by a schedule
 ``P ready:QUEUE:PRIO:SIG``     zset    queued jobs of one limit signature:
                                        ``%012x(seq) .. id`` -> fair virtual time
-``P sigs:QUEUE:PRIO``          zset    signatures with queued jobs -> head's vtime
-``P prios:QUEUE``              zset    priorities with queued jobs -> priority
+``P sigs:QUEUE:PRIO``          zset    listed signatures, ``%012x(head seq) .. SIG``
+                                       -> the head's vtime (exact head order)
+``P heads:QUEUE:PRIO``         hash    listed signature -> its member in ``sigs:``
+``P prios:QUEUE``              zset    priorities with listed signatures -> priority
+``P parked:QUEUE``             zset    blocked sub-queues ``PRIO:SIG`` -> when to
+                                       look again
+``P waiting:KEY``              zset    sub-queues parked on a busy key, JSON
+                                       ``[queue, "PRIO:SIG"]`` -> parked at
 ``P delayed:QUEUE``            zset    scheduled job id -> run_at
 ``P fair:QUEUE``               hash    fairness key -> virtual time of its newest job
 ``P limit:KEY``                hash    one flow-control key's counters and bucket
@@ -50,7 +56,10 @@ by priority makes any integer priority order exactly; within a sub-queue the
 score is the job's fair virtual time and the member's zero-padded sequence
 prefix breaks ties in FIFO order. A claim merges the sub-queues by their
 heads, so when a head is blocked by a flow-control key its whole sub-queue
-(every job with the same keys) is skipped in one step.
+(every job with the same keys) is skipped in one step, and parked: left out
+of the signature set until its rate key has a token or its breaker cooled
+down (a time), or until a slot of its busy key frees (finish, release and
+recover wake the key's waiting sub-queues; a short hold bounds the wait).
 
 A job's ``owner``, ``token`` and ``expires`` fields are empty strings while it
 holds no lease.
@@ -76,6 +85,29 @@ STATIC = (
     "schedules",
     "schedver",
     "totals",
+)
+
+#: The kinds of keys derived from the prefix: ``P KIND:...``.
+KINDS = (
+    "job",
+    "state",
+    "qstate",
+    "task",
+    "sched",
+    "ready",
+    "sigs",
+    "heads",
+    "prios",
+    "parked",
+    "waiting",
+    "delayed",
+    "fair",
+    "limit",
+    "unique",
+    "signal",
+    "stats",
+    "schedule",
+    "req",
 )
 
 #: Minute stats live this long (seconds), like the SQLite store's retention of them.
@@ -131,12 +163,24 @@ class Keys:
         return f"{self.prefix}ready:{queue}:{priority}:{sig}"
 
     def sigs(self, queue: str, priority: int) -> str:
-        """Limit signatures of one queue and priority with queued jobs, by head vtime."""
+        """Listed limit signatures of one queue and priority, in head order."""
         return f"{self.prefix}sigs:{queue}:{priority}"
+
+    def heads(self, queue: str, priority: int) -> str:
+        """Each listed signature's current member in :meth:`sigs`."""
+        return f"{self.prefix}heads:{queue}:{priority}"
 
     def prios(self, queue: str) -> str:
         """The priorities of a queue that have ready jobs."""
         return f"{self.prefix}prios:{queue}"
+
+    def parked(self, queue: str) -> str:
+        """Parked sub-queues of one queue, by when to look at them again."""
+        return f"{self.prefix}parked:{queue}"
+
+    def waiting(self, key: str) -> str:
+        """Sub-queues parked until a slot of a flow-control key frees."""
+        return f"{self.prefix}waiting:{key}"
 
     def delayed(self, queue: str) -> str:
         """Scheduled jobs of one queue, by run time."""
@@ -175,4 +219,4 @@ class Keys:
         return f"{self.prefix}*"
 
 
-__all__ = ["STATIC", "STATS_TTL", "Keys", "hash_tag"]
+__all__ = ["KINDS", "STATIC", "STATS_TTL", "Keys", "hash_tag"]

@@ -9,7 +9,8 @@ gets the remembered reply instead of running again.
 
 Workers wait on per-queue signal lists with BLPOP on a separate connection:
 scripts that make work claimable push tokens (capped), and the wait is cut
-short at the next delayed job's run time.
+short at the next delayed job's run time or when a sub-queue parked by a
+rate limit or an open breaker may pass again.
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         if timeout <= 0 or not queues:
             return
         pipe = self._client.pipeline(transaction=False)
-        for queue in queues:
+        for queue in queues:  # the next delayed job, the next parked sub-queue
             pipe.zrange(self.keys.delayed(queue), 0, 0, withscores=True)
+            pipe.zrange(self.keys.parked(queue), 0, 0, withscores=True)
         pipe.time()
         *heads, (seconds, micros) = pipe.execute()
         now = float(seconds) + micros / 1_000_000
@@ -147,7 +149,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
                 timeout = min(timeout, head[0][1] - now)
         timeout = min(timeout, MAX_BLOCK)
         if timeout < 0.001:
-            return  # a delayed job is due now
+            return  # a delayed job or a parked sub-queue is due now
         signals = {self.keys.signal(q): q for q in queues}
         # A token is news unless this instance claimed from its queue after the
         # token was pushed: that claim already saw the change. Stale tokens are

@@ -28,7 +28,10 @@ function K.ready(queue, priority, sig)
   return PREFIX .. 'ready:' .. queue .. ':' .. priority .. ':' .. sig
 end
 function K.sigs(queue, priority) return PREFIX .. 'sigs:' .. queue .. ':' .. priority end
+function K.heads(queue, priority) return PREFIX .. 'heads:' .. queue .. ':' .. priority end
 function K.prios(queue) return PREFIX .. 'prios:' .. queue end
+function K.parked(queue) return PREFIX .. 'parked:' .. queue end
+function K.waiting(key) return PREFIX .. 'waiting:' .. key end
 function K.delayed(queue) return PREFIX .. 'delayed:' .. queue end
 function K.fair(queue) return PREFIX .. 'fair:' .. queue end
 function K.limit(key) return PREFIX .. 'limit:' .. key end
@@ -41,6 +44,11 @@ function K.req(id) return PREFIX .. 'req:' .. id end
 local STATS_TTL = 2 * 86400
 local SIGNAL_CAP = 64
 local REPLAY_TTL = 300
+-- A sub-queue parked on a busy key is looked at again after this many seconds
+-- even if no wake-up came (a slot may free while another key holds it back).
+local PARK_HOLD = 2
+-- Most sub-queues one operator action (set_limit, reset_breaker) unparks.
+local WAKE_ALL = 10000
 
 -- values -----------------------------------------------------------------
 
@@ -196,8 +204,18 @@ end
 -- The ready structure of a queue, per priority: one sub-queue per limit
 -- signature (jobs with identical flow-control keys share one), each a zset
 -- of members L.member(seq, id) scored by fair virtual time; and a zset of the
--- signatures scored by the virtual time of their head job. Claims merge the
--- sub-queues by head, so a signature whose head is blocked is skipped whole.
+-- listed signatures, member L.member(head seq, sig) scored by the head's
+-- virtual time, so it is in the exact (vtime, seq) order of the heads; the
+-- hash heads: maps each listed signature to its current member. Claims merge
+-- the sub-queues by head, so a signature whose head is blocked is skipped
+-- whole.
+--
+-- A blocked sub-queue is parked: taken out of the signature set and put in
+-- the queue's parked set ("PRIO:SIG" -> when to look again): until its rate
+-- key has a token or its breaker cools down, or, when a busy key blocks it,
+-- until a slot of that key frees (it then also waits in that key's waiting
+-- set, JSON [queue, "PRIO:SIG"] -> parked at; see L.wake) and at most
+-- PARK_HOLD seconds. Claims move parked sub-queues whose time has come back.
 
 -- The signature of a job's limits JSON: its SHA1, or "-" for no limits.
 function L.sig(limits)
@@ -205,21 +223,83 @@ function L.sig(limits)
   return redis.sha1hex(limits)
 end
 
-function L.ready_add(id, queue, priority, vtime, seq, sig)
-  redis.call('ZADD', K.ready(queue, priority, sig), vtime, L.member(seq, id))
-  redis.call('ZADD', K.sigs(queue, priority), 'LT', vtime, sig)
+local function parked(queue, priority, sig)
+  return redis.call('ZSCORE', K.parked(queue), priority .. ':' .. sig)
+end
+
+-- List a signature with its head (vtime, seq), replacing its old entry.
+local function list_sig(queue, priority, sig, vtime, seq)
+  local heads = K.heads(queue, priority)
+  local member = L.member(seq, sig)
+  local old = redis.call('HGET', heads, sig)
+  if old == member then return end
+  local sigs = K.sigs(queue, priority)
+  if old then redis.call('ZREM', sigs, old) end
+  redis.call('ZADD', sigs, vtime, member)
+  redis.call('HSET', heads, sig, member)
   redis.call('ZADD', K.prios(queue), priority, priority)
 end
 
--- Re-read a sub-queue's head into the signature set after removals.
+-- Take a signature off the list (parked, or its sub-queue is empty).
+local function unlist_sig(queue, priority, sig)
+  local heads = K.heads(queue, priority)
+  local old = redis.call('HGET', heads, sig)
+  if not old then return end
+  local sigs = K.sigs(queue, priority)
+  redis.call('ZREM', sigs, old)
+  redis.call('HDEL', heads, sig)
+  if redis.call('ZCARD', sigs) == 0 then redis.call('ZREM', K.prios(queue), priority) end
+end
+
+-- Re-read a sub-queue's head into the signature set after it changed.
 function L.sub_head(queue, priority, sig)
   local head = redis.call('ZRANGE', K.ready(queue, priority, sig), 0, 0, 'WITHSCORES')
-  local sigs = K.sigs(queue, priority)
-  if #head > 0 then
-    redis.call('ZADD', sigs, head[2], sig)
-  else
-    redis.call('ZREM', sigs, sig)
-    if redis.call('ZCARD', sigs) == 0 then redis.call('ZREM', K.prios(queue), priority) end
+  if #head == 0 then
+    unlist_sig(queue, priority, sig)
+    redis.call('ZREM', K.parked(queue), priority .. ':' .. sig)
+  elseif not parked(queue, priority, sig) then
+    list_sig(queue, priority, sig, head[2], tonumber(string.sub(head[1], 1, 12), 16))
+  end
+end
+
+function L.ready_add(id, queue, priority, vtime, seq, sig)
+  redis.call('ZADD', K.ready(queue, priority, sig), vtime, L.member(seq, id))
+  L.sub_head(queue, priority, sig)
+end
+
+-- Park a sub-queue whose head is blocked; why = {key=, at=, breaker=} from
+-- book.admit.
+function L.park(queue, priority, sig, why, now)
+  local member = priority .. ':' .. sig
+  unlist_sig(queue, priority, sig)
+  redis.call('ZADD', K.parked(queue), why.at or (now + PARK_HOLD), member)
+  if why.breaker or not why.at then
+    redis.call('ZADD', K.waiting(why.key), now, cjson.encode({queue, member}))
+  end
+end
+
+-- Put a parked sub-queue ("PRIO:SIG") back among the ready ones. Returns
+-- true if it was parked.
+function L.unpark(queue, member)
+  if redis.call('ZREM', K.parked(queue), member) == 0 then return false end
+  local priority, sig = string.match(member, '^(.*):([^:]*)$')
+  L.sub_head(queue, priority, sig)
+  return true
+end
+
+-- Parked sub-queues of a queue whose time has come go back (bounded per call).
+function L.unpark_due(queue, now, most)
+  local due = redis.call('ZRANGEBYSCORE', K.parked(queue), '-inf', L.fmt(now), 'LIMIT', 0, most)
+  for _, member in ipairs(due) do L.unpark(queue, member) end
+end
+
+-- A key freed slots: unpark up to most sub-queues waiting on it and wake
+-- their queues' waiters.
+function L.wake(key, most)
+  local waiting = redis.call('ZPOPMIN', K.waiting(key), most)
+  for i = 1, #waiting, 2 do
+    local entry = cjson.decode(waiting[i])
+    if L.unpark(entry[1], entry[2]) then L.signal(entry[1], 1) end
   end
 end
 
@@ -308,7 +388,7 @@ local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'to
                       'tokens_at', 'failures', 'open_until', 'probe'}
 
 function L.book(now)
-  local book = {now = now, keys = {}, dirty = {}, blocked = {}}
+  local book = {now = now, keys = {}, dirty = {}, blocked = {}, freed = {}}
 
   function book.get(key)
     local s = book.keys[key]
@@ -337,31 +417,44 @@ function L.book(now)
   end
 
   -- Take the job's slots and tokens if every key allows it; else block the
-  -- first key that does not and take nothing.
+  -- first key that does not, take nothing and return false and why:
+  -- {key=, at= (when it may pass: rate, open breaker), breaker= true}.
   function book.admit(limits, job_id)
     local buckets = {}
     for _, c in ipairs(limits.c or {}) do
+      local why = book.blocked[c[1]]
+      if why then return false, why end
       local s = book.get(c[1])
-      local cap = s.override or c[2]
-      if book.blocked[c[1]] or s.running >= cap then
-        book.blocked[c[1]] = true
-        return false
+      if s.running >= (s.override or c[2]) then
+        why = {key = c[1]}
+        book.blocked[c[1]] = why
+        return false, why
       end
     end
     for _, r in ipairs(limits.r or {}) do
+      local why = book.blocked[r[1]]
+      if why then return false, why end
       local s = book.get(r[1])
       local tokens, at = refill(s, r[2], r[3])
-      if book.blocked[r[1]] or tokens < 1 then
-        book.blocked[r[1]] = true
-        return false
+      if tokens < 1 then
+        why = {key = r[1], at = at + (1 - tokens) / r[2]}
+        book.blocked[r[1]] = why
+        return false, why
       end
       buckets[r[1]] = {tokens - 1, at}
     end
     for _, b in ipairs(limits.b or {}) do
+      local why = book.blocked[b[1]]
+      if why then return false, why end
       local s = book.get(b[1])
-      if book.blocked[b[1]] or not breaker_allows(s) then
-        book.blocked[b[1]] = true
-        return false
+      if not breaker_allows(s) then
+        if now < s.open_until then
+          why = {key = b[1], at = s.open_until, breaker = true}
+        else
+          why = {key = b[1]} -- half-open, its probe is running
+        end
+        book.blocked[b[1]] = why
+        return false, why
       end
     end
     for _, c in ipairs(limits.c or {}) do
@@ -387,15 +480,20 @@ function L.book(now)
   end
 
   -- Free the job's slots; with ok not nil, count the outcome on its breakers.
+  -- Keys that freed a slot (or ended a probe) are counted in book.freed.
   function book.release(limits, job_id, ok)
     for _, c in ipairs(limits.c or {}) do
       local s = book.get(c[1])
       s.running = math.max(0, s.running - 1)
       book.dirty[c[1]] = true
+      book.freed[c[1]] = (book.freed[c[1]] or 0) + 1
     end
     for _, b in ipairs(limits.b or {}) do
       local s = book.get(b[1])
-      if s.probe == job_id then s.probe = nil end
+      if s.probe == job_id then
+        s.probe = nil
+        book.freed[b[1]] = (book.freed[b[1]] or 0) + 1
+      end
       if ok == true then
         s.failures, s.open_until = 0, nil
       elseif ok == false then
@@ -429,6 +527,8 @@ function L.book(now)
       redis.call('SADD', limkeys, key)
     end
     book.dirty = {}
+    for key, n in pairs(book.freed) do L.wake(key, 2 * n + 1) end
+    book.freed = {}
   end
 
   return book
@@ -529,13 +629,8 @@ function L.enqueue(args, first, count, now, keys)
       if schedule then idx.add(K.sched(schedule), seq, id) end
       if state == 'queued' then
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
-        local hk = queue .. '\0' .. priority .. '\0' .. sig
-        local h = heads[hk]
-        if not h then
-          heads[hk] = {queue = queue, priority = priority, sig = sig, vtime = vtime}
-        elseif vtime < h.vtime then
-          h.vtime = vtime
-        end
+        heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
+                                                             sig = sig}
         woken[queue] = (woken[queue] or 0) + 1
       else
         idx.add(K.delayed(queue), run_at, id)
@@ -546,10 +641,7 @@ function L.enqueue(args, first, count, now, keys)
     reply[#reply + 1] = p.dup and '1' or '0'
   end
   idx.flush()
-  for _, h in pairs(heads) do
-    redis.call('ZADD', K.sigs(h.queue, h.priority), 'LT', h.vtime, h.sig)
-    redis.call('ZADD', K.prios(h.queue), h.priority, h.priority)
-  end
+  for _, h in pairs(heads) do L.sub_head(h.queue, h.priority, h.sig) end
   for queue, fairs in pairs(lasts) do
     for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
   end

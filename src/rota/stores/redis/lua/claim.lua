@@ -17,7 +17,8 @@
 -- then sequence. A sub-queue holds the jobs of one limit signature, so when
 -- its head is blocked by a flow-control key the whole sub-queue is skipped;
 -- the number of sub-queues and jobs looked at is bounded, so a queue full of
--- blocked jobs costs little.
+-- blocked jobs costs little. A blocked sub-queue is parked (see _lib.lua)
+-- until it may pass, so later claims do not look at it again.
 -- Returns the store's now, then 15 fields per claimed job: id, task, queue,
 -- payload, attempt, max_attempts, lost, token, lease, timeout, enqueued_at,
 -- run_at, schedule, fire_time, started_at (see _codec.CLAIM_FIELDS).
@@ -55,6 +56,7 @@ end
 local queues = {}
 for i = 5, #ARGV do
   L.promote_due(ARGV[i], now, PROMOTE_MAX)
+  L.unpark_due(ARGV[i], now, PROMOTE_MAX)
   if redis.call('SISMEMBER', S.paused, ARGV[i]) == 0 then queues[#queues + 1] = ARGV[i] end
 end
 if #queues == 0 or limit <= 0 then return {L.fmt(now)} end
@@ -75,7 +77,7 @@ end
 table.sort(order, function(a, b) return a[2] > b[2] end)
 
 local book = L.book(now)
-local chosen = {}
+local chosen, to_park = {}, {}
 local looked, max_look = 0, math.max(512, limit * 32) * #queues
 local PAGE = math.max(16, limit * 2)
 
@@ -101,9 +103,16 @@ end
 
 local function before(a, b) return a[2] < b[2] or (a[2] == b[2] and a[1] < b[1]) end
 
+-- Whether a listed signature {member, vtime} may come before an open head
+-- {member, vtime}: members start with the zero-padded sequence of the job.
+local function sig_before(e, h)
+  return e[2] < h[2] or (e[2] == h[2] and string.sub(e[1], 1, 12) < string.sub(h[1], 1, 12))
+end
+
 -- Merge the sub-queues of one priority level over every queue: the next job
 -- is the smallest (vtime, seq) among the heads of the open sub-queues; a
--- signature set is read only as far as the smallest head needs.
+-- signature set is read only as far as the smallest open head needs (it is
+-- in head order, so a sub-queue is opened only when its head comes next).
 local function take_level(priority, level_queues)
   local feeds, open = {}, {}
   for _, queue in ipairs(level_queues) do
@@ -122,14 +131,17 @@ local function take_level(priority, level_queues)
       local feed, next_sig = nil, nil
       for _, f in ipairs(feeds) do
         local e = f.sigs.peek()
-        if e and (next_sig == nil or e[2] < next_sig[2]) then feed, next_sig = f, e end
+        if e and (next_sig == nil or before(e, next_sig)) then feed, next_sig = f, e end
       end
-      if not next_sig or (best and next_sig[2] > open[best].jobs.peek()[2]) then break end
+      if not next_sig or (best and not sig_before(next_sig, open[best].jobs.peek())) then
+        break
+      end
       feed.sigs.take()
       looked = looked + 1
-      local sub = {queue = feed.queue, sig = next_sig[1],
-                   jobs = cursor(K.ready(feed.queue, priority, next_sig[1]),
-                                  math.min(PAGE, limit - #chosen))}
+      local sig = string.sub(next_sig[1], 13)
+      local sub = {queue = feed.queue, sig = sig,
+                   jobs = cursor(K.ready(feed.queue, priority, sig),
+                                 math.min(PAGE, limit - #chosen))}
       if sub.jobs.peek() then
         open[#open + 1] = sub
         best = best_open()
@@ -142,13 +154,18 @@ local function take_level(priority, level_queues)
     local limits = false
     if sub.sig ~= '-' then limits = redis.call('HGET', K.job(id), 'limits') end
     looked = looked + 1
-    if not limits or book.admit(cjson.decode(limits), id) then
+    local admitted, why = true, nil
+    if limits then admitted, why = book.admit(cjson.decode(limits), id) end
+    if admitted then
       chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
                              priority = priority, vtime = head[2]}
       sub.jobs.take()
       if not sub.jobs.peek() then table.remove(open, best) end
     else
-      table.remove(open, best) -- its head is blocked, so is every job behind it
+      -- its head is blocked, so is every job behind it: park the sub-queue
+      -- (after the scan: the signature sets are being paged through)
+      table.remove(open, best)
+      to_park[#to_park + 1] = {sub.queue, priority, sub.sig, why}
     end
   end
 end
@@ -157,6 +174,7 @@ for _, level in ipairs(order) do
   if #chosen >= limit or looked >= max_look then break end
   take_level(level[1], levels[level[1]])
 end
+for _, p in ipairs(to_park) do L.park(p[1], p[2], p[3], p[4], now) end
 if #chosen == 0 then return {L.fmt(now)} end
 
 local clocks, emptied, saved, out = {}, {}, {}, {L.fmt(now)}

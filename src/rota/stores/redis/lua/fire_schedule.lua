@@ -13,7 +13,8 @@
 -- ARGV[5] "1" if a job follows, "0" to drop this fire
 -- ARGV[6..] the job, as L.NEW_FIELDS fields (see _lib.lua, L.enqueue)
 --
--- Applies only if the stored next_fire equals ARGV[3] (else "conflict").
+-- Applies only if the schedule is enabled and its stored next_fire equals
+-- ARGV[3] (else "conflict").
 -- Returns "fired", "skipped", "dropped" or "conflict", or the error
 -- "ROTA_INVALID <message>" with nothing changed.
 
@@ -21,8 +22,9 @@ local replay = L.replayed(ARGV[1])
 if replay then return replay end
 
 local key = K.schedule(ARGV[2])
-local s = L.fields(key, {'next_fire', 'overlap', 'last_job_id'})
+local s = L.fields(key, {'next_fire', 'overlap', 'last_job_id', 'enabled'})
 if not s.next_fire or tonumber(s.next_fire) ~= tonumber(ARGV[3]) then return 'conflict' end
+if s.enabled == '0' then return 'conflict' end
 
 local outcome, job_id = 'fired', nil
 if ARGV[5] ~= '1' then

@@ -1,11 +1,14 @@
 -- set_limit: override a key's concurrency limit at run time (Store.set_limit).
 --
--- KEYS[1] prefix: the namespace prefix; limit and signal keys are derived from it
+-- KEYS[1] prefix: the namespace prefix; limit, waiting, parked, ready and
+--                 signal keys are derived from it
 -- KEYS[2] limkeys: set of flow-control keys
 -- KEYS[3] queues: set of known queues (all are woken: a raised limit may
 --                 unblock jobs anywhere)
 -- ARGV[1] key
 -- ARGV[2] the limit, or "" to clear the override
+--
+-- Sub-queues parked on the key are put back.
 
 local key = K.limit(ARGV[1])
 if ARGV[2] == '' then
@@ -17,5 +20,6 @@ if redis.call('HEXISTS', key, 'running') == 0 then
   redis.call('HSET', key, 'running', 0, 'failures', 0)
 end
 redis.call('SADD', S.limkeys, ARGV[1])
+L.wake(ARGV[1], WAKE_ALL)
 L.signal_all(S.queues)
 return 1
