@@ -221,7 +221,7 @@ def schedule(
     return Schedule(
         name=name,
         task=task,
-        trigger=trigger if trigger is not None else {"type": "every", "seconds": 1},
+        trigger=trigger if trigger is not None else {"type": "every", "interval": 1.0},
         payload=payload(),
         next_fire=next_fire,
         **fields,

@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 import pytest
 
 from conformance.support import all_jobs, claim_one, run_threads, succeed
+from conformance.support import schedule as make_schedule
 from helpers import wait_for
 from rota import App, at, cron, every
-from rota.models import Job, JobQuery, Schedule
+from rota.models import Job, JobQuery, NewJob, Schedule
 from rota.scheduling import Trigger, trigger_from_json
 from rota.scheduling.define import get_schedule
 from rota.scheduling.scheduler import Scheduler
@@ -314,3 +315,20 @@ def test_overlap_queue_lets_one_job_wait_behind_the_running_one(
     assert succeed(store, running)
     assert len(jobs_of(store, "beat")) == 2
     assert stored(store, "beat").skipped == 2
+
+
+def test_a_paused_schedule_does_not_fire(store: Store) -> None:
+    """A pause that lands between a scheduler's read and its fire wins."""
+    now = store.now()
+    store.upsert_schedule(make_schedule("paused-race", next_fire=now - 1))
+    assert store.set_schedule_enabled("paused-race", False)
+    job = NewJob(
+        id="paused-race-job",
+        task="t",
+        queue="default",
+        payload=b'{"args": []}',
+        schedule="paused-race",
+        fire_time=now - 1,
+    )
+    assert store.fire_schedule("paused-race", now - 1, now + 60, job) == "conflict"
+    assert store.get_job("paused-race-job") is None

@@ -43,6 +43,8 @@ class CliState:
         """The app ``spec`` names (see :func:`rota._loader.load_app`), with ``--url`` applied."""
         from rota._loader import load_app
 
+        if self.url:  # for an App() built at import, and for schedules defined there
+            os.environ["ROTA_URL"] = self.url
         app = load_app(spec)
         if self.url:
             app.close()  # drop a store the module may have opened with its own URL

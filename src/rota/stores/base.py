@@ -203,8 +203,9 @@ class Store(ABC):
     ) -> FireResult:
         """Atomically advance a schedule and enqueue its job.
 
-        Applies only if the schedule's ``next_fire`` still equals
-        ``expected_next`` (else ``"conflict"``: another scheduler fired it).
+        Applies only if the schedule is enabled and its ``next_fire`` still
+        equals ``expected_next`` (else ``"conflict"``: another scheduler fired
+        it, or it was paused meanwhile).
         Sets ``next_fire = new_next`` and ``last_fire = expected_next``. With
         ``job`` None the fire is ``"dropped"`` (misfire grace). With overlap
         ``"skip"`` and the last job still pending or running, or ``"queue"``

@@ -124,11 +124,12 @@ class Schedules(Connections):
         now = time.time()
         with self._write() as conn:
             row = conn.execute(
-                "SELECT next_fire, overlap, last_job_id FROM schedules WHERE name = ?", (name,)
+                "SELECT next_fire, overlap, last_job_id, enabled FROM schedules WHERE name = ?",
+                (name,),
             ).fetchone()
-            if row is None or row[0] != expected_next:
+            if row is None or row[0] != expected_next or not row[3]:
                 return "conflict"
-            _, overlap, last_job_id = row
+            _, overlap, last_job_id, _ = row
             conn.execute(
                 "UPDATE schedules SET next_fire = ?, last_fire = ? WHERE name = ?",
                 (new_next, expected_next, name),
