@@ -494,6 +494,12 @@ def test_a_blocked_backlog_of_many_keys_is_skipped_in_one_claim(rstore: RedisSto
     assert [c.id for c in claim(rstore, limit=5)] == [free]
 
 
+def test_a_queue_named_twice_in_a_claim_gives_each_job_once(rstore: RedisStore) -> None:
+    ids = {r.id for r in rstore.enqueue([new_job(i) for i in range(3)])}
+    claimed = rstore.claim("w", ["default", "default"], 10)
+    assert sorted(c.id for c in claimed) == sorted(ids)
+
+
 def test_unique_key_is_held_by_a_redis_ttl_after_success(rstore: RedisStore) -> None:
     job_id = enqueue_one(rstore, new_job(unique_key="k", unique_for=30.0))
     assert succeed(rstore, claim_one(rstore))

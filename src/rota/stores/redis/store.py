@@ -80,6 +80,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         if limit <= 0 or not queues:
             return []
+        queues = list(dict.fromkeys(queues))  # a queue named twice is merged once
         token = secrets.token_hex(8)
         reply = self._run("claim", [worker_id, str(limit), token, self._request_id(), *queues])
         at = float(reply[0])
