@@ -5,30 +5,31 @@ from __future__ import annotations
 import functools
 import secrets
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
-from rota.errors import StoreUnavailable
-from rota.stores.redis._conn import RedisOptions, clients
+from rota.stores.redis._conn import Reconnect, RedisOptions, clients
 from rota.stores.redis.keys import Keys
 from rota.stores.redis.scripts import EncodableArg, Scripts
 
 P = ParamSpec("P")
 R = TypeVar("R")
+S = TypeVar("S", bound="_Reconnecting")
 
 
-def guarded(method: Callable[P, R]) -> Callable[P, R]:
-    """Turn redis-py's connection errors and timeouts, raised once reconnecting
-    has gone on for ``retry_for`` seconds, into :class:`StoreUnavailable`."""
+class _Reconnecting(Protocol):
+    _reconnect: Reconnect
+
+
+def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Run a store operation through connection outages (:class:`Reconnect`):
+    repeated after a connection failure, :class:`StoreUnavailable` once the
+    outage is ``retry_for`` seconds old. Only for operations that may run
+    twice; batches that must not run script calls through ``_run``, which
+    repeats the very same call (same request id)."""
 
     @functools.wraps(method)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(*args, **kwargs)
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"the Redis store is unreachable: {exc}") from exc
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._reconnect.call(lambda: method(self, *args, **kwargs))
 
     return call
 
@@ -45,13 +46,13 @@ class RedisBase:
     def __init__(self, options: RedisOptions) -> None:
         self.options = options
         self.keys = Keys(options.namespace)
-        self._client, self._blocking = clients(options, _redact(options.url))
+        self._client, self._blocking, self._reconnect = clients(options, _redact(options.url))
         self._scripts = Scripts(self._client, self.keys)
 
     def _run(
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()
     ) -> Any:
-        return self._scripts.run(name, args, extra_keys)
+        return self._reconnect.call(lambda: self._scripts.run(name, args, extra_keys))
 
     @staticmethod
     def _request_id() -> str:

@@ -12,12 +12,13 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.connection import DefaultParser
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreUnavailable
 
 log = logging.getLogger("rota.stores.redis")
 
@@ -63,117 +64,112 @@ class RedisOptions:
 
 
 class _Outage:
-    """Shared by every connection of one store: when the current outage began."""
+    """Shared by every connection of one store: when the current outage began.
+
+    A failure within ``QUIET`` seconds of the end of an outage continues that
+    outage instead of starting a new one: a restarted Redis accepts
+    connections (ending the outage) and then answers ``LOADING`` for a while.
+    """
+
+    QUIET = 10.0
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.since: float | None = None
+        self._began = 0.0
+        self._ended: float | None = None
         self._lock = threading.Lock()
 
     def failed(self, error: Exception) -> float:
         """Note a failure; log the first of an outage. Returns when the outage began."""
         with self._lock:
             if self.since is None:
-                self.since = time.monotonic()
-                log.warning(
-                    "lost the connection to Redis at %s (%s); reconnecting", self.where, error
-                )
+                now = time.monotonic()
+                if self._ended is not None and now - self._ended < self.QUIET:
+                    self.since = self._began  # the same outage, still going on
+                else:
+                    self.since = self._began = now
+                    log.warning(
+                        "lost the connection to Redis at %s (%s); reconnecting", self.where, error
+                    )
             return self.since
 
     def succeeded(self) -> None:
-        """Note a success; log the end of an outage."""
-        if self.since is None:
-            return
+        """Note an answer from Redis; log the end of an outage (once)."""
         with self._lock:
-            if self.since is not None:
-                down = time.monotonic() - self.since
-                log.warning("reconnected to Redis at %s after %.1f s", self.where, down)
-                self.since = None
+            if self.since is None:
+                return
+            now = time.monotonic()
+            if self._ended is None or self._ended < self._began:
+                log.warning("reconnected to Redis at %s after %.1f s", self.where, now - self.since)
+            self.since = None
+            self._ended = now
 
 
-class OutageRetry(Retry):
-    """redis-py's :class:`Retry` with exponential backoff, bounded by time.
+class Reconnect:
+    """Runs store operations through outages: redis-py's :class:`Retry` with
+    exponential backoff (25 ms doubling to 1 s) on connection errors and
+    timeouts, for up to ``budget`` seconds from the start of the outage, then
+    :class:`StoreUnavailable`.
 
-    Every call keeps retrying on connection errors and timeouts until the
-    outage is ``budget`` seconds old, then raises. The first failure of an
-    outage and its end are logged once, whichever thread sees them. Nested
-    calls (redis-py reconnects inside a retried command) do not retry on
-    their own: the outermost call owns the retries.
-
-    Only a command that Redis answered ends an outage. redis-py runs commands
-    and pipelines with ``with_failure_count=True``, and the pool's
-    ``connect()`` without it; that one succeeds without any I/O when the
-    pooled connection still holds a socket, so it proves nothing.
+    It wraps whole store operations rather than living inside redis-py's
+    clients, because redis-py (before 6) takes a pooled connection outside
+    its own retry loop; the clients themselves do not retry. An outage is
+    logged when its first failure is seen and when Redis answers again (see
+    :func:`answer_parser`), once, whichever thread sees it.
     """
 
     def __init__(self, budget: float, outage: _Outage) -> None:
-        super().__init__(
+        self.budget = budget
+        self.outage = outage
+        self._retry = Retry(
             ExponentialBackoff(cap=1.0, base=0.025),
             retries=-1,
             supported_errors=(RedisConnectionError, RedisTimeoutError, socket.timeout),
         )
-        self.budget = budget
-        self.outage = outage
-        self._depth = threading.local()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> OutageRetry:
-        return self  # one retry policy (and one outage record) for every connection
+    def call(self, operation: Callable[[], T]) -> T:
+        """``operation()``, repeated after connection failures until it returns."""
 
-    def call_with_retry(
-        self,
-        do: Callable[[], T],
-        fail: Callable[..., Any],
-        is_retryable: Callable[[Exception], bool] | None = None,
-        with_failure_count: bool = False,
-    ) -> T:
-        depth = getattr(self._depth, "n", 0)
-        self._depth.n = depth + 1
-        try:
-            return self._attempts(do, fail, is_retryable, with_failure_count, nested=depth > 0)
-        finally:
-            self._depth.n = depth
+        def failed(error: Exception) -> None:
+            since = self.outage.failed(error)
+            if time.monotonic() - since >= self.budget:
+                raise StoreUnavailable(
+                    f"the Redis store at {self.outage.where} is unreachable: {error}"
+                ) from error
 
-    def _attempts(
-        self,
-        do: Callable[[], T],
-        fail: Callable[..., Any],
-        is_retryable: Callable[[Exception], bool] | None,
-        with_failure_count: bool,
-        *,
-        nested: bool,
-    ) -> T:
-        failures = 0
-        while True:
-            try:
-                result = do()
-            except self._supported_errors as error:
-                if is_retryable is not None and not is_retryable(error):
-                    raise
-                failures += 1
-                if with_failure_count:
-                    fail(error, failures)
-                else:
-                    fail(error)
-                since = self.outage.failed(error)
-                if nested or time.monotonic() - since >= self.budget:
-                    raise
-                time.sleep(self._backoff.compute(failures))
-            else:
-                if not nested and with_failure_count:
-                    self.outage.succeeded()
-                return result
+        return self._retry.call_with_retry(operation, failed)
 
 
-def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis]:
-    """The command client and the client for blocking waits (its own pool, and a
-    socket timeout above the longest block)."""
-    retry = OutageRetry(options.retry_for, _Outage(where))
+_PARSER: Any = DefaultParser  # redis-py's choice: hiredis when installed
+
+
+def answer_parser(outage: _Outage) -> type:
+    """redis-py's reply parser, reporting every reply read to ``outage``.
+    Error replies that mean Redis cannot serve yet (``LOADING``) are raised
+    as connection errors before that, so they do not end an outage."""
+
+    class AnswerParser(_PARSER):  # type: ignore[misc]
+        def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            response = super().read_response(*args, **kwargs)
+            if outage.since is not None:
+                outage.succeeded()
+            return response
+
+    return AnswerParser
+
+
+def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis, Reconnect]:
+    """The command client, the client for blocking waits (its own pool, and a
+    socket timeout above the longest block), and their :class:`Reconnect`."""
+    outage = _Outage(where)
     common: dict[str, Any] = {
-        "retry": retry,
+        "retry": Retry(NoBackoff(), 0),
+        "parser_class": answer_parser(outage),
         "socket_connect_timeout": 5.0,
         "socket_keepalive": True,
         "health_check_interval": 30,
     }
     main = redis.Redis.from_url(options.url, socket_timeout=15.0, **common)
     blocking = redis.Redis.from_url(options.url, socket_timeout=MAX_BLOCK + 10.0, **common)
-    return main, blocking
+    return main, blocking, Reconnect(options.retry_for, outage)

@@ -174,7 +174,6 @@ class Reads(RedisBase):
 
 
 def _limit_info(key: str, h: dict[bytes, bytes], now: float) -> LimitInfo:
-    @guarded
     def num(field: bytes) -> float | None:
         raw = h.get(field)
         return None if raw is None else float(raw)
