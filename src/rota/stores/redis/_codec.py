@@ -54,7 +54,7 @@ def limits_json(
 
 
 def new_job_args(job: NewJob) -> list[bytes | str]:
-    """One job's fields for ``L.enqueue`` (``lua/_lib.lua``), in its order."""
+    """One job's fields for ``L.enqueue`` (``lua/_base.lua``), in its order."""
     limits = limits_json(job.concurrency, job.rate, job.breaker)
     return [
         job.id,

@@ -5,7 +5,7 @@ braces make ``rota:NAMESPACE`` the hash tag, so a whole namespace lives in one
 Redis Cluster slot and every script may touch any of its keys. Scripts receive
 the prefix as ``KEYS[1]`` and the fixed keys they use as further ``KEYS``;
 keys that depend on a job, queue or limit key are derived inside the script
-from the prefix by ``lua/_lib.lua``, whose functions mirror :class:`Keys`
+from the prefix by ``lua/_base.lua``, whose functions mirror :class:`Keys`
 name for name (a test checks that they agree).
 
 Key schema (``P`` is the prefix):

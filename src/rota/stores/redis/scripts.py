@@ -4,7 +4,8 @@ Each file's header lists its ``KEYS`` and ``ARGV``. ``KEYS[1]`` is always the
 namespace prefix; header lines of the form ``-- KEYS[n] name: ...`` (n >= 2)
 name fixed keys from :data:`keys.STATIC`, and this module passes exactly those,
 in that order. The script text sent to Redis is one generated line binding
-them (``local S = {name = KEYS[n], ...}``), then ``_lib.lua``, then the file.
+them (``local S = {name = KEYS[n], ...}``), then the library files
+(:data:`LIBRARY`), then the file.
 
 Scripts are loaded once with SCRIPT LOAD on first use; a NOSCRIPT reply (after
 SCRIPT FLUSH or a restart without persistence of the script cache) loads the
@@ -27,6 +28,9 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from rota.errors import InvalidArgument
 from rota.stores.redis.keys import STATIC, Keys
+
+#: Shared Lua, sent before every script in this order (later files use earlier ones).
+LIBRARY = ("_base", "_ready", "_limits", "_jobs")
 
 _STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
 _INVALID = "ROTA_INVALID "
@@ -60,7 +64,7 @@ def load(name: str) -> Script:
     """The script ``lua/NAME.lua``, ready to send."""
     folder = resources.files(__package__).joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text()
-    lib = folder.joinpath("_lib.lua").read_text()
+    lib = "\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY)
     static = _header_keys(name, body)
     binds = ", ".join(f"{key} = KEYS[{i}]" for i, key in enumerate(static, start=2))
     text = f"local S = {{{binds}}}\n{lib}\n-- {name}.lua\n{body}"
@@ -68,7 +72,7 @@ def load(name: str) -> Script:
 
 
 def names() -> list[str]:
-    """Every script name (the ``.lua`` files other than ``_lib.lua``)."""
+    """Every script name (the ``.lua`` files other than the library's)."""
     folder = resources.files(__package__).joinpath("lua")
     return sorted(
         entry.name[:-4]

@@ -1,7 +1,7 @@
 -- claim: lease up to N runnable jobs of some queues to one worker (Store.claim).
 --
 -- KEYS[1] prefix: the namespace prefix; job, ready, prios, delayed, limit and
---                 index keys are derived from it (_lib.lua)
+--                 index keys are derived from it (_base.lua)
 -- KEYS[2] paused: set of paused queues
 -- KEYS[3] vclock: queue -> virtual clock (advanced to the claimed jobs' time)
 -- KEYS[4] leases: running job id -> lease expiry
@@ -17,7 +17,7 @@
 -- then sequence. A sub-queue holds the jobs of one limit signature, so when
 -- its head is blocked by a flow-control key the whole sub-queue is skipped;
 -- the number of sub-queues and jobs looked at is bounded, so a queue full of
--- blocked jobs costs little. A blocked sub-queue is parked (see _lib.lua)
+-- blocked jobs costs little. A blocked sub-queue is parked (see _ready.lua)
 -- until it may pass, so later claims do not look at it again.
 -- Returns the store's now, then 15 fields per claimed job: id, task, queue,
 -- payload, attempt, max_attempts, lost, token, lease, timeout, enqueued_at,

@@ -1,7 +1,7 @@
 -- delete: remove jobs that are not running (Store.delete).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, delayed and unique
---                 keys are derived from it (_lib.lua)
+--                 keys are derived from it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
 -- ARGV: job ids
 --

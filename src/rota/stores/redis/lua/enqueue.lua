@@ -1,13 +1,13 @@
 -- enqueue: store a batch of new jobs atomically (Store.enqueue).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, delayed, fair,
---                 unique and signal keys are derived from it (_lib.lua)
+--                 unique and signal keys are derived from it (_base.lua)
 -- KEYS[2] seq: job sequence counter
 -- KEYS[3] queues: set of known queues
 -- KEYS[4] vclock: queue -> virtual clock
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2] number of jobs N
--- ARGV[3..] N groups of L.NEW_FIELDS fields (see _lib.lua, L.enqueue)
+-- ARGV[3..] N groups of L.NEW_FIELDS fields (see _jobs.lua, L.enqueue)
 --
 -- Returns {id, duplicate ("1"/"0"), ...} per job in order, or the error
 -- "ROTA_INVALID <message>" with nothing changed.

@@ -1,6 +1,6 @@
 -- extend: renew leases by each job's lease duration (Store.extend).
 --
--- KEYS[1] prefix: the namespace prefix; job keys are derived from it (_lib.lua)
+-- KEYS[1] prefix: the namespace prefix; job keys are derived from it (_base.lua)
 -- KEYS[2] leases: running job id -> lease expiry
 -- ARGV: job id, token, job id, token, ...
 --

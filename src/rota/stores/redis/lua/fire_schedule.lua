@@ -2,7 +2,7 @@
 -- (Store.fire_schedule).
 --
 -- KEYS[1] prefix: the namespace prefix; schedule, job, index, ready, delayed,
---                 fair, unique and signal keys are derived from it (_lib.lua)
+--                 fair, unique and signal keys are derived from it (_base.lua)
 -- KEYS[2] seq: job sequence counter
 -- KEYS[3] queues: set of known queues
 -- KEYS[4] vclock: queue -> virtual clock
@@ -11,7 +11,7 @@
 -- ARGV[3] expected next_fire
 -- ARGV[4] new next_fire ("" for None)
 -- ARGV[5] "1" if a job follows, "0" to drop this fire
--- ARGV[6..] the job, as L.NEW_FIELDS fields (see _lib.lua, L.enqueue)
+-- ARGV[6..] the job, as L.NEW_FIELDS fields (see _jobs.lua, L.enqueue)
 --
 -- Applies only if the schedule is enabled and its stored next_fire equals
 -- ARGV[3] (else "conflict").

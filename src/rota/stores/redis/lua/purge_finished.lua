@@ -1,7 +1,7 @@
 -- purge_finished: retention (Store.purge_finished).
 --
 -- KEYS[1] prefix: the namespace prefix; job and index keys are derived from
---                 it (_lib.lua)
+--                 it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
 -- KEYS[3] workers: worker id -> heartbeat record
 -- KEYS[4] heartbeats: worker id -> last heartbeat

@@ -2,7 +2,7 @@
 -- (Store.purge_queue).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, delayed and unique
---                 keys are derived from it (_lib.lua)
+--                 keys are derived from it (_base.lua)
 -- KEYS[2] seq: job sequence counter
 -- KEYS[3] finished: finished job id -> finished_at
 -- ARGV[1] queue

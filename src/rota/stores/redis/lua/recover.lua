@@ -1,7 +1,7 @@
 -- recover: handle expired leases (Store.recover).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, limit, unique and
---                 signal keys are derived from it (_lib.lua)
+--                 signal keys are derived from it (_base.lua)
 -- KEYS[2] leases: running job id -> lease expiry
 -- KEYS[3] finished: finished job id -> finished_at
 -- KEYS[4] limkeys: set of flow-control keys

@@ -2,7 +2,7 @@
 -- attempt (Store.release, used at shutdown).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, limit and signal
---                 keys are derived from it (_lib.lua)
+--                 keys are derived from it (_base.lua)
 -- KEYS[2] leases: running job id -> lease expiry
 -- KEYS[3] limkeys: set of flow-control keys
 -- ARGV[1] request id, for replay after a reconnect ("" for none)

@@ -2,7 +2,7 @@
 -- (Store.retry).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, unique and signal
---                 keys are derived from it (_lib.lua)
+--                 keys are derived from it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
 -- ARGV: job ids
 --

@@ -2,7 +2,7 @@
 -- per call (Store.retry_failed).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, unique and signal
---                 keys are derived from it (_lib.lua)
+--                 keys are derived from it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
 -- ARGV[1] queue ("" for any)
 -- ARGV[2] task ("" for any)

@@ -1,0 +1,192 @@
+-- _jobs.lua: uniqueness, enqueueing, removing and requeueing jobs.
+
+-- uniqueness -------------------------------------------------------------
+
+-- The job holding a unique key, or nil: held while that job is pending or
+-- running, or while the key's TTL (set when the job succeeded) runs.
+function L.unique_holder(ukey)
+  local key = K.unique(ukey)
+  local holder = redis.call('GET', key)
+  if not holder then return nil end
+  if redis.call('PTTL', key) > 0 then return holder end
+  local state = redis.call('HGET', K.job(holder), 'state')
+  if state == 'scheduled' or state == 'queued' or state == 'running' then return holder end
+  return nil
+end
+
+-- After a job ends: keep its unique key for unique_for seconds after the
+-- finish on success, release it otherwise.
+function L.settle_unique(id, job, succeeded, now)
+  if not job.ukey then return end
+  local key = K.unique(job.ukey)
+  if redis.call('GET', key) ~= id then return end
+  local ufor = tonumber(redis.call('HGET', K.job(id), 'ufor') or '0') or 0
+  if succeeded and ufor > 0 then
+    redis.call('PEXPIREAT', key, math.ceil((now + ufor) * 1000))
+  else
+    redis.call('DEL', key)
+  end
+end
+
+
+-- enqueue ----------------------------------------------------------------
+
+-- Fields per job in ARGV, in this order ("" stands for None):
+L.NEW_FIELDS = 17
+-- the optional ones: job hash field and offset from the job's first field
+local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
+                  {'schedule', 15}, {'fire_time', 16}}
+-- 1 id, 2 task, 3 queue, 4 payload, 5 priority, 6 delay, 7 run_at, 8 max_attempts,
+-- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
+-- 15 unique_for, 16 schedule, 17 fire_time
+
+-- Store count jobs read from args starting at index first. Checks everything
+-- before writing, so a refused batch changes nothing. Returns the flat reply
+-- {id, duplicate, id, duplicate, ...}, or nil and an error message.
+-- keys: {seq=, queues=, vclock=}
+function L.enqueue(args, first, count, now, keys)
+  local n = L.NEW_FIELDS
+  local plan, holds, ids, fresh = {}, {}, {}, {}
+  for i = 0, count - 1 do
+    local base = first + i * n
+    local id, ukey = args[base], L.opt(args[base + 13])
+    local holder = nil
+    if ukey then
+      holder = holds[ukey] or L.unique_holder(ukey)
+    end
+    if holder then
+      plan[#plan + 1] = {id = holder, dup = true}
+    else
+      if ids[id] then return nil, 'a job with one of these ids already exists' end
+      ids[id] = true
+      fresh[#fresh + 1] = K.job(id)
+      if ukey then holds[ukey] = id end
+      plan[#plan + 1] = {id = id, base = base}
+    end
+  end
+  for i = 1, #fresh, 1000 do
+    if redis.call('EXISTS', unpack(fresh, i, math.min(i + 999, #fresh))) > 0 then
+      return nil, 'a job with one of these ids already exists'
+    end
+  end
+  local seq = 0
+  if #fresh > 0 then seq = redis.call('INCRBY', keys.seq, #fresh) - #fresh end
+  local stamp = L.fmt(now)
+  local idx = L.batch()
+  local reply, clocks, lasts, woken, heads, run_ats = {}, {}, {}, {}, {}, {}
+  for _, p in ipairs(plan) do
+    if not p.dup then
+      local b = p.base
+      local id, task, queue, priority = args[b], args[b + 1], args[b + 2], args[b + 4]
+      local fair, ukey, schedule = args[b + 12], L.opt(args[b + 13]), L.opt(args[b + 15])
+      local limits = L.opt(args[b + 11])
+      local sig = L.sig(limits)
+      if clocks[queue] == nil then
+        redis.call('SADD', keys.queues, queue)
+        clocks[queue] = tonumber(redis.call('HGET', keys.vclock, queue) or '0')
+        lasts[queue] = {}
+      end
+      local last = lasts[queue][fair]
+      if last == nil then
+        last = tonumber(redis.call('HGET', K.fair(queue), fair) or '0')
+      end
+      local vtime = math.max(last, clocks[queue]) + 1
+      lasts[queue][fair] = vtime
+      local run_at = L.opt(args[b + 6])
+      if not run_at then
+        local delay = args[b + 5]
+        run_at = run_ats[delay]
+        if not run_at then
+          run_at = L.fmt(now + tonumber(delay))
+          run_ats[delay] = run_at
+        end
+      end
+      local state = 'queued'
+      if tonumber(run_at) > now then state = 'scheduled' end
+      seq = seq + 1
+      local fields = {
+        'id', id, 'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3],
+        'priority', priority, 'vtime', vtime, 'fair', fair, 'run_at', run_at,
+        'enqueued_at', stamp, 'attempt', 0, 'max_attempts', args[b + 7], 'lost', 0,
+        'max_lost', args[b + 8], 'lease', args[b + 9], 'sig', sig, 'seq', seq,
+      }
+      for _, o in ipairs(OPTIONAL) do
+        local v = args[b + o[2]]
+        if v ~= '' then
+          fields[#fields + 1] = o[1]
+          fields[#fields + 1] = v
+        end
+      end
+      redis.call('HSET', K.job(id), unpack(fields))
+      if ukey then redis.call('SET', K.unique(ukey), id) end
+      idx.move(id, queue, seq, nil, state)
+      idx.add(K.task(task), seq, id)
+      if schedule then idx.add(K.sched(schedule), seq, id) end
+      if state == 'queued' then
+        idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
+        heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
+                                                             sig = sig}
+        woken[queue] = (woken[queue] or 0) + 1
+      else
+        idx.add(K.delayed(queue), run_at, id)
+        woken[queue] = math.max(woken[queue] or 0, 1) -- waiters re-read the next run time
+      end
+    end
+    reply[#reply + 1] = p.id
+    reply[#reply + 1] = p.dup and '1' or '0'
+  end
+  idx.flush()
+  for _, h in pairs(heads) do L.sub_head(h.queue, h.priority, h.sig) end
+  for queue, fairs in pairs(lasts) do
+    for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
+  end
+  for queue, count_ in pairs(woken) do L.signal(queue, count_) end
+  return reply
+end
+
+-- removal ----------------------------------------------------------------
+
+local REMOVE_FIELDS = {'state', 'queue', 'task', 'priority', 'seq', 'schedule', 'ukey', 'sig'}
+
+-- Delete a job and its index entries. unique: 'active' drops the unique key
+-- if this job holds it without a deadline, 'any' if it holds it at all,
+-- 'keep' leaves it. Returns the job's state before, or nil if it was absent.
+function L.remove_job(id, unique, finished_key)
+  local job = L.fields(K.job(id), REMOVE_FIELDS)
+  if not job.state then return nil end
+  L.unschedule(id, job)
+  L.index_state(id, job.queue, job.seq, job.state, nil)
+  redis.call('ZREM', K.task(job.task), id)
+  if job.schedule then redis.call('ZREM', K.sched(job.schedule), id) end
+  redis.call('ZREM', finished_key, id)
+  if job.ukey and unique ~= 'keep' then
+    local key = K.unique(job.ukey)
+    if redis.call('GET', key) == id and (unique == 'any' or redis.call('PTTL', key) == -1) then
+      redis.call('DEL', key)
+    end
+  end
+  redis.call('DEL', K.job(id))
+  return job.state
+end
+
+-- Queue a failed or cancelled job again with fresh attempt counts; it takes
+-- its unique key back. Refused (false) for jobs in other states, and while
+-- another job holds the unique key (the retry would be its duplicate).
+-- Returns the job's queue when applied.
+function L.requeue(id, now, finished_key)
+  local jkey = K.job(id)
+  local job = L.fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
+  if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
+  if job.ukey then
+    local holder = L.unique_holder(job.ukey)
+    if holder and holder ~= id then return false end
+  end
+  L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
+               'finished_at', false, 'started_at', false, 'error', false, 'traceback', false})
+  L.index_state(id, job.queue, job.seq, job.state, 'queued')
+  L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
+  redis.call('ZREM', finished_key, id)
+  if job.ukey then redis.call('SET', K.unique(job.ukey), id) end
+  return job.queue
+end
+
