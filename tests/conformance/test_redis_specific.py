@@ -542,3 +542,83 @@ def test_bad_namespace_is_refused() -> None:
 
     with pytest.raises(InvalidArgument, match="namespace"):
         RedisStore.from_url("redis://127.0.0.1:6379/0?namespace=a}b")
+
+
+def parked(store: RedisStore, queue: str = "default") -> dict[str, float]:
+    """The parked sub-queues of a queue: ``PRIO:SIG`` -> when to look again."""
+    client = redis.Redis.from_url(store.options.url)
+    try:
+        return {
+            m.decode(): s
+            for m, s in client.zrange(store.keys.parked(queue), 0, -1, withscores=True)
+        }
+    finally:
+        client.close()
+
+
+def test_a_rate_limited_sub_queue_parks_until_its_next_token(rstore: RedisStore) -> None:
+    rate = (RateKey("api", 4.0, 1),)  # a token every 0.25 s
+    rstore.enqueue([new_job(i, rate=rate) for i in range(3)])
+    first = claim(rstore, limit=3)
+    assert len(first) == 1
+    (until,) = parked(rstore).values()
+    assert until == pytest.approx(first[0].started_at + 0.25, abs=0.05)
+    rstore.wait(["default"], 20.0)  # ends when the token is due, not after 20 s
+    assert rstore.now() >= until - 0.01
+    assert len(claim(rstore, limit=3)) == 1
+
+
+def test_a_sub_queue_parked_on_a_busy_key_wakes_when_a_slot_frees(
+    rstore: RedisStore, redis_url: str
+) -> None:
+    limit = (ConcurrencyKey("one-at-a-time", 1),)
+    rstore.enqueue([new_job(i, concurrency=limit) for i in range(2)])
+    running = claim_one(rstore)
+    assert claim(rstore) == []
+    assert len(parked(rstore)) == 1
+    enqueue_one(rstore, new_job("more", concurrency=limit))  # joins the parked sub-queue
+    assert claim(rstore) == []
+
+    woke = threading.Event()
+
+    def waiter() -> None:
+        rstore.wait(["default"], 20.0)
+        woke.set()
+
+    thread = threading.Thread(target=waiter, daemon=True)
+    thread.start()
+    assert not woke.wait(0.3)
+    other = open_store(redis_url)
+    try:
+        assert succeed(other, running)  # frees the slot: the sub-queue is listed again
+    finally:
+        other.close()
+    assert woke.wait(10.0)
+    thread.join(10)
+    assert parked(rstore) == {}
+    assert len(claim(rstore)) == 1
+
+
+def test_resetting_a_breaker_unparks_its_sub_queue(rstore: RedisStore) -> None:
+    breaker = (BreakerKey("flaky.example", 1, 3600.0),)
+    rstore.enqueue([new_job(i, breaker=breaker) for i in range(2)])
+    assert fail(rstore, claim_one(rstore))  # opens the breaker for an hour
+    assert claim(rstore) == []
+    (until,) = parked(rstore).values()
+    assert until > rstore.now() + 3000
+    assert rstore.reset_breaker("flaky.example")
+    assert parked(rstore) == {}
+    assert len(claim(rstore)) == 1
+
+
+def test_emptying_a_parked_sub_queue_forgets_it(rstore: RedisStore) -> None:
+    limit = (ConcurrencyKey("busy", 1),)
+    ids = [r.id for r in rstore.enqueue([new_job(i, concurrency=limit) for i in range(2)])]
+    running = claim_one(rstore)
+    assert claim(rstore) == []
+    assert len(parked(rstore)) == 1
+    waiting = [i for i in ids if i != running.id]
+    assert rstore.cancel(waiting) == [True]
+    assert parked(rstore) == {}
+    assert succeed(rstore, running)
+    assert claim(rstore) == []

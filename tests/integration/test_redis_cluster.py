@@ -50,9 +50,9 @@ def send_records(url: str, n: int) -> dict[str, int]:
     app.task(name="record")(lambda i, pause=0.0: i)
     ids: dict[str, int] = {}
     for first in range(0, n, 5_000):
-        calls = [{"i": i, "pause": 0.002} for i in range(first, min(n, first + 5_000))]
-        handles = app.tasks["record"].send_many(calls)
-        ids.update({h.id: c["i"] for h, c in zip(handles, calls, strict=True)})
+        numbers = range(first, min(n, first + 5_000))
+        handles = app.tasks["record"].send_many([{"i": i, "pause": 0.002} for i in numbers])
+        ids.update({h.id: i for h, i in zip(handles, numbers, strict=True)})
     app.close()
     return ids
 

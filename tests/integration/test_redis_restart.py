@@ -61,7 +61,7 @@ class DurableRedis:
 
         def loaded() -> bool:
             try:
-                return client.info("persistence")["loading"] == 0
+                return bool(client.info("persistence")["loading"] == 0)
             except (redis.ConnectionError, redis.BusyLoadingError):
                 return False
 
