@@ -9,7 +9,9 @@ from rota.stores.base import FireResult
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
 
-_CHUNK = 5_000  # jobs per script call in the verbs that may touch very many
+# Jobs per script call in the verbs that may touch very many: a script runs
+# alone on the server, so each call is kept to a few milliseconds.
+_CHUNK = 1_000
 
 
 class Steering(RedisBase):
@@ -67,7 +69,14 @@ class Steering(RedisBase):
 
     @guarded
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
-        return int(self._run("purge_finished", [repr(float(older_than)), str(int(limit))]))
+        total = 0
+        while total < limit:
+            chunk = min(_CHUNK, limit - total)
+            removed = int(self._run("purge_finished", [repr(float(older_than)), str(chunk)]))
+            total += removed
+            if removed < chunk:
+                break
+        return total
 
     @guarded
     def set_limit(self, key: str, concurrency: int | None) -> None:
