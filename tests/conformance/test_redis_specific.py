@@ -622,3 +622,13 @@ def test_emptying_a_parked_sub_queue_forgets_it(rstore: RedisStore) -> None:
     assert parked(rstore) == {}
     assert succeed(rstore, running)
     assert claim(rstore) == []
+
+
+def test_a_job_lost_for_good_counts_as_a_failure(rstore: RedisStore) -> None:
+    job_id = enqueue_one(rstore, new_job(task="fragile", lease=0.05, max_lost=1))
+    claim_one(rstore)
+    wait_expired(rstore, job_id)
+    assert rstore.recover() == [job_id]
+    assert get(rstore, job_id).error == "worker_lost"
+    assert [(t.task, t.succeeded, t.failed) for t in rstore.totals()] == [("fragile", 0, 1)]
+    assert sum(m.failed for m in rstore.throughput(rstore.now() - 120)) == 1

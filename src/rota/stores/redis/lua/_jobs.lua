@@ -190,3 +190,21 @@ function L.requeue(id, now, finished_key)
   return job.queue
 end
 
+
+-- stats ------------------------------------------------------------------
+
+-- The stats hash field of an outcome: "s" or "f", len(queue), ":", queue, task.
+function L.stats_field(ok, queue, task)
+  return (ok and 's' or 'f') .. #queue .. ':' .. queue .. task
+end
+
+-- Add counts ({field = n}) to this minute's hash (kept two days) and the totals.
+function L.count_stats(counts, now, totals_key)
+  if not next(counts) then return end
+  local minute_key = K.stats(math.floor(now / 60))
+  for field, n in pairs(counts) do
+    redis.call('HINCRBY', minute_key, field, n)
+    redis.call('HINCRBY', totals_key, field, n)
+  end
+  redis.call('EXPIRE', minute_key, STATS_TTL)
+end

@@ -36,7 +36,7 @@ local function history(attempt, err)
 end
 
 local function count(queue, task, ok)
-  local field = (ok and 's' or 'f') .. #queue .. ':' .. queue .. task
+  local field = L.stats_field(ok, queue, task)
   counts[field] = (counts[field] or 0) + 1
 end
 
@@ -93,14 +93,7 @@ end
 idx.flush()
 for _, s in ipairs(settle) do L.settle_unique(s[1], s[2], s[3], now) end
 if used_book then book.save(S.limkeys) end
-if next(counts) then
-  local skey = K.stats(math.floor(now / 60))
-  for field, n in pairs(counts) do
-    redis.call('HINCRBY', skey, field, n)
-    redis.call('HINCRBY', S.totals, field, n)
-  end
-  redis.call('EXPIRE', skey, STATS_TTL)
-end
+L.count_stats(counts, now, S.totals)
 for queue in pairs(wake) do L.signal(queue, 1) end
 L.remember(ARGV[1], cjson.encode(reply))
 return reply

@@ -5,21 +5,22 @@
 -- KEYS[2] leases: running job id -> lease expiry
 -- KEYS[3] finished: finished job id -> finished_at
 -- KEYS[4] limkeys: set of flow-control keys
+-- KEYS[5] totals: all-time counts
 -- ARGV[1] most jobs to recover in this call
 --
 -- Each job whose lease expired before now records a lost attempt and frees
 -- its limit slots. Under its max_lost it is queued again; at it, it ends
--- failed with error "worker_lost".
+-- failed with error "worker_lost", counted as a failure in the stats.
 -- Returns the ids of the jobs recovered.
 
-local FIELDS = {'state', 'queue', 'priority', 'vtime', 'seq', 'limits', 'attempt', 'lost',
-                'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig'}
+local FIELDS = {'state', 'queue', 'task', 'priority', 'vtime', 'seq', 'limits', 'attempt',
+                'lost', 'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig'}
 local now = L.now()
 local expired = redis.call('ZRANGEBYSCORE', S.leases, '-inf', '(' .. L.fmt(now),
                            'LIMIT', 0, tonumber(ARGV[1]))
 if #expired == 0 then return {} end
 local book = L.book(now)
-local wake, recovered = {}, {}
+local wake, recovered, failed = {}, {}, {}
 local stamp = L.fmt(now)
 for _, id in ipairs(expired) do
   local jkey = K.job(id)
@@ -40,6 +41,8 @@ for _, id in ipairs(expired) do
                    unpack(fields)})
       L.index_state(id, job.queue, job.seq, 'running', 'failed')
       redis.call('ZADD', S.finished, now, id)
+      local field = L.stats_field(false, job.queue, job.task)
+      failed[field] = (failed[field] or 0) + 1
     else
       L.put(jkey, {'state', 'queued', 'error', false, 'finished_at', false, unpack(fields)})
       L.index_state(id, job.queue, job.seq, 'running', 'queued')
@@ -49,5 +52,6 @@ for _, id in ipairs(expired) do
   end
 end
 book.save(S.limkeys)
+L.count_stats(failed, now, S.totals)
 for queue, n in pairs(wake) do L.signal(queue, n) end
 return recovered
