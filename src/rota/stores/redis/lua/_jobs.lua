@@ -169,27 +169,24 @@ function L.remove_job(id, unique, finished_key)
   return job.state
 end
 
--- Queue a failed or cancelled job again with fresh attempt counts; it takes
--- its unique key back. Refused (false) for jobs in other states, and while
--- another job holds the unique key (the retry would be its duplicate).
--- Returns the job's queue when applied.
+-- Queue a failed or cancelled job again with fresh attempt counts. It takes
+-- its unique key back unless another job holds the key meanwhile. Returns
+-- the job's queue when applied, false for jobs in other states.
 function L.requeue(id, now, finished_key)
   local jkey = K.job(id)
   local job = L.fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
   if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
-  if job.ukey then
-    local holder = L.unique_holder(job.ukey)
-    if holder and holder ~= id then return false end
-  end
   L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
                'finished_at', false, 'started_at', false, 'error', false, 'traceback', false})
   L.index_state(id, job.queue, job.seq, job.state, 'queued')
   L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
   redis.call('ZREM', finished_key, id)
-  if job.ukey then redis.call('SET', K.unique(job.ukey), id) end
+  if job.ukey then
+    local holder = L.unique_holder(job.ukey)
+    if not holder or holder == id then redis.call('SET', K.unique(job.ukey), id) end
+  end
   return job.queue
 end
-
 
 -- stats ------------------------------------------------------------------
 

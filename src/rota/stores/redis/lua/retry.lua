@@ -6,7 +6,8 @@
 -- KEYS[2] finished: finished job id -> finished_at
 -- ARGV: job ids
 --
--- Each job takes its unique key back. Returns 1 per job queued, else 0.
+-- Each job takes its unique key back unless another job holds it now.
+-- Returns 1 per job queued, else 0.
 
 local now = L.now()
 local reply, wake = {}, {}
