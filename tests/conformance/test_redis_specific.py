@@ -391,6 +391,20 @@ def test_a_batch_whose_reply_was_lost_acts_once(proxy: DroppingProxy) -> None:
         store.close()
 
 
+def test_replies_are_remembered_only_as_long_as_calls_retry(redis_url: str) -> None:
+    store = open_store(f"{redis_url}&retry_for=5")
+    assert isinstance(store, RedisStore)
+    client = redis.Redis.from_url(store.options.url)
+    try:
+        enqueue_one(store, new_job())
+        remembered = list(client.scan_iter(match=store.keys.req("*"), count=1000))
+        assert len(remembered) == 1
+        assert 30 < client.ttl(remembered[0]) <= 35
+    finally:
+        client.close()
+        store.close()
+
+
 def test_an_outage_is_logged_once_and_calls_carry_on(
     private_redis: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:

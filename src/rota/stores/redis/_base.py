@@ -54,11 +54,11 @@ class RedisBase:
     ) -> Any:
         return self._reconnect.call(lambda: self._scripts.run(name, args, extra_keys))
 
-    @staticmethod
-    def _request_id() -> str:
+    def _request_id(self) -> str:
         """A fresh id under which a batch's reply is remembered, so a call repeated
-        after a lost connection returns the first reply instead of acting twice."""
-        return secrets.token_hex(12)
+        after a lost connection returns the first reply instead of acting twice.
+        It says how long Redis keeps the reply: as long as calls keep retrying."""
+        return f"{int(self.options.retry_for) + 30}/{secrets.token_hex(12)}"
 
     @guarded
     def now(self) -> float:

@@ -48,7 +48,6 @@ function K.req(id) return PREFIX .. 'req:' .. id end
 
 local STATS_TTL = 2 * 86400
 local SIGNAL_CAP = 64
-local REPLAY_TTL = 300
 -- A sub-queue parked on a busy key is looked at again after this many seconds
 -- even if no wake-up came (a slot may free while another key holds it back).
 local PARK_HOLD = 2
@@ -135,9 +134,12 @@ function L.replayed(rid)
   return redis.call('GET', K.req(rid))
 end
 
+-- A request id is "SECONDS/RANDOM": how long to remember the reply (the
+-- caller's reconnect budget and some), then a random part.
 function L.remember(rid, value)
   if rid and rid ~= '' then
-    redis.call('SET', K.req(rid), value, 'EX', REPLAY_TTL)
+    local ttl = tonumber(string.match(rid, '^(%d+)/')) or 60
+    redis.call('SET', K.req(rid), value, 'EX', ttl)
   end
 end
 
