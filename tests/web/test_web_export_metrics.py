@@ -43,6 +43,7 @@ def test_export_csv_of_a_task(client: TestClient, demo: Demo) -> None:
         "enqueued_at",
         "started_at",
         "finished_at",
+        "schedule",
     ]
 
 
@@ -88,6 +89,7 @@ def test_export_bad_input(client: TestClient) -> None:
             "enqueued_at",
             "started_at",
             "finished_at",
+            "schedule",
         ]
     )
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-import json
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Iterable, Iterator
+from typing import IO
 
 from rich.progress import (
     BarColumn,
@@ -16,80 +14,24 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from rota._time import from_epoch
+from rota import export
 from rota.cli._support import console
 from rota.models import Job, JobState
 from rota.stores import Store
 
-__all__ = ["FIELDS", "expected_total", "record", "write", "write_with_progress"]
-
-#: Columns of an export, in order.
-FIELDS = (
-    "id",
-    "task",
-    "queue",
-    "args",
-    "kwargs",
-    "result",
-    "attempt",
-    "enqueued_at",
-    "started_at",
-    "finished_at",
-    "schedule",
-)
+__all__ = ["expected_total", "write", "write_with_progress"]
 
 
-def _iso(epoch: float | None) -> str | None:
-    return None if epoch is None else from_epoch(epoch).isoformat()
-
-
-def record(job: Job) -> dict[str, Any]:
-    """One job as an export row; times are ISO 8601 in UTC."""
-    return {
-        "id": job.id,
-        "task": job.task,
-        "queue": job.queue,
-        "args": job.args,
-        "kwargs": job.kwargs,
-        "result": job.result,
-        "attempt": job.attempt,
-        "enqueued_at": _iso(job.enqueued_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
-        "schedule": job.schedule,
-    }
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _jsonl(jobs: Iterable[Job], out: IO[str]) -> Iterator[None]:
+def _lines(fmt: str, jobs: Iterable[Job], out: IO[str]) -> Iterator[None]:
+    out.write(export.header(fmt))
     for job in jobs:
-        out.write(_compact(record(job)) + "\n")
+        out.write(export.line(fmt, job))
         yield None
-
-
-def _csv(jobs: Iterable[Job], out: IO[str]) -> Iterator[None]:
-    writer = csv.DictWriter(out, fieldnames=FIELDS)
-    writer.writeheader()
-    for job in jobs:
-        row = record(job)
-        for name in ("args", "kwargs", "result"):
-            row[name] = _compact(row[name])
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-        yield None
-
-
-WRITERS: dict[str, Callable[[Iterable[Job], IO[str]], Iterator[None]]] = {
-    "jsonl": _jsonl,
-    "csv": _csv,
-}
 
 
 def write(fmt: str, jobs: Iterable[Job], out: IO[str]) -> int:
     """Write ``jobs`` to ``out`` in format ``fmt``; return how many."""
-    return sum(1 for _ in WRITERS[fmt](jobs, out))
+    return sum(1 for _ in _lines(fmt, jobs, out))
 
 
 def write_with_progress(fmt: str, jobs: Iterable[Job], out: IO[str], total: int | None) -> int:
@@ -107,7 +49,7 @@ def write_with_progress(fmt: str, jobs: Iterable[Job], out: IO[str], total: int 
     count = 0
     with progress:
         bar = progress.add_task("export", total=total)
-        for _ in WRITERS[fmt](jobs, out):
+        for _ in _lines(fmt, jobs, out):
             count += 1
             progress.advance(bar)
     return count

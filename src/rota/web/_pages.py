@@ -15,13 +15,13 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from rota.errors import InvalidArgument, JobNotFound
+from rota.export import FIELDS
 from rota.models import JobState, parse_state
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
 from rota.web._chart import chart
 from rota.web._deps import context, page_operator, page_viewer
-from rota.web._export import COLUMNS
 
 __all__ = ["router"]
 
@@ -365,5 +365,5 @@ def export_page(request: Request, identity: Viewer) -> Response:
         identity,
         queue_names=queue_names,
         task_names=task_names,
-        columns=COLUMNS,
+        columns=FIELDS,
     )
