@@ -646,3 +646,23 @@ def test_a_job_lost_for_good_counts_as_a_failure(rstore: RedisStore) -> None:
     assert get(rstore, job_id).error == "worker_lost"
     assert [(t.task, t.succeeded, t.failed) for t in rstore.totals()] == [("fragile", 0, 1)]
     assert sum(m.failed for m in rstore.throughput(rstore.now() - 120)) == 1
+
+
+def test_retention_drops_fairness_entries_the_queue_clock_has_passed(rstore: RedisStore) -> None:
+    keys_ = [f"h{i}.example" for i in range(50)]
+    rstore.enqueue([new_job(k, concurrency=(ConcurrencyKey(k, 1),)) for k in keys_])
+    claimed = claim(rstore, limit=50)
+    assert len(claimed) == 50
+    assert all(succeed(rstore, job) for job in claimed)
+    client = redis.Redis.from_url(rstore.options.url)
+    try:
+        assert client.hlen(rstore.keys.fair("default")) == 50
+        rstore.purge_finished(3600.0)  # jobs stay; the stale fairness entries go
+        assert client.hlen(rstore.keys.fair("default")) == 0
+        assert len(rstore.list_jobs(JobQuery()).jobs) == 50
+    finally:
+        client.close()
+    # new jobs are ordered as before: round robin from the queue's clock
+    first = enqueue_one(rstore, new_job("a", concurrency=(ConcurrencyKey("h0.example", 1),)))
+    second = enqueue_one(rstore, new_job("b", concurrency=(ConcurrencyKey("h1.example", 1),)))
+    assert [c.id for c in claim(rstore, limit=2)] == [first, second]

@@ -25,6 +25,8 @@ key                            type    holds
 ``P schedules``                set     schedule names
 ``P schedver``                 string  counter bumped on every schedule change
 ``P totals``                   hash    all-time stats, fields as in ``stats:``
+``P fairscan``                 hash    queue -> cursor of the retention pass over
+                                       its ``fair:`` hash
 ``P job:ID``                   hash    one job (fields in ``_codec.JOB_FIELDS``)
 ``P state:STATE``              zset    job id -> seq, per state (paging, counts)
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
@@ -85,6 +87,7 @@ STATIC = (
     "schedules",
     "schedver",
     "totals",
+    "fairscan",
 )
 
 #: The kinds of keys derived from the prefix: ``P KIND:...``.
