@@ -180,20 +180,23 @@ if #chosen == 0 then return {L.fmt(now)} end
 local clocks, emptied, saved, out = {}, {}, {}, {L.fmt(now)}
 local started = L.fmt(now)
 local idx = L.batch()
-local FETCH = {unpack(RETURN)}
-FETCH[#FETCH + 1] = 'seq'
+-- the stored fields of RETURN (id, token and started_at are known here), and seq
+local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
+               'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq'}
 for _, c in ipairs(chosen) do
   local jkey = K.job(c.id)
   local v = redis.call('HMGET', jkey, unpack(FETCH))
-  local seq = v[#FETCH]
+  local seq = v[13]
   local token = token_base .. ':' .. seq
-  local expires = now + tonumber(v[9])
-  v[5] = tonumber(v[5]) + 1 -- attempt
-  v[8] = token
-  v[15] = started
-  redis.call('HSET', jkey, 'state', 'running', 'attempt', v[5], 'owner', worker,
+  local expires = now + tonumber(v[7])
+  local attempt = tonumber(v[4]) + 1
+  redis.call('HSET', jkey, 'state', 'running', 'attempt', attempt, 'owner', worker,
              'token', token, 'expires', expires, 'started_at', started)
-  for i = 1, #RETURN do out[#out + 1] = v[i] end
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]
+  out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[5], v[6], token
+  out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[7], v[8], v[9], v[10]
+  out[n + 13], out[n + 14], out[n + 15] = v[11], v[12], started
   local sub = K.ready(c.queue, c.priority, c.sig)
   idx.rem(sub, c.member)
   emptied[sub] = c
