@@ -417,16 +417,17 @@ def test_an_outage_is_logged_once_and_calls_carry_on(
         private_redis.start()
         restarted.set()
 
+    thread = threading.Thread(target=restart_later, daemon=True)
     try:
         enqueue_one(store, new_job("before"))
         private_redis.stop()
-        thread = threading.Thread(target=restart_later, daemon=True)
         thread.start()
         enqueue_one(store, new_job("during"))  # blocks through the outage, then goes in
         assert restarted.is_set()
-        thread.join(10)
         assert [j.args for j in store.list_jobs(JobQuery()).jobs] == [["during"]]  # no AOF
     finally:
+        if thread.is_alive():
+            thread.join(10)  # the restarted server is the fixture's to stop
         store.close()
     messages = [r.getMessage() for r in caplog.records]
     assert sum("lost the connection to Redis" in m for m in messages) == 1, messages
