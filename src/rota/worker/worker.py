@@ -109,6 +109,8 @@ class Worker:
         self._stopping = threading.Event()
         self._done = threading.Event()
         self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self._unacked: list[Outcome] = []
+        self._ack_closing = False
         self._signals = 0
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._side: list[threading.Thread] = []
@@ -167,7 +169,14 @@ class Worker:
                 continue
             jobs = self._claim(store.claim, free)
             if not jobs:
-                store.wait(self.queues, 1.0)
+                self._wait_for_work()
+
+    def _wait_for_work(self) -> None:
+        try:
+            self.app.store.wait(self.queues, 1.0)
+        except Exception:
+            log.exception("waiting for work failed; retrying shortly")
+            self._stopping.wait(1.0)
 
     def _claim(
         self, claim: Callable[[str, Sequence[str], int], list[ClaimedJob]], free: int
@@ -217,28 +226,29 @@ class Worker:
         return run
 
     def _ack_loop(self) -> None:
+        """Report outcomes in batches. Outcomes not yet acknowledged live in
+        ``self._unacked``, so a store outage that restarts this loop loses none."""
         store = self.app.store
-        pending: list[Outcome] = []
+        pending = self._unacked
         while True:
             if not pending:
                 first = self._outcomes.get()
                 if first is None:
                     return
                 pending.append(first)
-            closing = False
             while len(pending) < _ACK_BATCH:
                 try:
                     more = self._outcomes.get_nowait()
                 except queue.Empty:
                     break
                 if more is None:
-                    closing = True
+                    self._ack_closing = True
                     break
                 pending.append(more)
             applied = store.finish(pending)  # raises on a store outage: retried by supervisor
             self._count(pending, applied)
-            pending = []
-            if closing:
+            pending.clear()
+            if self._ack_closing:
                 return
 
     def _count(self, outcomes: list[Outcome], applied: list[bool]) -> None:
