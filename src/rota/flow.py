@@ -23,8 +23,8 @@ def refill(bucket: Bucket | None, rate: float, burst: int, now: float) -> Bucket
     A bucket never seen before starts full."""
     if bucket is None:
         return Bucket(float(burst), now)
-    elapsed = max(0.0, now - bucket.at)
-    return Bucket(min(float(burst), bucket.tokens + elapsed * rate), now)
+    elapsed = max(0.0, now - bucket.at)  # a clock stepping back credits nothing twice
+    return Bucket(min(float(burst), bucket.tokens + elapsed * rate), max(bucket.at, now))
 
 
 def take(bucket: Bucket) -> Bucket | None:

@@ -7,6 +7,7 @@ enforces them across every worker without running user code.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,9 +89,12 @@ class Rate:
                     f"rate {self.spec!r} is not valid; use e.g. '2/s', '100/m', '5/10s'"
                 )
             count, multiple, unit = match.groups()
-            rate = float(count) / (int(multiple or 1) * _PER[unit])
-        if rate <= 0:
-            raise InvalidArgument(f"rate must be positive, not {self.spec!r}")
+            window = int(multiple or 1) * _PER[unit]
+            if window <= 0:
+                raise InvalidArgument(f"rate {self.spec!r} has an empty time window")
+            rate = float(count) / window
+        if not math.isfinite(rate) or rate <= 0:
+            raise InvalidArgument(f"rate must be a positive finite number, not {self.spec!r}")
         return rate
 
 

@@ -12,5 +12,5 @@ def backoff_delay(failures: int, base: float, cap: float, rand: float) -> float:
     """
     if failures < 1:
         return 0.0
-    ceiling = min(cap, base * 2.0 ** (failures - 1))
+    ceiling = min(cap, base * 2.0 ** min(failures - 1, 64))
     return ceiling / 2.0 + ceiling / 2.0 * rand

@@ -165,19 +165,6 @@ class Sampler:
         return max((n for at, n in self.samples if at >= since), default=0)
 
 
-def _xfail_on(request: pytest.FixtureRequest, **reasons: str) -> None:
-    """Mark the running test as a known failure on the backends named."""
-    reason = reasons.get(request.getfixturevalue("backend"))
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-
-
-WAKE_REASON = (
-    "SQLiteStore.wait() sleeps until the next notification or 1 s after a claim came back "
-    "empty because a rate key is out of tokens; nothing wakes it when a token refills"
-)
-
-
 # -- concurrency ---------------------------------------------------------------
 
 
@@ -251,10 +238,7 @@ def test_rate_limit_holds_in_every_window_while_workers_are_busy(lab: Lab) -> No
     assert len({r.pid for r in paced}) > 1, "several workers shared the paced key"
 
 
-def test_idle_workers_start_rate_limited_jobs_at_the_rate(
-    lab: Lab, request: pytest.FixtureRequest
-) -> None:
-    _xfail_on(request, sqlite=WAKE_REASON)
+def test_idle_workers_start_rate_limited_jobs_at_the_rate(lab: Lab) -> None:
     n = 45
     starts = paced_starts(lab, n)
     assert worst_excess(starts, 20.0, 5) <= 0.05
@@ -307,16 +291,7 @@ def test_blocked_jobs_stay_queued_and_do_not_hold_up_others(lab: Lab) -> None:
     assert max_overlap([r for r in lab.runs() if r.key == "held"]) <= 2
 
 
-SCAN_REASON = (
-    "SQLiteStore._choose scans at most max(2048, 32 x limit) ready rows (pages reach ~2x "
-    "that) and skips blocked ones in Python; more blocked rows ahead of a runnable job hide it"
-)
-
-
-def test_many_blocked_high_priority_jobs_do_not_hide_runnable_ones(
-    store: Store, lab: Lab, request: pytest.FixtureRequest
-) -> None:
-    _xfail_on(request, sqlite=SCAN_REASON)
+def test_many_blocked_high_priority_jobs_do_not_hide_runnable_ones(store: Store, lab: Lab) -> None:
     urgent = lab.sender.tasks["site"].options(priority=10)
     lab.sender.limits.set("held", 0)
     urgent.send_many([("held", 0.0)] * 5000)
@@ -325,10 +300,7 @@ def test_many_blocked_high_priority_jobs_do_not_hide_runnable_ones(
     assert {c.id for c in claimed} == free
 
 
-def test_a_round_of_rate_limited_sites_does_not_hide_other_work(
-    store: Store, lab: Lab, request: pytest.FixtureRequest
-) -> None:
-    _xfail_on(request, sqlite=SCAN_REASON)
+def test_a_round_of_rate_limited_sites_does_not_hide_other_work(store: Store, lab: Lab) -> None:
     crawl = lab.sender.tasks["fetch"].options(
         concurrency=(), breaker=(), rate=Rate("1/m", key=flow.host_of)
     )

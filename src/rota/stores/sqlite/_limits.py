@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rota import _json, flow
 from rota.stores.sqlite._sql import queries
@@ -26,6 +27,20 @@ class _KeyState:
     probe: str | None = None
 
 
+#: Jobs blocked by a busy key are parked at most this long; a freed slot
+#: brings them back sooner.
+PARK_SAFETY = 10.0
+#: A ``freed`` count that unparks every job parked on the key.
+UNPARK_ALL = 1_000_000
+
+
+class Block(NamedTuple):
+    """Why a job cannot start: ``key`` blocks it until at least ``until``."""
+
+    key: str
+    until: float
+
+
 class LimitBook:
     """Reads each touched key once, decides admissions and outcomes, writes back once.
 
@@ -38,7 +53,8 @@ class LimitBook:
         self._now = now
         self._keys: dict[str, _KeyState] = {}
         self._dirty: set[str] = set()
-        self.blocked: set[str] = set()
+        self.blocked: dict[str, float] = {}  # key -> until when it stays blocked
+        self.freed: Counter[str] = Counter()  # key -> parked jobs it may now let run
 
     def _get(self, key: str) -> _KeyState:
         state = self._keys.get(key)
@@ -48,36 +64,43 @@ class LimitBook:
             self._keys[key] = state
         return state
 
-    def admit(self, limits: dict[str, Any], job_id: str) -> bool:
-        """Take the job's slots and tokens if every key allows it; else block
-        the first key that does not and take nothing."""
+    def admit(self, limits: dict[str, Any], job_id: str) -> Block | None:
+        """Take the job's slots and tokens if every key allows it and return
+        None; else take nothing and return what blocks it (the key, and until
+        when it surely stays blocked)."""
         buckets: dict[str, flow.Bucket] = {}
         for key, n in limits.get("c", ()):
             state = self._get(key)
             cap = state.override if state.override is not None else n
             if key in self.blocked or state.running >= cap:
-                self.blocked.add(key)
-                return False
+                return self._block(key, self._now + PARK_SAFETY)
         for key, rate, burst in limits.get("r", ()):
+            if key in self.blocked:
+                return self._block(key, self._now)
             state = self._get(key)
             old = None
             if state.tokens is not None and state.tokens_at is not None:
                 old = flow.Bucket(state.tokens, state.tokens_at)
             bucket = flow.refill(old, rate, burst, self._now)
-            taken = flow.take(bucket) if key not in self.blocked else None
+            taken = flow.take(bucket)
             if taken is None:
-                self.blocked.add(key)
-                return False
+                return self._block(key, self._now + (1.0 - bucket.tokens) / rate)
             buckets[key] = taken
         for key, _n, _cooldown in limits.get("b", ()):
             state = self._get(key)
             if key in self.blocked or not flow.breaker_allows(
                 state.open_until, state.probe is not None, self._now
             ):
-                self.blocked.add(key)
-                return False
+                probing = state.probe is not None or state.open_until is None
+                cooled = self._now + PARK_SAFETY if probing else state.open_until
+                return self._block(key, cooled or self._now)
         self._apply_admission(limits, buckets, job_id)
-        return True
+        return None
+
+    def _block(self, key: str, until: float) -> Block:
+        """Record that ``key`` blocks until ``until`` (the first reason found wins)."""
+        until = self.blocked.setdefault(key, until)
+        return Block(key, until)
 
     def _apply_admission(
         self, limits: dict[str, Any], buckets: dict[str, flow.Bucket], job_id: str
@@ -103,16 +126,19 @@ class LimitBook:
         for key, _n in limits.get("c", ()):
             state = self._get(key)
             state.running = max(0, state.running - 1)
+            self.freed[key] += 1
             self._dirty.add(key)
         for key, threshold, cooldown in limits.get("b", ()):
             state = self._get(key)
-            was_probe = state.probe == job_id
-            if was_probe:
+            if state.probe == job_id:
                 state.probe = None
+                self.freed[key] += 1
             if ok is not None:
                 state.failures, state.open_until = flow.breaker_after(
                     state.failures, state.open_until, ok, threshold, cooldown, self._now
                 )
+                if state.open_until is None:
+                    self.freed[key] += UNPARK_ALL
             self._dirty.add(key)
 
     def save(self) -> None:

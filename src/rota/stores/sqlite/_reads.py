@@ -38,7 +38,7 @@ def _limit_keys(raw: bytes | None) -> tuple[str, ...]:
 def job_from_row(row: Sequence[Any], now: float) -> Job:
     """Build a :class:`Job` from a row selected with ``_JOB_COLUMNS``."""
     payload = _json.loads(row[5]) or {}
-    state = JobState(row[4])
+    state = JobState.QUEUED if row[4] == "parked" else JobState(row[4])
     if state is JobState.SCHEDULED and row[7] <= now:
         state = JobState.QUEUED
     return Job(
@@ -119,7 +119,10 @@ class Reads(Connections):
             where.append("task = ?")
             params.append(query.task)
         if query.state is JobState.QUEUED:  # due scheduled jobs count as queued
-            where.append("state IN ('queued', 'scheduled') AND (state = 'queued' OR run_at <= ?)")
+            where.append(
+                "state IN ('queued', 'parked', 'scheduled')"
+                " AND (state != 'scheduled' OR run_at <= ?)"
+            )
             params.append(time.time())
         elif query.state is JobState.SCHEDULED:
             where.append("state = 'scheduled' AND run_at > ?")
@@ -155,7 +158,9 @@ class Reads(Connections):
         for queue, state, n in conn.execute(
             "SELECT queue, state, count(*) FROM jobs GROUP BY queue, state"
         ):
-            counts.setdefault(queue, {})[JobState(state)] = n
+            by_state = counts.setdefault(queue, {})
+            shown = JobState.QUEUED if state == "parked" else JobState(state)
+            by_state[shown] = by_state.get(shown, 0) + n
         for queue, due in conn.execute(
             "SELECT queue, count(*) FROM jobs INDEXED BY jobs_due"
             " WHERE state = 'scheduled' AND run_at <= ? GROUP BY queue",

@@ -151,8 +151,12 @@ class Schedules(Connections):
         row = conn.execute("SELECT state FROM jobs WHERE id = ?", (last_job_id,)).fetchone()
         state = row[0] if row else None
         if overlap == "skip":
-            return state in ("scheduled", "queued", "running")
-        return state in ("scheduled", "queued")  # "queue": one may wait behind the running one
+            return state in ("scheduled", "queued", "parked", "running")
+        return state in (
+            "scheduled",
+            "queued",
+            "parked",
+        )  # "queue": one may wait behind the running one
 
     def schedule_changed_since(self, version: int) -> int:
         row = (

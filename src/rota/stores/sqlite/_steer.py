@@ -8,9 +8,12 @@ from collections.abc import Sequence
 
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
+from rota.stores.sqlite._limits import UNPARK_ALL
+from rota.stores.sqlite._sql import queries
 from rota.stores.sqlite._uniques import rehold_unique
 
-_PENDING = "('scheduled', 'queued')"
+Q = queries()
+_PENDING = "('scheduled', 'queued', 'parked')"
 
 
 class Steering(Connections):
@@ -151,6 +154,7 @@ class Steering(Connections):
                 " ON CONFLICT (key) DO UPDATE SET override = excluded.override",
                 (key, concurrency),
             )
+            conn.execute(Q["unpark_key"], (key, UNPARK_ALL))
         _notify.notify(self.path)
 
     def reset_breaker(self, key: str) -> bool:
@@ -160,5 +164,6 @@ class Steering(Connections):
                 " WHERE key = ? AND open_until IS NOT NULL",
                 (key,),
             ).rowcount
+            conn.execute(Q["unpark_key"], (key, UNPARK_ALL))
         _notify.notify(self.path)
         return changed == 1

@@ -7,7 +7,7 @@ import sqlite3
 from rota.stores.sqlite._sql import queries
 
 Q = queries()
-_ACTIVE = ("scheduled", "queued", "running")
+_ACTIVE = ("scheduled", "queued", "parked", "running")
 
 
 def unique_holder(conn: sqlite3.Connection, key: str, now: float) -> str | None:

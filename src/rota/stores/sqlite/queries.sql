@@ -119,3 +119,19 @@ SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
 -- name: save_worker
 INSERT INTO workers (id, heartbeat_at, info) VALUES (?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, info = excluded.info
+
+-- name: park
+UPDATE jobs SET state = 'parked', parked_on = ?, parked_until = ? WHERE seq = ?
+
+-- name: unpark_due
+UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
+WHERE state = 'parked' AND parked_until <= ?
+
+-- name: unpark_key
+UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
+WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_parked_on
+              WHERE state = 'parked' AND parked_on = ?
+              ORDER BY priority DESC, vtime, seq LIMIT ?)
+
+-- name: next_parked
+SELECT min(parked_until) FROM jobs WHERE state = 'parked'

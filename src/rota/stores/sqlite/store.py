@@ -124,13 +124,15 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         if limit <= 0 or not queues:
             return []
-        now = time.time()
         with self._write() as conn:
+            now = time.time()  # read under the write lock: buckets never go back in time
             conn.execute(Q["promote_due"], (now,))
+            conn.execute(Q["unpark_due"], (now,))
             paused = {row[0] for row in conn.execute(Q["paused_queues"])}
             book = _limits.LimitBook(conn, now)
             active = [queue for queue in dict.fromkeys(queues) if queue not in paused]
-            chosen = self._choose(conn, book, active, limit)
+            chosen, parked = self._choose(conn, book, active, limit)
+            conn.executemany(Q["park"], parked)
             if not chosen:
                 return []
             book.save()
@@ -172,15 +174,17 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
     @staticmethod
     def _choose(
         conn: sqlite3.Connection, book: _limits.LimitBook, queues: list[str], limit: int
-    ) -> list[_Choice]:
-        """Pick up to ``limit`` claimable jobs from ``queues``, best first, skipping
-        jobs whose keys are blocked. Slots and tokens are taken only for the jobs
-        picked.
+    ) -> tuple[list[_Choice], list[tuple[str, float, int]]]:
+        """Pick up to ``limit`` claimable jobs from ``queues``, best first. Slots
+        and tokens are taken only for the jobs picked.
 
-        Scans the ready index in growing pages, at most a bounded number of
-        rows, so a queue full of blocked jobs costs little."""
+        Jobs found blocked are returned as ``(key, until, seq)`` to park: they
+        leave the ready index until their key may let them run, so the next
+        claims do not scan them again. Each claim scans a bounded number of
+        rows in growing pages."""
         chosen: list[_Choice] = []
-        page, offset, max_scan = max(16, limit * 2), 0, max(2048, limit * 32)
+        parked: list[tuple[str, float, int]] = []
+        page, offset, max_scan = max(16, limit * 2), 0, max(10_000, limit * 32)
         remaining = list(queues)
         while remaining and len(chosen) < limit and offset < max_scan:
             candidates = []
@@ -195,13 +199,16 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             candidates.sort(key=lambda c: c[0].order)
             for choice, raw_limits, job_id in candidates:
                 limits = _limits.decode(raw_limits)
-                if limits is None or book.admit(limits, job_id):
-                    chosen.append(choice)
-                    if len(chosen) >= limit:
-                        break
+                block = book.admit(limits, job_id) if limits else None
+                if block is not None:
+                    parked.append((block.key, block.until, choice.seq))
+                    continue
+                chosen.append(choice)
+                if len(chosen) >= limit:
+                    break
             offset += page
             page *= 2
-        return chosen
+        return chosen, parked
 
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
@@ -253,9 +260,16 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             conn.executemany(Q["mark_retry"], retries)
             conn.executemany(Q["mark_failed"], fails)
             book.save()
+            self._unpark(conn, book)
             self._count(conn, minute, counts)
         _notify.notify(self.path)  # freed slots and retries may unblock waiters
         return applied
+
+    @staticmethod
+    def _unpark(conn: sqlite3.Connection, book: _limits.LimitBook) -> None:
+        """Bring back as many parked jobs of each key as it freed slots."""
+        for key, count in book.freed.items():
+            conn.execute(Q["unpark_key"], (key, count))
 
     @staticmethod
     def _count(
@@ -306,6 +320,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                         book.release(limits, lease.job_id, None)
                     conn.execute(Q["mark_released"], (lease.job_id,))
             book.save()
+            self._unpark(conn, book)
         _notify.notify(self.path)
         return applied
 
@@ -349,15 +364,17 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     ),
                 )
             book.save()
+            self._unpark(conn, book)
             self._count(conn, int(now // 60), lost_for_good)
         _notify.notify(self.path)
         return [row["id"] for row in rows]
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         conn = self._waiter_conn()
-        row = conn.execute(Q["next_due"]).fetchone()
-        if row and row[0] is not None:
-            timeout = min(timeout, max(0.0, row[0] - time.time()))
+        for query in ("next_due", "next_parked"):
+            row = conn.execute(Q[query]).fetchone()
+            if row and row[0] is not None:
+                timeout = min(timeout, max(0.0, row[0] - time.time()))
         version = conn.execute("PRAGMA data_version").fetchone()[0]
 
         def changed() -> bool:
