@@ -1,247 +1,650 @@
-"""rota on Redis against the Python task queues that run on Redis.
+"""rota on Redis against the Python task queues that run on Redis, side by side.
 
-Each system gets a fresh private ``redis-server`` (no persistence) on a free
-port, N no-op jobs sent with its fastest sending API, then one worker process
-with its usual concurrent setup, timed from the worker's start until every
-job is done (worker start-up included, the same for all). The peers must be
-installed in the running interpreter's environment; missing ones are skipped:
+Celery, RQ, Dramatiq, Huey, taskiq, saq and arq each run in a virtualenv of
+their own under ``bench/.peers-venv/`` (made on first use, never part of
+rota's environment); rota runs from the interpreter that runs this script.
+Each measurement gets a private ``redis-server`` without persistence on a
+free port. Three workloads, ONE worker process per system:
 
-    python -m venv /tmp/peers && /tmp/peers/bin/pip install -e . rq 'dramatiq[redis]' huey arq
-    /tmp/peers/bin/python bench/redis_peers/peers.py --jobs 20000
+1. no-op throughput: send ``--jobs`` no-op jobs (bulk where the library has
+   it), start the worker, time until the last one is done;
+2. enqueue-to-start latency with that worker idle: one job at a time, a few
+   ms apart; latency = task start - send;
+3. I/O-bound: ``--io-jobs`` jobs that sleep ``--sleep`` s at concurrency
+   ``--io-concurrency``: jobs/s from the first start to the last end.
+
+Every task reports the same way (a pipelined ``INCR`` of a counter plus its
+start and end times, see ``apps/_common.py``). Before the measured runs, each
+system's candidate worker settings are tried once and the fastest kept (one
+for the no-op and latency runs, one for the I/O run). Prints markdown::
+
+    .venv/bin/python bench/redis_peers/peers.py             # about 15 minutes
+    .venv/bin/python bench/redis_peers/peers.py --quick     # about 3 minutes
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import importlib.util
+import contextlib
+import json
 import os
+import platform
 import shutil
+import signal
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import redis
 
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
-CHUNK = 5_000
+APPS = HERE / "apps"
+ROOT = HERE.parents[1]
+VENVS = ROOT / "bench" / ".peers-venv"
+
+DONE, SPAN = "bench:done", "bench:span"
+STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
+PIP_TIMEOUT = 1200.0
 
 
-class Server:
-    """A private redis-server without persistence."""
+class BenchError(Exception):
+    """A measurement that could not be made; the system's cell says why."""
 
-    def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        server = shutil.which("redis-server")
-        if server is None:
-            raise SystemExit("redis-server is not installed")
-        self.proc = subprocess.Popen(
-            [server, "--port", str(self.port), "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port)
-        for _ in range(200):
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to start a system's worker. ``{url}`` in ``argv`` is the Redis URL."""
+
+    label: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    title: str
+    packages: tuple[str, ...]  # pip requirements of its virtualenv; none for rota
+    dists: tuple[str, ...]  # distributions whose versions are reported
+    noop: Callable[[], list[Setting]]  # candidates; the first is the --no-sweep choice
+    io: Callable[[int], list[Setting]]  # candidates at a concurrency
+    io_cap: int | None = None  # at most this many I/O jobs (one job at a time)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bin(self) -> Path:
+        if not self.packages:
+            return Path(sys.executable).parent
+        return VENVS / self.name / "bin"
+
+
+# -- the systems -------------------------------------------------------------
+
+
+def _rota(mode: str, n: int) -> Setting:
+    argv = ("rota", "worker", "app_rota:app", "--url", "{url}", "--concurrency", str(n))
+    argv += ("--mode", mode, "--log-level", "warning")
+    env = (("BENCH_ASYNC", "1"),) if mode == "async" else ()
+    return Setting(f"--mode {mode} --concurrency {n}", argv, env)
+
+
+def _celery(pool: str, n: int, prefetch: int) -> Setting:
+    argv = ("celery", "-A", "app_celery", "worker", "-P", pool, "-c", str(n))
+    argv += ("--prefetch-multiplier", str(prefetch), "--without-gossip", "--without-mingle")
+    argv += ("--without-heartbeat", "-l", "WARNING")
+    return Setting(f"-P {pool} -c {n} --prefetch-multiplier {prefetch}", argv)
+
+
+def _dramatiq(n: int) -> Setting:
+    argv = ("dramatiq", "app_dramatiq", "--processes", "1", "--threads", str(n))
+    return Setting(f"--processes 1 --threads {n}", argv)
+
+
+def _huey(n: int) -> Setting:
+    return Setting(
+        f"-k thread -w {n}", ("huey_consumer", "app_huey.huey", "-k", "thread", "-w", str(n), "-q")
+    )
+
+
+def _taskiq(broker: str, n: int) -> Setting:
+    argv = ("taskiq", "worker", "app_taskiq:broker", "--workers", "1")
+    argv += ("--max-async-tasks", str(n), "--log-level", "WARNING")
+    name = {"stream": "RedisStreamBroker", "list": "ListQueueBroker"}[broker]
+    return Setting(
+        f"{name}, --workers 1 --max-async-tasks {n}", argv, (("BENCH_TASKIQ_BROKER", broker),)
+    )
+
+
+def _saq(n: int) -> Setting:
+    return Setting(
+        f"concurrency={n}", ("saq", "app_saq.settings"), (("BENCH_CONCURRENCY", str(n)),)
+    )
+
+
+def _arq(n: int, poll: float) -> Setting:
+    env = (("BENCH_CONCURRENCY", str(n)), ("BENCH_POLL", str(poll)))
+    return Setting(f"max_jobs={n}, poll_delay={poll}", ("python", "app_arq.py"), env)
+
+
+_RQ = Setting(
+    "SimpleWorker (one job at a time)",
+    ("rq", "worker", "-w", "rq.worker.SimpleWorker", "-u", "{url}", "-q", "default"),
+)  # fmt: skip
+
+SYSTEMS: tuple[System, ...] = (
+    System(
+        "rota", "**rota**", (), ("rota",),
+        lambda: [_rota(m, n) for m in ("threads", "async") for n in (8, 32, 64)],
+        lambda c: [_rota("threads", c), _rota("async", c)],
+    ),
+    System(
+        "celery", "Celery", ("celery[redis]==5.7.0", "gevent==26.9.0", "hiredis==3.5.0"),
+        ("celery", "kombu", "redis"),
+        lambda: [_celery("solo", 1, 64), _celery("threads", 8, 16), _celery("gevent", 64, 4),
+                 _celery("prefork", 2, 64)],
+        lambda c: [_celery("threads", c, 4), _celery("gevent", c, 4)],
+        notes=("prefork starts child processes (one per `-c`); the others run in the worker "
+               "process. Messages are acknowledged on receipt (Celery's default, no "
+               "`acks_late`).",),
+    ),
+    System(
+        "rq", "RQ", ("rq==3.0.0", "hiredis==3.5.0"), ("rq", "redis"),
+        lambda: [_RQ], lambda c: [_RQ], io_cap=200,
+        notes=("one job at a time per worker process (concurrency needs more processes, "
+               "e.g. `rq worker-pool`): its I/O figure is for concurrency 1, from at most "
+               "200 jobs (ceiling 20 jobs/s).",),
+    ),
+    System(
+        "dramatiq", "Dramatiq", ("dramatiq[redis]==2.2.1", "hiredis==3.5.0"),
+        ("dramatiq", "redis"),
+        lambda: [_dramatiq(8), _dramatiq(32)], lambda c: [_dramatiq(c)],
+        notes=("an idle Redis consumer polls with a growing back-off up to the worker "
+               "timeout (1 s by default), which shows in its latency.",),
+    ),
+    System(
+        "huey", "Huey", ("huey==3.5.4", "redis", "hiredis==3.5.0"), ("huey", "redis"),
+        lambda: [_huey(8), _huey(32)], lambda c: [_huey(c)],
+    ),
+    System(
+        "taskiq", "taskiq", ("taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis==3.5.0"),
+        ("taskiq", "taskiq-redis", "redis"),
+        lambda: [_taskiq("stream", 100), _taskiq("list", 100)],
+        lambda c: [_taskiq("stream", c), _taskiq("list", c)],
+        notes=("`ListQueueBroker` pops with `BRPOP` and never acknowledges: a job popped by "
+               "a worker that dies is lost. `RedisStreamBroker` acknowledges after the task.",),
+    ),
+    System(
+        "saq", "saq", ("saq[redis]==0.26.4", "hiredis==3.5.0", "typing_extensions"),
+        ("saq", "redis"),
+        lambda: [_saq(10), _saq(100)], lambda c: [_saq(c)],
+    ),
+    System(
+        "arq", "arq", ("arq==0.28.0", "hiredis==3.5.0"), ("arq", "redis"),
+        lambda: [_arq(100, 0.01), _arq(10, 0.5), _arq(500, 0.01)],
+        lambda c: [_arq(c, 0.01)],
+        notes=("the worker polls the queue every `poll_delay` (0.5 s by default); started "
+               "with `run_worker` so that it does not log every job.",),
+    ),
+)  # fmt: skip
+
+
+# -- processes -----------------------------------------------------------------
+
+_live: list[subprocess.Popen[bytes]] = []
+
+
+def _spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """A child in its own process group, stopped by :func:`_stop` (or at exit)."""
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    _live.append(proc)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the child's process group; SIGKILL if it outlives STOP_WAIT."""
+    for sig, wait in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children left behind by the leader
+    if proc in _live:
+        _live.remove(proc)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[redis.Redis]:
+    """A private redis-server (no persistence) on a free port, for one measurement."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = _free_port()
+    proc = _spawn(
+        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--daemonize", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
             try:
                 client.ping()
                 break
             except redis.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise BenchError(f"redis-server on port {port} did not start") from None
                 time.sleep(0.02)
-        self.client = client
-
-    def stop(self) -> None:
-        self.client.close()
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
-def start(*args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [str(BIN / args[0]), *args[1:]],
-        cwd=HERE,
-        env=os.environ | {"PYTHONPATH": str(HERE)} | env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def until(done: Callable[[], bool], timeout: float = 600.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out waiting for the jobs to finish")
-        time.sleep(0.02)
-
-
-def drain(proc: subprocess.Popen[bytes], done: Callable[[], bool], started: float) -> float:
-    """Seconds from ``started`` until ``done()``; the worker is stopped either way."""
-    try:
-        until(done)
-        return time.perf_counter() - started
+        yield client
     finally:
-        if proc.poll() is None:
-            proc.terminate()
+        client.close()
+        _stop(proc)
+
+
+def _url(server: redis.Redis) -> str:
+    return f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+
+
+def _env(system: System, server: redis.Redis, setting: Setting | None = None) -> dict[str, str]:
+    url = _url(server)
+    env = os.environ | {"BENCH_REDIS_URL": url, "ROTA_URL": url, "PYTHONPATH": str(APPS)}
+    env.pop("VIRTUAL_ENV", None)
+    return env | dict(setting.env if setting else ())
+
+
+def _python(system: System) -> str:
+    return str(system.bin / "python") if system.packages else sys.executable
+
+
+def client(system: System, server: redis.Redis, *args: str, timeout: float) -> dict[str, Any]:
+    """Run ``apps/client.py`` in the system's interpreter; its JSON answer."""
+    argv = [_python(system), str(APPS / "client.py"), system.name, *args]
+    proc = _spawn(
+        argv, cwd=APPS, env=_env(system, server), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{system.name} client: no answer in {timeout:.0f} s") from None
+    finally:
+        _stop(proc)
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise BenchError(f"{system.name} client failed: {' / '.join(tail)}")
+    answer: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return answer
+
+
+@contextlib.contextmanager
+def worker(
+    system: System, setting: Setting, server: redis.Redis, logs: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The system's worker process, started with ``setting``, for the block."""
+    url = _url(server)
+    argv = [a.replace("{url}", url) for a in setting.argv]
+    argv[0] = str(system.bin / argv[0]) if argv[0] != "python" else _python(system)
+    path = logs / f"{system.name}-{time.time_ns()}.log"
+    log = path.open("wb")
+    proc = _spawn(
+        argv, cwd=APPS, env=_env(system, server, setting), stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        yield proc
+    except BenchError as exc:
+        raise BenchError(f"{exc} (worker log: {path})") from None
+    finally:
+        _stop(proc)
+        log.close()
+
+
+def wait_done(
+    server: redis.Redis, total: int, proc: subprocess.Popen[bytes], timeout: float
+) -> tuple[float, float]:
+    """Block until ``total`` jobs reported; (first start, last end) as ``time.time()``."""
+    deadline = time.monotonic() + timeout
+    while (done := int(server.get(DONE) or 0)) < total:
+        if proc.poll() is not None:
+            raise BenchError(f"the worker exited (code {proc.returncode}) after {done} jobs")
+        if time.monotonic() > deadline:
+            raise BenchError(f"{done} of {total} jobs done after {timeout:.0f} s")
+        time.sleep(0.01)
+    span = dict(server.zrange(SPAN, 0, -1, withscores=True))
+    return span[b"first"], span[b"last"]
+
+
+# -- measurements --------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    jobs: int
+    io_jobs: int
+    sleep: float
+    io_concurrency: int
+    samples: int
+    gap: float
+    latency_budget: float
+    timeout: float
+    logs: Path
+
+
+def _fill(
+    system: System, server: redis.Redis, jobs: int, cfg: Config, sleep: float | None
+) -> float:
+    args = ["fill", "--jobs", str(jobs)] + (["--sleep", str(sleep)] if sleep else [])
+    sent: float = client(system, server, *args, timeout=cfg.timeout)["sent_per_s"]
+    return sent
+
+
+def measure_noop(
+    system: System, setting: Setting, cfg: Config, jobs: int, latency: bool
+) -> dict[str, float]:
+    """No-op drain (and, if asked, latency with the same worker once it is idle)."""
+    figures: dict[str, float] = {}
+    with redis_server() as server:
+        figures["sent_per_s"] = _fill(system, server, jobs, cfg, None)
+        spawned = time.time()
+        with worker(system, setting, server, cfg.logs) as proc:
+            first, last = wait_done(server, jobs, proc, cfg.timeout)
+            figures["noop_per_s"] = jobs / (last - spawned)
+            figures["steady_per_s"] = jobs / (last - first)
+            if latency:
+                args = ["latency", "--samples", str(cfg.samples), "--gap", str(cfg.gap)]
+                args += ["--budget", str(cfg.latency_budget)]
+                answer = client(system, server, *args, timeout=cfg.latency_budget + 60)
+                samples = sorted(answer["latency_ms"])
+                if not samples:
+                    raise BenchError("no latency sample")
+                figures["samples"] = len(samples)
+                for p in (50, 95, 99):
+                    figures[f"p{p}_ms"] = samples[min(len(samples) - 1, len(samples) * p // 100)]
+    return figures
+
+
+def measure_io(system: System, setting: Setting, cfg: Config) -> dict[str, float]:
+    jobs = min(cfg.io_jobs, system.io_cap or cfg.io_jobs)
+    with redis_server() as server:
+        _fill(system, server, jobs, cfg, cfg.sleep)
+        spawned = time.time()
+        with worker(system, setting, server, cfg.logs) as proc:
+            first, last = wait_done(server, jobs, proc, cfg.timeout)
+    return {"io_per_s": jobs / (last - first), "io_from_start_per_s": jobs / (last - spawned)}
+
+
+@dataclass
+class Outcome:
+    system: System
+    noop_setting: Setting | None = None
+    io_setting: Setting | None = None
+    tried: list[tuple[str, Setting, str]] = field(default_factory=list)
+    runs: list[dict[str, float]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def median(self, key: str) -> float | None:
+        values = [r[key] for r in self.runs if key in r]
+        return statistics.median(values) if values else None
+
+
+def _pick(
+    out: Outcome, kind: str, candidates: list[Setting], measure: Callable[[Setting], float]
+) -> Setting | None:
+    if len(candidates) == 1:
+        return candidates[0]
+    best: tuple[float, Setting] | None = None
+    for setting in candidates:
         try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+            rate = measure(setting)
+        except BenchError as exc:
+            out.tried.append((kind, setting, f"failed: {exc}"))
+            continue
+        out.tried.append((kind, setting, f"{rate:,.0f} jobs/s"))
+        print(f"  {out.system.name:9} {kind:5} {setting.label:50} {rate:>8,.0f} jobs/s", flush=True)
+        if best is None or rate > best[0]:
+            best = (rate, setting)
+    return best[1] if best else None
 
 
-def bench_rota(server: Server, n: int, concurrency: int) -> tuple[float, float]:
-    from rota import App
-    from rota.models import JobState
-
-    url = f"{server.url}?namespace=bench"
-    app = App(url)
-    app.task(name="noop")(lambda i: i)
-    started = time.perf_counter()
-    for first in range(0, n, CHUNK):
-        app.tasks["noop"].send_many([(i,) for i in range(first, min(n, first + CHUNK))])
-    sent = time.perf_counter() - started
-    started = time.perf_counter()
-    proc = start(
-        "rota", "worker", "tasks_rota.py:app", "--concurrency", str(concurrency),
-        "--log-level", "warning", env={"ROTA_URL": url},
-    )  # fmt: skip
-
-    def done() -> bool:
-        counts = {q.name: q.counts for q in app.store.queues()}.get("default", {})
-        return counts.get(JobState.SUCCEEDED, 0) >= n
-
-    took = drain(proc, done, started)
-    app.close()
-    return n / sent, n / took
+def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
+    system = out.system
+    noop, io = system.noop(), system.io(cfg.io_concurrency)
+    if not sweep:
+        out.noop_setting, out.io_setting = noop[0], io[0]
+        return
+    out.noop_setting = _pick(
+        out, "no-op", noop, lambda s: measure_noop(system, s, cfg, sweep_jobs, False)["noop_per_s"]
+    )
+    out.io_setting = _pick(out, "I/O", io, lambda s: measure_io(system, s, cfg)["io_per_s"])
 
 
-def bench_rq(server: Server, n: int, concurrency: int) -> tuple[float, float]:
-    import tasks_rq
-    from rq import Queue
-
-    queue = Queue("bench", connection=server.client)
-    started = time.perf_counter()
-    for first in range(0, n, CHUNK):
-        queue.enqueue_many(
-            [Queue.prepare_data(tasks_rq.noop, (i,)) for i in range(first, min(n, first + CHUNK))]
-        )
-    sent = time.perf_counter() - started
-    started = time.perf_counter()
-    # SimpleWorker runs jobs in the worker process: RQ's fastest single-process mode
-    proc = start(
-        "rq", "worker", "--burst", "--worker-class", "rq.worker.SimpleWorker", "--url",
-        server.url, "--logging_level", "WARNING", "bench", env={},
-    )  # fmt: skip
-    took = drain(proc, lambda: proc.poll() is not None, started)  # burst: exits when done
-    assert len(queue.finished_job_registry) >= n, "RQ did not finish every job"
-    return n / sent, n / took
+def run_once(out: Outcome, cfg: Config) -> None:
+    figures: dict[str, float] = {}
+    try:
+        if out.noop_setting is not None:
+            figures |= measure_noop(out.system, out.noop_setting, cfg, cfg.jobs, True)
+        if out.io_setting is not None:
+            figures |= measure_io(out.system, out.io_setting, cfg)
+    except BenchError as exc:
+        out.errors.append(str(exc))
+        print(f"  {out.system.name}: {exc}", flush=True)
+    if figures:
+        out.runs.append(figures)
+        shown = "  ".join(f"{k}={v:,.1f}" for k, v in figures.items())
+        print(f"  {out.system.name:9} {shown}", flush=True)
 
 
-def bench_dramatiq(server: Server, n: int, concurrency: int) -> tuple[float, float]:
-    os.environ["PEER_REDIS_URL"] = server.url
-    import tasks_dramatiq
-
-    started = time.perf_counter()
-    for i in range(n):
-        tasks_dramatiq.noop.send(i)
-    sent = time.perf_counter() - started
-    started = time.perf_counter()
-    proc = start(
-        "dramatiq", "tasks_dramatiq", "--processes", "1", "--threads", str(concurrency),
-        env={"PEER_REDIS_URL": server.url},
-    )  # fmt: skip
-    assert server.client.hlen("dramatiq:default.msgs") == n
-    took = drain(proc, lambda: server.client.hlen("dramatiq:default.msgs") == 0, started)
-    return n / sent, n / took
+# -- environments and versions ---------------------------------------------------
 
 
-def bench_huey(server: Server, n: int, concurrency: int) -> tuple[float, float]:
-    os.environ["PEER_REDIS_URL"] = server.url
-    import tasks_huey
+def ensure_venv(system: System) -> None:
+    """Make ``bench/.peers-venv/NAME`` with the system's packages unless it is there."""
+    if not system.packages:
+        return
+    path = VENVS / system.name
+    marker = path / "bench-requirements.txt"
+    wanted = "\n".join(system.packages) + "\n"
+    if marker.exists() and marker.read_text() == wanted:
+        return
+    print(f"installing {' '.join(system.packages)} into {path}", flush=True)
+    if not (path / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *system.packages]
+    subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
+    marker.write_text(wanted)
 
-    started = time.perf_counter()
-    for i in range(n):
-        tasks_huey.noop(i)
-    sent = time.perf_counter() - started
-    started = time.perf_counter()
-    proc = start(
-        "huey_consumer", "tasks_huey.huey", "-w", str(concurrency), "-k", "thread",
-        env={"PEER_REDIS_URL": server.url},
-    )  # fmt: skip
-    took = drain(proc, lambda: tasks_huey.huey.result_count() >= n, started)
-    return n / sent, n / took
+
+def versions(system: System) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m, json, sys; "
+        f"print(json.dumps({{d: m.version(d) for d in {list(system.dists)!r}}}))"
+    )
+    done = subprocess.run(
+        [_python(system), "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    found: dict[str, str] = json.loads(done.stdout)
+    return found
 
 
-def bench_arq(server: Server, n: int, concurrency: int) -> tuple[float, float]:
-    from arq import create_pool
-    from arq.connections import RedisSettings
-
-    async def send() -> None:
-        pool = await create_pool(RedisSettings.from_dsn(server.url))
-        for first in range(0, n, 1000):
-            await asyncio.gather(
-                *(pool.enqueue_job("noop", i) for i in range(first, min(n, first + 1000)))
-            )
-        await pool.aclose()
-
-    started = time.perf_counter()
-    asyncio.run(send())
-    sent = time.perf_counter() - started
-    started = time.perf_counter()
-    proc = start(
-        "arq",
-        "tasks_arq.WorkerSettings",
-        env={"PEER_REDIS_URL": server.url, "PEER_CONCURRENCY": str(concurrency)},
+def machine() -> str:
+    server = subprocess.run(
+        ["redis-server", "--version"], capture_output=True, text=True, timeout=30
+    ).stdout.split()
+    redis_version = next((w[2:] for w in server if w.startswith("v=")), "?")
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, timeout=30,
+    ).stdout.strip()  # fmt: skip
+    return (
+        f"{os.cpu_count()} CPUs, Linux {platform.release()}, Python {platform.python_version()}, "
+        f"Redis {redis_version}, rota at {commit or '?'}"
     )
 
-    def results() -> int:
-        return sum(1 for _ in server.client.scan_iter("arq:result:*", count=5000))
 
-    # burst mode: the worker exits once the queue is empty
-    took = drain(proc, lambda: proc.poll() is not None, started)
-    assert results() >= n, f"arq finished {results()} of {n} jobs"
-    return n / sent, n / took
+# -- report ----------------------------------------------------------------------
 
 
-SYSTEMS: dict[str, tuple[str, Callable[[Server, int, int], tuple[float, float]]]] = {
-    "rota": ("rota", bench_rota),
-    "rq": ("rq", bench_rq),
-    "dramatiq": ("dramatiq", bench_dramatiq),
-    "huey": ("huey", bench_huey),
-    "arq": ("arq", bench_arq),
-}
+def _best_peer(outs: list[Outcome], key: str, higher: bool) -> float | None:
+    values = [v for o in outs if o.system.name != "rota" and (v := o.median(key)) is not None]
+    if not values:
+        return None
+    return max(values) if higher else min(values)
+
+
+def _cell(value: float | None, best: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{value:,.{digits}f}"
+    return f"{text} ({value / best:.2f}x)" if best else text
+
+
+def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: float) -> str:
+    best = {
+        "noop_per_s": _best_peer(outs, "noop_per_s", True),
+        "steady_per_s": _best_peer(outs, "steady_per_s", True),
+        "p50_ms": _best_peer(outs, "p50_ms", False),
+        "io_per_s": _best_peer(outs, "io_per_s", True),
+    }
+    lines = [
+        f"Median of {runs} run(s); in brackets, the ratio to the best peer (rota excluded).",
+        "",
+        f"| system | no-op, {cfg.jobs:,} jobs: worker start → all done (jobs/s) "
+        "| no-op, first start → last end (jobs/s) | latency p50 (ms) | p95 (ms) | p99 (ms) "
+        f"| I/O, {cfg.io_jobs:,} jobs of {cfg.sleep * 1000:.0f} ms, concurrency "
+        f"{cfg.io_concurrency} (jobs/s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for o in outs:
+        p95, p99 = o.median("p95_ms"), o.median("p99_ms")
+        cells = [
+            o.system.title,
+            _cell(o.median("noop_per_s"), best["noop_per_s"]),
+            _cell(o.median("steady_per_s"), best["steady_per_s"]),
+            _cell(o.median("p50_ms"), best["p50_ms"], 1),
+            "n/a" if p95 is None else f"{p95:,.1f}",
+            "n/a" if p99 is None else f"{p99:,.1f}",
+            _cell(o.median("io_per_s"), best["io_per_s"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| system | versions | no-op and latency worker | I/O worker |",
+        "|---|---|---|---|",
+    ]
+    for o in outs:
+        found = ", ".join(f"{k} {v}" for k, v in o.versions.items())
+        noop = f"`{o.noop_setting.label}`" if o.noop_setting else "none worked"
+        io = f"`{o.io_setting.label}`" if o.io_setting else "none worked"
+        lines.append(f"| {o.system.title} | {found} | {noop} | {io} |")
+    tried = [(o, kind, s, r) for o in outs for kind, s, r in o.tried]
+    if tried:
+        lines += ["", "Settings tried (one run each; the fastest was kept):", ""]
+        lines += ["| system | workload | setting | rate |", "|---|---|---|---:|"]
+        lines += [f"| {o.system.title} | {k} | `{s.label}` | {r} |" for o, k, s, r in tried]
+    notes = [(o.system.title, n) for o in outs for n in o.system.notes]
+    notes += [(o.system.title, f"error: {e}") for o in outs for e in o.errors]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {title}: {note}" for title, note in notes]
+    lines += ["", *_targets(outs, best)]
+    minutes = (time.monotonic() - started) / 60
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines += ["", f"Machine: {machine()}; load average at the end {load}; took {minutes:.1f} min."]
+    lines += ["", f"Command: `{command}`"]
+    return "\n".join(lines)
+
+
+def _targets(outs: list[Outcome], best: dict[str, float | None]) -> list[str]:
+    rota = next((o for o in outs if o.system.name == "rota"), None)
+    if rota is None or not any(best.values()):
+        return []
+    noop, p50, io = rota.median("noop_per_s"), rota.median("p50_ms"), rota.median("io_per_s")
+    checks = []
+    if noop is not None and best["noop_per_s"]:
+        ratio = noop / best["noop_per_s"]
+        checks.append(f"no-op throughput ≥ 2x best peer: {ratio:.2f}x ({_ok(ratio >= 2)})")
+    if p50 is not None and best["p50_ms"]:
+        ok = p50 <= best["p50_ms"] and p50 < 5
+        checks.append(
+            f"p50 ≤ best peer's and < 5 ms: {p50:.2f} vs {best['p50_ms']:.2f} ms ({_ok(ok)})"
+        )
+    if io is not None:
+        checks.append(f"I/O-bound ≥ 950 jobs/s: {io:,.0f} ({_ok(io >= 950)})")
+    return ["rota's targets: " + "; ".join(checks) + "."]
+
+
+def _ok(met: bool) -> str:
+    return "met" if met else "missed"
+
+
+# -- main ------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--systems", default=",".join(s.name for s in SYSTEMS))
     parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--io-jobs", type=int, default=2_000)
+    parser.add_argument("--sleep", type=float, default=0.05)
+    parser.add_argument("--io-concurrency", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--gap", type=float, default=0.005, help="seconds between latency jobs")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sweep-jobs", type=int, help="jobs per no-op try (default: --jobs/2)")
+    parser.add_argument("--no-sweep", action="store_true", help="first candidate setting only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="3,000 no-op and 500 I/O jobs, 100 latency samples, one run, no sweep",
+    )
+    parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument("--timeout", type=float, default=600.0, help="bound on any one wait")
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE))
-    rows: list[tuple[str, Any, Any]] = []
-    for name in args.systems.split(","):
-        module, bench = SYSTEMS[name]
-        if importlib.util.find_spec(module) is None:
-            rows.append((name, "not installed", ""))
-            continue
-        server = Server()
-        try:
-            sent, drained = bench(server, args.jobs, args.concurrency)
-        finally:
-            server.stop()
-        rows.append((name, f"{sent:,.0f}", f"{drained:,.0f}"))
-        print(f"{name:10} send {sent:>10,.0f} jobs/s   drain {drained:>8,.0f} jobs/s", flush=True)
-    print(f"\n{args.jobs:,} no-op jobs, one worker process, concurrency {args.concurrency}")
-    print("| system | send (jobs/s) | drain (jobs/s) |\n|---|---:|---:|")
-    for name, sent_rate, drain_rate in rows:
-        print(f"| {name} | {sent_rate} | {drain_rate} |")
+    if args.quick:
+        args.jobs, args.io_jobs, args.samples, args.runs, args.no_sweep = 3_000, 500, 100, 1, True
+    names = args.systems.split(",")
+    unknown = set(names) - {s.name for s in SYSTEMS}
+    if unknown:
+        parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    started = time.monotonic()
+    logs = Path(tempfile.mkdtemp(prefix="rota-peers-"))
+    cfg = Config(
+        args.jobs, args.io_jobs, args.sleep, args.io_concurrency, args.samples, args.gap,
+        latency_budget=60.0, timeout=args.timeout, logs=logs,
+    )  # fmt: skip
+    outs = [Outcome(s) for s in SYSTEMS if s.name in names]
+    try:
+        for out in outs:
+            ensure_venv(out.system)
+            out.versions = versions(out.system)
+        print(f"worker logs in {logs}\nchoosing settings:", flush=True)
+        for out in outs:
+            choose(out, cfg, args.sweep_jobs or max(1, args.jobs // 2), not args.no_sweep)
+        for n in range(args.runs):
+            print(f"run {n + 1} of {args.runs}:", flush=True)
+            for out in outs:
+                run_once(out, cfg)
+    finally:
+        for proc in list(_live):
+            _stop(proc)
+    command = "python bench/redis_peers/peers.py " + " ".join(sys.argv[1:])
+    print("\n" + report(outs, cfg, args.runs, command.strip(), started))
+    if args.json:
+        raw = {o.system.name: {"runs": o.runs, "errors": o.errors} for o in outs}
+        args.json.write_text(json.dumps(raw, indent=1))
 
 
 if __name__ == "__main__":
