@@ -1,0 +1,46 @@
+"""A test app for the worker's execution modes, timeouts and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from rota import App, current_job
+
+app = App(lease=float(os.environ.get("ROTA_TEST_LEASE", "30")))
+
+
+@app.task(timeout=0.5)
+def hang(seconds: float) -> str:
+    """Sleeps past its timeout unless ``seconds`` is short."""
+    time.sleep(seconds)
+    return "woke"
+
+
+@app.task(timeout=0.5)
+async def ahang(seconds: float) -> str:
+    """An ``async def`` version of :func:`hang`."""
+    await asyncio.sleep(seconds)
+    return "woke"
+
+
+@app.task()
+def pid() -> int:
+    """The id of the process that ran the job."""
+    return os.getpid()
+
+
+@app.task(retries=2, backoff=(0.05, 0.2))
+def flaky(fail_times: int) -> int:
+    """Fails its first ``fail_times`` attempts, then returns the attempt number."""
+    attempt = current_job().attempt
+    if attempt <= fail_times:
+        raise RuntimeError(f"attempt {attempt} fails on purpose")
+    return attempt
+
+
+@app.task()
+def crash() -> None:
+    """Kills the process running it, as a segfaulting extension would."""
+    os._exit(3)

@@ -1,0 +1,120 @@
+"""Execution modes of real ``rota worker`` processes: timeouts, retries, crashes, signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+
+import pytest
+
+from helpers import wait_for
+from procs import Processes
+from rota import App, JobFailed
+from rota.models import JobState
+
+HANG_LONG = 30.0
+
+
+@pytest.fixture
+def sender(url: str) -> App:
+    """The modes app, sending to the test's store."""
+    from importlib import util
+    from pathlib import Path
+
+    spec = util.spec_from_file_location("modes_app", Path(__file__).parent / "apps" / "modes.py")
+    assert spec and spec.loader
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app: App = module.app
+    app.url = url
+    return app
+
+
+def start_worker(
+    processes: Processes, app_path: Callable[[str], str], url: str, *extra: str
+) -> subprocess.Popen[bytes]:
+    """A real ``rota worker`` on the modes app."""
+    return processes.rota("worker", app_path("modes"), "--url", url, *extra)
+
+
+def test_processes_mode_kills_a_job_over_its_timeout_and_replaces_the_child(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url, "--mode", "processes", "--concurrency", "1")
+    before = sender.tasks["pid"].send().result(timeout=30)
+    hung = sender.tasks["hang"].send(HANG_LONG)
+    killed = r"JobTimeout: timed out after 0\.5 s; child process killed"
+    with pytest.raises(JobFailed, match=killed):
+        hung.result(timeout=20)
+    after = sender.tasks["pid"].send().result(timeout=30)
+    assert after != before, "the child that ran the hung job was replaced"
+    assert sender.tasks["hang"].send(0.01).result(timeout=20) == "woke"
+
+
+def test_processes_mode_survives_a_child_that_dies(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url, "--mode", "processes", "--concurrency", "1")
+    with pytest.raises(JobFailed, match="child process running the job died"):
+        sender.tasks["crash"].send().result(timeout=30)
+    assert isinstance(sender.tasks["pid"].send().result(timeout=30), int)
+
+
+def test_async_mode_cancels_a_coroutine_at_its_timeout(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url, "--mode", "async", "--concurrency", "4")
+    assert sender.tasks["ahang"].send(0.01).result(timeout=30) == "woke"
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 0\.5 s; cancelled"):
+        sender.tasks["ahang"].send(HANG_LONG).result(timeout=20)
+
+
+def test_threads_mode_reports_a_timeout_at_the_deadline(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url, "--concurrency", "2")
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 0\.5 s"):
+        sender.tasks["hang"].send(3.0).result(timeout=20)
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes", "async"])
+def test_retries_with_backoff_then_success_or_dead_letter(
+    mode: str, url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url, "--mode", mode, "--concurrency", "2")
+    assert sender.tasks["flaky"].send(2).result(timeout=30) == 3
+    doomed = sender.tasks["flaky"].send(5)
+    with pytest.raises(JobFailed, match="attempt 3 fails on purpose"):
+        doomed.result(timeout=30)
+    job = doomed.job()
+    assert job.state is JobState.FAILED and job.attempt == 3
+    assert [h["event"] for h in job.history] == ["failed", "failed", "failed"]
+    assert "Traceback" in (job.traceback or "")
+
+
+def test_an_unknown_task_fails_with_a_message_naming_it(
+    url: str, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    other = App(url)
+    ghost = other.task(name="not.registered")(lambda: None)
+    start_worker(processes, app_path, url)
+    with pytest.raises(JobFailed, match=r"unknown task 'not.registered'.*@app.task"):
+        ghost.send().result(timeout=30)
+    other.close()
+
+
+def test_a_second_signal_exits_at_once_and_the_lease_brings_the_job_back(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    worker = start_worker(processes, app_path, url, "--grace", "60")
+    job = sender.tasks["hang"].options(timeout=None, lease=1).send(HANG_LONG)
+    wait_for(lambda: job.status() == "running", timeout=30, what="the job to start")
+    os.kill(worker.pid, signal.SIGTERM)
+    wait_for(lambda: "finishing running jobs" in processes.output(worker), timeout=10)
+    os.kill(worker.pid, signal.SIGTERM)
+    assert worker.wait(10) == 1
+    start_worker(processes, app_path, url)
+    wait_for(lambda: job.job().lost == 1, timeout=30, what="the lost attempt to be recovered")
+    assert job.job().history[0]["event"] == "lost"
