@@ -157,7 +157,6 @@ class Worker:
     # -- claim loop ----------------------------------------------------------
 
     def _claim_loop(self) -> None:
-        store = self.app.store
         while not self._stopping.is_set():
             free = self.concurrency - max(len(self._inflight), self._executor.busy())
             if free <= 0:
@@ -167,7 +166,7 @@ class Worker:
             if self.holding_back:
                 self._stopping.wait(1.0)
                 continue
-            jobs = self._claim(store.claim, free)
+            jobs = self._claim(free)
             if not jobs:
                 self._wait_for_work()
 
@@ -178,11 +177,10 @@ class Worker:
             log.exception("waiting for work failed; retrying shortly")
             self._stopping.wait(1.0)
 
-    def _claim(
-        self, claim: Callable[[str, Sequence[str], int], list[ClaimedJob]], free: int
-    ) -> list[ClaimedJob]:
+    def _claim(self, free: int) -> list[ClaimedJob]:
+        """Claim up to ``free`` jobs and hand them to the executor."""
         try:
-            jobs = claim(self.id, self.queues, free)
+            jobs = self.app.store.claim(self.id, self.queues, free)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
