@@ -51,6 +51,8 @@ VENVS = ROOT / "bench" / ".peers-venv"
 
 DONE, SPAN = "bench:done", "bench:span"
 STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
+STALL = 60.0  # seconds without a job done before a measurement is given up
+REPORT = "process"  # how finished jobs are reported, see apps/_common.py (--task-report)
 PIP_TIMEOUT = 1200.0
 
 
@@ -75,7 +77,8 @@ class System:
     dists: tuple[str, ...]  # distributions whose versions are reported
     noop: Callable[[], list[Setting]]  # candidates; the first is the --no-sweep choice
     io: Callable[[int], list[Setting]]  # candidates at a concurrency
-    io_cap: int | None = None  # at most this many I/O jobs (one job at a time)
+    noop_cap: int | None = None  # at most this many no-op jobs (one job at a time)
+    io_cap: int | None = None  # at most this many I/O jobs
     notes: tuple[str, ...] = ()
 
     @property
@@ -156,10 +159,11 @@ SYSTEMS: tuple[System, ...] = (
     ),
     System(
         "rq", "RQ", ("rq==3.0.0", "hiredis==3.5.0"), ("rq", "redis"),
-        lambda: [_RQ], lambda c: [_RQ], io_cap=200,
+        lambda: [_RQ], lambda c: [_RQ], noop_cap=5_000, io_cap=200,
         notes=("one job at a time per worker process (concurrency needs more processes, "
-               "e.g. `rq worker-pool`): its I/O figure is for concurrency 1, from at most "
-               "200 jobs (ceiling 20 jobs/s).",),
+               "e.g. `rq worker-pool`), so its rates do not depend on the number of jobs: "
+               "it runs at most 5,000 no-op jobs and 200 I/O jobs (concurrency 1, ceiling "
+               "20 jobs/s) to keep the run short.",),
     ),
     System(
         "dramatiq", "Dramatiq", ("dramatiq[redis]==2.2.1", "hiredis==3.5.0"),
@@ -263,6 +267,7 @@ def _url(server: redis.Redis) -> str:
 def _env(system: System, server: redis.Redis, setting: Setting | None = None) -> dict[str, str]:
     url = _url(server)
     env = os.environ | {"BENCH_REDIS_URL": url, "ROTA_URL": url, "PYTHONPATH": str(APPS)}
+    env["BENCH_REPORT"] = REPORT
     env.pop("VIRTUAL_ENV", None)
     return env | dict(setting.env if setting else ())
 
@@ -271,12 +276,14 @@ def _python(system: System) -> str:
     return str(system.bin / "python") if system.packages else sys.executable
 
 
-def client(system: System, server: redis.Redis, *args: str, timeout: float) -> dict[str, Any]:
-    """Run ``apps/client.py`` in the system's interpreter; its JSON answer."""
+def client(
+    system: System, setting: Setting, server: redis.Redis, *args: str, timeout: float
+) -> dict[str, Any]:
+    """Run ``apps/client.py`` in the system's interpreter, with the worker's environment
+    (a setting may change how jobs are sent); its JSON answer."""
     argv = [_python(system), str(APPS / "client.py"), system.name, *args]
-    proc = _spawn(
-        argv, cwd=APPS, env=_env(system, server), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    env = _env(system, server, setting)
+    proc = _spawn(argv, cwd=APPS, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -315,16 +322,37 @@ def worker(
 def wait_done(
     server: redis.Redis, total: int, proc: subprocess.Popen[bytes], timeout: float
 ) -> tuple[float, float]:
-    """Block until ``total`` jobs reported; (first start, last end) as ``time.time()``."""
-    deadline = time.monotonic() + timeout
-    while (done := int(server.get(DONE) or 0)) < total:
+    """Block until ``total`` jobs reported; (first start, last end) as ``time.time()``.
+
+    Gives up after ``timeout`` seconds, or STALL seconds without progress."""
+    started = time.monotonic()
+    progress, last = started, 0
+    while (done := _done(server)) < total:
+        now = time.monotonic()
+        if done != last:
+            progress, last = now, done
         if proc.poll() is not None:
             raise BenchError(f"the worker exited (code {proc.returncode}) after {done} jobs")
-        if time.monotonic() > deadline:
-            raise BenchError(f"{done} of {total} jobs done after {timeout:.0f} s")
+        if now - started > timeout or now - progress > STALL:
+            raise BenchError(f"{done} of {total} jobs done after {now - started:.0f} s")
         time.sleep(0.01)
+    return _span(server)
+
+
+def _done(server: redis.Redis) -> int:
+    fields = server.hgetall(DONE)
+    return sum(int(v) for k, v in fields.items() if k.endswith(b":n"))
+
+
+def _span(server: redis.Redis) -> tuple[float, float]:
+    """(first start, last end) over every process's report."""
+    fields = server.hgetall(DONE)
     span = dict(server.zrange(SPAN, 0, -1, withscores=True))
-    return span[b"first"], span[b"last"]
+    firsts = [float(v) for k, v in fields.items() if k.endswith(b":first")]
+    lasts = [float(v) for k, v in fields.items() if k.endswith(b":last")]
+    firsts.append(span.get(b"first", float("inf")))
+    lasts.append(span.get(b"last", 0.0))
+    return min(firsts), max(lasts)
 
 
 # -- measurements --------------------------------------------------------------
@@ -344,10 +372,11 @@ class Config:
 
 
 def _fill(
-    system: System, server: redis.Redis, jobs: int, cfg: Config, sleep: float | None
+    system: System, setting: Setting, server: redis.Redis, jobs: int, cfg: Config, sleep: float
 ) -> float:
+    """Send ``jobs`` jobs (no-op, or I/O-bound if ``sleep``); the sending rate."""
     args = ["fill", "--jobs", str(jobs)] + (["--sleep", str(sleep)] if sleep else [])
-    sent: float = client(system, server, *args, timeout=cfg.timeout)["sent_per_s"]
+    sent: float = client(system, setting, server, *args, timeout=cfg.timeout)["sent_per_s"]
     return sent
 
 
@@ -355,9 +384,10 @@ def measure_noop(
     system: System, setting: Setting, cfg: Config, jobs: int, latency: bool
 ) -> dict[str, float]:
     """No-op drain (and, if asked, latency with the same worker once it is idle)."""
+    jobs = min(jobs, system.noop_cap or jobs)
     figures: dict[str, float] = {}
     with redis_server() as server:
-        figures["sent_per_s"] = _fill(system, server, jobs, cfg, None)
+        figures["sent_per_s"] = _fill(system, setting, server, jobs, cfg, 0.0)
         spawned = time.time()
         with worker(system, setting, server, cfg.logs) as proc:
             first, last = wait_done(server, jobs, proc, cfg.timeout)
@@ -366,7 +396,7 @@ def measure_noop(
             if latency:
                 args = ["latency", "--samples", str(cfg.samples), "--gap", str(cfg.gap)]
                 args += ["--budget", str(cfg.latency_budget)]
-                answer = client(system, server, *args, timeout=cfg.latency_budget + 60)
+                answer = client(system, setting, server, *args, timeout=cfg.latency_budget + 60)
                 samples = sorted(answer["latency_ms"])
                 if not samples:
                     raise BenchError("no latency sample")
@@ -379,7 +409,7 @@ def measure_noop(
 def measure_io(system: System, setting: Setting, cfg: Config) -> dict[str, float]:
     jobs = min(cfg.io_jobs, system.io_cap or cfg.io_jobs)
     with redis_server() as server:
-        _fill(system, server, jobs, cfg, cfg.sleep)
+        _fill(system, setting, server, jobs, cfg, cfg.sleep)
         spawned = time.time()
         with worker(system, setting, server, cfg.logs) as proc:
             first, last = wait_done(server, jobs, proc, cfg.timeout)
@@ -593,6 +623,10 @@ def _ok(met: bool) -> str:
 # -- main ------------------------------------------------------------------------
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise SystemExit(f"interrupted by signal {signum}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--systems", default=",".join(s.name for s in SYSTEMS))
@@ -603,16 +637,25 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--gap", type=float, default=0.005, help="seconds between latency jobs")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sweep-jobs", type=int, help="jobs per no-op try (default: --jobs/2)")
+    parser.add_argument("--sweep-jobs", type=int, help="jobs per no-op try (default: --jobs/4)")
     parser.add_argument("--no-sweep", action="store_true", help="first candidate setting only")
     parser.add_argument(
         "--quick",
         action="store_true",
         help="3,000 no-op and 500 I/O jobs, 100 latency samples, one run, no sweep",
     )
+    parser.add_argument(
+        "--task-report",
+        choices=["process", "redis"],
+        default="process",
+        help="how jobs report that they are done: counted in the worker process and written "
+        "every 5 ms (default), or one Redis round trip per job",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on any one wait")
     args = parser.parse_args()
+    global REPORT
+    REPORT = args.task_report
     if args.quick:
         args.jobs, args.io_jobs, args.samples, args.runs, args.no_sweep = 3_000, 500, 100, 1, True
     names = args.systems.split(",")
@@ -626,13 +669,15 @@ def main() -> None:
         latency_budget=60.0, timeout=args.timeout, logs=logs,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _interrupted)  # so that the finally below stops every child
     try:
         for out in outs:
             ensure_venv(out.system)
             out.versions = versions(out.system)
         print(f"worker logs in {logs}\nchoosing settings:", flush=True)
         for out in outs:
-            choose(out, cfg, args.sweep_jobs or max(1, args.jobs // 2), not args.no_sweep)
+            choose(out, cfg, args.sweep_jobs or max(1, args.jobs // 4), not args.no_sweep)
         for n in range(args.runs):
             print(f"run {n + 1} of {args.runs}:", flush=True)
             for out in outs:
