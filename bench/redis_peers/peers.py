@@ -13,19 +13,21 @@ free port. Three workloads, ONE worker process per system:
 3. I/O-bound: ``--io-jobs`` jobs that sleep ``--sleep`` s at concurrency
    ``--io-concurrency``: jobs/s from the first start to the last end.
 
-Every task reports the same way (a pipelined ``INCR`` of a counter plus its
-start and end times, see ``apps/_common.py``). Before the measured runs, each
+Every task reports the same way: a counter and the span of start and end
+times, kept in the worker process and written to Redis every 5 ms by a
+reporter thread (``apps/_common.py``). Before the measured runs, each
 system's candidate worker settings are tried once and the fastest kept (one
 for the no-op and latency runs, one for the I/O run). Prints markdown::
 
     .venv/bin/python bench/redis_peers/peers.py             # about 15 minutes
-    .venv/bin/python bench/redis_peers/peers.py --quick     # about 3 minutes
+    .venv/bin/python bench/redis_peers/peers.py --quick     # about 2 minutes
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -52,7 +54,6 @@ VENVS = ROOT / "bench" / ".peers-venv"
 DONE, SPAN = "bench:done", "bench:span"
 STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
 STALL = 60.0  # seconds without a job done before a measurement is given up
-REPORT = "process"  # how finished jobs are reported, see apps/_common.py (--task-report)
 PIP_TIMEOUT = 1200.0
 
 
@@ -75,7 +76,7 @@ class System:
     title: str
     packages: tuple[str, ...]  # pip requirements of its virtualenv; none for rota
     dists: tuple[str, ...]  # distributions whose versions are reported
-    noop: Callable[[], list[Setting]]  # candidates; the first is the --no-sweep choice
+    noop: Callable[[], list[Setting]]  # candidates; first: the last full run's pick, for --no-sweep
     io: Callable[[int], list[Setting]]  # candidates at a concurrency
     noop_cap: int | None = None  # at most this many no-op jobs (one job at a time)
     io_cap: int | None = None  # at most this many I/O jobs
@@ -144,13 +145,13 @@ _RQ = Setting(
 SYSTEMS: tuple[System, ...] = (
     System(
         "rota", "**rota**", (), ("rota",),
-        lambda: [_rota(m, n) for m in ("threads", "async") for n in (8, 32, 64)],
+        lambda: [_rota(m, n) for m in ("threads", "async") for n in (64, 32, 8)],
         lambda c: [_rota("threads", c), _rota("async", c)],
     ),
     System(
         "celery", "Celery", ("celery[redis]==5.7.0", "gevent==26.9.0", "hiredis==3.5.0"),
         ("celery", "kombu", "redis"),
-        lambda: [_celery("solo", 1, 64), _celery("threads", 8, 16), _celery("gevent", 64, 4),
+        lambda: [_celery("threads", 8, 16), _celery("solo", 1, 64), _celery("gevent", 64, 4),
                  _celery("prefork", 2, 64)],
         lambda c: [_celery("threads", c, 4), _celery("gevent", c, 4)],
         notes=("prefork starts child processes (one per `-c`); the others run in the worker "
@@ -168,7 +169,7 @@ SYSTEMS: tuple[System, ...] = (
     System(
         "dramatiq", "Dramatiq", ("dramatiq[redis]==2.2.1", "hiredis==3.5.0"),
         ("dramatiq", "redis"),
-        lambda: [_dramatiq(8), _dramatiq(32)], lambda c: [_dramatiq(c)],
+        lambda: [_dramatiq(32), _dramatiq(8)], lambda c: [_dramatiq(c)],
         notes=("an idle Redis consumer polls with a growing back-off up to the worker "
                "timeout (1 s by default), which shows in its latency.",),
     ),
@@ -179,19 +180,19 @@ SYSTEMS: tuple[System, ...] = (
     System(
         "taskiq", "taskiq", ("taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis==3.5.0"),
         ("taskiq", "taskiq-redis", "redis"),
-        lambda: [_taskiq("stream", 100), _taskiq("list", 100)],
-        lambda c: [_taskiq("stream", c), _taskiq("list", c)],
+        lambda: [_taskiq("list", 100), _taskiq("stream", 100)],
+        lambda c: [_taskiq("list", c), _taskiq("stream", c)],
         notes=("`ListQueueBroker` pops with `BRPOP` and never acknowledges: a job popped by "
                "a worker that dies is lost. `RedisStreamBroker` acknowledges after the task.",),
     ),
     System(
         "saq", "saq", ("saq[redis]==0.26.4", "hiredis==3.5.0", "typing_extensions"),
         ("saq", "redis"),
-        lambda: [_saq(10), _saq(100)], lambda c: [_saq(c)],
+        lambda: [_saq(100), _saq(10)], lambda c: [_saq(c)],
     ),
     System(
         "arq", "arq", ("arq==0.28.0", "hiredis==3.5.0"), ("arq", "redis"),
-        lambda: [_arq(100, 0.01), _arq(10, 0.5), _arq(500, 0.01)],
+        lambda: [_arq(500, 0.01), _arq(100, 0.01), _arq(10, 0.5)],
         lambda c: [_arq(c, 0.01)],
         notes=("the worker polls the queue every `poll_delay` (0.5 s by default); started "
                "with `run_worker` so that it does not log every job.",),
@@ -267,7 +268,6 @@ def _url(server: redis.Redis) -> str:
 def _env(system: System, server: redis.Redis, setting: Setting | None = None) -> dict[str, str]:
     url = _url(server)
     env = os.environ | {"BENCH_REDIS_URL": url, "ROTA_URL": url, "PYTHONPATH": str(APPS)}
-    env["BENCH_REPORT"] = REPORT
     env.pop("VIRTUAL_ENV", None)
     return env | dict(setting.env if setting else ())
 
@@ -654,14 +654,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on any one wait")
     args = parser.parse_args()
-    global REPORT
-    REPORT = args.task_report
+    os.environ["BENCH_REPORT"] = args.task_report  # read by apps/_common.py in every child
     if args.quick:
         args.jobs, args.io_jobs, args.samples, args.runs, args.no_sweep = 3_000, 500, 100, 1, True
     names = args.systems.split(",")
     unknown = set(names) - {s.name for s in SYSTEMS}
     if unknown:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    if "rota" in names and importlib.util.find_spec("rota") is None:
+        parser.error("run this script with rota's environment: .venv/bin/python")
     started = time.monotonic()
     logs = Path(tempfile.mkdtemp(prefix="rota-peers-"))
     cfg = Config(
