@@ -1,4 +1,4 @@
-"""Time the dashboard's pages and API reads on a big SQLite store.
+"""Time the dashboard's pages and API reads on a big store (SQLite or Redis).
 
 Fills a store with N jobs through ``store.enqueue`` in batches (spread over
 4 queues and 8 tasks), runs a slice of them through ``claim``/``finish`` so
@@ -7,6 +7,7 @@ each page several times in-process with Starlette's TestClient and prints
 the median time per page: the time spent in the server, with no network.
 
     .venv/bin/python bench/dashboard_pages.py --jobs 1000000 --db /tmp/rota-bench.db
+    .venv/bin/python bench/dashboard_pages.py --jobs 1000000 --url redis://127.0.0.1:6390/0
 
 A database that already holds the requested number of jobs is reused.
 """
@@ -97,18 +98,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--db", type=Path, default=Path("/tmp/rota-bench.db"))
+    parser.add_argument("--url", help="a store URL instead of --db (e.g. redis://...)")
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--finish", type=int, default=50_000, help="jobs to run through")
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
-    app = rota.App(f"sqlite:///{args.db}")
+    app = rota.App(args.url or f"sqlite:///{args.db}")
     store = app.store
     have = count_jobs(store)
     if have != args.jobs:
         if have:
-            sys.exit(f"{args.db} holds {have:,} jobs, not {args.jobs:,}: remove it first")
-        print(f"filling {args.db} with {args.jobs:,} jobs", file=sys.stderr)
+            sys.exit(f"{app!r} holds {have:,} jobs, not {args.jobs:,}: empty it first")
+        print(f"filling {app!r} with {args.jobs:,} jobs", file=sys.stderr)
         fill(store, args.jobs, args.batch)
         run_some(store, args.finish)
     counts = {s.value: 0 for s in JobState}
@@ -118,7 +120,12 @@ def main() -> None:
     print(f"store: {sum(counts.values()):,} jobs {counts}")
 
     page = store.list_jobs(JobQuery(), limit=1000)
-    deep = store.list_jobs(JobQuery(), limit=1000, cursor=str(args.jobs // 2)).jobs[0]
+    middle = page
+    for _ in range(args.jobs // 2000):  # walk to the middle: cursors are the store's own
+        if middle.next_cursor is None:
+            break
+        middle = store.list_jobs(JobQuery(), limit=1000, cursor=middle.next_cursor)
+    deep, deep_cursor = middle.jobs[0], middle.next_cursor or ""
     failed = store.list_jobs(JobQuery(state=JobState.FAILED), limit=1).jobs
     detail = failed[0].id if failed else page.jobs[0].id
     paths = [
@@ -126,7 +133,7 @@ def main() -> None:
         "/jobs",
         "/jobs?state=failed",
         "/jobs?queue=crawl&state=queued",
-        f"/jobs?cursor={args.jobs // 2}",
+        f"/jobs?cursor={deep_cursor}",
         "/jobs?task=bench.task3&limit=200",
         "/jobs?search=site5.example/page/5",
         f"/jobs/{detail}",
