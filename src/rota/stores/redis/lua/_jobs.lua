@@ -140,7 +140,7 @@ function L.enqueue(args, first, count, now, keys)
   for queue, fairs in pairs(lasts) do
     for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
   end
-  for queue, count_ in pairs(woken) do L.signal(queue, count_) end
+  for queue, count_ in pairs(woken) do L.signal(queue, count_, now) end
   return reply
 end
 

@@ -52,12 +52,14 @@ local function unlist_sig(queue, priority, sig)
 end
 
 -- Re-read a sub-queue's head into the signature set after it changed.
-function L.sub_head(queue, priority, sig)
+-- listed: the caller knows the sub-queue is listed, so not parked (a parked
+-- one is never listed), and the parked set need not be read or cleaned.
+function L.sub_head(queue, priority, sig, listed)
   local head = redis.call('ZRANGE', K.ready(queue, priority, sig), 0, 0, 'WITHSCORES')
   if #head == 0 then
     unlist_sig(queue, priority, sig)
-    redis.call('ZREM', K.parked(queue), priority .. ':' .. sig)
-  elseif not parked(queue, priority, sig) then
+    if not listed then redis.call('ZREM', K.parked(queue), priority .. ':' .. sig) end
+  elseif listed or not parked(queue, priority, sig) then
     list_sig(queue, priority, sig, head[2], tonumber(string.sub(head[1], 1, 12), 16))
   end
 end
@@ -109,12 +111,13 @@ function L.ready_remove(id, queue, priority, seq, sig)
 end
 
 -- Wake up to n waiters of a queue; the list is capped so idle queues stay
--- small. Each token is the store time it was pushed at: a waiter that claimed
--- from the queue later than that drops it (store.py, wait).
-function L.signal(queue, n)
+-- small. Each token is the store time it was pushed at (now, when the caller
+-- has read the clock in this script): a waiter that claimed from the queue
+-- later than that drops it (store.py, wait).
+function L.signal(queue, n, now)
   if n <= 0 then return end
   if n > SIGNAL_CAP then n = SIGNAL_CAP end
-  local stamp = L.fmt(L.now())
+  local stamp = L.fmt(now or L.now())
   local tokens = {}
   for i = 1, n do tokens[i] = stamp end
   local key = K.signal(queue)

@@ -160,7 +160,8 @@ local function take_level(priority, level_queues)
       chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
                              priority = priority, vtime = head[2]}
       sub.jobs.take()
-      if not sub.jobs.peek() then table.remove(open, best) end
+      -- (once the batch is full the merge stops: no need to read further)
+      if #chosen < limit and not sub.jobs.peek() then table.remove(open, best) end
     else
       -- its head is blocked, so is every job behind it: park the sub-queue
       -- (after the scan: the signature sets are being paged through)
@@ -174,7 +175,11 @@ for _, level in ipairs(order) do
   if #chosen >= limit or looked >= max_look then break end
   take_level(level[1], levels[level[1]])
 end
-for _, p in ipairs(to_park) do L.park(p[1], p[2], p[3], p[4], now) end
+local parked_now = {}
+for _, p in ipairs(to_park) do
+  L.park(p[1], p[2], p[3], p[4], now)
+  parked_now[K.ready(p[1], p[2], p[3])] = true
+end
 if #chosen == 0 then return {L.fmt(now)} end
 
 local clocks, emptied, saved, out = {}, {}, {}, {L.fmt(now)}
@@ -207,7 +212,8 @@ for _, c in ipairs(chosen) do
   saved[#saved + 1] = token
 end
 idx.flush()
-for _, c in pairs(emptied) do L.sub_head(c.queue, c.priority, c.sig) end
+-- a sub-queue jobs were taken from was listed, unless this claim parked it
+for sub, c in pairs(emptied) do L.sub_head(c.queue, c.priority, c.sig, not parked_now[sub]) end
 for queue, vtime in pairs(clocks) do
   local old = tonumber(redis.call('HGET', S.vclock, queue) or '0')
   if vtime > old then redis.call('HSET', S.vclock, queue, vtime) end
