@@ -102,14 +102,27 @@ def test_three_workers_survive_a_kill_and_a_freeze(
     killed.wait(10)
     in_flight_killed = {j.id for j in held_by(rstore, killed.pid)}
 
+    def settled_holdings() -> list[Job]:
+        """The frozen worker's jobs once two reads 0.1 s apart agree: a finish
+        it sent just before SIGSTOP may still land, but a stopped process sends
+        nothing more. Bounded to 10 s."""
+        deadline = time.monotonic() + 10
+        view = {j.id for j in held_by(rstore, frozen.pid)}
+        while True:
+            time.sleep(0.1)
+            again = held_by(rstore, frozen.pid)
+            if {j.id for j in again} == view:
+                return again
+            assert time.monotonic() < deadline, "the frozen worker's jobs never settled"
+            view = {j.id for j in again}
+
     in_flight_frozen: list[Job] = []
     for _ in range(5):  # freeze it while it holds jobs
         os.kill(frozen.pid, signal.SIGSTOP)
-        in_flight_frozen = held_by(rstore, frozen.pid)
+        in_flight_frozen = settled_holdings()
         if in_flight_frozen:
             break
         os.kill(frozen.pid, signal.SIGCONT)
-        time.sleep(0.05)
     assert in_flight_frozen, "the frozen worker never held a job"
     frozen_ids = {j.id for j in in_flight_frozen}
 
@@ -147,7 +160,9 @@ def test_three_workers_survive_a_kill_and_a_freeze(
     def refusals() -> list[str]:
         lines = processes.output(frozen).splitlines()
         return [
-            line.split("result of job ", 1)[1].split()[0] for line in lines if "refused" in line
+            line.split("result of job ", 1)[1].split()[0]
+            for line in lines
+            if "result of job " in line and "refused" in line
         ]
 
     refused = wait_for(refusals, timeout=30, what="the thawed worker's stale results refused")
