@@ -17,23 +17,14 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from _stores import drop, fresh_url
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
-
-def fresh_url(base: str) -> str:
-    """A store URL no earlier run has touched."""
-    tag = uuid.uuid4().hex[:8]
-    if base.startswith("sqlite:///"):
-        path = Path(base[len("sqlite:///") :])
-        return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}namespace=bench-{tag}"
 
 
 @contextmanager
@@ -120,9 +111,7 @@ def run_once(
     figures["p95_ms"] = latencies[int(len(latencies) * 0.95)]
     figures["p99_ms"] = latencies[int(len(latencies) * 0.99)]
     app.close()
-    if url.startswith("sqlite:///"):
-        for suffix in ("", "-wal", "-shm"):
-            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
+    drop(url)
     return figures
 
 

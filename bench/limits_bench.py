@@ -31,11 +31,12 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from _stores import drop, fresh_url
 
 from rota import App, Breaker, Limit, Rate
 from rota.models import JobState, Outcome
@@ -69,37 +70,6 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         "breaker": Breaker(5, "1m", key=key_of),
     },
 }
-
-
-def fresh_url(base: str) -> str:
-    """A store URL no earlier run has touched."""
-    tag = uuid.uuid4().hex[:8]
-    if base.startswith("sqlite:///"):
-        path = Path(base[len("sqlite:///") :])
-        return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}namespace=bench-{tag}"
-
-
-def drop(url: str) -> None:
-    """Remove what a run left behind."""
-    if url.startswith("sqlite:///"):
-        for suffix in ("", "-wal", "-shm"):
-            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
-        return
-    import redis
-
-    namespace = url.rsplit("namespace=", 1)[1]
-    client = redis.Redis.from_url(url.split("?", 1)[0])
-    batch: list[bytes] = []
-    for key in client.scan_iter(match=f"{{rota:{namespace}}}:*", count=5000):
-        batch.append(key)
-        if len(batch) >= 5000:
-            client.unlink(*batch)
-            batch = []
-    if batch:
-        client.unlink(*batch)
-    client.close()
 
 
 @contextmanager

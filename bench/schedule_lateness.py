@@ -21,9 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from datetime import UTC, datetime
-from pathlib import Path
+
+from _stores import drop, fresh_url
 
 from rota import App, every
 from rota.models import JobQuery
@@ -31,33 +31,6 @@ from rota.scheduling.scheduler import Scheduler
 
 SCHEDULES = 5
 INTERVAL = 0.1
-
-
-def fresh_url(base: str) -> str:
-    """A store URL no earlier run has touched."""
-    tag = uuid.uuid4().hex[:8]
-    if base.startswith("sqlite:///"):
-        path = Path(base[len("sqlite:///") :])
-        return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}namespace=bench-{tag}"
-
-
-def drop(url: str) -> None:
-    """Remove what a run left: the SQLite files, or the Redis namespace's keys."""
-    if url.startswith("sqlite:///"):
-        for suffix in ("", "-wal", "-shm"):
-            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
-        return
-    import redis
-
-    base, _, query = url.partition("?")
-    namespace = query.rpartition("namespace=")[2]
-    client = redis.Redis.from_url(base)
-    keys = list(client.scan_iter(match=f"{{rota:{namespace}}}:*", count=1000))
-    for start in range(0, len(keys), 1000):
-        client.delete(*keys[start : start + 1000])
-    client.close()
 
 
 def define(app: App) -> None:
