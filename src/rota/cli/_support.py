@@ -43,7 +43,10 @@ class CliState:
         """The app ``spec`` names (see :func:`rota._loader.load_app`), with ``--url`` applied."""
         from rota._loader import load_app
 
-        if self.url:  # for an App() built at import, and for schedules defined there
+        if self.url:
+            # An App() built at import, schedules defined there, and the child
+            # processes of `--mode processes` (which load the app again) all
+            # read ROTA_URL: they must reach this store too.
             os.environ["ROTA_URL"] = self.url
         app = load_app(spec)
         if self.url:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -71,10 +70,6 @@ def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) ->
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
-    if cli.url:
-        # Schedules the module defines when it is loaded go to this store too:
-        # an App() there reads ROTA_URL.
-        os.environ["ROTA_URL"] = cli.url
     app = cli.load_app(app_spec)
     engine = Scheduler(app, max_sleep=max_sleep)
     stop = threading.Event()

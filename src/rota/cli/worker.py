@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import click
@@ -99,10 +98,6 @@ def worker(
     from rota.worker import Worker
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
-    if cli.url:
-        # Child processes (--mode processes) load the app again from its spec;
-        # an App() there reads ROTA_URL, so jobs sent by tasks reach this store.
-        os.environ["ROTA_URL"] = cli.url
     app = cli.load_app(app_spec)
     names = resolve_queues(app, queues)
     engine = Worker(
