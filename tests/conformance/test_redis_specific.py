@@ -667,3 +667,41 @@ def test_retention_drops_fairness_entries_the_queue_clock_has_passed(rstore: Red
     first = enqueue_one(rstore, new_job("a", concurrency=(ConcurrencyKey("h0.example", 1),)))
     second = enqueue_one(rstore, new_job("b", concurrency=(ConcurrencyKey("h1.example", 1),)))
     assert [c.id for c in claim(rstore, limit=2)] == [first, second]
+
+
+# -- hand-off to idle workers ------------------------------------------------------
+
+
+def test_a_job_sent_to_an_idle_worker_is_claimed_by_the_send(rstore: RedisStore) -> None:
+    """The enqueue claims for a registered idle worker and fills its inbox."""
+    assert rstore._claim("idle-w", ["default"], 2, 30.0)[0] == []  # registers as idle for 30 s
+    job_id = enqueue_one(rstore, new_job())
+    job = get(rstore, job_id)
+    assert job.state == JobState.RUNNING and job.worker == "idle-w" and job.attempt == 1
+    (taken,) = claim(rstore, ["default"], limit=2, worker="idle-w")  # the next claim takes it
+    assert taken.id == job_id and succeed(rstore, taken)
+
+
+def test_jobs_handed_to_a_worker_that_stops_go_back_to_the_queue(rstore: RedisStore) -> None:
+    assert rstore._claim("idle-w", ["default"], 2, 30.0)[0] == []
+    job_id = enqueue_one(rstore, new_job())
+    assert get(rstore, job_id).state == JobState.RUNNING
+    rstore.remove_worker("idle-w")
+    job = get(rstore, job_id)
+    assert job.state == JobState.QUEUED and job.attempt == 0 and job.lost == 0
+    assert claim_one(rstore).id == job_id
+
+
+def test_an_idle_registration_ends_at_its_expiry(rstore: RedisStore) -> None:
+    assert rstore.claim_wait("idle-w", ["default"], 2, 0.2) == []
+    expires = rstore.now() + 0.2
+    wait_for(lambda: rstore.now() > expires + 0.05, timeout=5.0)
+    job_id = enqueue_one(rstore, new_job())
+    assert get(rstore, job_id).state == JobState.QUEUED
+
+
+def test_an_idle_worker_keeps_the_free_slots_it_registered(rstore: RedisStore) -> None:
+    assert rstore._claim("idle-w", ["default"], 3, 30.0)[0] == []
+    ids = [enqueue_one(rstore, new_job(i)) for i in range(5)]
+    states = [get(rstore, i).state for i in ids]
+    assert states == [JobState.RUNNING] * 3 + [JobState.QUEUED] * 2

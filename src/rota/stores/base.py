@@ -115,6 +115,24 @@ class Store(ABC):
         ``queues`` (a new job, a due delayed job, a released slot). May return
         early spuriously; never busy-waits."""
 
+    def claim_wait(
+        self, worker_id: str, queues: Sequence[str], limit: int, timeout: float
+    ) -> list[ClaimedJob]:
+        """:meth:`claim`; when nothing is runnable, wait up to ``timeout``
+        seconds for work (as :meth:`wait`) and claim it. May return no job
+        before ``timeout`` (a spurious wake-up, or work another worker took).
+
+        A store may keep the worker registered as idle between calls and
+        claim new jobs for it as they arrive, so that the wake-up carries the
+        claim; those jobs count against ``limit`` (the worker's free slots)
+        and :meth:`remove_worker` gives back any it did not take.
+        """
+        jobs = self.claim(worker_id, queues, limit)
+        if jobs or timeout <= 0:
+            return jobs
+        self.wait(queues, timeout)
+        return self.claim(worker_id, queues, limit)
+
     # -- steering ----------------------------------------------------------
 
     @abstractmethod
@@ -158,7 +176,8 @@ class Store(ABC):
 
     @abstractmethod
     def remove_worker(self, worker_id: str) -> None:
-        """Forget a worker that stopped cleanly."""
+        """Forget a worker that stopped cleanly, and give back to their queues
+        the jobs claimed for it by :meth:`claim_wait` that it never took."""
 
     @abstractmethod
     def workers(self) -> list[WorkerInfo]:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.worker")
 
 _ACK_BATCH = 500
+_IDLE_WAIT = 1.0  # seconds one claim_wait call may block
 _RETENTION_EVERY = 60.0
 
 
@@ -166,21 +167,13 @@ class Worker:
             if self.holding_back:
                 self._stopping.wait(1.0)
                 continue
-            jobs = self._claim(free)
-            if not jobs:
-                self._wait_for_work()
-
-    def _wait_for_work(self) -> None:
-        try:
-            self.app.store.wait(self.queues, 1.0)
-        except Exception:
-            log.exception("waiting for work failed; retrying shortly")
-            self._stopping.wait(1.0)
+            self._claim(free)
 
     def _claim(self, free: int) -> list[ClaimedJob]:
-        """Claim up to ``free`` jobs and hand them to the executor."""
+        """Claim up to ``free`` jobs (waiting up to a second for some when there
+        are none) and hand them to the executor."""
         try:
-            jobs = self.app.store.claim(self.id, self.queues, free)
+            jobs = self.app.store.claim_wait(self.id, self.queues, free, _IDLE_WAIT)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)

@@ -122,6 +122,14 @@ def claimed_jobs(flat: Sequence[bytes | None]) -> list[ClaimedJob]:
     return jobs
 
 
+def handed_jobs(entry: bytes | str) -> tuple[int, list[ClaimedJob]]:
+    """An inbox entry (lua/_claim.lua, hand-off): the free slots its worker's
+    idle registration has left, and the jobs claimed for it."""
+    values = _json.loads(entry)
+    flat = [None if v is False else str(v).encode() for v in values[1:]]
+    return int(values[0]), claimed_jobs(flat)
+
+
 def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
     """A flat HGETALL-style reply as a dict."""
     return dict(zip(flat[::2], flat[1::2], strict=True))

@@ -50,6 +50,10 @@ key                            type    holds
 ``P stats:MINUTE``             hash    per-minute counts, expire after two days
 ``P schedule:NAME``            hash    one schedule
 ``P req:ID``                   string  a batch's reply, for replay after a reconnect
+``P idle:QUEUE``               zset    idle workers registered on a queue -> expiry
+``P idler:WORKER``             string  JSON idle registration: free slots, token
+                                       base, queues (expires with it)
+``P inbox:WORKER``             list    JSON rows of jobs claimed for an idle worker
 =============================  ======  ==============================================
 
 Queued jobs wait in sub-queues per queue, priority and limit signature (SIG
@@ -111,6 +115,9 @@ KINDS = (
     "stats",
     "schedule",
     "req",
+    "idle",
+    "idler",
+    "inbox",
 )
 
 #: Minute stats live this long (seconds), like the SQLite store's retention of them.
@@ -216,6 +223,18 @@ class Keys:
     def req(self, request_id: str) -> str:
         """The remembered reply of one batch request."""
         return f"{self.prefix}req:{request_id}"
+
+    def idle(self, queue: str) -> str:
+        """Idle workers registered on one queue, by registration expiry."""
+        return f"{self.prefix}idle:{queue}"
+
+    def idler(self, worker_id: str) -> str:
+        """One idle worker's registration."""
+        return f"{self.prefix}idler:{worker_id}"
+
+    def inbox(self, worker_id: str) -> str:
+        """Jobs claimed for one idle worker, not yet taken."""
+        return f"{self.prefix}inbox:{worker_id}"
 
     def pattern(self) -> str:
         """A SCAN pattern matching every key of the namespace (tests, admin; never hot)."""

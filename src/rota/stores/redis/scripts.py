@@ -33,7 +33,7 @@ from rota.errors import InvalidArgument
 from rota.stores.redis.keys import STATIC, Keys
 
 #: Shared Lua, sent before every script in this order (later files use earlier ones).
-LIBRARY = ("_base", "_ready", "_limits", "_jobs")
+LIBRARY = ("_base", "_ready", "_limits", "_jobs", "_claim")
 
 _STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
 _COMMENT = re.compile(r"--[^\n]*")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rota.models import (
     ClaimedJob,
@@ -37,6 +38,25 @@ from rota.stores.redis._steer import Steering
 _RECOVER_BATCH = 1000
 
 
+@dataclass(slots=True)
+class _Idle:
+    """A worker's idle registration as its store instance knows it."""
+
+    worker_id: str
+    queues: list[str]
+    slots: int  # free slots it still offers
+    wake_at: float  # monotonic: block no longer (registration ends, or work is due)
+
+    def matches(self, worker_id: str, queues: list[str], limit: int) -> bool:
+        """Whether a claim_wait call may block on this registration as it is."""
+        return (
+            self.worker_id == worker_id
+            and self.queues == queues
+            and 0 < self.slots <= limit
+            and time.monotonic() < self.wake_at
+        )
+
+
 class RedisStore(Reads, Steering, RedisBase, Store):
     """A :class:`~rota.stores.base.Store` on Redis (``redis://host:port/db?namespace=N``).
 
@@ -51,6 +71,8 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         # store time of this instance's latest claim per queue: wake-up tokens
         # older than it carry news that claim already saw
         self._claimed_at: dict[str, float] = {}
+        # this instance's idle registration (claim_wait), if it may still hold
+        self._idle: _Idle | None = None
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
@@ -80,13 +102,69 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         if limit <= 0 or not queues:
             return []
-        queues = list(dict.fromkeys(queues))  # a queue named twice is merged once
+        self._idle = None
+        return self._claim(worker_id, list(dict.fromkeys(queues)), limit, 0.0)[0]
+
+    def _claim(
+        self, worker_id: str, queues: list[str], limit: int, idle_for: float
+    ) -> tuple[list[ClaimedJob], float | None]:
+        """Run the claim script; the jobs, and when nothing was claimed, in how
+        many seconds the next delayed job or parked sub-queue is due."""
         token = secrets.token_hex(8)
-        reply = self._run("claim", [worker_id, str(limit), token, self._request_id(), *queues])
+        args = [worker_id, str(limit), token, self._request_id(), repr(idle_for), *queues]
+        reply = self._run("claim", args)
         at = float(reply[0])
         for queue in queues:
             self._claimed_at[queue] = at
-        return _codec.claimed_jobs(reply[1:])
+        due = None if not reply[1] else float(reply[1]) - at
+        return _codec.claimed_jobs(reply[2:]), due
+
+    @guarded
+    def claim_wait(
+        self, worker_id: str, queues: Sequence[str], limit: int, timeout: float
+    ) -> list[ClaimedJob]:
+        """:meth:`claim`, then while idle: registered as idle (lua/_claim.lua),
+        blocked on the worker's inbox, where new jobs arrive already claimed,
+        and on the queues' signal lists. The registration lasts ``timeout``
+        seconds; until then, calls that find it still has slots go straight
+        back to blocking, without a claim round trip."""
+        if limit <= 0 or not queues:
+            return []
+        names = list(dict.fromkeys(queues))
+        deadline = time.monotonic() + timeout
+        for _ in range(1000):
+            idle = self._idle
+            if not (idle and idle.matches(worker_id, names, limit)):
+                self._idle = None
+                started = time.monotonic()
+                jobs, due = self._claim(worker_id, names, limit, timeout if timeout > 0 else 0.0)
+                if jobs or timeout <= 0:
+                    return jobs
+                until = started + timeout
+                if due is not None:
+                    until = min(until, started + max(0.0, due))
+                idle = self._idle = _Idle(worker_id, names, limit, until)
+            remaining = min(deadline, idle.wake_at) - time.monotonic()
+            if remaining < 0.001:
+                self._idle = None  # look again: a claim promotes what is due
+                return []
+            popped = self._blocking.blpop(
+                [self.keys.inbox(worker_id), *(self.keys.signal(q) for q in names)],
+                timeout=min(remaining, MAX_BLOCK),
+            )
+            if popped is None:
+                return []
+            key, value = _codec.text(popped[0]), popped[1]
+            if key == self.keys.inbox(worker_id):
+                slots, jobs = _codec.handed_jobs(value)
+                idle.slots = slots
+                if slots <= 0:
+                    self._idle = None
+                return jobs
+            queue = key[len(self.keys.signal("")) :]
+            if float(value) >= self._claimed_at.get(queue, 0.0):
+                self._idle = None  # news: claim again
+        return []
 
     @guarded
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
@@ -175,4 +253,6 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     @guarded
     def remove_worker(self, worker_id: str) -> None:
+        if self._idle and self._idle.worker_id == worker_id:
+            self._idle = None
         self._run("remove_worker", [worker_id])

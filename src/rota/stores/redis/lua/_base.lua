@@ -2,7 +2,7 @@
 --
 -- scripts.py sends each script as one chunk: a generated line binding the
 -- fixed keys, then the library files _base.lua, _ready.lua, _limits.lua and
--- _jobs.lua (in that order; later ones use the earlier ones), then the
+-- _jobs.lua, _claim.lua (in that order; later ones use the earlier ones), then the
 -- script's own file.
 --
 -- The generated line binds the fixed keys the script declares in its header:
@@ -45,6 +45,9 @@ function K.signal(queue) return PREFIX .. 'signal:' .. queue end
 function K.stats(minute) return PREFIX .. 'stats:' .. minute end
 function K.schedule(name) return PREFIX .. 'schedule:' .. name end
 function K.req(id) return PREFIX .. 'req:' .. id end
+function K.idle(queue) return PREFIX .. 'idle:' .. queue end
+function K.idler(worker) return PREFIX .. 'idler:' .. worker end
+function K.inbox(worker) return PREFIX .. 'inbox:' .. worker end
 
 local STATS_TTL = 2 * 86400
 local SIGNAL_CAP = 64

@@ -43,7 +43,8 @@ local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply
 -- {id, duplicate, id, duplicate, ...}, or nil and an error message.
--- keys: {seq=, queues=, vclock=}
+-- keys: {seq=, queues=, vclock=}; the script also declares the keys of
+-- _claim.lua, for the hand-off to idle workers
 function L.enqueue(args, first, count, now, keys)
   local n = L.NEW_FIELDS
   local plan, holds, ids, fresh = {}, {}, {}, {}
@@ -73,7 +74,7 @@ function L.enqueue(args, first, count, now, keys)
   if #fresh > 0 then seq = redis.call('INCRBY', keys.seq, #fresh) - #fresh end
   local stamp = L.fmt(now)
   local idx = L.batch()
-  local reply, clocks, lasts, woken, heads, run_ats = {}, {}, {}, {}, {}, {}
+  local reply, clocks, lasts, ready, delayed, heads, run_ats = {}, {}, {}, {}, {}, {}, {}
   for _, p in ipairs(plan) do
     if not p.dup then
       local b = p.base
@@ -126,10 +127,10 @@ function L.enqueue(args, first, count, now, keys)
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
         heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
                                                              sig = sig}
-        woken[queue] = (woken[queue] or 0) + 1
+        ready[queue] = (ready[queue] or 0) + 1
       else
         idx.add(K.delayed(queue), run_at, id)
-        woken[queue] = math.max(woken[queue] or 0, 1) -- waiters re-read the next run time
+        delayed[queue] = true
       end
     end
     reply[#reply + 1] = p.id
@@ -140,7 +141,14 @@ function L.enqueue(args, first, count, now, keys)
   for queue, fairs in pairs(lasts) do
     for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
   end
-  for queue, count_ in pairs(woken) do L.signal(queue, count_, now) end
+  -- idle workers get ready jobs at once; the rest wake waiters, which also
+  -- re-read the next run time when a delayed job came
+  local wake = {}
+  for queue in pairs(delayed) do wake[queue] = 1 end
+  for queue, n in pairs(ready) do
+    wake[queue] = math.max(wake[queue] or 0, n - L.hand_off(queue, n, now))
+  end
+  for queue, n in pairs(wake) do L.signal(queue, n, now) end
   return reply
 end
 

@@ -5,6 +5,9 @@
 -- KEYS[2] seq: job sequence counter
 -- KEYS[3] queues: set of known queues
 -- KEYS[4] vclock: queue -> virtual clock
+-- KEYS[5] paused: set of paused queues (hand-off to idle workers, _claim.lua)
+-- KEYS[6] leases: running job id -> lease expiry (hand-off)
+-- KEYS[7] limkeys: set of flow-control keys (hand-off)
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2] number of jobs N
 -- ARGV[3..] N groups of L.NEW_FIELDS fields (see _jobs.lua, L.enqueue)

@@ -13,27 +13,10 @@
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
-local FIELDS = {'state', 'token', 'queue', 'priority', 'vtime', 'seq', 'limits', 'sig'}
-local now = L.now()
-local book = L.book(now)
+local book = L.book(L.now())
 local reply, wake = {}, {}
 for i = 2, #ARGV, 2 do
-  local id = ARGV[i]
-  local jkey = K.job(id)
-  local job = L.fields(jkey, FIELDS)
-  if job.state == 'running' and job.token == ARGV[i + 1] then
-    if job.limits then book.release(cjson.decode(job.limits), id, nil) end
-    redis.call('ZREM', S.leases, id)
-    redis.call('HINCRBY', jkey, 'attempt', -1)
-    L.put(jkey, {'state', 'queued', 'started_at', false, 'owner', '', 'token', '',
-                 'expires', ''})
-    L.index_state(id, job.queue, job.seq, 'running', 'queued')
-    L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
-    wake[job.queue] = (wake[job.queue] or 0) + 1
-    reply[#reply + 1] = 1
-  else
-    reply[#reply + 1] = 0
-  end
+  reply[#reply + 1] = L.release(ARGV[i], ARGV[i + 1], book, wake) and 1 or 0
 end
 book.save(S.limkeys)
 for queue, n in pairs(wake) do L.signal(queue, n) end

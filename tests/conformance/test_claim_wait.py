@@ -1,0 +1,154 @@
+"""claim_wait: a worker with free slots waits for work and gets it claimed.
+
+On Redis a waiting worker is registered as idle and new jobs are claimed for
+it by the enqueue itself (lua/_claim.lua); these tests hold on every store:
+a job sent to waiting workers is claimed once, within the waiter's free
+slots, with a lease like any claim.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from conformance.support import claim, enqueue_one, get, new_job, succeed
+from rota.models import ClaimedJob, ConcurrencyKey, JobState
+from rota.stores import Store, open_store
+
+
+class Waiter:
+    """A thread calling claim_wait in a loop on its own store instance."""
+
+    def __init__(self, url: str, worker: str, queue: str, slots: int) -> None:
+        self.store = open_store(url)
+        self.worker, self.queue, self.slots = worker, queue, slots
+        self.jobs: list[ClaimedJob] = []
+        self.rounds = 0  # claim_wait calls returned
+        self.stop = threading.Event()
+        self.blocked = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            free = self.slots - len(self.jobs)
+            if free <= 0:
+                return
+            self.blocked.set()
+            self.jobs += self.store.claim_wait(self.worker, [self.queue], free, 0.5)
+            self.rounds += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.store.remove_worker(self.worker)
+        self.store.close()
+
+
+def until(condition: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_claim_wait_claims_at_once_when_work_is_there(store: Store) -> None:
+    job_id = enqueue_one(store, new_job())
+    started = time.monotonic()
+    jobs = store.claim_wait("w", ["default"], 4, 10.0)
+    assert [j.id for j in jobs] == [job_id]
+    assert time.monotonic() - started < 2.0
+    assert get(store, job_id).state == JobState.RUNNING
+
+
+def test_claim_wait_returns_empty_after_its_timeout(store: Store) -> None:
+    started = time.monotonic()
+    assert store.claim_wait("w", ["default"], 4, 0.3) == []
+    assert 0.2 <= time.monotonic() - started < 5.0
+
+
+def test_a_job_sent_to_a_waiting_worker_reaches_it_promptly(store: Store, url: str) -> None:
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        sent = time.monotonic()
+        job_id = enqueue_one(store, new_job(queue="cw"))
+        until(lambda: waiter.jobs)
+        assert time.monotonic() - sent < 2.0
+        (job,) = waiter.jobs
+        assert job.id == job_id and job.attempt == 1
+        stored = get(store, job_id)
+        assert stored.state == JobState.RUNNING and stored.worker == "w"
+        assert succeed(store, job)
+    finally:
+        waiter.close()
+
+
+def test_waiting_workers_get_no_more_than_their_free_slots(store: Store, url: str) -> None:
+    waiter = Waiter(url, "w", "cw", 2)
+    try:
+        assert waiter.blocked.wait(5.0)
+        store.enqueue([new_job(i, queue="cw") for i in range(5)])
+        until(lambda: len(waiter.jobs) == 2)
+        assert len(claim(store, ["cw"], limit=10, worker="other")) == 3
+        assert len(waiter.jobs) == 2
+    finally:
+        waiter.close()
+
+
+def test_each_job_sent_to_several_waiters_is_claimed_once(store: Store, url: str) -> None:
+    waiters = [Waiter(url, f"w{i}", "cw", 40) for i in range(3)]
+    try:
+        for waiter in waiters:
+            assert waiter.blocked.wait(5.0)
+        sent = []
+        for i in range(40):
+            sent.append(enqueue_one(store, new_job(i, queue="cw")))
+            if i % 10 == 0:
+                store.enqueue([new_job(i, j, queue="cw") for j in range(5)])
+        total = lambda: sum(len(w.jobs) for w in waiters)  # noqa: E731
+        until(lambda: total() == 60)
+        claimed = Counter(j.id for w in waiters for j in w.jobs)
+        assert set(sent) <= set(claimed) and max(claimed.values()) == 1
+        for waiter in waiters:
+            for job in waiter.jobs:
+                assert get(store, job.id).worker == waiter.worker
+    finally:
+        for waiter in waiters:
+            waiter.close()
+
+
+def test_a_waiting_worker_gets_no_job_its_limit_blocks(store: Store, url: str) -> None:
+    key = (ConcurrencyKey("site", 1),)
+    enqueue_one(store, new_job(queue="cw", concurrency=key))
+    (holder,) = claim(store, ["cw"], worker="other")
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        blocked_id = enqueue_one(store, new_job(queue="cw", concurrency=key))
+        free_id = enqueue_one(store, new_job(queue="cw"))
+        until(lambda: waiter.jobs)
+        assert [j.id for j in waiter.jobs] == [free_id]
+        assert get(store, blocked_id).state == JobState.QUEUED
+        assert succeed(store, holder)
+        until(lambda: len(waiter.jobs) == 2)
+        assert waiter.jobs[1].id == blocked_id
+    finally:
+        waiter.close()
+
+
+def test_a_paused_queue_gives_waiting_workers_nothing(store: Store, url: str) -> None:
+    store.pause_queue("cw")
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        job_id = enqueue_one(store, new_job(queue="cw"))
+        rounds = waiter.rounds
+        until(lambda: waiter.rounds >= rounds + 2)  # a whole wait began after the send
+        assert waiter.jobs == [] and get(store, job_id).state == JobState.QUEUED
+        store.resume_queue("cw")
+        until(lambda: waiter.jobs)
+        assert waiter.jobs[0].id == job_id
+    finally:
+        waiter.close()
