@@ -152,3 +152,9 @@ def test_a_paused_queue_gives_waiting_workers_nothing(store: Store, url: str) ->
         assert waiter.jobs[0].id == job_id
     finally:
         waiter.close()
+
+
+def test_stop_waiting_leaves_a_worker_that_never_waited_alone(store: Store) -> None:
+    job_id = enqueue_one(store, new_job())
+    store.stop_waiting("w")
+    assert claim(store)[0].id == job_id

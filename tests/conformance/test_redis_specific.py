@@ -705,3 +705,13 @@ def test_an_idle_worker_keeps_the_free_slots_it_registered(rstore: RedisStore) -
     ids = [enqueue_one(rstore, new_job(i)) for i in range(5)]
     states = [get(rstore, i).state for i in ids]
     assert states == [JobState.RUNNING] * 3 + [JobState.QUEUED] * 2
+
+
+def test_stop_waiting_ends_the_registration_and_gives_back_its_jobs(rstore: RedisStore) -> None:
+    assert rstore._claim("idle-w", ["default"], 2, 30.0)[0] == []
+    handed = enqueue_one(rstore, new_job(1))
+    rstore.stop_waiting("idle-w")
+    later = enqueue_one(rstore, new_job(2))
+    assert get(rstore, handed).state == JobState.QUEUED and get(rstore, handed).attempt == 0
+    assert get(rstore, later).state == JobState.QUEUED
+    assert [j.id for j in claim(rstore, limit=5)] == [handed, later]

@@ -133,6 +133,13 @@ class Store(ABC):
         self.wait(queues, timeout)
         return self.claim(worker_id, queues, limit)
 
+    def stop_waiting(self, worker_id: str) -> None:
+        """End the idle registration :meth:`claim_wait` may keep for
+        ``worker_id`` (a worker that stops claiming for a while) and give back
+        the jobs claimed for it that it has not taken. Nothing to do for a
+        store that keeps none."""
+        return None
+
     # -- steering ----------------------------------------------------------
 
     @abstractmethod

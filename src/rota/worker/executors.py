@@ -2,6 +2,9 @@
 
 Each executor runs a job it is given and calls ``on_done(job, result)`` from
 one of its own threads. The worker gives it a job only when a slot is free.
+The thread pool can also claim for itself (:meth:`Executor.lead`): an idle
+slot thread takes the claim, so the thread that receives a job runs it,
+with no hand-over to another thread on the way.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
     from rota.app import App
 
 OnDone = Callable[[ClaimedJob, Result], None]
+#: One claim for the executor's free slots: the jobs (already counted as the
+#: worker's), or None once the worker stops claiming.
+Claim = Callable[[], "list[ClaimedJob] | None"]
 MODES = ("threads", "processes", "async")
 
 
@@ -56,20 +62,47 @@ class Executor(ABC):
         """Slots occupied, including ones whose job was abandoned but has not returned."""
         return 0
 
+    def lead(self, claim: Claim) -> bool:
+        """Let idle slots call ``claim`` themselves, before :meth:`start`. False
+        (the default) if this executor cannot: the worker's loop then claims
+        and calls :meth:`submit`."""
+        return False
+
+    def stop_leading(self) -> None:
+        """Claim no more; return once a claim under way has returned."""
+        return None
+
 
 class ThreadExecutor(Executor):
     """A fixed pool of threads: for I/O-bound tasks. Timeouts are reported at the
-    deadline, but Python cannot stop a thread: it stays busy until the task returns."""
+    deadline, but Python cannot stop a thread: it stays busy until the task returns.
+
+    When leading, slots are leader and followers: an idle thread with nothing
+    handed to it takes the claim if no other thread holds it, keeps the first
+    job it gets, queues the rest for the idle followers and passes the claim
+    on (a baton in the queue wakes one of them) before running its own job.
+    """
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
-        self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[ClaimedJob | object | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._slot, name=f"rota-slot-{i}", daemon=True)
             for i in range(size)
         ]
         self._busy = 0
         self._lock = threading.Lock()
+        self._claim: Claim | None = None
+        self._leader = threading.Lock()
+
+    def lead(self, claim: Claim) -> bool:
+        self._claim = claim
+        return True
+
+    def stop_leading(self) -> None:
+        self._claim = None
+        with self._leader:
+            pass
 
     def start(self) -> None:
         for thread in self._threads:
@@ -84,7 +117,7 @@ class ThreadExecutor(Executor):
         return self._busy
 
     def _slot(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        while (job := self._next()) is not None:
             try:
                 result = runner.run_sync(self.app, job)
             finally:
@@ -92,9 +125,39 @@ class ThreadExecutor(Executor):
                     self._busy -= 1
             self.on_done(job, result)
 
+    def _next(self) -> ClaimedJob | None:
+        """The next job for this thread, claimed by it or handed to it; None to stop."""
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                item = _BATON
+                if self._leader.acquire(blocking=False):
+                    try:
+                        jobs = self._claim() if self._claim is not None else None
+                    finally:
+                        self._leader.release()
+                    if jobs:
+                        with self._lock:
+                            self._busy += len(jobs)
+                        for other in jobs[1:]:
+                            self._jobs.put(other)
+                        self._jobs.put(_BATON)  # the next idle thread claims meanwhile
+                        return jobs[0]
+                    if jobs is not None:
+                        continue  # claim_wait blocked for a while: claim again
+                item = self._jobs.get()
+            if item is None:
+                return None
+            if isinstance(item, ClaimedJob):
+                return item
+
     def stop(self) -> None:
         for _ in self._threads:
             self._jobs.put(None)
+
+
+_BATON = object()
 
 
 def _child_main(conn: Connection, app_spec: str | None, app: App | None, url: str) -> None:

@@ -1,7 +1,11 @@
 """The worker: claims jobs it has room for, runs them, reports outcomes.
 
-One claim loop (the thread that calls :meth:`Worker.run`) plus supervised
-side threads:
+Claiming: in threads mode the idle slot threads take turns claiming
+(leader and followers, see ``executors.ThreadExecutor``), so a claimed job
+runs on the thread that received it; in the other modes one claim loop (the
+thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
+Either way a claim asks for free slots only and waits (``claim_wait``) when
+there is nothing to do. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
@@ -124,6 +128,7 @@ class Worker:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         store = self.app.store
+        leading = self._executor.lead(self._lead)
         self._executor.start()
         self._start_side(self._ack_loop, "rota-acker")
         self._start_side(self._keeper_loop, "rota-keeper")
@@ -139,7 +144,11 @@ class Worker:
             self.mode,
         )
         try:
-            self._claim_loop()
+            if leading:
+                while not self._stopping.wait(0.5):  # the slots claim (threads mode)
+                    pass
+            else:
+                self._claim_loop()
         finally:
             self._shutdown()
             store.remove_worker(self.id)
@@ -167,23 +176,40 @@ class Worker:
             if self.holding_back:
                 self._stopping.wait(1.0)
                 continue
-            self._claim(free)
+            for job in self._claim(free):
+                self._executor.submit(job)
+
+    def _lead(self) -> list[ClaimedJob] | None:
+        """One claim for a slot thread that has nothing to run (threads mode):
+        the jobs, [] to be asked again, None once the worker stops claiming."""
+        if self._stopping.is_set():
+            return None
+        if self.holding_back:
+            self._stopping.wait(1.0)
+            return []
+        free = self.concurrency - max(len(self._inflight), self._executor.busy())
+        if free <= 0:  # another slot's finished job is still being reported
+            self._slot_freed.wait(0.05)
+            self._slot_freed.clear()
+            return []
+        return self._claim(free)
 
     def _claim(self, free: int) -> list[ClaimedJob]:
-        """Claim up to ``free`` jobs (waiting up to a second for some when there
-        are none) and hand them to the executor."""
+        """Claim up to ``free`` jobs, waiting up to a second for some when there
+        are none; they count as running from here on."""
         try:
             jobs = self.app.store.claim_wait(self.id, self.queues, free, _IDLE_WAIT)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
             return []
+        if jobs and self.holding_back:  # claimed for us as the gate closed: not ours to run
+            self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
+            return []
         now = time.monotonic()
         with self._lock:
             for job in jobs:
                 self._inflight[job.id] = _Inflight(job, now)
-        for job in jobs:
-            self._executor.submit(job)
         return jobs
 
     def _on_done(self, job: ClaimedJob, result: Result) -> None:
@@ -301,14 +327,16 @@ class Worker:
         over = (self.max_cpu is not None and self._cpu > self.max_cpu) or (
             self.max_mem is not None and self._mem > self.max_mem
         )
-        if over != self.holding_back:
+        was, self.holding_back = self.holding_back, over
+        if over != was:
             log.warning(
                 "host load cpu=%.0f%% mem=%.0f%%: %s claiming",
                 self._cpu,
                 self._mem,
                 "holding back" if over else "resuming",
             )
-        self.holding_back = over
+        if over and not was:
+            self.app.store.stop_waiting(self.id)  # new jobs must not be claimed for us
 
     def _send_heartbeat(self) -> None:
         self.app.store.heartbeat(
@@ -361,6 +389,7 @@ class Worker:
         self.stop()
 
     def _shutdown(self) -> None:
+        self._executor.stop_leading()
         self._send_heartbeat_quietly()
         deadline = time.monotonic() + self.grace
         while self._inflight and time.monotonic() < deadline:

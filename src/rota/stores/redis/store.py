@@ -252,6 +252,12 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         self._run("heartbeat", [worker.id, _codec.worker_record(worker)])
 
     @guarded
+    def stop_waiting(self, worker_id: str) -> None:
+        if self._idle and self._idle.worker_id == worker_id:
+            self._idle = None
+        self._run("stop_waiting", [worker_id])
+
+    @guarded
     def remove_worker(self, worker_id: str) -> None:
         if self._idle and self._idle.worker_id == worker_id:
             self._idle = None

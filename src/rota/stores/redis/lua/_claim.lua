@@ -304,3 +304,19 @@ function L.release(id, token, book, wake)
   wake[job.queue] = (wake[job.queue] or 0) + 1
   return true
 end
+
+-- End a worker's idle registration and release the jobs handed to it that
+-- it has not taken. Returns how many were released.
+function L.drop_idle(worker)
+  L.unidle(worker)
+  local _, held = L.take_inbox(worker)
+  if #held == 0 then return 0 end
+  local book = L.book(L.now())
+  local wake, released = {}, 0
+  for i = 1, #held, 2 do
+    if L.release(held[i], held[i + 1], book, wake) then released = released + 1 end
+  end
+  book.save(S.limkeys)
+  for queue, n in pairs(wake) do L.signal(queue, n) end
+  return released
+end

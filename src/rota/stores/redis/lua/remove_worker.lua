@@ -12,17 +12,6 @@
 --
 -- Returns the number of handed-off jobs released.
 
-local worker = ARGV[1]
-redis.call('HDEL', S.workers, worker)
-redis.call('ZREM', S.heartbeats, worker)
-L.unidle(worker)
-local _, held = L.take_inbox(worker)
-if #held == 0 then return 0 end
-local book = L.book(L.now())
-local wake, released = {}, 0
-for i = 1, #held, 2 do
-  if L.release(held[i], held[i + 1], book, wake) then released = released + 1 end
-end
-book.save(S.limkeys)
-for queue, n in pairs(wake) do L.signal(queue, n) end
-return released
+redis.call('HDEL', S.workers, ARGV[1])
+redis.call('ZREM', S.heartbeats, ARGV[1])
+return L.drop_idle(ARGV[1])
