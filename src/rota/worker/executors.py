@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import multiprocessing
 import queue
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from rota.app import App
+
+log = logging.getLogger("rota.worker")
 
 OnDone = Callable[[ClaimedJob, Result], None]
 #: One claim for the executor's free slots: the jobs (already counted as the
@@ -134,7 +138,7 @@ class ThreadExecutor(Executor):
                 item = _BATON
                 if self._leader.acquire(blocking=False):
                     try:
-                        jobs = self._claim() if self._claim is not None else None
+                        jobs = self._claim_safely()
                     finally:
                         self._leader.release()
                     if jobs:
@@ -151,6 +155,19 @@ class ThreadExecutor(Executor):
                 return None
             if isinstance(item, ClaimedJob):
                 return item
+
+    def _claim_safely(self) -> list[ClaimedJob] | None:
+        """``self._claim()``; an unexpected error is logged and costs a second,
+        never the slot thread."""
+        claim = self._claim
+        if claim is None:
+            return None
+        try:
+            return claim()
+        except Exception:
+            log.exception("claiming failed; trying again in a second")
+            time.sleep(1.0)
+            return []
 
     def stop(self) -> None:
         for _ in self._threads:
