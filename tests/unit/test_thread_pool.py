@@ -1,0 +1,141 @@
+"""The thread pool claiming for itself (leader and followers), with a claim
+function in place of a store: which thread runs what, and when it stops."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from rota import App
+from rota.models import ClaimedJob
+from rota.worker.executors import ThreadExecutor
+from rota.worker.runner import Result
+
+app = App("sqlite:///:memory:")
+ran_on: dict[int, str] = {}  # job number -> thread name
+release = threading.Event()
+
+
+@app.task(name="record")
+def record(n: int, block: bool) -> None:
+    ran_on[n] = threading.current_thread().name
+    if block:
+        assert release.wait(10)
+
+
+def job(n: int, *, block: bool = False) -> ClaimedJob:
+    return ClaimedJob(
+        id=f"j{n}",
+        task="record",
+        queue="default",
+        payload=orjson.dumps({"args": [n, block], "kwargs": {}}),
+        attempt=1,
+        max_attempts=1,
+        lost=0,
+        token="t",
+        lease=30.0,
+        timeout=None,
+        enqueued_at=0.0,
+        run_at=0.0,
+        started_at=0.0,
+    )
+
+
+class Claims:
+    """Hands out prepared batches, one per call, and records each call."""
+
+    def __init__(self, batches: list[list[ClaimedJob]]) -> None:
+        self.batches = batches
+        self.calls: list[tuple[str, int]] = []  # (thread, free slots asked for)
+        self.lock = threading.Lock()
+        self.idle = threading.Event()  # set while nothing is left to hand out
+        self.fail_next = False
+        self.under_way = 0
+
+    def __call__(self) -> list[ClaimedJob] | None:
+        with self.lock:
+            if self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("store hiccup")
+            self.calls.append((threading.current_thread().name, len(self.batches)))
+            if self.batches:
+                return self.batches.pop(0)
+            self.under_way += 1
+        self.idle.set()
+        time.sleep(0.01)  # as claim_wait blocks while there is no work
+        with self.lock:
+            self.under_way -= 1
+        return []
+
+
+@pytest.fixture
+def done() -> Iterator[dict[str, Result]]:
+    ran_on.clear()
+    release.clear()
+    yield {}
+    release.set()
+
+
+def pool(claims: Claims, done: dict[str, Result], size: int) -> ThreadExecutor:
+    executor = ThreadExecutor(app, size, lambda j, r: done.__setitem__(j.id, r))
+    assert executor.lead(claims)
+    executor.start()
+    return executor
+
+
+def until(condition: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
+    done: dict[str, Result],
+) -> None:
+    claims = Claims([[job(0), job(1), job(2)], [job(3)], [job(4), job(5)]])
+    executor = pool(claims, done, 4)
+    until(lambda: len(done) == 6)
+    assert all(r.ok for r in done.values())
+    claimers = [thread for thread, _ in claims.calls]
+    assert ran_on[0] == claimers[0]  # no hand-over to another thread
+    executor.stop_leading()
+    executor.stop()
+
+
+def test_busy_slots_make_no_claim(done: dict[str, Result]) -> None:
+    claims = Claims([[job(0, block=True), job(1, block=True)]])
+    executor = pool(claims, done, 2)
+    until(lambda: len(ran_on) == 2)
+    calls = len(claims.calls)
+    assert executor.busy() == 2  # both slots busy: no thread is free to claim
+    assert len(claims.calls) == calls
+    release.set()
+    until(lambda: len(done) == 2)
+    until(lambda: len(claims.calls) > calls)  # a freed slot claims again
+    executor.stop_leading()
+    executor.stop()
+
+
+def test_a_failing_claim_costs_a_retry_not_a_thread(done: dict[str, Result]) -> None:
+    claims = Claims([])
+    claims.fail_next = True
+    executor = pool(claims, done, 1)
+    until(lambda: claims.idle.is_set())  # the only thread claims again after the error
+    claims.batches.append([job(7)])
+    until(lambda: "j7" in done)
+    executor.stop_leading()
+    executor.stop()
+
+
+def test_stop_leading_waits_for_the_claim_under_way(done: dict[str, Result]) -> None:
+    claims = Claims([])
+    executor = pool(claims, done, 2)
+    until(lambda: claims.idle.is_set())
+    executor.stop_leading()
+    assert claims.under_way == 0  # it waited for the claim under way
+    executor.stop()
