@@ -13,6 +13,7 @@ import time
 from collections import Counter
 
 from conformance.support import claim, enqueue_one, get, new_job, succeed
+from helpers import wait_for
 from rota.models import ClaimedJob, ConcurrencyKey, JobState
 from rota.stores import Store, open_store
 
@@ -46,13 +47,6 @@ class Waiter:
         self.store.close()
 
 
-def until(condition: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def test_claim_wait_claims_at_once_when_work_is_there(store: Store) -> None:
     job_id = enqueue_one(store, new_job())
     started = time.monotonic()
@@ -74,7 +68,7 @@ def test_a_job_sent_to_a_waiting_worker_reaches_it_promptly(store: Store, url: s
         assert waiter.blocked.wait(5.0)
         sent = time.monotonic()
         job_id = enqueue_one(store, new_job(queue="cw"))
-        until(lambda: waiter.jobs)
+        wait_for(lambda: waiter.jobs)
         assert time.monotonic() - sent < 2.0
         (job,) = waiter.jobs
         assert job.id == job_id and job.attempt == 1
@@ -90,7 +84,7 @@ def test_waiting_workers_get_no_more_than_their_free_slots(store: Store, url: st
     try:
         assert waiter.blocked.wait(5.0)
         store.enqueue([new_job(i, queue="cw") for i in range(5)])
-        until(lambda: len(waiter.jobs) == 2)
+        wait_for(lambda: len(waiter.jobs) == 2)
         assert len(claim(store, ["cw"], limit=10, worker="other")) == 3
         assert len(waiter.jobs) == 2
     finally:
@@ -108,7 +102,7 @@ def test_each_job_sent_to_several_waiters_is_claimed_once(store: Store, url: str
             if i % 10 == 0:
                 store.enqueue([new_job(i, j, queue="cw") for j in range(5)])
         total = lambda: sum(len(w.jobs) for w in waiters)  # noqa: E731
-        until(lambda: total() == 60)
+        wait_for(lambda: total() == 60)
         claimed = Counter(j.id for w in waiters for j in w.jobs)
         assert set(sent) <= set(claimed) and max(claimed.values()) == 1
         for waiter in waiters:
@@ -128,11 +122,11 @@ def test_a_waiting_worker_gets_no_job_its_limit_blocks(store: Store, url: str) -
         assert waiter.blocked.wait(5.0)
         blocked_id = enqueue_one(store, new_job(queue="cw", concurrency=key))
         free_id = enqueue_one(store, new_job(queue="cw"))
-        until(lambda: waiter.jobs)
+        wait_for(lambda: waiter.jobs)
         assert [j.id for j in waiter.jobs] == [free_id]
         assert get(store, blocked_id).state == JobState.QUEUED
         assert succeed(store, holder)
-        until(lambda: len(waiter.jobs) == 2)
+        wait_for(lambda: len(waiter.jobs) == 2)
         assert waiter.jobs[1].id == blocked_id
     finally:
         waiter.close()
@@ -145,10 +139,10 @@ def test_a_paused_queue_gives_waiting_workers_nothing(store: Store, url: str) ->
         assert waiter.blocked.wait(5.0)
         job_id = enqueue_one(store, new_job(queue="cw"))
         rounds = waiter.rounds
-        until(lambda: waiter.rounds >= rounds + 2)  # a whole wait began after the send
+        wait_for(lambda: waiter.rounds >= rounds + 2)  # a whole wait began after the send
         assert waiter.jobs == [] and get(store, job_id).state == JobState.QUEUED
         store.resume_queue("cw")
-        until(lambda: waiter.jobs)
+        wait_for(lambda: waiter.jobs)
         assert waiter.jobs[0].id == job_id
     finally:
         waiter.close()

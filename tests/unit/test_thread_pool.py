@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
+from helpers import wait_for
 from rota import App
 from rota.models import ClaimedJob
 from rota.worker.executors import ThreadExecutor
@@ -87,19 +88,12 @@ def pool(claims: Claims, done: dict[str, Result], size: int) -> ThreadExecutor:
     return executor
 
 
-def until(condition: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)
-
-
 def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
     done: dict[str, Result],
 ) -> None:
     claims = Claims([[job(0), job(1), job(2)], [job(3)], [job(4), job(5)]])
     executor = pool(claims, done, 4)
-    until(lambda: len(done) == 6)
+    wait_for(lambda: len(done) == 6)
     assert all(r.ok for r in done.values())
     claimers = [thread for thread, _ in claims.calls]
     assert ran_on[0] == claimers[0]  # no hand-over to another thread
@@ -110,13 +104,13 @@ def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
 def test_busy_slots_make_no_claim(done: dict[str, Result]) -> None:
     claims = Claims([[job(0, block=True), job(1, block=True)]])
     executor = pool(claims, done, 2)
-    until(lambda: len(ran_on) == 2)
+    wait_for(lambda: len(ran_on) == 2)
     calls = len(claims.calls)
     assert executor.busy() == 2  # both slots busy: no thread is free to claim
     assert len(claims.calls) == calls
     release.set()
-    until(lambda: len(done) == 2)
-    until(lambda: len(claims.calls) > calls)  # a freed slot claims again
+    wait_for(lambda: len(done) == 2)
+    wait_for(lambda: len(claims.calls) > calls)  # a freed slot claims again
     executor.stop_leading()
     executor.stop()
 
@@ -125,9 +119,9 @@ def test_a_failing_claim_costs_a_retry_not_a_thread(done: dict[str, Result]) -> 
     claims = Claims([])
     claims.fail_next = True
     executor = pool(claims, done, 1)
-    until(lambda: claims.idle.is_set())  # the only thread claims again after the error
+    wait_for(lambda: claims.idle.is_set())  # the only thread claims again after the error
     claims.batches.append([job(7)])
-    until(lambda: "j7" in done)
+    wait_for(lambda: "j7" in done)
     executor.stop_leading()
     executor.stop()
 
@@ -135,7 +129,7 @@ def test_a_failing_claim_costs_a_retry_not_a_thread(done: dict[str, Result]) -> 
 def test_stop_leading_waits_for_the_claim_under_way(done: dict[str, Result]) -> None:
     claims = Claims([])
     executor = pool(claims, done, 2)
-    until(lambda: claims.idle.is_set())
+    wait_for(lambda: claims.idle.is_set())
     executor.stop_leading()
     assert claims.under_way == 0  # it waited for the claim under way
     executor.stop()
