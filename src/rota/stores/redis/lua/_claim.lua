@@ -229,16 +229,17 @@ end
 -- A queue just got n runnable jobs: claim them for its idle workers, oldest
 -- registration first, and push each worker's rows (after the slots it has
 -- left) to its inbox. Returns how many of the queue's jobs were handed off.
+-- (With no idle worker that is one ZRANGE; a registration found expired,
+-- left by a worker that died, is dropped on the way.)
 function L.hand_off(queue, n, now)
   local key = K.idle(queue)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', L.fmt(now))
   local width, handed = #L.CLAIMED, 0
   for _ = 1, 64 do
     if handed >= n then break end
-    local first = redis.call('ZRANGE', key, 0, 0)
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
     if #first == 0 then break end
     local worker = first[1]
-    local record = redis.call('GET', K.idler(worker))
+    local record = tonumber(first[2]) > now and redis.call('GET', K.idler(worker))
     if not record then
       redis.call('ZREM', key, worker)
     else
