@@ -137,7 +137,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             if not (idle and idle.matches(worker_id, names, limit)):
                 self._idle = None
                 started = time.monotonic()
-                jobs, due = self._claim(worker_id, names, limit, timeout if timeout > 0 else 0.0)
+                jobs, due = self._claim(worker_id, names, limit, max(timeout, 0.0))
                 if jobs or timeout <= 0:
                     return jobs
                 until = started + timeout
@@ -154,17 +154,22 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             )
             if popped is None:
                 return []
-            key, value = _codec.text(popped[0]), popped[1]
-            if key == self.keys.inbox(worker_id):
-                slots, jobs = _codec.handed_jobs(value)
-                idle.slots = slots
-                if slots <= 0:
+            if _codec.text(popped[0]) == self.keys.inbox(worker_id):
+                idle.slots, jobs = _codec.handed_jobs(popped[1])
+                if idle.slots <= 0:
                     self._idle = None
                 return jobs
-            queue = key[len(self.keys.signal("")) :]
-            if float(value) >= self._claimed_at.get(queue, 0.0):
-                self._idle = None  # news: claim again
+            if self._is_news(*popped):
+                self._idle = None  # claim again
         return []
+
+    def _is_news(self, signal_key: bytes | str, stamp: bytes | str) -> bool:
+        """Whether a wake-up token popped from a queue's signal list carries news:
+        it does unless this instance claimed from that queue after the token was
+        pushed (that claim already saw the change). Stale tokens are dropped and
+        the wait goes on; a list holds at most 64 of them."""
+        queue = _codec.text(signal_key)[len(self.keys.signal("")) :]
+        return float(stamp) >= self._claimed_at.get(queue, 0.0)
 
     @guarded
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
@@ -229,20 +234,16 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         timeout = min(timeout, MAX_BLOCK)
         if timeout < 0.001:
             return  # a delayed job or a parked sub-queue is due now
-        signals = {self.keys.signal(q): q for q in queues}
-        # A token is news unless this instance claimed from its queue after the
-        # token was pushed: that claim already saw the change. Stale tokens are
-        # dropped and the wait goes on (a list holds at most 64 tokens).
+        signals = [self.keys.signal(q) for q in queues]
         deadline = time.monotonic() + timeout
         for _ in range(1000):
             remaining = deadline - time.monotonic()
             if remaining < 0.001:
                 return
-            popped = self._blocking.blpop(list(signals), timeout=remaining)
+            popped = self._blocking.blpop(signals, timeout=remaining)
             if popped is None:
                 return
-            key, stamp = popped
-            if float(stamp) >= self._claimed_at.get(signals[_codec.text(key)], 0.0):
+            if self._is_news(*popped):
                 return
 
     # -- workers -----------------------------------------------------------
@@ -253,12 +254,14 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     @guarded
     def stop_waiting(self, worker_id: str) -> None:
-        if self._idle and self._idle.worker_id == worker_id:
-            self._idle = None
+        self._forget_idle(worker_id)
         self._run("stop_waiting", [worker_id])
 
     @guarded
     def remove_worker(self, worker_id: str) -> None:
+        self._forget_idle(worker_id)
+        self._run("remove_worker", [worker_id])
+
+    def _forget_idle(self, worker_id: str) -> None:
         if self._idle and self._idle.worker_id == worker_id:
             self._idle = None
-        self._run("remove_worker", [worker_id])
