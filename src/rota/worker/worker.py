@@ -145,8 +145,7 @@ class Worker:
         )
         try:
             if leading:
-                while not self._stopping.wait(0.5):  # the slots claim (threads mode)
-                    pass
+                self._stopping.wait()  # the slot threads claim (threads mode)
             else:
                 self._claim_loop()
         finally:
@@ -167,29 +166,22 @@ class Worker:
     # -- claim loop ----------------------------------------------------------
 
     def _claim_loop(self) -> None:
-        while not self._stopping.is_set():
-            free = self.concurrency - max(len(self._inflight), self._executor.busy())
-            if free <= 0:
-                self._slot_freed.wait(1.0)
-                self._slot_freed.clear()
-                continue
-            if self.holding_back:
-                self._stopping.wait(1.0)
-                continue
-            for job in self._claim(free):
+        while (jobs := self._lead()) is not None:
+            for job in jobs:
                 self._executor.submit(job)
 
     def _lead(self) -> list[ClaimedJob] | None:
-        """One claim for a slot thread that has nothing to run (threads mode):
-        the jobs, [] to be asked again, None once the worker stops claiming."""
+        """One turn of claiming, by the claim loop or by a slot thread that has
+        nothing to run (threads mode): the jobs, [] to be asked again, None
+        once the worker stops claiming."""
         if self._stopping.is_set():
             return None
         if self.holding_back:
             self._stopping.wait(1.0)
             return []
         free = self.concurrency - max(len(self._inflight), self._executor.busy())
-        if free <= 0:  # another slot's finished job is still being reported
-            self._slot_freed.wait(0.05)
+        if free <= 0:
+            self._slot_freed.wait(1.0)
             self._slot_freed.clear()
             return []
         return self._claim(free)
