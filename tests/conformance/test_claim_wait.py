@@ -12,7 +12,15 @@ import threading
 import time
 from collections import Counter
 
-from conformance.support import claim, enqueue_one, get, new_job, succeed
+from conformance.support import (
+    claim,
+    claim_one,
+    enqueue_one,
+    get,
+    new_job,
+    succeed,
+    wait_expired,
+)
 from helpers import wait_for
 from rota.models import ClaimedJob, ConcurrencyKey, JobState
 from rota.stores import Store, open_store
@@ -152,3 +160,26 @@ def test_stop_waiting_leaves_a_worker_that_never_waited_alone(store: Store) -> N
     job_id = enqueue_one(store, new_job())
     store.stop_waiting("w")
     assert claim(store)[0].id == job_id
+
+
+def test_a_job_got_through_claim_wait_is_leased_like_any_claim(store: Store, url: str) -> None:
+    """Guarantee 2 through claim_wait: the waiter dies without finishing, the
+    lease expires, the job goes back with a lost attempt, and the dead
+    waiter's late finish is refused."""
+    waiter = Waiter(url, "doomed", "cw", 1)
+    try:
+        assert waiter.blocked.wait(5.0)
+        job_id = enqueue_one(store, new_job(queue="cw", lease=0.3, max_lost=3))
+        wait_for(lambda: waiter.jobs)
+    finally:
+        waiter.stop.set()
+        waiter.thread.join(10)
+        waiter.store.close()  # gone without a word: no remove_worker
+    (dead,) = waiter.jobs
+    wait_expired(store, job_id)
+    assert store.recover() == [job_id]
+    job = get(store, job_id)
+    assert job.state is JobState.QUEUED and job.lost == 1
+    assert not succeed(store, dead)
+    again = claim_one(store, "cw", worker="healthy")
+    assert again.id == job_id and again.token != dead.token

@@ -715,3 +715,18 @@ def test_stop_waiting_ends_the_registration_and_gives_back_its_jobs(rstore: Redi
     assert get(rstore, handed).state == JobState.QUEUED and get(rstore, handed).attempt == 0
     assert get(rstore, later).state == JobState.QUEUED
     assert [j.id for j in claim(rstore, limit=5)] == [handed, later]
+
+
+def test_a_job_handed_to_a_worker_that_dies_comes_back_when_its_lease_expires(
+    rstore: RedisStore,
+) -> None:
+    """The worker registered as idle and died before taking its inbox: the
+    job it was given is leased to it, so the lease brings it back (lost 1)."""
+    assert rstore._claim("dead-w", ["default"], 2, 30.0)[0] == []
+    job_id = enqueue_one(rstore, new_job(lease=0.3, max_lost=3))
+    assert get(rstore, job_id).worker == "dead-w"
+    wait_expired(rstore, job_id)
+    assert rstore.recover() == [job_id]
+    assert get(rstore, job_id).lost == 1
+    taken = claim_one(rstore, worker="healthy")
+    assert (taken.id, taken.attempt, taken.lost) == (job_id, 2, 1)
