@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import shutil
 import socket
 import subprocess
@@ -284,6 +285,29 @@ def test_scripts_are_loaded_again_after_script_flush(private_redis: RedisServer)
     finally:
         client.close()
         store.close()
+
+
+def test_a_script_error_keeps_the_connection_and_a_fork_opens_its_own(rstore: RedisStore) -> None:
+    """Script calls share a few connections (``_conn.Lane``): an error reply
+    leaves the connection in use; a forked child never touches the parent's."""
+    lane = rstore._scripts._lane
+    enqueue_one(rstore, new_job(1))
+    (conn,) = lane._idle
+    with pytest.raises(redis.exceptions.NoScriptError):
+        lane.call("EVALSHA", "0" * 40, 0)
+    assert lane._idle == [conn]
+    pid = os.fork()
+    if pid == 0:  # the child: its own connection, the parent's left alone
+        code = 1
+        try:
+            enqueue_one(rstore, new_job(2))
+            code = 0 if lane._idle and lane._idle[0] is not conn else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert lane._idle == [conn]
+    assert len(claim(rstore, limit=5)) == 2
 
 
 def test_clock_is_redis_time_not_the_callers(
@@ -730,3 +754,33 @@ def test_a_job_handed_to_a_worker_that_dies_comes_back_when_its_lease_expires(
     assert get(rstore, job_id).lost == 1
     taken = claim_one(rstore, worker="healthy")
     assert (taken.id, taken.attempt, taken.lost) == (job_id, 2, 1)
+
+
+def test_a_job_handed_straight_to_an_idle_worker_is_claimed_in_full(rstore: RedisStore) -> None:
+    """A lone job without limits skips the ready structure on its way to an idle
+    worker: what the worker gets, and what the store shows, are a claim's."""
+    assert rstore._claim("idle-w", ["default"], 2, 30.0)[0] == []
+    job_id = enqueue_one(rstore, new_job(7, timeout=5.0, lease=12.0, max_attempts=4))
+    (taken,) = claim(rstore, ["default"], limit=2, worker="idle-w")
+    stored = get(rstore, job_id)
+    assert (taken.id, taken.attempt, taken.max_attempts, taken.lost) == (job_id, 1, 4, 0)
+    assert (taken.timeout, taken.lease, taken.queue, taken.task) == (5.0, 12.0, "default", "task")
+    assert taken.started_at == taken.enqueued_at == stored.enqueued_at == taken.run_at
+    assert stored.state == JobState.RUNNING and stored.worker == "idle-w"
+    assert rstore.extend([lease(taken)]) == [True]
+    assert succeed(rstore, taken)
+    counts = rstore.queues()[0].counts
+    assert counts.get(JobState.RUNNING, 0) == 0 and counts[JobState.SUCCEEDED] == 1
+
+
+def test_a_due_job_goes_to_an_idle_worker_before_a_new_one(rstore: RedisStore) -> None:
+    """A delayed job that came due while the worker was idle was not yet claimable
+    (claims make it so): a job sent then does not overtake it."""
+    assert rstore._claim("idle-w", ["default"], 1, 30.0)[0] == []
+    due = enqueue_one(rstore, new_job("due", delay=0.2))
+    ready_at = rstore.now() + 0.2
+    wait_for(lambda: rstore.now() > ready_at + 0.02, timeout=5.0)
+    fresh = enqueue_one(rstore, new_job("fresh"))
+    assert [j.id for j in claim(rstore, ["default"], limit=1, worker="idle-w")] == [due]
+    assert get(rstore, fresh).state == JobState.QUEUED
+    assert claim_one(rstore).id == fresh

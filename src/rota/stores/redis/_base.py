@@ -67,6 +67,7 @@ class RedisBase:
         return float(seconds) + micros / 1_000_000
 
     def close(self) -> None:
-        """Close both connection pools."""
+        """Close every connection."""
+        self._scripts.close()
         self._client.close()
         self._blocking.close()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -15,6 +17,7 @@ import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.connection import DefaultParser
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
@@ -173,3 +176,57 @@ def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis
     main = redis.Redis.from_url(options.url, socket_timeout=15.0, **common)
     blocking = redis.Redis.from_url(options.url, socket_timeout=MAX_BLOCK + 10.0, **common)
     return main, blocking, Reconnect(options.retry_for, outage)
+
+
+class Lane:
+    """Connections for the hot path, the store's script calls: a call takes an
+    idle connection (or opens one), sends the command, reads the reply and
+    puts the connection back. It skips what a redis-py client call adds on
+    top (a poll of the socket and metrics on every checkout), which costs more
+    than the script itself on small calls. A connection that failed is
+    closed, never reused; after a fork the child opens its own."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._pool = client.connection_pool
+        # redis-py's Connection (its methods are untyped); list.pop/append are atomic
+        self._idle: list[Any] = []
+        _lanes.add(self)
+
+    def call(self, *args: Any) -> Any:
+        """One command and its reply (errors from Redis raised as redis-py's)."""
+        conn: Any
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            conn = self._pool.connection_class(**self._pool.connection_kwargs)
+        try:
+            conn.send_command(*args)
+            reply = conn.read_response()
+        except ResponseError:
+            self._idle.append(conn)  # the reply was read in full
+            raise
+        except BaseException:
+            conn.disconnect()
+            raise
+        self._idle.append(conn)
+        return reply
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        while self._idle:
+            self._idle.pop().disconnect()
+
+    def _forget(self) -> None:
+        self._idle = []  # the parent's sockets: not ours to use or close
+
+
+_lanes: weakref.WeakSet[Lane] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for lane in list(_lanes):
+        lane._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

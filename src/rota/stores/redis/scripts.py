@@ -30,6 +30,7 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from rota.errors import InvalidArgument
+from rota.stores.redis._conn import Lane
 from rota.stores.redis.keys import STATIC, Keys
 
 #: Shared Lua, sent before every script in this order (later files use earlier ones).
@@ -133,6 +134,7 @@ class Scripts:
 
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._client = client
+        self._lane = Lane(client)
         self._keys = keys
         self._loaded = False
         self._lock = threading.Lock()
@@ -144,6 +146,10 @@ class Scripts:
             pipe.script_load(load(name).text)
         pipe.execute()
         self._loaded = True
+
+    def close(self) -> None:
+        """Close the connections of script calls."""
+        self._lane.close()
 
     def keys_for(self, name: str, extra: Sequence[str] = ()) -> list[str]:
         """The KEYS a call of ``name`` passes: the prefix, its fixed keys, ``extra``."""
@@ -162,10 +168,10 @@ class Scripts:
         keys = self.keys_for(name, extra_keys)
         try:
             try:
-                return self._client.evalsha(script.sha, len(keys), *keys, *args)
+                return self._lane.call("EVALSHA", script.sha, len(keys), *keys, *args)
             except NoScriptError:
                 self._client.script_load(script.text)
-                return self._client.evalsha(script.sha, len(keys), *keys, *args)
+                return self._lane.call("EVALSHA", script.sha, len(keys), *keys, *args)
         except ResponseError as exc:
             message = str(exc)
             if message.startswith(_INVALID):

@@ -5,7 +5,9 @@ on the server and checks the state it expects; claims and finishes take a
 whole batch in one round trip. The store's clock is Redis TIME. Batches that
 must not act twice (enqueue, claim, finish, release, fire) carry a request id:
 when a connection drops after the server ran the script, the retried call
-gets the remembered reply instead of running again.
+gets the remembered reply instead of running again. Script calls ride out
+outages in ``_run``; only verbs that also talk to Redis otherwise (blocking
+waits, pipelines) are wrapped in ``guarded``.
 
 Workers wait on per-queue signal lists with BLPOP on a separate connection:
 scripts that make work claimable push tokens (capped), and the wait is cut
@@ -83,7 +85,6 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- producing ---------------------------------------------------------
 
-    @guarded
     def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         if not jobs:
             return []
@@ -98,7 +99,6 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- consuming ---------------------------------------------------------
 
-    @guarded
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         if limit <= 0 or not queues:
             return []
@@ -171,14 +171,12 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         queue = _codec.text(signal_key)[len(self.keys.signal("")) :]
         return float(stamp) >= self._claimed_at.get(queue, 0.0)
 
-    @guarded
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
         args = [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("extend", args)]
 
-    @guarded
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
             return []
@@ -199,7 +197,6 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             ]
         return [bool(x) for x in self._run("finish", args)]
 
-    @guarded
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
@@ -207,7 +204,6 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         args += [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("release", args)]
 
-    @guarded
     def recover(self) -> list[str]:
         recovered: list[str] = []
         for _ in range(100):  # bounded: at most 100,000 per call
@@ -248,16 +244,13 @@ class RedisStore(Reads, Steering, RedisBase, Store):
 
     # -- workers -----------------------------------------------------------
 
-    @guarded
     def heartbeat(self, worker: WorkerInfo) -> None:
         self._run("heartbeat", [worker.id, _codec.worker_record(worker)])
 
-    @guarded
     def stop_waiting(self, worker_id: str) -> None:
         self._forget_idle(worker_id)
         self._run("stop_waiting", [worker_id])
 
-    @guarded
     def remove_worker(self, worker_id: str) -> None:
         self._forget_idle(worker_id)
         self._run("remove_worker", [worker_id])

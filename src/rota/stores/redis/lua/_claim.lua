@@ -251,19 +251,49 @@ function L.hand_off(queue, n, now)
       for i = 3, #rows, width do
         if rows[i] == queue then handed = handed + 1 end
       end
-      idle.slots = idle.slots - #rows / width
-      table.insert(rows, 1, idle.slots)
-      local inbox = K.inbox(worker)
-      redis.call('RPUSH', inbox, cjson.encode(rows))
-      redis.call('EXPIRE', inbox, INBOX_TTL)
-      if idle.slots <= 0 then
-        L.unidle(worker)
-      else
-        redis.call('SET', K.idler(worker), cjson.encode(idle), 'KEEPTTL')
-      end
+      L.deliver(worker, idle, rows)
     end
   end
   return handed
+end
+
+-- Push rows claimed for an idle worker (by its registration idle, whose
+-- n was counted for them) to its inbox, after the slots it has left.
+function L.deliver(worker, idle, rows)
+  idle.slots = idle.slots - #rows / #L.CLAIMED
+  table.insert(rows, 1, idle.slots)
+  local inbox = K.inbox(worker)
+  redis.call('RPUSH', inbox, cjson.encode(rows))
+  redis.call('EXPIRE', inbox, INBOX_TTL)
+  if idle.slots <= 0 then
+    L.unidle(worker)
+  else
+    redis.call('SET', K.idler(worker), cjson.encode(idle), 'KEEPTTL')
+  end
+end
+
+-- The idle worker that may take a new job of queue directly, without the
+-- job entering the ready structure: the oldest registration on the queue,
+-- if it is live, the queue is not paused, and a claim by that worker would
+-- find nothing else (no ready sub-queue, due delayed job or due parked
+-- sub-queue on any of its queues). Returns the worker and its registration
+-- (n counted for the job), or nil: then the job is enqueued as usual and
+-- L.hand_off claims for idle workers the long way.
+function L.direct_taker(queue, now)
+  local first = redis.call('ZRANGE', K.idle(queue), 0, 0, 'WITHSCORES')
+  if #first == 0 or tonumber(first[2]) <= now then return nil end
+  local record = redis.call('GET', K.idler(first[1]))
+  if not record or redis.call('SISMEMBER', S.paused, queue) == 1 then return nil end
+  local idle = cjson.decode(record)
+  for _, q in ipairs(idle.queues) do
+    if redis.call('EXISTS', K.prios(q)) == 1 then return nil end
+    for _, key in ipairs({K.delayed(q), K.parked(q)}) do
+      local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if #head > 0 and tonumber(head[2]) <= now then return nil end
+    end
+  end
+  idle.n = idle.n + 1
+  return first[1], idle
 end
 
 -- Take the rows handed to a worker that it has not popped, keeping those

@@ -43,8 +43,8 @@ local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply
 -- {id, duplicate, id, duplicate, ...}, or nil and an error message.
--- keys: {seq=, queues=, vclock=}; the script also declares the keys of
--- _claim.lua, for the hand-off to idle workers
+-- keys: {seq=, queues=, vclock=, leases=}; the script also declares the keys
+-- of _claim.lua, for the hand-off to idle workers
 function L.enqueue(args, first, count, now, keys)
   local n = L.NEW_FIELDS
   local plan, holds, ids, fresh = {}, {}, {}, {}
@@ -104,12 +104,18 @@ function L.enqueue(args, first, count, now, keys)
       end
       local state = 'queued'
       if tonumber(run_at) > now then state = 'scheduled' end
+      -- a lone job without limits may go straight to an idle worker
+      local taker, idle = nil, nil
+      if count == 1 and state == 'queued' and sig == '-' then
+        taker, idle = L.direct_taker(queue, now)
+      end
       seq = seq + 1
       local fields = {
-        'id', id, 'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3],
-        'priority', priority, 'vtime', vtime, 'fair', fair, 'run_at', run_at,
-        'enqueued_at', stamp, 'attempt', 0, 'max_attempts', args[b + 7], 'lost', 0,
-        'max_lost', args[b + 8], 'lease', args[b + 9], 'sig', sig, 'seq', seq,
+        'id', id, 'task', task, 'queue', queue, 'state', taker and 'running' or state,
+        'payload', args[b + 3], 'priority', priority, 'vtime', vtime, 'fair', fair,
+        'run_at', run_at, 'enqueued_at', stamp, 'attempt', taker and 1 or 0,
+        'max_attempts', args[b + 7], 'lost', 0, 'max_lost', args[b + 8], 'lease', args[b + 9],
+        'sig', sig, 'seq', seq,
       }
       for _, o in ipairs(OPTIONAL) do
         local v = args[b + o[2]]
@@ -118,12 +124,27 @@ function L.enqueue(args, first, count, now, keys)
           fields[#fields + 1] = v
         end
       end
+      local token, expires = nil, nil
+      if taker then
+        token = idle.token .. '.' .. idle.n .. ':' .. seq
+        expires = now + tonumber(args[b + 9])
+        for _, v in ipairs({'owner', taker, 'token', token, 'expires', expires,
+                            'started_at', stamp}) do
+          fields[#fields + 1] = v
+        end
+      end
       redis.call('HSET', K.job(id), unpack(fields))
       if ukey then redis.call('SET', K.unique(ukey), id) end
-      idx.move(id, queue, seq, nil, state)
+      idx.move(id, queue, seq, nil, taker and 'running' or state)
       idx.add(K.task(task), seq, id)
       if schedule then idx.add(K.sched(schedule), seq, id) end
-      if state == 'queued' then
+      if taker then
+        idx.add(keys.leases, expires, id)
+        redis.call('HSET', keys.vclock, queue, vtime)
+        L.deliver(taker, idle, {id, task, queue, args[b + 3], '1', args[b + 7], '0', token,
+                                args[b + 9], L.opt(args[b + 10]) or false, stamp, run_at,
+                                schedule or false, L.opt(args[b + 16]) or false, stamp})
+      elseif state == 'queued' then
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
         heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
                                                              sig = sig}
