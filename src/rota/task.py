@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -229,7 +229,7 @@ class Task(Generic[P, R]):
         )
         o = self.opts
         return NewJob(
-            id=job_id or uuid.uuid4().hex,
+            id=job_id or os.urandom(16).hex(),
             task=self.name,
             queue=o.queue,
             payload=payload,

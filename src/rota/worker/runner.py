@@ -6,6 +6,7 @@ Used by every executor, in the worker process or in a child process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import random
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from rota.app import App
 
 log = logging.getLogger("rota.task")
+_task_logger = functools.cache(log.getChild)  # one lookup per task name
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
         queue=job.queue,
         attempt=job.attempt,
         max_attempts=job.max_attempts,
-        logger=log.getChild(job.task),
+        logger=_task_logger(job.task),
         app=app,
         schedule=job.schedule,
         fire_time=job.fire_time,

@@ -128,6 +128,7 @@ class Worker:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         store = self.app.store
+        self._send_heartbeat()  # before the keeper's, which must not be overwritten
         leading = self._executor.lead(self._lead)
         self._executor.start()
         self._start_side(self._ack_loop, "rota-acker")
@@ -135,7 +136,6 @@ class Worker:
         self._start_side(self._reaper_loop, "rota-reaper")
         if self.with_scheduler:
             self._start_scheduler()
-        self._send_heartbeat()
         log.info(
             "worker %s started: queues=%s concurrency=%d mode=%s",
             self.id,

@@ -126,8 +126,29 @@ def handed_jobs(entry: bytes | str) -> tuple[int, list[ClaimedJob]]:
     """An inbox entry (lua/_claim.lua, hand-off): the free slots its worker's
     idle registration has left, and the jobs claimed for it."""
     values = _json.loads(entry)
-    flat = [None if v is False else str(v).encode() for v in values[1:]]
-    return int(values[0]), claimed_jobs(flat)
+    jobs = []
+    for i in range(1, len(values), CLAIM_FIELDS):
+        r = values[i : i + CLAIM_FIELDS]  # strings, false for absent fields
+        jobs.append(
+            ClaimedJob(
+                id=r[0],
+                task=r[1],
+                queue=r[2],
+                payload=r[3].encode(),
+                attempt=int(r[4]),
+                max_attempts=int(r[5] or 1),
+                lost=int(r[6] or 0),
+                token=r[7],
+                lease=float(r[8]),
+                timeout=float(r[9]) if r[9] else None,
+                enqueued_at=float(r[10]),
+                run_at=float(r[11]),
+                schedule=r[12] or None,
+                fire_time=float(r[13]) if r[13] else None,
+                started_at=float(r[14]),
+            )
+        )
+    return int(values[0]), jobs
 
 
 def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
