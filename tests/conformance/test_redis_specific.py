@@ -56,6 +56,7 @@ from rota.stores.redis import (  # noqa: E402
     keys,
     scripts,
 )
+from rota.stores.redis._base import unique_ids  # noqa: E402
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -296,12 +297,14 @@ def test_a_script_error_keeps_the_connection_and_a_fork_opens_its_own(rstore: Re
     with pytest.raises(redis.exceptions.NoScriptError):
         lane.call("EVALSHA", "0" * 40, 0)
     assert lane._idle == [conn]
+    parent_id = unique_ids.next()
     pid = os.fork()
-    if pid == 0:  # the child: its own connection, the parent's left alone
+    if pid == 0:  # the child: its own connection and ids, the parent's left alone
         code = 1
         try:
             enqueue_one(rstore, new_job(2))
             code = 0 if lane._idle and lane._idle[0] is not conn else 2
+            code = code or (3 if unique_ids.next()[:20] == parent_id[:20] else 0)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)

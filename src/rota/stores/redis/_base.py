@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-import secrets
+import itertools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -34,6 +35,28 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
     return call
 
 
+class _Ids:
+    """Ids unique across every process, without a system call each: a random
+    prefix, drawn again in a forked child, then a counter."""
+
+    def __init__(self) -> None:
+        self.reseed()
+
+    def reseed(self) -> None:
+        """A new prefix and counter (in a forked child, the parent's are shared)."""
+        self._prefix = os.urandom(10).hex()
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        """A fresh id: the prefix and the next number."""
+        return f"{self._prefix}{next(self._count):x}"
+
+
+#: Request ids and claim tokens.
+unique_ids = _Ids()
+os.register_at_fork(after_in_child=unique_ids.reseed)
+
+
 def _redact(url: str) -> str:
     from rota.stores import redact_url
 
@@ -58,7 +81,7 @@ class RedisBase:
         """A fresh id under which a batch's reply is remembered, so a call repeated
         after a lost connection returns the first reply instead of acting twice.
         It says how long Redis keeps the reply: as long as calls keep retrying."""
-        return f"{int(self.options.retry_for) + 30}/{secrets.token_hex(12)}"
+        return f"{int(self.options.retry_for) + 30}/{unique_ids.next()}"
 
     @guarded
     def now(self) -> float:

@@ -17,7 +17,6 @@ rate limit or an open breaker may pass again.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from rota.models import (
 )
 from rota.stores.base import Store
 from rota.stores.redis import _codec
-from rota.stores.redis._base import RedisBase, guarded
+from rota.stores.redis._base import RedisBase, guarded, unique_ids
 from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
 from rota.stores.redis._reads import Reads
 from rota.stores.redis._steer import Steering
@@ -110,7 +109,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     ) -> tuple[list[ClaimedJob], float | None]:
         """Run the claim script; the jobs, and when nothing was claimed, in how
         many seconds the next delayed job or parked sub-queue is due."""
-        token = secrets.token_hex(8)
+        token = unique_ids.next()
         args = [worker_id, str(limit), token, self._request_id(), repr(idle_for), *queues]
         reply = self._run("claim", args)
         at = float(reply[0])
