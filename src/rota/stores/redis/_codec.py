@@ -95,28 +95,32 @@ def _lease_text(value: bytes | None) -> str | None:
     return None if not value else value.decode()
 
 
-def claimed_jobs(flat: Sequence[bytes | None]) -> list[ClaimedJob]:
-    """Claimed jobs from a claim reply."""
+def claimed_jobs(flat: Sequence[Any]) -> list[ClaimedJob]:
+    """Claimed jobs from a claim reply (bytes, integers for Lua numbers, None
+    for absent fields)."""
     jobs = []
     for i in range(0, len(flat), CLAIM_FIELDS):
-        r = flat[i : i + CLAIM_FIELDS]
+        job_id, task, queue, payload, attempt, max_attempts, lost, token = flat[i : i + 8]
+        lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at = flat[
+            i + 8 : i + CLAIM_FIELDS
+        ]
         jobs.append(
             ClaimedJob(
-                id=str(_text(r[0])),
-                task=str(_text(r[1])),
-                queue=str(_text(r[2])),
-                payload=bytes(r[3] or b""),
-                attempt=int(r[4] or 0),
-                max_attempts=int(r[5] or 1),
-                lost=int(r[6] or 0),
-                token=str(_text(r[7])),
-                lease=float(r[8] or 0),
-                timeout=_float(r[9]),
-                enqueued_at=float(r[10] or 0),
-                run_at=float(r[11] or 0),
-                schedule=_text(r[12]),
-                fire_time=_float(r[13]),
-                started_at=float(r[14] or 0),
+                id=job_id.decode(),
+                task=task.decode(),
+                queue=queue.decode(),
+                payload=bytes(payload or b""),
+                attempt=int(attempt or 0),
+                max_attempts=int(max_attempts or 1),
+                lost=int(lost or 0),
+                token=token.decode(),
+                lease=float(lease or 0),
+                timeout=float(timeout) if timeout else None,
+                enqueued_at=float(enqueued_at or 0),
+                run_at=float(run_at or 0),
+                schedule=schedule.decode() if schedule else None,
+                fire_time=float(fire_time) if fire_time else None,
+                started_at=float(started_at or 0),
             )
         )
     return jobs

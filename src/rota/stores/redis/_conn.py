@@ -23,6 +23,12 @@ from redis.retry import Retry
 
 from rota.errors import InvalidArgument, StoreUnavailable
 
+_pack: Callable[[tuple[Any, ...]], bytes] | None
+try:  # packs a command in one call; redis-py's own packer adds a pass over the arguments
+    from hiredis import pack_command as _pack
+except ImportError:  # pragma: no cover - hiredis comes with the redis extra
+    _pack = None
+
 log = logging.getLogger("rota.stores.redis")
 
 T = TypeVar("T")
@@ -200,7 +206,10 @@ class Lane:
         except IndexError:
             conn = self._pool.connection_class(**self._pool.connection_kwargs)
         try:
-            conn.send_command(*args)
+            if _pack is None:
+                conn.send_command(*args)
+            else:
+                conn.send_packed_command([_pack(args)])
             reply = conn.read_response()
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full
