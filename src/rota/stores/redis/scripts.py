@@ -136,6 +136,7 @@ class Scripts:
         self._client = client
         self._lane = Lane(client)
         self._keys = keys
+        self._fixed: dict[str, list[str]] = {}  # script name -> its KEYS before the extra ones
         self._loaded = False
         self._lock = threading.Lock()
 
@@ -153,8 +154,11 @@ class Scripts:
 
     def keys_for(self, name: str, extra: Sequence[str] = ()) -> list[str]:
         """The KEYS a call of ``name`` passes: the prefix, its fixed keys, ``extra``."""
-        script = load(name)
-        return [self._keys.prefix, *(self._keys.static(k) for k in script.static), *extra]
+        fixed = self._fixed.get(name)
+        if fixed is None:
+            fixed = [self._keys.prefix, *(self._keys.static(k) for k in load(name).static)]
+            self._fixed[name] = fixed
+        return [*fixed, *extra]
 
     def run(
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()

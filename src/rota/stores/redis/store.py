@@ -181,10 +181,8 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             return []
         args: list[bytes | str] = [self._request_id()]
         for o in outcomes:
-            flags = "".join(
-                "1" if x else "0"
-                for x in (o.ok, o.result is not None, o.error is not None, o.traceback is not None)
-            )
+            has = (o.result is not None, o.error is not None, o.traceback is not None)
+            flags = f"{o.ok:d}{has[0]:d}{has[1]:d}{has[2]:d}"
             args += [
                 o.job_id,
                 o.token,
