@@ -732,6 +732,8 @@ def test_an_idle_worker_keeps_the_free_slots_it_registered(rstore: RedisStore) -
     ids = [enqueue_one(rstore, new_job(i)) for i in range(5)]
     states = [get(rstore, i).state for i in ids]
     assert states == [JobState.RUNNING] * 3 + [JobState.QUEUED] * 2
+    inbox = rstore.keys.inbox("idle-w")  # three entries, one expiry (a safety net)
+    assert rstore._client.llen(inbox) == 3 and 0 < rstore._client.ttl(inbox) <= 3600
 
 
 def test_stop_waiting_ends_the_registration_and_gives_back_its_jobs(rstore: RedisStore) -> None:

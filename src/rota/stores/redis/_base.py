@@ -54,7 +54,8 @@ class _Ids:
 
 #: Request ids and claim tokens.
 unique_ids = _Ids()
-os.register_at_fork(after_in_child=unique_ids.reseed)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=unique_ids.reseed)
 
 
 def _redact(url: str) -> str:

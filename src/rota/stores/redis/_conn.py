@@ -237,5 +237,5 @@ def _after_fork() -> None:
         lane._forget()
 
 
-if hasattr(os, "register_at_fork"):
+if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_after_fork)

@@ -263,8 +263,9 @@ function L.deliver(worker, idle, rows)
   idle.slots = idle.slots - #rows / #L.CLAIMED
   table.insert(rows, 1, idle.slots)
   local inbox = K.inbox(worker)
-  redis.call('RPUSH', inbox, cjson.encode(rows))
-  redis.call('EXPIRE', inbox, INBOX_TTL)
+  if redis.call('RPUSH', inbox, cjson.encode(rows)) == 1 then -- a new list
+    redis.call('EXPIRE', inbox, INBOX_TTL)
+  end
   if idle.slots <= 0 then
     L.unidle(worker)
   else
