@@ -44,6 +44,7 @@ from helpers import wait_for  # noqa: E402
 from rota.errors import StoreUnavailable  # noqa: E402
 from rota.models import (  # noqa: E402
     BreakerKey,
+    ClaimedJob,
     ConcurrencyKey,
     JobQuery,
     JobState,
@@ -765,8 +766,10 @@ def test_a_job_handed_straight_to_an_idle_worker_is_claimed_in_full(rstore: Redi
     """A lone job without limits skips the ready structure on its way to an idle
     worker: what the worker gets, and what the store shows, are a claim's."""
     assert rstore._claim("idle-w", ["default"], 2, 30.0)[0] == []
-    job_id = enqueue_one(rstore, new_job(7, timeout=5.0, lease=12.0, max_attempts=4))
+    job = new_job("héllo, 世界", 7, timeout=5.0, lease=12.0, max_attempts=4)
+    job_id = enqueue_one(rstore, job)
     (taken,) = claim(rstore, ["default"], limit=2, worker="idle-w")
+    assert taken.payload == job.payload
     stored = get(rstore, job_id)
     assert (taken.id, taken.attempt, taken.max_attempts, taken.lost) == (job_id, 1, 4, 0)
     assert (taken.timeout, taken.lease, taken.queue, taken.task) == (5.0, 12.0, "default", "task")
@@ -789,3 +792,22 @@ def test_a_due_job_goes_to_an_idle_worker_before_a_new_one(rstore: RedisStore) -
     assert [j.id for j in claim(rstore, ["default"], limit=1, worker="idle-w")] == [due]
     assert get(rstore, fresh).state == JobState.QUEUED
     assert claim_one(rstore).id == fresh
+
+
+def test_a_job_handed_to_a_waiting_worker_arrives_whole(rstore: RedisStore) -> None:
+    """What the waiting worker pops from its inbox decodes to the job as sent."""
+    got: list[list[ClaimedJob]] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(rstore.claim_wait("idle-w", ["default"], 4, 10.0))
+    )
+    waiter.start()
+    wait_for(lambda: rstore._idle is not None, timeout=5.0)
+    job = new_job("héllo, 世界", {"n": 1.5}, timeout=2.5, lease=9.0, max_attempts=3)
+    enqueue_one(rstore, job)
+    waiter.join(10.0)
+    ((taken,),) = got
+    stored = get(rstore, job.id)
+    assert (taken.id, taken.payload, taken.timeout, taken.lease) == (job.id, job.payload, 2.5, 9.0)
+    assert (taken.attempt, taken.max_attempts, taken.lost, taken.schedule) == (1, 3, 0, None)
+    assert taken.started_at == taken.enqueued_at == stored.enqueued_at and taken.fire_time is None
+    assert rstore.extend([lease(taken)]) == [True] and succeed(rstore, taken)
