@@ -99,6 +99,22 @@ def test_waiting_workers_get_no_more_than_their_free_slots(store: Store, url: st
         waiter.close()
 
 
+def test_jobs_reach_a_waiting_worker_in_claim_order(store: Store, url: str) -> None:
+    """A waiting worker gets what a claim would take first: the higher priority,
+    then the older job."""
+    waiter = Waiter(url, "w", "cw", 1)
+    try:
+        assert waiter.blocked.wait(5.0)
+        low, high, later = (new_job(i, queue="cw", priority=p) for i, p in enumerate((0, 5, 5)))
+        store.enqueue([low, high, later])
+        wait_for(lambda: waiter.jobs)
+        assert [j.id for j in waiter.jobs] == [high.id]
+        assert claim_one(store, "cw", worker="other").id == later.id
+        assert claim_one(store, "cw", worker="other").id == low.id
+    finally:
+        waiter.close()
+
+
 def test_each_job_sent_to_several_waiters_is_claimed_once(store: Store, url: str) -> None:
     waiters = [Waiter(url, f"w{i}", "cw", 40) for i in range(3)]
     try:

@@ -96,63 +96,40 @@ def _lease_text(value: bytes | None) -> str | None:
 
 
 def claimed_jobs(flat: Sequence[Any]) -> list[ClaimedJob]:
-    """Claimed jobs from a claim reply (bytes, integers for Lua numbers, None
-    for absent fields)."""
-    jobs = []
-    for i in range(0, len(flat), CLAIM_FIELDS):
-        job_id, task, queue, payload, attempt, max_attempts, lost, token = flat[i : i + 8]
-        lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at = flat[
-            i + 8 : i + CLAIM_FIELDS
-        ]
-        jobs.append(
-            ClaimedJob(
-                id=job_id.decode(),
-                task=task.decode(),
-                queue=queue.decode(),
-                payload=bytes(payload or b""),
-                attempt=int(attempt or 0),
-                max_attempts=int(max_attempts or 1),
-                lost=int(lost or 0),
-                token=token.decode(),
-                lease=float(lease or 0),
-                timeout=float(timeout) if timeout else None,
-                enqueued_at=float(enqueued_at or 0),
-                run_at=float(run_at or 0),
-                schedule=schedule.decode() if schedule else None,
-                fire_time=float(fire_time) if fire_time else None,
-                started_at=float(started_at or 0),
-            )
-        )
-    return jobs
+    """Claimed jobs from a claim reply: CLAIM_FIELDS values per job."""
+    return [_claimed(flat[i : i + CLAIM_FIELDS]) for i in range(0, len(flat), CLAIM_FIELDS)]
 
 
 def handed_jobs(entry: bytes | str) -> tuple[int, list[ClaimedJob]]:
     """An inbox entry (lua/_claim.lua, hand-off): the free slots its worker's
     idle registration has left, and the jobs claimed for it."""
     values = _json.loads(entry)
-    jobs = []
-    for i in range(1, len(values), CLAIM_FIELDS):
-        r = values[i : i + CLAIM_FIELDS]  # strings, false for absent fields
-        jobs.append(
-            ClaimedJob(
-                id=r[0],
-                task=r[1],
-                queue=r[2],
-                payload=r[3].encode(),
-                attempt=int(r[4]),
-                max_attempts=int(r[5] or 1),
-                lost=int(r[6] or 0),
-                token=r[7],
-                lease=float(r[8]),
-                timeout=float(r[9]) if r[9] else None,
-                enqueued_at=float(r[10]),
-                run_at=float(r[11]),
-                schedule=r[12] or None,
-                fire_time=float(r[13]) if r[13] else None,
-                started_at=float(r[14]),
-            )
-        )
-    return int(values[0]), jobs
+    return int(values[0]), claimed_jobs(values[1:])
+
+
+def _claimed(r: Sequence[Any]) -> ClaimedJob:
+    """One claimed job from its values in L.CLAIMED order: bytes from a claim
+    reply (integers for Lua numbers, None for absent fields), or strings from
+    an inbox entry's JSON (false for absent fields)."""
+    (job_id, task, queue, payload, attempt, max_attempts, lost, token,
+     lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at) = r  # fmt: skip
+    return ClaimedJob(
+        id=text(job_id),
+        task=text(task),
+        queue=text(queue),
+        payload=payload.encode() if isinstance(payload, str) else bytes(payload or b""),
+        attempt=int(attempt or 0),
+        max_attempts=int(max_attempts or 1),
+        lost=int(lost or 0),
+        token=text(token),
+        lease=float(lease or 0),
+        timeout=float(timeout) if timeout else None,
+        enqueued_at=float(enqueued_at or 0),
+        run_at=float(run_at or 0),
+        schedule=text(schedule) if schedule else None,
+        fire_time=float(fire_time) if fire_time else None,
+        started_at=float(started_at or 0),
+    )
 
 
 def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:

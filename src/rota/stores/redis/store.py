@@ -130,6 +130,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         if limit <= 0 or not queues:
             return []
         names = list(dict.fromkeys(queues))
+        inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
         for _ in range(1000):
             idle = self._idle
@@ -148,12 +149,12 @@ class RedisStore(Reads, Steering, RedisBase, Store):
                 self._idle = None  # look again: a claim promotes what is due
                 return []
             popped = self._blocking.blpop(
-                [self.keys.inbox(worker_id), *(self.keys.signal(q) for q in names)],
+                [inbox, *(self.keys.signal(q) for q in names)],
                 timeout=min(remaining, MAX_BLOCK),
             )
             if popped is None:
                 return []
-            if _codec.text(popped[0]) == self.keys.inbox(worker_id):
+            if _codec.text(popped[0]) == inbox:
                 idle.slots, jobs = _codec.handed_jobs(popped[1])
                 if idle.slots <= 0:
                     self._idle = None

@@ -18,6 +18,14 @@ L.CLAIMED = {'id', 'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost'
              'lease', 'timeout', 'enqueued_at', 'run_at', 'schedule', 'fire_time',
              'started_at'}
 local PROMOTE_MAX = 1000
+
+-- A claimed job's reply row, in L.CLAIMED order, from a table of its fields
+-- (absent ones become false, as HMGET gives them).
+function L.claimed_row(job)
+  local row = {}
+  for i, name in ipairs(L.CLAIMED) do row[i] = job[name] or false end
+  return row
+end
 -- An inbox outlives its worker's registration by this many seconds at most.
 local INBOX_TTL = 3600
 
@@ -288,11 +296,9 @@ function L.direct_taker(queue, now)
   local idle = cjson.decode(record)
   for _, q in ipairs(idle.queues) do
     if redis.call('EXISTS', K.prios(q)) == 1 then return nil end
-    for _, key in ipairs({K.delayed(q), K.parked(q)}) do
-      local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-      if #head > 0 and tonumber(head[2]) <= now then return nil end
-    end
   end
+  local due = L.next_due(idle.queues)
+  if due and due <= now then return nil end
   idle.n = idle.n + 1
   return first[1], idle
 end

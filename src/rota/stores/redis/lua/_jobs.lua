@@ -141,9 +141,11 @@ function L.enqueue(args, first, count, now, keys)
       if taker then
         idx.add(keys.leases, expires, id)
         redis.call('HSET', keys.vclock, queue, vtime)
-        L.deliver(taker, idle, {id, task, queue, args[b + 3], '1', args[b + 7], '0', token,
-                                args[b + 9], L.opt(args[b + 10]) or false, stamp, run_at,
-                                schedule or false, L.opt(args[b + 16]) or false, stamp})
+        L.deliver(taker, idle, L.claimed_row({
+          id = id, task = task, queue = queue, payload = args[b + 3], attempt = '1',
+          max_attempts = args[b + 7], lost = '0', token = token, lease = args[b + 9],
+          timeout = L.opt(args[b + 10]), enqueued_at = stamp, run_at = run_at,
+          schedule = schedule, fire_time = L.opt(args[b + 16]), started_at = stamp}))
       elseif state == 'queued' then
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
         heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
