@@ -286,19 +286,21 @@ end
 -- if it is live, the queue is not paused, and a claim by that worker would
 -- find nothing else (no ready sub-queue, due delayed job or due parked
 -- sub-queue on any of its queues). Returns the worker and its registration
--- (n counted for the job), or nil: then the job is enqueued as usual and
--- L.hand_off claims for idle workers the long way.
+-- (n counted for the job); or nil and whether the queue has registrations at
+-- all: then the job is enqueued as usual, and if it has, L.hand_off claims
+-- for idle workers the long way.
 function L.direct_taker(queue, now)
   local first = redis.call('ZRANGE', K.idle(queue), 0, 0, 'WITHSCORES')
-  if #first == 0 or tonumber(first[2]) <= now then return nil end
+  if #first == 0 then return nil, false end
+  if tonumber(first[2]) <= now then return nil, true end
   local record = redis.call('GET', K.idler(first[1]))
-  if not record or redis.call('SISMEMBER', S.paused, queue) == 1 then return nil end
+  if not record or redis.call('SISMEMBER', S.paused, queue) == 1 then return nil, true end
   local idle = cjson.decode(record)
   for _, q in ipairs(idle.queues) do
-    if redis.call('EXISTS', K.prios(q)) == 1 then return nil end
+    if redis.call('EXISTS', K.prios(q)) == 1 then return nil, true end
   end
   local due = L.next_due(idle.queues)
-  if due and due <= now then return nil end
+  if due and due <= now then return nil, true end
   idle.n = idle.n + 1
   return first[1], idle
 end

@@ -75,6 +75,7 @@ function L.enqueue(args, first, count, now, keys)
   local stamp = L.fmt(now)
   local idx = L.batch()
   local reply, clocks, lasts, ready, delayed, heads, run_ats = {}, {}, {}, {}, {}, {}, {}
+  local unwatched = {} -- queue -> true: no worker is registered idle on it
   for _, p in ipairs(plan) do
     if not p.dup then
       local b = p.base
@@ -108,6 +109,7 @@ function L.enqueue(args, first, count, now, keys)
       local taker, idle = nil, nil
       if count == 1 and state == 'queued' and sig == '-' then
         taker, idle = L.direct_taker(queue, now)
+        if idle == false then unwatched[queue] = true end
       end
       seq = seq + 1
       local fields = {
@@ -169,7 +171,8 @@ function L.enqueue(args, first, count, now, keys)
   local wake = {}
   for queue in pairs(delayed) do wake[queue] = 1 end
   for queue, n in pairs(ready) do
-    wake[queue] = math.max(wake[queue] or 0, n - L.hand_off(queue, n, now))
+    local handed = unwatched[queue] and 0 or L.hand_off(queue, n, now)
+    wake[queue] = math.max(wake[queue] or 0, n - handed)
   end
   for queue, n in pairs(wake) do L.signal(queue, n, now) end
   return reply
