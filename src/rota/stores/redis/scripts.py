@@ -8,7 +8,9 @@ them (``local S = {name = KEYS[n], ...}``), then the library files
 (:data:`LIBRARY`), then the file. Of the library's top-level functions only
 those the script uses (directly or through other library functions) are sent:
 Redis runs the whole chunk on every call, and defining the unused ones would
-cost each call several microseconds.
+cost each call several microseconds. A script whose body calls ``library()``
+gets the library wrapped in that function (which returns ``L``), so that a
+way through it that needs no library function defines none.
 
 Scripts are loaded once with SCRIPT LOAD on first use; a NOSCRIPT reply (after
 SCRIPT FLUSH or a restart without persistence of the script cache) loads the
@@ -113,6 +115,8 @@ def load(name: str) -> Script:
     folder = resources.files(__package__).joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text()
     lib = _library("\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY), body)
+    if "library()" in body:
+        lib = f"local function library()\n{lib}\nreturn L\nend"
     static = _header_keys(name, body)
     binds = ", ".join(f"{key} = KEYS[{i}]" for i, key in enumerate(static, start=2))
     text = f"local S = {{{binds}}}\n{lib}\n-- {name}.lua\n{body}"

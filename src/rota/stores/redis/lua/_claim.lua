@@ -19,13 +19,6 @@ L.CLAIMED = {'id', 'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost'
              'started_at'}
 local PROMOTE_MAX = 1000
 
--- A claimed job's reply row, in L.CLAIMED order, from a table of its fields
--- (absent ones become false, as HMGET gives them).
-function L.claimed_row(job)
-  local row = {}
-  for i, name in ipairs(L.CLAIMED) do row[i] = job[name] or false end
-  return row
-end
 -- An inbox outlives its worker's registration by this many seconds at most.
 local INBOX_TTL = 3600
 
@@ -279,30 +272,6 @@ function L.deliver(worker, idle, rows)
   else
     redis.call('SET', K.idler(worker), cjson.encode(idle), 'KEEPTTL')
   end
-end
-
--- The idle worker that may take a new job of queue directly, without the
--- job entering the ready structure: the oldest registration on the queue,
--- if it is live, the queue is not paused, and a claim by that worker would
--- find nothing else (no ready sub-queue, due delayed job or due parked
--- sub-queue on any of its queues). Returns the worker and its registration
--- (n counted for the job); or nil and whether the queue has registrations at
--- all: then the job is enqueued as usual, and if it has, L.hand_off claims
--- for idle workers the long way.
-function L.direct_taker(queue, now)
-  local first = redis.call('ZRANGE', K.idle(queue), 0, 0, 'WITHSCORES')
-  if #first == 0 then return nil, false end
-  if tonumber(first[2]) <= now then return nil, true end
-  local record = redis.call('GET', K.idler(first[1]))
-  if not record or redis.call('SISMEMBER', S.paused, queue) == 1 then return nil, true end
-  local idle = cjson.decode(record)
-  for _, q in ipairs(idle.queues) do
-    if redis.call('EXISTS', K.prios(q)) == 1 then return nil, true end
-  end
-  local due = L.next_due(idle.queues)
-  if due and due <= now then return nil, true end
-  idle.n = idle.n + 1
-  return first[1], idle
 end
 
 -- Take the rows handed to a worker that it has not popped, keeping those

@@ -43,9 +43,10 @@ local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply
 -- {id, duplicate, id, duplicate, ...}, or nil and an error message.
--- keys: {seq=, queues=, vclock=, leases=}; the script also declares the keys
--- of _claim.lua, for the hand-off to idle workers
-function L.enqueue(args, first, count, now, keys)
+-- keys: {seq=, queues=, vclock=}; the script also declares the keys of
+-- _claim.lua, for the hand-off of ready jobs to idle workers, which is
+-- skipped when watched is false (the caller saw no registration).
+function L.enqueue(args, first, count, now, keys, watched)
   local n = L.NEW_FIELDS
   local plan, holds, ids, fresh = {}, {}, {}, {}
   for i = 0, count - 1 do
@@ -75,7 +76,6 @@ function L.enqueue(args, first, count, now, keys)
   local stamp = L.fmt(now)
   local idx = L.batch()
   local reply, clocks, lasts, ready, delayed, heads, run_ats = {}, {}, {}, {}, {}, {}, {}
-  local unwatched = {} -- queue -> true: no worker is registered idle on it
   for _, p in ipairs(plan) do
     if not p.dup then
       local b = p.base
@@ -105,17 +105,11 @@ function L.enqueue(args, first, count, now, keys)
       end
       local state = 'queued'
       if tonumber(run_at) > now then state = 'scheduled' end
-      -- a lone job without limits may go straight to an idle worker
-      local taker, idle = nil, nil
-      if count == 1 and state == 'queued' and sig == '-' then
-        taker, idle = L.direct_taker(queue, now)
-        if idle == false then unwatched[queue] = true end
-      end
       seq = seq + 1
       local fields = {
-        'id', id, 'task', task, 'queue', queue, 'state', taker and 'running' or state,
+        'id', id, 'task', task, 'queue', queue, 'state', state,
         'payload', args[b + 3], 'priority', priority, 'vtime', vtime, 'fair', fair,
-        'run_at', run_at, 'enqueued_at', stamp, 'attempt', taker and 1 or 0,
+        'run_at', run_at, 'enqueued_at', stamp, 'attempt', 0,
         'max_attempts', args[b + 7], 'lost', 0, 'max_lost', args[b + 8], 'lease', args[b + 9],
         'sig', sig, 'seq', seq,
       }
@@ -126,29 +120,12 @@ function L.enqueue(args, first, count, now, keys)
           fields[#fields + 1] = v
         end
       end
-      local token, expires = nil, nil
-      if taker then
-        token = idle.token .. '.' .. idle.n .. ':' .. seq
-        expires = now + tonumber(args[b + 9])
-        for _, v in ipairs({'owner', taker, 'token', token, 'expires', expires,
-                            'started_at', stamp}) do
-          fields[#fields + 1] = v
-        end
-      end
       redis.call('HSET', K.job(id), unpack(fields))
       if ukey then redis.call('SET', K.unique(ukey), id) end
-      idx.move(id, queue, seq, nil, taker and 'running' or state)
+      idx.move(id, queue, seq, nil, state)
       idx.add(K.task(task), seq, id)
       if schedule then idx.add(K.sched(schedule), seq, id) end
-      if taker then
-        idx.add(keys.leases, expires, id)
-        redis.call('HSET', keys.vclock, queue, vtime)
-        L.deliver(taker, idle, L.claimed_row({
-          id = id, task = task, queue = queue, payload = args[b + 3], attempt = '1',
-          max_attempts = args[b + 7], lost = '0', token = token, lease = args[b + 9],
-          timeout = L.opt(args[b + 10]), enqueued_at = stamp, run_at = run_at,
-          schedule = schedule, fire_time = L.opt(args[b + 16]), started_at = stamp}))
-      elseif state == 'queued' then
+      if state == 'queued' then
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))
         heads[queue .. '\0' .. priority .. '\0' .. sig] = {queue = queue, priority = priority,
                                                              sig = sig}
@@ -171,7 +148,7 @@ function L.enqueue(args, first, count, now, keys)
   local wake = {}
   for queue in pairs(delayed) do wake[queue] = 1 end
   for queue, n in pairs(ready) do
-    local handed = unwatched[queue] and 0 or L.hand_off(queue, n, now)
+    local handed = watched == false and 0 or L.hand_off(queue, n, now)
     wake[queue] = math.max(wake[queue] or 0, n - handed)
   end
   for queue, n in pairs(wake) do L.signal(queue, n, now) end

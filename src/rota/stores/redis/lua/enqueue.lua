@@ -14,10 +14,121 @@
 --
 -- Returns {id, duplicate ("1"/"0"), ...} per job in order, or the error
 -- "ROTA_INVALID <message>" with nothing changed.
+--
+-- The direct hand-off: a lone job due now, without limits, unique key or
+-- schedule, sent to a queue whose oldest idle registration is live, not
+-- paused, and would find nothing else to claim (no ready job, due delayed
+-- job or due parked sub-queue on any of its worker's queues), is written as
+-- running and pushed to that worker's inbox as L.claim would have claimed
+-- it: the row, the lease, the registration's slots and count. It takes the
+-- queue's clock as its virtual time and leaves the clocks alone, since it
+-- never waited behind other jobs. This is the latency path (a send to a
+-- waiting worker), so it is written out here without the library: Redis
+-- runs a script's whole chunk on every call, and defining the library's
+-- functions costs more than this path's work. Every other send goes the
+-- long way, L.enqueue, which hands ready jobs to idle workers too.
 
-local replay = L.replayed(ARGV[1])
-if replay then return cjson.decode(replay) end
-local reply, err = L.enqueue(ARGV, 3, tonumber(ARGV[2]), L.now(), S)
+local P, rid = KEYS[1], ARGV[1]
+
+local function fmt(x) -- L.fmt
+  if x == math.floor(x) and math.abs(x) < 1e15 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+local function remember(reply) -- L.remember
+  if rid ~= '' then
+    local ttl = tonumber(string.match(rid, '^(%d+)/')) or 60
+    redis.call('SET', P .. 'req:' .. rid, cjson.encode(reply), 'EX', ttl)
+  end
+end
+
+-- The worker that may take the job now and its registration, or nil; and
+-- whether the queue has registrations at all.
+local function direct_taker(queue, now)
+  local first = redis.call('ZRANGE', P .. 'idle:' .. queue, 0, 0, 'WITHSCORES')
+  if #first == 0 then return nil, false end
+  if tonumber(first[2]) <= now then return nil, true end
+  local record = redis.call('GET', P .. 'idler:' .. first[1])
+  if not record or redis.call('SISMEMBER', S.paused, queue) == 1 then return nil, true end
+  local idle = cjson.decode(record)
+  for _, q in ipairs(idle.queues) do
+    if redis.call('EXISTS', P .. 'prios:' .. q) == 1 then return nil, true end
+    for _, key in ipairs({P .. 'delayed:' .. q, P .. 'parked:' .. q}) do -- L.next_due
+      local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if #head > 0 and tonumber(head[2]) <= now then return nil, true end
+    end
+  end
+  return first[1], idle
+end
+
+-- Write the job (fields from ARGV, as L.enqueue reads them) as running for
+-- worker and push its claimed row (L.CLAIMED order) to the worker's inbox.
+local function hand(worker, idle, now)
+  local id, task, queue, payload = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+  local max_attempts, lease, timeout = ARGV[10], ARGV[12], ARGV[13]
+  local seq = redis.call('INCRBY', S.seq, 1)
+  local vtime = tonumber(redis.call('HGET', S.vclock, queue) or '0') + 1
+  local stamp = fmt(now)
+  idle.n = idle.n + 1
+  idle.slots = idle.slots - 1
+  local token = idle.token .. '.' .. idle.n .. ':' .. seq
+  local expires = now + tonumber(lease)
+  local fields = {
+    'id', id, 'task', task, 'queue', queue, 'state', 'running', 'payload', payload,
+    'priority', ARGV[7], 'vtime', vtime, 'fair', ARGV[15], 'run_at', stamp,
+    'enqueued_at', stamp, 'attempt', 1, 'max_attempts', max_attempts, 'lost', 0,
+    'max_lost', ARGV[11], 'lease', lease, 'sig', '-', 'seq', seq, 'owner', worker,
+    'token', token, 'expires', expires, 'started_at', stamp,
+  }
+  if timeout ~= '' then
+    fields[#fields + 1] = 'timeout'
+    fields[#fields + 1] = timeout
+  end
+  redis.call('SADD', S.queues, queue)
+  redis.call('HSET', P .. 'job:' .. id, unpack(fields))
+  redis.call('ZADD', P .. 'state:running', seq, id)
+  redis.call('ZADD', P .. 'qstate:' .. queue .. ':running', seq, id)
+  redis.call('ZADD', P .. 'task:' .. task, seq, id)
+  redis.call('ZADD', S.leases, expires, id)
+  local inbox = P .. 'inbox:' .. worker
+  local row = {idle.slots, id, task, queue, payload, '1', max_attempts, '0', token, lease,
+               timeout ~= '' and timeout or false, stamp, stamp, false, false, stamp}
+  if redis.call('RPUSH', inbox, cjson.encode(row)) == 1 then -- a new list (L.deliver)
+    redis.call('EXPIRE', inbox, 3600)
+  end
+  if idle.slots > 0 then
+    redis.call('SET', P .. 'idler:' .. worker, cjson.encode(idle), 'KEEPTTL')
+  else -- L.unidle
+    redis.call('DEL', P .. 'idler:' .. worker)
+    for _, q in ipairs(idle.queues) do redis.call('ZREM', P .. 'idle:' .. q, worker) end
+  end
+end
+
+if rid ~= '' then
+  local replay = redis.call('GET', P .. 'req:' .. rid)
+  if replay then return cjson.decode(replay) end
+end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+
+local watched = true
+if ARGV[2] == '1' and ARGV[9] == '' and tonumber(ARGV[8]) == 0 and ARGV[14] == ''
+    and ARGV[16] == '' and ARGV[18] == '' then
+  if redis.call('EXISTS', P .. 'job:' .. ARGV[3]) == 1 then
+    return redis.error_reply('ROTA_INVALID a job with one of these ids already exists')
+  end
+  local worker, idle = direct_taker(ARGV[5], now)
+  if worker then
+    hand(worker, idle, now)
+    local reply = {ARGV[3], '0'}
+    remember(reply)
+    return reply
+  end
+  watched = idle
+end
+
+local L = library()
+local reply, err = L.enqueue(ARGV, 3, tonumber(ARGV[2]), now, S, watched)
 if not reply then return redis.error_reply('ROTA_INVALID ' .. err) end
-L.remember(ARGV[1], cjson.encode(reply))
+remember(reply)
 return reply
