@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota import _json
+from rota._ids import unique_ids
 from rota._time import parse_duration, to_epoch
 from rota.errors import InvalidArgument, JobCancelled, JobFailed, JobNotFound, JobTimeout
 from rota.limits import Breaker, KeySpec, Limit, Rate, resolve_key
@@ -228,8 +228,11 @@ class Task(Generic[P, R]):
             {"args": list(args), "kwargs": kwargs}, what="task arguments", cap=app.payload_cap
         )
         o = self.opts
+        concurrency, rate, breaker = (
+            self._limit_keys(args, kwargs) if o.concurrency or o.rate or o.breaker else ((), (), ())
+        )
         return NewJob(
-            id=job_id or os.urandom(16).hex(),
+            id=job_id or unique_ids.next(),
             task=self.name,
             queue=o.queue,
             payload=payload,
@@ -240,18 +243,25 @@ class Task(Generic[P, R]):
             max_lost=o.max_lost,
             lease=o.lease or app.lease,
             timeout=o.timeout,
-            concurrency=tuple(
-                ConcurrencyKey(self._key(c.key, args, kwargs), c.limit) for c in o.concurrency
-            ),
-            rate=tuple(
-                RateKey(self._key(r.key, args, kwargs), r.per_second, r.burst) for r in o.rate
-            ),
-            breaker=tuple(
+            concurrency=concurrency,
+            rate=rate,
+            breaker=breaker,
+            unique_key=self._unique_key(o.unique, payload, args, kwargs),
+            unique_for=o.unique_for,
+        )
+
+    def _limit_keys(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[ConcurrencyKey, ...], tuple[RateKey, ...], tuple[BreakerKey, ...]]:
+        """The task's flow-control keys resolved for one call."""
+        o = self.opts
+        return (
+            tuple(ConcurrencyKey(self._key(c.key, args, kwargs), c.limit) for c in o.concurrency),
+            tuple(RateKey(self._key(r.key, args, kwargs), r.per_second, r.burst) for r in o.rate),
+            tuple(
                 BreakerKey(self._key(b.key, args, kwargs), b.failures, b.cooldown_seconds)
                 for b in o.breaker
             ),
-            unique_key=self._unique_key(o.unique, payload, args, kwargs),
-            unique_for=o.unique_for,
         )
 
     def _key(self, spec: KeySpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

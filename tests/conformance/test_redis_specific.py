@@ -57,7 +57,7 @@ from rota.stores.redis import (  # noqa: E402
     keys,
     scripts,
 )
-from rota.stores.redis._base import unique_ids  # noqa: E402
+from rota._ids import unique_ids  # noqa: E402
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -305,7 +305,7 @@ def test_a_script_error_keeps_the_connection_and_a_fork_opens_its_own(rstore: Re
         try:
             enqueue_one(rstore, new_job(2))
             code = 0 if lane._idle and lane._idle[0] is not conn else 2
-            code = code or (3 if unique_ids.next()[:20] == parent_id[:20] else 0)
+            code = code or (3 if unique_ids.next()[:24] == parent_id[:24] else 0)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import functools
-import itertools
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from rota.stores.redis._conn import Reconnect, RedisOptions, clients
+from rota._ids import unique_ids
+from rota.stores.redis._conn import Lane, Reconnect, RedisOptions, clients
 from rota.stores.redis.keys import Keys
 from rota.stores.redis.scripts import EncodableArg, Scripts
 
@@ -35,29 +34,6 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
     return call
 
 
-class _Ids:
-    """Ids unique across every process, without a system call each: a random
-    prefix, drawn again in a forked child, then a counter."""
-
-    def __init__(self) -> None:
-        self.reseed()
-
-    def reseed(self) -> None:
-        """A new prefix and counter (in a forked child, the parent's are shared)."""
-        self._prefix = os.urandom(10).hex()
-        self._count = itertools.count()
-
-    def next(self) -> str:
-        """A fresh id: the prefix and the next number."""
-        return f"{self._prefix}{next(self._count):x}"
-
-
-#: Request ids and claim tokens.
-unique_ids = _Ids()
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=unique_ids.reseed)
-
-
 def _redact(url: str) -> str:
     from rota.stores import redact_url
 
@@ -72,6 +48,7 @@ class RedisBase:
         self.keys = Keys(options.namespace)
         self._client, self._blocking, self._reconnect = clients(options, _redact(options.url))
         self._scripts = Scripts(self._client, self.keys)
+        self._waits = Lane(self._blocking)  # blocking pops: the wake-up path of idle workers
 
     def _run(
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()
@@ -93,5 +70,6 @@ class RedisBase:
     def close(self) -> None:
         """Close every connection."""
         self._scripts.close()
+        self._waits.close()
         self._client.close()
         self._blocking.close()

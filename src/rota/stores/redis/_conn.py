@@ -115,6 +115,9 @@ class _Outage:
             self._ended = now
 
 
+_RETRIED = (RedisConnectionError, RedisTimeoutError, socket.timeout)
+
+
 class Reconnect:
     """Runs store operations through outages: redis-py's :class:`Retry` with
     exponential backoff (25 ms doubling to 1 s) on connection errors and
@@ -132,22 +135,23 @@ class Reconnect:
         self.budget = budget
         self.outage = outage
         self._retry = Retry(
-            ExponentialBackoff(cap=1.0, base=0.025),
-            retries=-1,
-            supported_errors=(RedisConnectionError, RedisTimeoutError, socket.timeout),
+            ExponentialBackoff(cap=1.0, base=0.025), retries=-1, supported_errors=_RETRIED
         )
 
     def call(self, operation: Callable[[], T]) -> T:
         """``operation()``, repeated after connection failures until it returns."""
+        try:  # the usual case, without setting up the retry loop
+            return operation()
+        except _RETRIED as error:
+            self._failed(error)
+        return self._retry.call_with_retry(operation, self._failed)
 
-        def failed(error: Exception) -> None:
-            since = self.outage.failed(error)
-            if time.monotonic() - since >= self.budget:
-                raise StoreUnavailable(
-                    f"the Redis store at {self.outage.where} is unreachable: {error}"
-                ) from error
-
-        return self._retry.call_with_retry(operation, failed)
+    def _failed(self, error: Exception) -> None:
+        since = self.outage.failed(error)
+        if time.monotonic() - since >= self.budget:
+            raise StoreUnavailable(
+                f"the Redis store at {self.outage.where} is unreachable: {error}"
+            ) from error
 
 
 _PARSER: Any = DefaultParser  # redis-py's choice: hiredis when installed

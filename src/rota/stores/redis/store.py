@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rota._ids import unique_ids
 from rota.models import (
     ClaimedJob,
     EnqueueResult,
@@ -31,7 +32,7 @@ from rota.models import (
 )
 from rota.stores.base import Store
 from rota.stores.redis import _codec
-from rota.stores.redis._base import RedisBase, guarded, unique_ids
+from rota.stores.redis._base import RedisBase, guarded
 from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
 from rota.stores.redis._reads import Reads
 from rota.stores.redis._steer import Steering
@@ -148,9 +149,8 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             if remaining < 0.001:
                 self._idle = None  # look again: a claim promotes what is due
                 return []
-            popped = self._blocking.blpop(
-                [inbox, *(self.keys.signal(q) for q in names)],
-                timeout=min(remaining, MAX_BLOCK),
+            popped = self._waits.call(
+                "BLPOP", inbox, *(self.keys.signal(q) for q in names), min(remaining, MAX_BLOCK)
             )
             if popped is None:
                 return []
@@ -234,7 +234,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             remaining = deadline - time.monotonic()
             if remaining < 0.001:
                 return
-            popped = self._blocking.blpop(signals, timeout=remaining)
+            popped = self._waits.call("BLPOP", *signals, remaining)
             if popped is None:
                 return
             if self._is_news(*popped):
