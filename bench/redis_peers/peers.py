@@ -8,7 +8,7 @@ free port. Three workloads, ONE worker process per system:
 
 1. no-op throughput: send ``--jobs`` no-op jobs (bulk where the library has
    it), start the worker, time until the last one is done;
-2. enqueue-to-start latency with that worker idle: one job at a time, a few
+2. enqueue-to-start latency with an idle worker: one job at a time, a few
    ms apart; latency = task start - send;
 3. I/O-bound: ``--io-jobs`` jobs that sleep ``--sleep`` s at concurrency
    ``--io-concurrency``: jobs/s from the first start to the last end.
@@ -16,8 +16,9 @@ free port. Three workloads, ONE worker process per system:
 Every task reports the same way: a counter and the span of start and end
 times, kept in the worker process and written to Redis every 5 ms by a
 reporter thread (``apps/_common.py``). Before the measured runs, each
-system's candidate worker settings are tried once and the fastest kept (one
-for the no-op and latency runs, one for the I/O run). Prints markdown::
+system's candidate worker settings are tried once per workload and the best
+kept: the fastest no-op drain, the lowest p50 latency (on a third of the
+samples), the fastest I/O run. Prints markdown::
 
     .venv/bin/python bench/redis_peers/peers.py             # about 15 minutes
     .venv/bin/python bench/redis_peers/peers.py --quick     # about 2 minutes
@@ -380,10 +381,8 @@ def _fill(
     return sent
 
 
-def measure_noop(
-    system: System, setting: Setting, cfg: Config, jobs: int, latency: bool
-) -> dict[str, float]:
-    """No-op drain (and, if asked, latency with the same worker once it is idle)."""
+def measure_noop(system: System, setting: Setting, cfg: Config, jobs: int) -> dict[str, float]:
+    """Send ``jobs`` no-op jobs, then start the worker and time the drain."""
     jobs = min(jobs, system.noop_cap or jobs)
     figures: dict[str, float] = {}
     with redis_server() as server:
@@ -393,16 +392,24 @@ def measure_noop(
             first, last = wait_done(server, jobs, proc, cfg.timeout)
             figures["noop_per_s"] = jobs / (last - spawned)
             figures["steady_per_s"] = jobs / (last - first)
-            if latency:
-                args = ["latency", "--samples", str(cfg.samples), "--gap", str(cfg.gap)]
-                args += ["--budget", str(cfg.latency_budget)]
-                answer = client(system, setting, server, *args, timeout=cfg.latency_budget + 60)
-                samples = sorted(answer["latency_ms"])
-                if not samples:
-                    raise BenchError("no latency sample")
-                figures["samples"] = len(samples)
-                for p in (50, 95, 99):
-                    figures[f"p{p}_ms"] = samples[min(len(samples) - 1, len(samples) * p // 100)]
+    return figures
+
+
+def measure_latency(
+    system: System, setting: Setting, cfg: Config, samples: int
+) -> dict[str, float]:
+    """Enqueue-to-start latency with an idle worker: ``samples`` jobs sent one
+    at a time (after the client's warm-up jobs)."""
+    with redis_server() as server, worker(system, setting, server, cfg.logs):
+        args = ["latency", "--samples", str(samples), "--gap", str(cfg.gap)]
+        args += ["--budget", str(cfg.latency_budget)]
+        answer = client(system, setting, server, *args, timeout=cfg.latency_budget + 60)
+    found = sorted(answer["latency_ms"])
+    if not found:
+        raise BenchError("no latency sample")
+    figures = {"samples": float(len(found))}
+    for p in (50, 95, 99):
+        figures[f"p{p}_ms"] = found[min(len(found) - 1, len(found) * p // 100)]
     return figures
 
 
@@ -420,6 +427,7 @@ def measure_io(system: System, setting: Setting, cfg: Config) -> dict[str, float
 class Outcome:
     system: System
     noop_setting: Setting | None = None
+    latency_setting: Setting | None = None
     io_setting: Setting | None = None
     tried: list[tuple[str, Setting, str]] = field(default_factory=list)
     runs: list[dict[str, float]] = field(default_factory=list)
@@ -432,21 +440,28 @@ class Outcome:
 
 
 def _pick(
-    out: Outcome, kind: str, candidates: list[Setting], measure: Callable[[Setting], float]
+    out: Outcome,
+    kind: str,
+    candidates: list[Setting],
+    measure: Callable[[Setting], float],
+    unit: str = "jobs/s",
 ) -> Setting | None:
+    """The candidate with the highest figure (the lowest, for latency in ms)."""
     if len(candidates) == 1:
         return candidates[0]
+    lowest = unit == "ms"
     best: tuple[float, Setting] | None = None
     for setting in candidates:
         try:
-            rate = measure(setting)
+            value = measure(setting)
         except BenchError as exc:
             out.tried.append((kind, setting, f"failed: {exc}"))
             continue
-        out.tried.append((kind, setting, f"{rate:,.0f} jobs/s"))
-        print(f"  {out.system.name:9} {kind:5} {setting.label:50} {rate:>8,.0f} jobs/s", flush=True)
-        if best is None or rate > best[0]:
-            best = (rate, setting)
+        shown = f"{value:.2f} {unit}" if lowest else f"{value:,.0f} {unit}"
+        out.tried.append((kind, setting, shown))
+        print(f"  {out.system.name:9} {kind:7} {setting.label:50} {shown:>13}", flush=True)
+        if best is None or (value < best[0] if lowest else value > best[0]):
+            best = (value, setting)
     return best[1] if best else None
 
 
@@ -454,10 +469,18 @@ def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
     system = out.system
     noop, io = system.noop(), system.io(cfg.io_concurrency)
     if not sweep:
-        out.noop_setting, out.io_setting = noop[0], io[0]
+        out.noop_setting, out.latency_setting, out.io_setting = noop[0], noop[0], io[0]
         return
     out.noop_setting = _pick(
-        out, "no-op", noop, lambda s: measure_noop(system, s, cfg, sweep_jobs, False)["noop_per_s"]
+        out, "no-op", noop, lambda s: measure_noop(system, s, cfg, sweep_jobs)["noop_per_s"]
+    )
+    trial = max(30, cfg.samples // 3)
+    out.latency_setting = _pick(
+        out,
+        "latency",
+        noop,
+        lambda s: measure_latency(system, s, cfg, trial)["p50_ms"],
+        unit="ms",
     )
     out.io_setting = _pick(out, "I/O", io, lambda s: measure_io(system, s, cfg)["io_per_s"])
 
@@ -466,7 +489,9 @@ def run_once(out: Outcome, cfg: Config) -> None:
     figures: dict[str, float] = {}
     try:
         if out.noop_setting is not None:
-            figures |= measure_noop(out.system, out.noop_setting, cfg, cfg.jobs, True)
+            figures |= measure_noop(out.system, out.noop_setting, cfg, cfg.jobs)
+        if out.latency_setting is not None:
+            figures |= measure_latency(out.system, out.latency_setting, cfg, cfg.samples)
         if out.io_setting is not None:
             figures |= measure_io(out.system, out.io_setting, cfg)
     except BenchError as exc:
@@ -572,18 +597,20 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
-        "| system | versions | no-op and latency worker | I/O worker |",
-        "|---|---|---|---|",
+        "| system | versions | no-op worker | latency worker | I/O worker |",
+        "|---|---|---|---|---|",
     ]
     for o in outs:
         found = ", ".join(f"{k} {v}" for k, v in o.versions.items())
-        noop = f"`{o.noop_setting.label}`" if o.noop_setting else "none worked"
-        io = f"`{o.io_setting.label}`" if o.io_setting else "none worked"
-        lines.append(f"| {o.system.title} | {found} | {noop} | {io} |")
+        chosen = [
+            f"`{s.label}`" if s else "none worked"
+            for s in (o.noop_setting, o.latency_setting, o.io_setting)
+        ]
+        lines.append(f"| {o.system.title} | {found} | " + " | ".join(chosen) + " |")
     tried = [(o, kind, s, r) for o in outs for kind, s, r in o.tried]
     if tried:
-        lines += ["", "Settings tried (one run each; the fastest was kept):", ""]
-        lines += ["| system | workload | setting | rate |", "|---|---|---|---:|"]
+        lines += ["", "Settings tried (one run each; the best was kept):", ""]
+        lines += ["| system | workload | setting | result |", "|---|---|---|---:|"]
         lines += [f"| {o.system.title} | {k} | `{s.label}` | {r} |" for o, k, s, r in tried]
     notes = [(o.system.title, n) for o in outs for n in o.system.notes]
     notes += [(o.system.title, f"error: {e}") for o in outs for e in o.errors]
