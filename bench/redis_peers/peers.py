@@ -58,6 +58,9 @@ STALL = 60.0  # seconds without a job done before a measurement is given up
 PIP_TIMEOUT = 1200.0
 
 
+WORKLOADS = ("noop", "latency", "io")
+
+
 class BenchError(Exception):
     """A measurement that could not be made; the system's cell says why."""
 
@@ -370,6 +373,7 @@ class Config:
     latency_budget: float
     timeout: float
     logs: Path
+    workloads: tuple[str, ...] = WORKLOADS
 
 
 def _fill(
@@ -466,23 +470,29 @@ def _pick(
 
 
 def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
+    """Each asked-for workload's setting: the best candidate, or the first without a sweep."""
     system = out.system
     noop, io = system.noop(), system.io(cfg.io_concurrency)
-    if not sweep:
-        out.noop_setting, out.latency_setting, out.io_setting = noop[0], noop[0], io[0]
-        return
-    out.noop_setting = _pick(
-        out, "no-op", noop, lambda s: measure_noop(system, s, cfg, sweep_jobs)["noop_per_s"]
-    )
     trial = max(30, cfg.samples // 3)
-    out.latency_setting = _pick(
-        out,
-        "latency",
-        noop,
-        lambda s: measure_latency(system, s, cfg, trial)["p50_ms"],
-        unit="ms",
-    )
-    out.io_setting = _pick(out, "I/O", io, lambda s: measure_io(system, s, cfg)["io_per_s"])
+    if "noop" in cfg.workloads:
+        out.noop_setting = _pick(
+            out,
+            "no-op",
+            noop if sweep else noop[:1],
+            lambda s: measure_noop(system, s, cfg, sweep_jobs)["noop_per_s"],
+        )
+    if "latency" in cfg.workloads:
+        out.latency_setting = _pick(
+            out,
+            "latency",
+            noop if sweep else noop[:1],
+            lambda s: measure_latency(system, s, cfg, trial)["p50_ms"],
+            unit="ms",
+        )
+    if "io" in cfg.workloads:
+        out.io_setting = _pick(
+            out, "I/O", io if sweep else io[:1], lambda s: measure_io(system, s, cfg)["io_per_s"]
+        )
 
 
 def run_once(out: Outcome, cfg: Config) -> None:
@@ -589,7 +599,7 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
             o.system.title,
             _cell(o.median("noop_per_s"), best["noop_per_s"]),
             _cell(o.median("steady_per_s"), best["steady_per_s"]),
-            _cell(o.median("p50_ms"), best["p50_ms"], 1),
+            _cell(o.median("p50_ms"), best["p50_ms"], 2),
             "n/a" if p95 is None else f"{p95:,.1f}",
             "n/a" if p99 is None else f"{p99:,.1f}",
             _cell(o.median("io_per_s"), best["io_per_s"]),
@@ -602,9 +612,10 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
     ]
     for o in outs:
         found = ", ".join(f"{k} {v}" for k, v in o.versions.items())
+        settings = (o.noop_setting, o.latency_setting, o.io_setting)
         chosen = [
-            f"`{s.label}`" if s else "none worked"
-            for s in (o.noop_setting, o.latency_setting, o.io_setting)
+            f"`{s.label}`" if s else "none worked" if kind in cfg.workloads else "not run"
+            for kind, s in zip(WORKLOADS, settings, strict=True)
         ]
         lines.append(f"| {o.system.title} | {found} | " + " | ".join(chosen) + " |")
     tried = [(o, kind, s, r) for o in outs for kind, s, r in o.tried]
@@ -678,6 +689,11 @@ def main() -> None:
         help="how jobs report that they are done: counted in the worker process and written "
         "every 5 ms (default), or one Redis round trip per job",
     )
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="which of noop, latency, io to measure (default: all three)",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on any one wait")
     args = parser.parse_args()
@@ -692,9 +708,12 @@ def main() -> None:
         parser.error("run this script with rota's environment: .venv/bin/python")
     started = time.monotonic()
     logs = Path(tempfile.mkdtemp(prefix="rota-peers-"))
+    workloads = tuple(args.workloads.split(","))
+    if set(workloads) - set(WORKLOADS):
+        parser.error(f"unknown workloads: {args.workloads}; expected some of noop, latency, io")
     cfg = Config(
         args.jobs, args.io_jobs, args.sleep, args.io_concurrency, args.samples, args.gap,
-        latency_budget=60.0, timeout=args.timeout, logs=logs,
+        latency_budget=60.0, timeout=args.timeout, logs=logs, workloads=workloads,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
