@@ -41,6 +41,7 @@ from conformance.support import (  # noqa: E402
     worker_info,
 )
 from helpers import wait_for  # noqa: E402
+from rota._ids import unique_ids  # noqa: E402
 from rota.errors import StoreUnavailable  # noqa: E402
 from rota.models import (  # noqa: E402
     BreakerKey,
@@ -57,7 +58,6 @@ from rota.stores.redis import (  # noqa: E402
     keys,
     scripts,
 )
-from rota._ids import unique_ids  # noqa: E402
 
 REDIS_SERVER = shutil.which("redis-server")
 
