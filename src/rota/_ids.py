@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import itertools
 import os
+import random
 
 
 class UniqueIds:
-    """A random prefix (96 bits, drawn again in a forked child and whenever the
-    counter wraps) followed by a counter: 32 hex digits per id."""
+    """128 random bits as 32 hex digits, from a generator seeded by the OS (and
+    seeded again in a forked child, which would otherwise repeat its parent's).
+
+    Every digit is random: Redis's Lua hashes long strings from a sample of
+    their characters, so ids that share a prefix and differ in a few places
+    would crowd into few buckets of its string table.
+    """
 
     def __init__(self) -> None:
         self.reseed()
 
     def reseed(self) -> None:
-        """A new prefix and counter (in a forked child, the parent's are shared)."""
-        self._prefix = os.urandom(12).hex()
-        self._count = itertools.count()
+        """Seed the generator from the OS."""
+        self._random = random.Random(os.urandom(32))
 
     def next(self) -> str:
         """A fresh id."""
-        n = next(self._count)
-        if n > 0xFFFFFFFF:
-            self.reseed()
-            n = next(self._count)
-        return f"{self._prefix}{n:08x}"
+        return f"{self._random.getrandbits(128):032x}"
 
 
 #: Job ids, request ids and claim tokens.

@@ -9,6 +9,7 @@ free port, never the shared one.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import logging
 import os
@@ -298,14 +299,14 @@ def test_a_script_error_keeps_the_connection_and_a_fork_opens_its_own(rstore: Re
     with pytest.raises(redis.exceptions.NoScriptError):
         lane.call("EVALSHA", "0" * 40, 0)
     assert lane._idle == [conn]
-    parent_id = unique_ids.next()
+    parent_ids = copy.deepcopy(unique_ids)  # the ids the parent makes next
     pid = os.fork()
     if pid == 0:  # the child: its own connection and ids, the parent's left alone
         code = 1
         try:
             enqueue_one(rstore, new_job(2))
             code = 0 if lane._idle and lane._idle[0] is not conn else 2
-            code = code or (3 if unique_ids.next()[:24] == parent_id[:24] else 0)
+            code = code or (3 if unique_ids.next() == parent_ids.next() else 0)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)

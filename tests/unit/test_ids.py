@@ -1,8 +1,6 @@
-"""Ids made without a system call each: unique, 32 hex digits, fresh after a wrap."""
+"""Ids made without a system call each: unique, 32 hex digits, each generator its own."""
 
 from __future__ import annotations
-
-import itertools
 
 from rota._ids import UniqueIds
 
@@ -15,12 +13,14 @@ def test_ids_are_distinct_hex_of_one_length() -> None:
     assert all(int(i, 16) >= 0 for i in made)
 
 
-def test_a_new_generator_or_a_wrapped_counter_draws_a_new_prefix() -> None:
+def test_every_digit_varies() -> None:
+    """No shared prefix or fixed positions (Lua hashes a sample of a string's characters)."""
+    made = [UniqueIds().next() for _ in range(200)]
+    assert all(len({i[pos] for i in made}) > 8 for pos in range(32))
+
+
+def test_a_reseeded_generator_does_not_repeat_itself() -> None:
     ids = UniqueIds()
-    first = ids.next()
-    assert UniqueIds().next()[:24] != first[:24]
-    ids._count = itertools.count(0xFFFFFFFF)
-    last = ids.next()
-    assert last.endswith("ffffffff") and last[:24] == first[:24]
-    wrapped = ids.next()
-    assert wrapped[:24] != first[:24] and wrapped.endswith("00000000")
+    first = [ids.next() for _ in range(5)]
+    ids.reseed()
+    assert not set(first) & {ids.next() for _ in range(5)}
