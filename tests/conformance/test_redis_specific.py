@@ -812,3 +812,31 @@ def test_a_job_handed_to_a_waiting_worker_arrives_whole(rstore: RedisStore) -> N
     assert (taken.attempt, taken.max_attempts, taken.lost, taken.schedule) == (1, 3, 0, None)
     assert taken.started_at == taken.enqueued_at == stored.enqueued_at and taken.fire_time is None
     assert rstore.extend([lease(taken)]) == [True] and succeed(rstore, taken)
+
+
+def test_the_direct_hand_off_leaves_what_the_long_way_leaves(rstore: RedisStore) -> None:
+    """enqueue.lua writes the direct hand-off out on its own (the latency path);
+    a job sent that way and one handed the long way (a unique key makes L.enqueue
+    hand it through a claim) leave the same record and the same inbox row."""
+    assert rstore._claim("idle-w", ["default"], 3, 30.0)[0] == []
+    fields = {"timeout": 5.0, "lease": 12.0, "max_attempts": 4, "priority": 2, "max_lost": 5}
+    direct = enqueue_one(rstore, new_job("a", **fields))
+    long_way = enqueue_one(rstore, new_job("b", unique_key="u:b", **fields))
+    client = rstore._client
+    records = [client.hgetall(rstore.keys.job(i)) for i in (direct, long_way)]
+    differ = {b"id", b"payload", b"seq", b"vtime", b"token", b"expires", b"ukey"}
+    differ |= {b"enqueued_at", b"run_at", b"started_at"}
+    assert records[1].keys() - records[0].keys() == {b"ukey"}
+    assert {k: v for k, v in records[0].items() if k not in differ} == {
+        k: v for k, v in records[1].items() if k not in differ
+    }
+    assert records[0][b"state"] == b"running" and records[0][b"owner"] == b"idle-w"
+    entries = client.lrange(rstore.keys.inbox("idle-w"), 0, -1)
+    (slots_a, (a,)), (slots_b, (b,)) = (_codec.handed_jobs(e) for e in entries)
+    assert (slots_a, slots_b) == (2, 1) and (a.id, b.id) == (direct, long_way)
+    same = ("task", "queue", "attempt", "max_attempts", "lost", "lease", "timeout", "schedule")
+    assert [getattr(a, f) for f in same] == [getattr(b, f) for f in same]
+    assert a.started_at == a.enqueued_at == a.run_at and a.fire_time is None
+    for job, record in zip((a, b), records, strict=True):
+        assert job.token == record[b"token"].decode()
+        assert job.started_at == get(rstore, job.id).started_at
