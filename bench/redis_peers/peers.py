@@ -474,25 +474,17 @@ def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
     system = out.system
     noop, io = system.noop(), system.io(cfg.io_concurrency)
     trial = max(30, cfg.samples // 3)
-    if "noop" in cfg.workloads:
-        out.noop_setting = _pick(
-            out,
-            "no-op",
-            noop if sweep else noop[:1],
-            lambda s: measure_noop(system, s, cfg, sweep_jobs)["noop_per_s"],
-        )
-    if "latency" in cfg.workloads:
-        out.latency_setting = _pick(
-            out,
-            "latency",
-            noop if sweep else noop[:1],
-            lambda s: measure_latency(system, s, cfg, trial)["p50_ms"],
-            unit="ms",
-        )
-    if "io" in cfg.workloads:
-        out.io_setting = _pick(
-            out, "I/O", io if sweep else io[:1], lambda s: measure_io(system, s, cfg)["io_per_s"]
-        )
+    workloads: dict[str, tuple[str, list[Setting], Callable[[Setting], float], str]] = {
+        "noop": ("no-op", noop, lambda s: measure_noop(system, s, cfg, sweep_jobs)["noop_per_s"],
+                 "jobs/s"),
+        "latency": ("latency", noop, lambda s: measure_latency(system, s, cfg, trial)["p50_ms"],
+                    "ms"),
+        "io": ("I/O", io, lambda s: measure_io(system, s, cfg)["io_per_s"], "jobs/s"),
+    }  # fmt: skip
+    for workload in cfg.workloads:
+        kind, candidates, measure, unit = workloads[workload]
+        best = _pick(out, kind, candidates if sweep else candidates[:1], measure, unit)
+        setattr(out, f"{workload}_setting", best)
 
 
 def run_once(out: Outcome, cfg: Config) -> None:
