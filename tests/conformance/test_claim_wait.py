@@ -12,6 +12,8 @@ import threading
 import time
 from collections import Counter
 
+import pytest
+
 from conformance.support import (
     claim,
     claim_one,
@@ -22,6 +24,7 @@ from conformance.support import (
     wait_expired,
 )
 from helpers import wait_for
+from rota import InvalidArgument
 from rota.models import ClaimedJob, ConcurrencyKey, JobState
 from rota.stores import Store, open_store
 
@@ -168,6 +171,26 @@ def test_a_paused_queue_gives_waiting_workers_nothing(store: Store, url: str) ->
         store.resume_queue("cw")
         wait_for(lambda: waiter.jobs)
         assert waiter.jobs[0].id == job_id
+    finally:
+        waiter.close()
+
+
+def test_a_send_reusing_a_stored_id_changes_nothing_for_a_waiting_worker(
+    store: Store, url: str
+) -> None:
+    """Bad input (guarantee 7) on the way to a waiting worker: the send is
+    refused, the stored job stays as it was, and the worker gets nothing."""
+    stored = enqueue_one(store, new_job("old", queue="other"))
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        rounds = waiter.rounds
+        with pytest.raises(InvalidArgument):
+            store.enqueue([new_job("clash", queue="cw", job_id=stored)])
+        wait_for(lambda: waiter.rounds >= rounds + 2)  # a whole wait began after the send
+        assert waiter.jobs == []
+        job = get(store, stored)
+        assert (job.queue, job.args, job.state) == ("other", ["old"], JobState.QUEUED)
     finally:
         waiter.close()
 
