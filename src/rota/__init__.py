@@ -8,6 +8,7 @@ from rota import errors
 from rota.app import App, Registry
 from rota.context import JobContext, current_job
 from rota.errors import (
+    CorruptJob,
     InvalidArgument,
     InvalidSchedule,
     JobCancelled,
@@ -17,6 +18,8 @@ from rota.errors import (
     PayloadTooLarge,
     RotaError,
     SerializationError,
+    StoreError,
+    StoreUnavailable,
     UnknownTask,
 )
 from rota.limits import Breaker, Limit, Rate
@@ -29,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "Breaker",
+    "CorruptJob",
     "InvalidArgument",
     "InvalidSchedule",
     "Job",
@@ -45,6 +49,8 @@ __all__ = [
     "Registry",
     "RotaError",
     "SerializationError",
+    "StoreError",
+    "StoreUnavailable",
     "Task",
     "UnknownTask",
     "__version__",

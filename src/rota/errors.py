@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "CorruptJob",
     "InvalidArgument",
     "InvalidSchedule",
     "JobCancelled",
@@ -12,6 +13,7 @@ __all__ = [
     "PayloadTooLarge",
     "RotaError",
     "SerializationError",
+    "StoreError",
     "StoreUnavailable",
     "UnknownTask",
 ]
@@ -87,5 +89,20 @@ class JobTimeout(RotaError, TimeoutError):
     """Waiting for a job's result, or the job's own run, took longer than allowed."""
 
 
-class StoreUnavailable(RotaError, ConnectionError):
+class StoreError(RotaError):
+    """The store refused or failed an operation (disk full, database corrupt,
+    a constraint it reports). Nothing the operation would have written was kept."""
+
+
+class StoreUnavailable(StoreError, ConnectionError):
     """The store could not be reached."""
+
+
+class CorruptJob(RotaError, ValueError):
+    """A stored job's payload is not what rota wrote (bad UTF-8, bad JSON, or not
+    ``{"args": [...], "kwargs": {...}}``). The job fails at once without a retry."""
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        super().__init__(f"job {job_id} has a corrupt payload: {reason}")
+        self.job_id = job_id
+        self.reason = reason

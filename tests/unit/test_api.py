@@ -14,6 +14,7 @@ from rota.errors import InvalidArgument, UnknownTask
 EXPECTED_EXPORTS = {
     "App",
     "Breaker",
+    "CorruptJob",
     "InvalidArgument",
     "InvalidSchedule",
     "Job",
@@ -30,6 +31,8 @@ EXPECTED_EXPORTS = {
     "Registry",
     "RotaError",
     "SerializationError",
+    "StoreError",
+    "StoreUnavailable",
     "Task",
     "UnknownTask",
     "__version__",
