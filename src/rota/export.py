@@ -2,6 +2,11 @@
 
 One row per job: JSON Lines (one object a line) or CSV (JSON values such as
 arguments and results written as JSON text). Times are ISO 8601 in UTC.
+
+A CSV cell whose text starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return gets a leading single quote, so a spreadsheet shows it as
+text instead of evaluating it as a formula. Numbers are written as they are;
+JSON Lines are never altered.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ FIELDS = (
 
 #: The export formats.
 FORMATS = ("jsonl", "csv")
+
+# What a spreadsheet takes for the start of a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -80,12 +88,13 @@ def line(fmt: str, job: Job) -> str:
 
 
 def _cell(value: Any) -> Any:
-    """Strings and numbers as they are, nothing for null, JSON for the rest."""
+    """Numbers as they are, nothing for null, strings and JSON text neutralised."""
     if value is None:
         return ""
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return value
-    return _json.dumps(value).decode()
+    text = value if isinstance(value, str) else _json.dumps(value).decode()
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 def _csv_line(cells: Any) -> str:
