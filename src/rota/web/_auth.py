@@ -2,8 +2,9 @@
 
 Two roles: ``viewer`` reads, ``operator`` also acts. With no token configured
 everyone is operator (the loopback default); then requests must name a
-loopback host (so a DNS-rebinding page cannot reach the dashboard) and
-cross-site requests are refused.
+loopback host (so a DNS-rebinding page cannot reach the dashboard) in a
+well-formed ``Host`` header (a malformed one is a 400) and cross-site
+requests are refused.
 
 - API clients send ``Authorization: Bearer TOKEN``.
 - Browsers log in with a form; the session lives in a signed cookie holding
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 from dataclasses import dataclass
 from enum import IntEnum
@@ -36,6 +38,7 @@ __all__ = [
     "Unauthorized",
     "check_bind",
     "is_loopback_host",
+    "parse_host",
 ]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -92,11 +95,37 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
-def _host_name(host_header: str) -> str:
-    """The host of a ``Host`` header without its port (IPv6 brackets kept off)."""
-    if host_header.startswith("["):
-        return host_header[1:].partition("]")[0]
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+# host[:port] or [IPv6][:port], the port all digits; the name is checked label by label.
+_HOST = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?"
+)
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def parse_host(header: str) -> str:
+    """The host of a ``Host`` header, in lower case and without port or IPv6 brackets.
+
+    Accepts ``name``, ``name:port``, ``[IPv6]`` and ``[IPv6]:port``, where a
+    name is dot-separated labels of letters, digits and inner hyphens (an
+    IPv4 address is one) and a port is a number up to 65535. Anything else
+    (user info, a second colon, a trailing dot, a zone id, an empty label)
+    raises :class:`InvalidArgument`.
+    """
+    match = _HOST.fullmatch(header)
+    port = match and match["port"]
+    if match and (port is None or int(port) <= 65535):
+        if match["v6"] is not None:
+            try:
+                return ipaddress.IPv6Address(match["v6"]).compressed
+            except ValueError:
+                pass
+        else:
+            name = match["name"].lower()
+            if len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split(".")):
+                return name
+    raise InvalidArgument(
+        "malformed Host header: expected host[:port] or [IPv6][:port] with a numeric port"
+    )
 
 
 class Auth:
@@ -201,7 +230,7 @@ class Auth:
     def _check_open_request(request: Request) -> None:
         """Without tokens only loopback hosts and same-origin requests get in."""
         host = request.headers.get("host", "")
-        if not is_loopback_host(_host_name(host)):
+        if not is_loopback_host(parse_host(host)):
             raise Forbidden(
                 "this dashboard has no token and only answers on a loopback address; "
                 "configure a token to serve other hosts"
