@@ -9,6 +9,7 @@ from typing import Any
 
 from rota import _json
 from rota.models import EnqueueResult, NewJob, Schedule
+from rota.stores import _checks
 from rota.stores.base import FireResult
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
@@ -51,6 +52,7 @@ class Schedules(Connections):
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'schedules_version'")
 
     def upsert_schedule(self, schedule: Schedule) -> None:
+        _checks.schedule(schedule)
         trigger = _json.dumps(schedule.trigger)
         with self._write() as conn:
             old = conn.execute(
@@ -105,12 +107,15 @@ class Schedules(Connections):
         return [_schedule(row) for row in rows]
 
     def remove_schedule(self, name: str) -> bool:
+        _checks.text(name, "schedule name")
         with self._write() as conn:
             removed = conn.execute("DELETE FROM schedules WHERE name = ?", (name,)).rowcount
             self._bump(conn)
         return removed == 1
 
     def set_schedule_enabled(self, name: str, enabled: bool) -> bool:
+        _checks.text(name, "schedule name")
+        _checks.flag(enabled, "enabled")
         with self._write() as conn:
             changed = conn.execute(
                 "UPDATE schedules SET enabled = ? WHERE name = ?", (int(enabled), name)
@@ -122,6 +127,7 @@ class Schedules(Connections):
         self, name: str, expected_next: float, new_next: float | None, job: NewJob | None
     ) -> FireResult:
         now = time.time()
+        _checks.fire(name, expected_next, new_next, job)
         with self._write() as conn:
             row = conn.execute(
                 "SELECT next_fire, overlap, last_job_id, enabled FROM schedules WHERE name = ?",

@@ -6,6 +6,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
+from rota.stores import _checks
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
 from rota.stores.sqlite._limits import UNPARK_ALL
@@ -20,6 +21,7 @@ class Steering(Connections):
     """Operator actions; each is one transaction."""
 
     def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         now = time.time()
         with self._write() as conn:
             applied = []
@@ -37,6 +39,7 @@ class Steering(Connections):
         return applied
 
     def retry(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         now = time.time()
         with self._write() as conn:
             applied = [
@@ -54,6 +57,8 @@ class Steering(Connections):
         return applied
 
     def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+        _checks.optional_text(queue, "queue")
+        _checks.optional_text(task, "task")
         now = time.time()
         where: list[str] = ["state = 'failed'"]
         params: list[object] = [now]
@@ -86,6 +91,7 @@ class Steering(Connections):
                 rehold_unique(conn, row[0], job_id, now)
 
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         with self._write() as conn:
             applied = []
             for job_id in job_ids:
@@ -102,6 +108,7 @@ class Steering(Connections):
         return applied
 
     def _set_paused(self, queue: str, paused: bool) -> None:
+        _checks.text(queue, "queue")
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO queues (name, paused) VALUES (?, ?)"
@@ -117,6 +124,7 @@ class Steering(Connections):
         self._set_paused(queue, False)
 
     def purge_queue(self, queue: str) -> int:
+        _checks.text(queue, "queue")
         with self._write() as conn:
             keys = conn.execute(
                 f"DELETE FROM jobs WHERE queue = ? AND state IN {_PENDING}"
@@ -130,6 +138,7 @@ class Steering(Connections):
         return len(keys)
 
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        _checks.retention(older_than, limit)
         cutoff = time.time() - older_than
         with self._write() as conn:
             removed = conn.execute(
@@ -148,6 +157,7 @@ class Steering(Connections):
         return int(removed)
 
     def set_limit(self, key: str, concurrency: int | None) -> None:
+        _checks.concurrency_override(key, concurrency)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO limits (key, override) VALUES (?, ?)"
@@ -158,6 +168,7 @@ class Steering(Connections):
         _notify.notify(self.path)
 
     def reset_breaker(self, key: str) -> bool:
+        _checks.text(key, "limit key")
         with self._write() as conn:
             changed = conn.execute(
                 "UPDATE limits SET failures = 0, open_until = NULL, probe = NULL"

@@ -6,6 +6,9 @@ INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, ru
                   unique_key, unique_for, schedule, fire_time)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
+-- name: job_exists
+SELECT 1 FROM jobs WHERE id = ?
+
 -- name: ensure_queue
 INSERT OR IGNORE INTO queues (name) VALUES (?)
 

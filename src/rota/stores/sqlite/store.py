@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from rota import _json, flow
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreError
 from rota.models import (
     ClaimedJob,
     EnqueueResult,
@@ -25,6 +25,7 @@ from rota.models import (
     Outcome,
     WorkerInfo,
 )
+from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.sqlite import _limits, _notify
 from rota.stores.sqlite._reads import Reads
@@ -35,6 +36,12 @@ from rota.stores.sqlite._uniques import settle_unique, unique_holder
 
 Q = queries()
 _CHUNK = 500  # ids per IN (...) list, under SQLite's variable limit
+# A claim takes a job whose stored lease is not a sane duration (written by
+# something other than rota) with the fallback lease, and stores that.
+_LEASE = (
+    "CASE WHEN typeof(lease) IN ('integer', 'real') AND lease > 0"
+    f" AND lease <= {_checks.MAX_SECONDS:.0f} THEN lease ELSE {_checks.FALLBACK_LEASE} END"
+)
 
 
 class _Choice(NamedTuple):
@@ -55,6 +62,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
     # -- producing ---------------------------------------------------------
 
     def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        _checks.new_jobs(jobs)
         if not jobs:
             return []
         now = time.time()
@@ -114,14 +122,15 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             results.append(EnqueueResult(job.id))
         try:
             conn.executemany(Q["insert_job"], rows)
-        except sqlite3.IntegrityError:
-            raise InvalidArgument("a job with one of these ids already exists") from None
+        except sqlite3.IntegrityError as exc:
+            raise _refusal(conn, [row[0] for row in rows], exc) from None
         conn.executemany(Q["set_fair_key_last"], [(q, k, v) for (q, k), v in lasts.items()])
         return results
 
     # -- consuming ---------------------------------------------------------
 
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        _checks.claim(worker_id, queues, limit)
         if limit <= 0 or not queues:
             return []
         with self._write() as conn:
@@ -140,7 +149,8 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             seqs = ",".join(str(c.seq) for c in chosen)
             rows = conn.execute(
                 f"UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?,"
-                f" lease_token = ? || ':' || seq, lease_expires = ? + lease, started_at = ?"
+                f" lease_token = ? || ':' || seq, lease = {_LEASE}, lease_expires = ? + {_LEASE},"
+                f" started_at = ?"
                 f" WHERE seq IN ({seqs})"
                 f" RETURNING id, task, queue, payload, attempt, max_attempts, lost,"
                 f" lease_token, lease, timeout, enqueued_at, run_at, schedule, fire_time",
@@ -211,6 +221,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
         return chosen, parked
 
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        _checks.leases(leases)
         if not leases:
             return []
         now = time.time()
@@ -221,6 +232,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             ]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        _checks.outcomes(outcomes)
         if not outcomes:
             return []
         now = time.time()
@@ -299,6 +311,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
         return found
 
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        _checks.leases(leases)
         if not leases:
             return []
         now = time.time()
@@ -393,5 +406,19 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             conn.execute(Q["save_worker"], (worker.id, now, _json.dumps(info)))
 
     def remove_worker(self, worker_id: str) -> None:
+        _checks.text(worker_id, "worker id")
         with self._write() as conn:
             conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+
+
+def _refusal(
+    conn: sqlite3.Connection, ids: Sequence[str], exc: sqlite3.IntegrityError
+) -> Exception:
+    """What an insert of jobs ``ids`` refused by a constraint means: a reused
+    id (named), else the constraint SQLite reports."""
+    seen: set[str] = set()
+    for job_id in ids:
+        if job_id in seen or conn.execute(Q["job_exists"], (job_id,)).fetchone():
+            return InvalidArgument(f"a job with id {job_id!r} already exists")
+        seen.add(job_id)
+    return StoreError(f"the store refused the jobs: {exc}")
