@@ -262,6 +262,8 @@ class WorkerInfo:
     stopping: bool = False
     processed: int = 0
     failed: int = 0
+    #: Unexpected errors its threads and child processes survived (each logged).
+    errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from rota.context import reset_current, set_current
-from rota.errors import InvalidArgument, JobTimeout, UnknownTask
+from rota.errors import CorruptJob, InvalidArgument, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
 from rota.worker import runner
 from rota.worker.runner import Result
@@ -124,6 +124,8 @@ class ThreadExecutor(Executor):
         while (job := self._next()) is not None:
             try:
                 result = runner.run_sync(self.app, job)
+            except BaseException as exc:  # a task's SystemExit too: the slot lives on
+                result = runner.internal_failure(exc, "a thread slot")
             finally:
                 with self._lock:
                     self._busy -= 1
@@ -190,7 +192,11 @@ def _child_main(conn: Connection, app_spec: str | None, app: App | None, url: st
             job = conn.recv()
         except (EOFError, KeyboardInterrupt):
             return
-        conn.send(runner.run_sync(app, job))
+        try:
+            result = runner.run_sync(app, job)
+        except Exception as exc:
+            result = runner.internal_failure(exc, "a child process")
+        conn.send(result)
 
 
 class _ProcessSlot:
@@ -268,13 +274,12 @@ class ProcessExecutor(Executor):
 
     def _feed(self, slot: _ProcessSlot) -> None:
         while (job := self._jobs.get()) is not None:
-            if job.task not in self.app.tasks:
-                self.on_done(
-                    job,
-                    runner.failure(UnknownTask(job.task, list(self.app.tasks)), retryable=False),
-                )
-                continue
-            self.on_done(job, slot.run(job))
+            try:
+                result = runner.check(self.app, job) or slot.run(job)
+            except Exception as exc:
+                slot.kill()  # its child may hold the job: start afresh
+                result = runner.internal_failure(exc, "a feeder thread")
+            self.on_done(job, result)
 
     def stop(self) -> None:
         for _ in self._threads:
@@ -308,26 +313,31 @@ class AsyncExecutor(Executor):
 
     async def _run(self, job: ClaimedJob) -> None:
         try:
+            result = await self._attempt(job)
+        except asyncio.CancelledError:
+            return  # stopped: the worker releases the job
+        except BaseException as exc:  # a task's SystemExit too: the loop lives on
+            result = runner.internal_failure(exc, "the async executor")
+        self.on_done(job, result)
+
+    async def _attempt(self, job: ClaimedJob) -> Result:
+        try:
             fn, args, kwargs, ctx = runner.prepare(self.app, job)
-        except UnknownTask as exc:
-            self.on_done(job, runner.failure(exc, retryable=False))
-            return
+        except (UnknownTask, CorruptJob) as exc:
+            return runner.refusal(job, exc)
         token = set_current(ctx)
         try:
             if inspect.iscoroutinefunction(fn):
                 value = await asyncio.wait_for(fn(*args, **kwargs), job.timeout)
             else:
                 value = await asyncio.to_thread(fn, *args, **kwargs)
-            result = runner.encode(value)
+            return runner.encode(value)
         except TimeoutError:
-            result = runner.failure(JobTimeout(f"timed out after {job.timeout} s; cancelled"))
-        except asyncio.CancelledError:
-            return
+            return runner.failure(JobTimeout(f"timed out after {job.timeout} s; cancelled"))
         except Exception as exc:
-            result = runner.failure(exc)
+            return runner.failure(exc)
         finally:
             reset_current(token)
-        self.on_done(job, result)
 
     def stop(self) -> None:
         def cancel_all() -> None:

@@ -14,9 +14,9 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rota import _json
+from rota import _json, _payload
 from rota.context import JobContext, reset_current, set_current
-from rota.errors import UnknownTask
+from rota.errors import CorruptJob, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import backoff_delay
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rota.task")
 _task_logger = functools.cache(log.getChild)  # one lookup per task name
+_worker_log = logging.getLogger("rota.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +37,15 @@ class Result:
     error: str | None = None
     traceback: str | None = None
     retryable: bool = True
+    #: The attempt failed on an error of the worker's own, not of the task.
+    internal: bool = False
 
 
 def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], JobContext]:
-    """Look up the task and decode the arguments; raises :class:`UnknownTask`."""
+    """Look up the task and decode the arguments; raises :class:`UnknownTask`
+    or :class:`CorruptJob`."""
     task = app.get_task(job.task)
-    payload = _json.loads(job.payload)
+    args, kwargs = _payload.decode(job.id, job.payload)
     ctx = JobContext(
         id=job.id,
         task=job.task,
@@ -53,13 +57,42 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
         schedule=job.schedule,
         fire_time=job.fire_time,
     )
-    return task.fn, payload.get("args", []), payload.get("kwargs", {}), ctx
+    return task.fn, args, kwargs, ctx
+
+
+def check(app: App, job: ClaimedJob) -> Result | None:
+    """The final failure of a job that cannot run at all (unknown task, corrupt
+    payload), or None if it can."""
+    try:
+        prepare(app, job)
+    except (UnknownTask, CorruptJob) as exc:
+        return refusal(job, exc)
+    return None
+
+
+def refusal(job: ClaimedJob, exc: UnknownTask | CorruptJob) -> Result:
+    """A final failure for a job that cannot run at all; logged as an error."""
+    _worker_log.error("job %s (%s) cannot run: %s", job.id, job.task, exc)
+    return failure(exc, retryable=False)
 
 
 def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     """A failed attempt from an exception, with its formatted traceback."""
     text = "".join(traceback.format_exception(exc))
     return Result(False, error=f"{type(exc).__name__}: {exc}", traceback=text, retryable=retryable)
+
+
+def internal_failure(exc: BaseException, where: str) -> Result:
+    """The final failure of an attempt that the worker's own code (``where``)
+    could not finish; logged with its traceback. Never raises, even for an
+    exception that cannot be formatted."""
+    _worker_log.error("%s survived an unexpected error", where, exc_info=exc)
+    try:
+        error = f"internal error in {where}: {type(exc).__name__}: {exc}"
+        text: str | None = "".join(traceback.format_exception(exc))
+    except Exception:
+        error, text = f"internal error in {where}: {type(exc).__name__} (unprintable)", None
+    return Result(False, error=error, traceback=text, retryable=False, internal=True)
 
 
 def encode(value: Any) -> Result:
@@ -74,8 +107,8 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     """Run a job's task in the calling thread (coroutines get their own loop)."""
     try:
         fn, args, kwargs, ctx = prepare(app, job)
-    except UnknownTask as exc:
-        return failure(exc, retryable=False)
+    except (UnknownTask, CorruptJob) as exc:
+        return refusal(job, exc)
     token = set_current(ctx)
     try:
         value = fn(*args, **kwargs)

@@ -105,6 +105,8 @@ class Worker:
         self.started_at = time.time()
         self.processed = 0
         self.failed = 0
+        #: Unexpected errors the worker's threads and child processes survived.
+        self.errors = 0
         self.holding_back = False
         self._cpu: float | None = None
         self._mem: float | None = None
@@ -205,10 +207,20 @@ class Worker:
         return jobs
 
     def _on_done(self, job: ClaimedJob, result: Result) -> None:
+        """Report an attempt's result; never raises, so the executor's thread
+        that calls it lives on."""
         with self._lock:
+            self.errors += result.internal
             if self._inflight.pop(job.id, None) is None:
                 return  # already reported (timed out) or released at shutdown
-        self._outcomes.put(runner.to_outcome(self.app, job, result))
+        try:
+            outcome = runner.to_outcome(self.app, job, result)
+        except Exception as exc:
+            failed = runner.internal_failure(exc, "the worker's reporting")
+            outcome = runner.to_outcome(self.app, job, failed)
+            with self._lock:
+                self.errors += 1
+        self._outcomes.put(outcome)
         self._slot_freed.set()
 
     # -- side threads ----------------------------------------------------------
@@ -347,6 +359,7 @@ class Worker:
                 stopping=self._stopping.is_set(),
                 processed=self.processed,
                 failed=self.failed,
+                errors=self.errors,
             )
         )
 

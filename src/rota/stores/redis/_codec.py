@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rota import _json
+from rota import _json, _payload
 from rota.models import (
     BreakerKey,
     ClaimedJob,
@@ -83,7 +83,7 @@ def text(value: bytes | str) -> str:
 
 
 def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode()
+    return None if value is None else value.decode(errors="replace")
 
 
 def _float(value: bytes | None) -> float | None:
@@ -137,28 +137,25 @@ def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
-def _limit_keys(raw: bytes | None) -> tuple[str, ...]:
-    if not raw:
-        return ()
-    decoded = _json.loads(raw)
-    keys = [k[0] for group in ("c", "r", "b") for k in decoded.get(group, ())]
-    return tuple(dict.fromkeys(keys))
-
-
 def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
-    """A :class:`Job` from its hash; a scheduled job whose time has come shows as queued."""
-    payload = _json.loads(h[b"payload"]) or {}
+    """A :class:`Job` from its hash; a scheduled job whose time has come shows as
+    queued. Stored JSON that cannot be read shows as empty, and says why in
+    ``error`` when the job has no error of its own."""
+    job_id = h[b"id"].decode()
+    args, kwargs, bad_payload = _payload.read(job_id, h.get(b"payload"))
+    result, bad_result = _payload.read_json(h.get(b"result"), "result")
+    history, bad_history = _payload.read_history(h.get(b"history"))
     state = JobState(h[b"state"].decode())
     run_at = float(h[b"run_at"])
     if state is JobState.SCHEDULED and run_at <= now:
         state = JobState.QUEUED
     return Job(
-        id=h[b"id"].decode(),
+        id=job_id,
         task=h[b"task"].decode(),
         queue=h[b"queue"].decode(),
         state=state,
-        args=payload.get("args", []),
-        kwargs=payload.get("kwargs", {}),
+        args=args,
+        kwargs=kwargs,
         priority=int(h[b"priority"]),
         run_at=run_at,
         enqueued_at=float(h[b"enqueued_at"]),
@@ -169,11 +166,11 @@ def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
         finished_at=_float(h.get(b"finished_at")),
         worker=_lease_text(h.get(b"owner")),
         lease_expires=_float(h.get(b"expires")),
-        result=_json.loads(h.get(b"result")),
-        error=_text(h.get(b"error")),
+        result=result,
+        error=_text(h.get(b"error")) or bad_payload or bad_result or bad_history,
         traceback=_text(h.get(b"traceback")),
-        history=tuple(_json.loads(h.get(b"history")) or ()),
-        limit_keys=_limit_keys(h.get(b"limits")),
+        history=history,
+        limit_keys=_payload.read_limit_keys(h.get(b"limits")),
         unique_key=_text(h.get(b"ukey")),
         schedule=_text(h.get(b"schedule")),
         fire_time=_float(h.get(b"fire_time")),

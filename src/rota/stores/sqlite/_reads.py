@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from rota import _json
+from rota import _json, _payload
 from rota.errors import InvalidArgument
 from rota.models import (
     Job,
@@ -27,17 +27,13 @@ _JOB_COLUMNS = (
 )
 
 
-def _limit_keys(raw: bytes | None) -> tuple[str, ...]:
-    if not raw:
-        return ()
-    decoded = _json.loads(raw)
-    keys = [k[0] for group in ("c", "r", "b") for k in decoded.get(group, ())]
-    return tuple(dict.fromkeys(keys))
-
-
 def job_from_row(row: Sequence[Any], now: float) -> Job:
-    """Build a :class:`Job` from a row selected with ``_JOB_COLUMNS``."""
-    payload = _json.loads(row[5]) or {}
+    """Build a :class:`Job` from a row selected with ``_JOB_COLUMNS``. Stored
+    JSON that cannot be read shows as empty, and says why in ``error`` when
+    the job has no error of its own."""
+    args, kwargs, bad_payload = _payload.read(row[1], row[5])
+    result, bad_result = _payload.read_json(row[16], "result")
+    history, bad_history = _payload.read_history(row[19])
     state = JobState.QUEUED if row[4] == "parked" else JobState(row[4])
     if state is JobState.SCHEDULED and row[7] <= now:
         state = JobState.QUEUED
@@ -46,8 +42,8 @@ def job_from_row(row: Sequence[Any], now: float) -> Job:
         task=row[2],
         queue=row[3],
         state=state,
-        args=payload.get("args", []),
-        kwargs=payload.get("kwargs", {}),
+        args=args,
+        kwargs=kwargs,
         priority=row[6],
         run_at=row[7],
         enqueued_at=row[8],
@@ -58,11 +54,11 @@ def job_from_row(row: Sequence[Any], now: float) -> Job:
         finished_at=row[13],
         worker=row[14],
         lease_expires=row[15],
-        result=_json.loads(row[16]),
-        error=row[17],
+        result=result,
+        error=row[17] or bad_payload or bad_result or bad_history,
         traceback=row[18],
-        history=tuple(_json.loads(row[19]) or ()),
-        limit_keys=_limit_keys(row[20]),
+        history=history,
+        limit_keys=_payload.read_limit_keys(row[20]),
         unique_key=row[21],
         schedule=row[22],
         fire_time=row[23],
