@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from rota.errors import InvalidArgument
 from rota.stores.base import Store
@@ -19,7 +19,12 @@ def open_store(url: str) -> Store:
         path, _, query = url[len("sqlite://") :].partition("?")
         if path.startswith("/"):
             path = path[1:] or ":memory:"
-        options = {k: v[-1] for k, v in parse_qs(query).items()}
+        options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        unknown = sorted(set(options) - {"synchronous"})
+        if unknown:
+            raise InvalidArgument(
+                f"unknown SQLite URL option(s) {', '.join(unknown)}: the only one is synchronous"
+            )
         return SQLiteStore(path or "rota.db", **options)
     if scheme in ("redis", "rediss", "unix"):
         try:
@@ -37,10 +42,32 @@ def open_store(url: str) -> Store:
     )
 
 
+#: Query options whose value is a secret (compared without case, ``-`` and ``_``).
+_SECRET_OPTIONS = frozenset(
+    {"password", "passwd", "pass", "pwd", "token", "secret", "sslpassword", "authtoken",
+     "accesstoken", "apikey", "credentials"}
+)  # fmt: skip
+
+
+def _is_secret(name: str) -> bool:
+    plain = unquote(name).lower().replace("_", "").replace("-", "")
+    return plain in _SECRET_OPTIONS or plain.endswith(("password", "secret", "token"))
+
+
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, safe to print."""
+    """The URL with every secret it carries replaced by ``***``, safe to print:
+    the password of its user part, and the value of query options such as
+    ``password``, ``passwd``, ``token``, ``secret`` or ``sslpassword``."""
     parts = urlsplit(url)
-    if parts.password is None:
+    user, at, host = parts.netloc.rpartition("@")
+    if at and ":" in user:
+        url = url.replace(parts.netloc, f"{user.partition(':')[0]}:***@{host}", 1)
+    head, mark, rest = url.partition("?")
+    if not mark:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    query, hash_, fragment = rest.partition("#")
+    query = "&".join(
+        f"{name}=***" if sep and _is_secret(name) else f"{name}{sep}{value}"
+        for name, sep, value in (item.partition("=") for item in query.split("&"))
+    )
+    return f"{head}?{query}{hash_}{fragment}"

@@ -1,4 +1,10 @@
-"""Connection handling shared by the parts of the SQLite store."""
+"""Connection handling shared by the parts of the SQLite store.
+
+Every SQLite error that leaves this layer is a :class:`StoreError` carrying
+SQLite's message (:class:`StoreUnavailable` when the file cannot be opened or
+stays locked past the busy timeout); a write transaction that fails is rolled
+back whole.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,37 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from rota.errors import InvalidArgument, StoreUnavailable
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.sqlite._sql import migrations
+
+#: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
+_UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
+
+
+def store_error(exc: sqlite3.Error, path: str) -> StoreError:
+    """The rota error for an SQLite error on the database at ``path``."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    primary = "_".join(name.split("_")[:2])  # SQLITE_BUSY_SNAPSHOT -> SQLITE_BUSY
+    kind = StoreUnavailable if primary in _UNAVAILABLE else StoreError
+    return kind(f"the SQLite database {path} failed: {exc}")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose statements outside a transaction (reads) raise rota
+    errors; inside one, :meth:`Connections._write` translates what escapes, so
+    the code in the transaction may still catch SQLite's own errors."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if self.in_transaction:
+            return super().execute(sql, parameters)
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path) from exc
 
 
 class Connections:
@@ -17,12 +51,13 @@ class Connections:
 
     path: str
 
-    def __init__(self, path: str, *, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str, *, synchronous: str = "FULL") -> None:
         if path != ":memory:":
             path = os.path.abspath(path)
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise InvalidArgument(
-                f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}"
+                f"SQLite option synchronous must be full (the default), extra, normal or off, "
+                f"not {synchronous!r}"
             )
         self.path = path
         self._synchronous = synchronous.upper()
@@ -39,12 +74,11 @@ class Connections:
             self._all_conns = []
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            conn = self._open()
             try:
-                conn = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False, timeout=60
-                )
                 conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.OperationalError as exc:
+            except StoreError as exc:
+                conn.close()
                 raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA busy_timeout = 60000")
@@ -54,21 +88,39 @@ class Connections:
                 self._all_conns.append(conn)
         return conn
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+    def _open(self) -> sqlite3.Connection:
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=60,
+                factory=_Connection,
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
+        conn.path = self.path
+        return conn
+
+    @contextmanager
+    def _write(self, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """A write transaction: committed when the block ends, rolled back whole
+        when it raises; SQLite errors that escape it are raised as rota errors."""
+        conn = self._conn()
+        conn.execute(begin)
+        try:
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path) from exc
 
     def _migrate(self) -> None:
-        conn = self._conn()
-        conn.execute("BEGIN EXCLUSIVE")
-        try:
+        with self._write("BEGIN EXCLUSIVE") as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             for number, script in migrations():
                 if number > version:
@@ -76,10 +128,6 @@ class Connections:
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {number}")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._conns_guard:
@@ -93,7 +141,7 @@ class Connections:
         # a connection that never writes.
         conn: sqlite3.Connection | None = getattr(self._local, "waiter", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn = self._open()
             self._local.waiter = conn
             with self._conns_guard:
                 self._all_conns.append(conn)

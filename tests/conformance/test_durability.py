@@ -1,0 +1,137 @@
+"""SQLite durability: fsync on every commit by default, a URL option to opt
+down, and a full disk raised as a rota error with nothing half-written."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.support import all_jobs, new_job
+from rota import App, RotaError
+from rota.errors import InvalidArgument, StoreError
+from rota.models import JobState
+from rota.stores import open_store
+from rota.stores.sqlite import SQLiteStore
+
+
+def _synchronous(store: SQLiteStore) -> int:
+    return int(store._conn().execute("PRAGMA synchronous").fetchone()[0])
+
+
+def test_sqlite_commits_are_fsynced_by_default(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'rota.db'}")
+    assert isinstance(store, SQLiteStore)
+    try:
+        assert _synchronous(store) == 2  # FULL
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("option", "level"), [("normal", 1), ("NORMAL", 1), ("extra", 3)])
+def test_sqlite_synchronous_can_be_chosen_in_the_url(
+    tmp_path: Path, option: str, level: int
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'rota.db'}?synchronous={option}")
+    assert isinstance(store, SQLiteStore)
+    try:
+        assert _synchronous(store) == level
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("synchronous=sometimes", "synchronous must be full (the default), extra, normal or off"),
+        ("synchronous=", "synchronous must be full"),
+        ("sync=normal", "unknown SQLite URL option(s) sync"),
+    ],
+)
+def test_bad_sqlite_options_are_refused_and_create_nothing(
+    tmp_path: Path, query: str, message: str
+) -> None:
+    path = tmp_path / "rota.db"
+    with pytest.raises(InvalidArgument) as caught:
+        open_store(f"sqlite:///{path}?{query}")
+    assert message in str(caught.value)
+    assert not path.exists()
+
+
+class FullDisk:
+    """A directory on a filesystem of ``size`` bytes (a tmpfs mounted for the
+    test); where mounting is not allowed, a database capped by SQLite's
+    ``max_page_count``, which fails with the same SQLITE_FULL error."""
+
+    def __init__(self, root: Path, size: int) -> None:
+        self.dir = root / "small"
+        self.dir.mkdir()
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(self.dir)],
+            capture_output=True,
+        )
+        self.mounted = mounted.returncode == 0
+        self.size = size
+
+    def open(self) -> SQLiteStore:
+        store = open_store(f"sqlite:///{self.dir / 'rota.db'}")
+        assert isinstance(store, SQLiteStore)
+        if not self.mounted:  # this thread's connection is the one that writes
+            store._conn().execute(f"PRAGMA max_page_count = {self.size // 4096}")
+        return store
+
+    def unmount(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.dir)], check=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[FullDisk]:
+    disk = FullDisk(tmp_path, 512 * 1024)
+    yield disk
+    disk.unmount()
+
+
+def test_a_full_disk_is_a_store_error_and_keeps_nothing_half_written(
+    full_disk: FullDisk,
+) -> None:
+    store = full_disk.open()
+    try:
+        accepted: list[str] = []
+        with pytest.raises(StoreError) as caught:
+            for _ in range(1000):  # 1000 x 10 KB overflows 512 KB
+                batch = [new_job("x" * 2_000, n) for n in range(5)]
+                accepted += [r.id for r in store.enqueue(batch)]
+        assert isinstance(caught.value, RotaError)
+        assert "full" in str(caught.value)
+        assert accepted, "the disk filled before the first batch"
+        jobs = all_jobs(store)  # reads still work, and see whole batches only
+        assert sorted(j.id for j in jobs) == sorted(accepted)
+        assert {j.state for j in jobs} == {JobState.QUEUED}
+        assert len(accepted) % 5 == 0
+    finally:
+        store.close()
+
+
+def test_a_full_disk_fails_a_send_with_a_rota_error(full_disk: FullDisk) -> None:
+    store = full_disk.open()
+    app = App(f"sqlite:///{full_disk.dir / 'rota.db'}")
+    app.use_store(store)  # the store whose write limit is set (without a tmpfs)
+
+    @app.task(name="blob")
+    def blob(text: str) -> None:
+        """Takes room on disk."""
+
+    sent = 0
+    try:
+        with pytest.raises(RotaError) as caught:
+            for _ in range(1000):
+                blob.send(f"{uuid.uuid4().hex} " * 400)
+                sent += 1
+        assert isinstance(caught.value, StoreError)
+        assert sent and len(all_jobs(store)) == sent
+    finally:
+        store.close()
