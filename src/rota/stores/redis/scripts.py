@@ -32,11 +32,25 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from rota.errors import InvalidArgument
+from rota.stores import _checks
 from rota.stores.redis._conn import Lane
 from rota.stores.redis.keys import STATIC, Keys
 
 #: Shared Lua, sent before every script in this order (later files use earlier ones).
 LIBRARY = ("_base", "_ready", "_limits", "_jobs", "_claim")
+#: The argument checks, sent before the library (outside ``library()``), with
+#: the bounds of :mod:`rota.stores._checks` bound to Lua locals of the same names.
+CHECKS = "_check"
+_BOUNDS = (
+    "MAX_PRIORITY",
+    "MAX_COUNT",
+    "MAX_LIMIT",
+    "MAX_SECONDS",
+    "MAX_TIME",
+    "MAX_RATE",
+    "MAX_BATCH",
+    "FALLBACK_LEASE",
+)
 
 _STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
 _COMMENT = re.compile(r"--[^\n]*")
@@ -115,11 +129,16 @@ def load(name: str) -> Script:
     folder = resources.files(__package__).joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text()
     lib = _library("\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY), body)
+    checks = _library(folder.joinpath(f"{CHECKS}.lua").read_text(), f"{lib}\n{body}")
     if "library()" in body:
         lib = f"local function library()\n{lib}\nreturn L\nend"
     static = _header_keys(name, body)
     binds = ", ".join(f"{key} = KEYS[{i}]" for i, key in enumerate(static, start=2))
-    text = f"local S = {{{binds}}}\n{lib}\n-- {name}.lua\n{body}"
+    values = ", ".join(repr(getattr(_checks, bound)) for bound in _BOUNDS)
+    text = (
+        f"local S = {{{binds}}}\nlocal {', '.join(_BOUNDS)} = {values}\n{checks}\n"
+        f"{lib}\n-- {name}.lua\n{body}"
+    )
     return Script(name, static, text, hashlib.sha1(text.encode()).hexdigest())
 
 
@@ -183,5 +202,7 @@ class Scripts:
         except ResponseError as exc:
             message = str(exc)
             if message.startswith(_INVALID):
-                raise InvalidArgument(message[len(_INVALID) :]) from None
+                # Redis appends where a script raised: " script: SHA, on @user_script:N."
+                message = message[len(_INVALID) :].rsplit(" script: ", 1)[0]
+                raise InvalidArgument(message) from None
             raise

@@ -161,15 +161,26 @@ function L.claim(worker, limit, token_base, queue_names, now)
   -- the stored fields of L.CLAIMED (id, token and started_at are known here), and seq
   local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
                  'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq'}
-  for _, c in ipairs(chosen) do
+  -- every job is read before the first is written: a stored value that cannot
+  -- be used (one not written by rota) must not stop the batch half-way
+  local fetched = {}
+  for i, c in ipairs(chosen) do
+    local v = redis.call('HMGET', K.job(c.id), unpack(FETCH))
+    local lease = L.lease(v[7])
+    if lease ~= tonumber(v[7]) then v[7] = L.fmt(lease) else v.same = true end
+    v.lease, v[4] = lease, tonumber(v[4]) or 0
+    fetched[i] = v
+  end
+  for i, c in ipairs(chosen) do
     local jkey = K.job(c.id)
-    local v = redis.call('HMGET', jkey, unpack(FETCH))
+    local v = fetched[i]
     local seq = v[13]
     local token = token_base .. ':' .. seq
-    local expires = now + tonumber(v[7])
-    local attempt = tonumber(v[4]) + 1
+    local expires = now + v.lease
+    local attempt = v[4] + 1
     redis.call('HSET', jkey, 'state', 'running', 'attempt', attempt, 'owner', worker,
                'token', token, 'expires', expires, 'started_at', started)
+    if not v.same then redis.call('HSET', jkey, 'lease', v[7]) end
     local n = #out
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]
     out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[5], v[6], token
@@ -193,6 +204,14 @@ function L.claim(worker, limit, token_base, queue_names, now)
   end
   book.save(S.limkeys)
   return out, saved
+end
+
+-- A stored lease duration as a number: FALLBACK_LEASE for a value that is
+-- not one in (0, MAX_SECONDS] (rota never writes one; a claim repairs it).
+function L.lease(v)
+  local x = tonumber(v)
+  if not x or x ~= x or x <= 0 or x > MAX_SECONDS then return FALLBACK_LEASE end
+  return x
 end
 
 -- The store time of the next delayed job or parked sub-queue of the queues

@@ -8,6 +8,9 @@
 -- Scheduled or queued jobs become cancelled and release their unique key.
 -- Returns 1 per job cancelled, 0 for running, finished or unknown jobs.
 
+-- every argument is checked before the first write (_check.lua)
+check_names(1, 'job id')
+
 local now = L.now()
 local reply = {}
 for _, id in ipairs(ARGV) do

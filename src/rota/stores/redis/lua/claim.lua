@@ -24,6 +24,13 @@
 -- sub-queue ("" if none or if jobs were claimed), then L.CLAIMED fields per
 -- claimed job (see _codec.CLAIM_FIELDS).
 
+-- every argument is checked before the first write (_check.lua)
+check_str(ARGV[1], 'worker id')
+check_num(ARGV[2], 'claim limit', 1, MAX_BATCH, true)
+check_str(ARGV[3], 'token base')
+check_num(ARGV[5], 'idle time', 0, MAX_SECONDS)
+check_names(6, 'queue name')
+
 local worker, limit, token_base, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local idle_for = tonumber(ARGV[5])
 

@@ -8,6 +8,9 @@
 -- A deleted pending job releases its unique key; a key held until a
 -- deadline (after success) stays held. Returns 1 per job removed, else 0.
 
+-- every argument is checked before the first write (_check.lua)
+check_names(1, 'job id')
+
 local reply = {}
 for _, id in ipairs(ARGV) do
   local state = redis.call('HGET', K.job(id), 'state')

@@ -32,6 +32,14 @@
 -- send goes the long way, L.enqueue, which hands ready jobs to idle workers
 -- too.
 
+-- every argument is checked before the first write (_check.lua)
+local NEW_FIELDS = 17 -- L.NEW_FIELDS, the fields of one job
+local count = check_num(ARGV[2], 'job count', 1, MAX_BATCH, true)
+if #ARGV ~= 2 + count * NEW_FIELDS then
+  refuse('enqueue takes ' .. NEW_FIELDS .. ' arguments per job', #ARGV - 2)
+end
+for i = 0, count - 1 do check_job(ARGV, 3 + i * NEW_FIELDS) end
+
 local P, rid = KEYS[1], ARGV[1]
 
 local function fmt(x) -- L.fmt

@@ -6,13 +6,16 @@
 --
 -- Returns 1 per lease renewed, 0 where the token no longer holds the job.
 
+-- every argument is checked before the first write (_check.lua)
+check_leases(1)
+
 local now = L.now()
 local reply = {}
 for i = 1, #ARGV, 2 do
   local id = ARGV[i]
   local job = L.fields(K.job(id), {'state', 'token', 'lease'})
   if job.state == 'running' and job.token == ARGV[i + 1] then
-    local expires = L.fmt(now + tonumber(job.lease))
+    local expires = L.fmt(now + L.lease(job.lease))
     redis.call('HSET', K.job(id), 'expires', expires)
     redis.call('ZADD', S.leases, expires, id)
     reply[#reply + 1] = 1

@@ -18,6 +18,17 @@
 -- minute (kept two days) and all time.
 -- Returns 1 or 0 per outcome.
 
+-- every argument is checked before the first write (_check.lua)
+check_groups(2, 7, 'outcomes')
+for i = 2, #ARGV, 7 do
+  local w = 'outcome of job ' .. string.format('%q', check_str(ARGV[i], 'job id')) .. ': '
+  check_str(ARGV[i + 1], w .. 'token')
+  if not string.match(ARGV[i + 2], '^[01][01][01][01]$') then
+    refuse(w .. 'flags must be four "0"/"1"', ARGV[i + 2])
+  end
+  check_opt(ARGV[i + 6], w .. 'retry_in', 0, MAX_SECONDS)
+end
+
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 

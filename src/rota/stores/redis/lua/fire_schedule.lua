@@ -21,6 +21,18 @@
 -- Returns "fired", "skipped", "dropped" or "conflict", or the error
 -- "ROTA_INVALID <message>" with nothing changed.
 
+-- every argument is checked before the first write (_check.lua)
+local w = 'schedule ' .. string.format('%q', check_str(ARGV[2], 'schedule name')) .. ': '
+check_num(ARGV[3], w .. 'expected next fire', -MAX_TIME, MAX_TIME)
+check_opt(ARGV[4], w .. 'new next fire', -MAX_TIME, MAX_TIME)
+check_flag(ARGV[5], w .. 'job flag')
+if ARGV[5] == '1' then
+  check_count(5 + 17) -- L.NEW_FIELDS
+  check_job(ARGV, 6)
+else
+  check_count(5)
+end
+
 local replay = L.replayed(ARGV[1])
 if replay then return replay end
 

@@ -16,6 +16,12 @@
 -- Returns {next cursor or "", now, job, job, ...}, each job as its flat
 -- HGETALL reply.
 
+-- every argument is checked before the first write (_check.lua)
+check_num(ARGV[1], 'page size', 1, MAX_BATCH, true)
+check_opt(ARGV[2], 'cursor', 0, 2 ^ 53, true)
+check_num(ARGV[3], 'scan cap', 1, MAX_BATCH, true)
+check_num(ARGV[9], 'index groups', 1, MAX_BATCH, true)
+
 local limit, cap = tonumber(ARGV[1]), tonumber(ARGV[3])
 local upper = L.opt(ARGV[2]) and ('(' .. ARGV[2]) or '+inf'
 local queue, task, want = L.opt(ARGV[4]), L.opt(ARGV[5]), L.opt(ARGV[6])

@@ -18,6 +18,11 @@
 -- stats expire by themselves (Redis TTL on the store's clock).
 -- Returns the number of jobs deleted.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(2)
+check_num(ARGV[1], 'retention age', 0, MAX_SECONDS)
+check_num(ARGV[2], 'purge limit', 1, MAX_BATCH, true)
+
 local now = L.now()
 local cutoff = now - tonumber(ARGV[1])
 local ids = redis.call('ZRANGEBYSCORE', S.finished, '-inf', '(' .. L.fmt(cutoff),

@@ -12,6 +12,12 @@
 --
 -- Returns {jobs deleted, the sequence bound, 1 if more may remain else 0}.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(3)
+check_str(ARGV[1], 'queue')
+check_opt(ARGV[2], 'sequence bound', 0, 2 ^ 53, true)
+check_num(ARGV[3], 'purge chunk', 1, MAX_BATCH, true)
+
 local queue, chunk = ARGV[1], tonumber(ARGV[3])
 local bound = L.opt(ARGV[2]) or (redis.call('GET', S.seq) or '0')
 local removed = 0

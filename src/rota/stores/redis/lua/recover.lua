@@ -13,6 +13,10 @@
 -- failed with error "worker_lost", counted as a failure in the stats.
 -- Returns the ids of the jobs recovered.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(1)
+check_num(ARGV[1], 'recover batch', 1, MAX_BATCH, true)
+
 local FIELDS = {'state', 'queue', 'task', 'priority', 'vtime', 'seq', 'limits', 'attempt',
                 'lost', 'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig'}
 local now = L.now()

@@ -10,6 +10,9 @@
 --
 -- Returns 1 per job released, 0 where the token no longer holds the job.
 
+-- every argument is checked before the first write (_check.lua)
+check_leases(2)
+
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 

@@ -7,6 +7,10 @@
 --
 -- Returns 1 if it existed, else 0.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(1)
+check_str(ARGV[1], 'schedule name')
+
 local removed = redis.call('DEL', K.schedule(ARGV[1]))
 redis.call('SREM', S.schedules, ARGV[1])
 redis.call('INCR', S.schedver)

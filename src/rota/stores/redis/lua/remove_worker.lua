@@ -12,6 +12,10 @@
 --
 -- Returns the number of handed-off jobs released.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(1)
+check_str(ARGV[1], 'worker id')
+
 redis.call('HDEL', S.workers, ARGV[1])
 redis.call('ZREM', S.heartbeats, ARGV[1])
 return L.drop_idle(ARGV[1])

@@ -8,6 +8,10 @@
 -- Sub-queues parked on the breaker are put back. Returns 1 if the breaker
 -- was open (or half-open), else 0.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(1)
+check_str(ARGV[1], 'limit key')
+
 local key = K.limit(ARGV[1])
 if redis.call('HEXISTS', key, 'open_until') == 0 then return 0 end
 redis.call('HSET', key, 'failures', 0)

@@ -9,6 +9,9 @@
 -- Each job takes its unique key back unless another job holds it now.
 -- Returns 1 per job queued, else 0.
 
+-- every argument is checked before the first write (_check.lua)
+check_names(1, 'job id')
+
 local now = L.now()
 local reply, wake = {}, {}
 for _, id in ipairs(ARGV) do

@@ -13,6 +13,11 @@
 -- Returns {jobs queued, jobs looked at}; fewer looked at than ARGV[3] means
 -- the index is exhausted.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(4)
+check_num(ARGV[3], 'retry chunk', 1, MAX_BATCH, true)
+check_num(ARGV[4], 'retry skip', 0, 2 ^ 53, true)
+
 local queue, task, chunk, skip = L.opt(ARGV[1]), L.opt(ARGV[2]), tonumber(ARGV[3]),
                                  tonumber(ARGV[4])
 local source = queue and K.qstate(queue, 'failed') or K.state('failed')

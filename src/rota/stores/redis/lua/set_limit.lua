@@ -10,6 +10,11 @@
 --
 -- Sub-queues parked on the key are put back.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(2)
+check_str(ARGV[1], 'limit key')
+check_opt(ARGV[2], 'concurrency limit', 0, MAX_LIMIT, true)
+
 local key = K.limit(ARGV[1])
 if ARGV[2] == '' then
   redis.call('HDEL', key, 'override')

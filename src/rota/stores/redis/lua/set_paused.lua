@@ -6,6 +6,11 @@
 -- ARGV[1] queue
 -- ARGV[2] "1" to pause, "0" to resume
 
+-- every argument is checked before the first write (_check.lua)
+check_count(2)
+check_str(ARGV[1], 'queue')
+check_flag(ARGV[2], 'paused')
+
 redis.call('SADD', S.queues, ARGV[1])
 if ARGV[2] == '1' then
   redis.call('SADD', S.paused, ARGV[1])

@@ -7,6 +7,11 @@
 --
 -- Returns 1 if the schedule exists, else 0.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(2)
+check_str(ARGV[1], 'schedule name')
+check_flag(ARGV[2], 'enabled')
+
 local key = K.schedule(ARGV[1])
 local found = redis.call('EXISTS', key)
 if found == 1 then redis.call('HSET', key, 'enabled', ARGV[2]) end

@@ -9,4 +9,8 @@
 --
 -- Returns the number of handed-off jobs released.
 
+-- every argument is checked before the first write (_check.lua)
+check_count(1)
+check_str(ARGV[1], 'worker id')
+
 return L.drop_idle(ARGV[1])

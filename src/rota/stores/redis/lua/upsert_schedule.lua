@@ -11,6 +11,19 @@
 -- An update keeps the stored next_fire, last_fire and enabled unless the
 -- trigger changed (then next_fire is replaced).
 
+-- every argument is checked before the first write (_check.lua)
+check_count(11)
+local w = 'schedule ' .. string.format('%q', check_str(ARGV[1], 'schedule name')) .. ': '
+check_str(ARGV[2], w .. 'task')
+check_str(ARGV[3], w .. 'trigger')
+check_opt(ARGV[5], w .. 'next_fire', -MAX_TIME, MAX_TIME)
+check_flag(ARGV[6], w .. 'enabled')
+check_str(ARGV[7], w .. 'misfire')
+check_opt(ARGV[8], w .. 'grace', 0, MAX_SECONDS)
+check_str(ARGV[9], w .. 'overlap')
+check_num(ARGV[10], w .. 'jitter', 0, MAX_SECONDS)
+check_str(ARGV[11], w .. 'job_options')
+
 local key = K.schedule(ARGV[1])
 local old = redis.call('HGET', key, 'trigger')
 local common = {'task', ARGV[2], 'payload', ARGV[4], 'misfire', ARGV[7],

@@ -1,0 +1,119 @@
+-- _check.lua: checks of a script's arguments, run before its first write.
+--
+-- Redis does not roll back a script that fails after writing, so every
+-- script reads and checks all of its ARGV first; a refusal is the error
+-- "ROTA_INVALID <message>" (InvalidArgument in Python) with nothing changed.
+-- scripts.py sends these functions outside the library (a script that runs
+-- without the library checks too) and binds the bounds they use from
+-- rota.stores._checks, the one home of the bounds both stores apply:
+-- MAX_PRIORITY, MAX_COUNT, MAX_LIMIT, MAX_SECONDS, MAX_TIME, MAX_RATE,
+-- MAX_BATCH.
+
+local function refuse(what, v)
+  local shown = tostring(v)
+  if #shown > 60 then shown = string.sub(shown, 1, 57) .. '...' end
+  error({err = 'ROTA_INVALID ' .. what .. ', not ' .. string.format('%q', shown)})
+end
+
+-- v as a number within [lo, hi] (NaN and infinities fail), an integer with int.
+local function check_num(v, what, lo, hi, int)
+  local x = tonumber(v)
+  if not x or x ~= x or x < lo or x > hi or (int and x ~= math.floor(x)) then
+    refuse(what .. ' must be ' .. (int and 'an integer' or 'a number') .. ' from '
+           .. string.format('%.17g', lo) .. ' to ' .. string.format('%.17g', hi), v)
+  end
+  return x
+end
+
+-- v as a non-empty string.
+local function check_str(v, what)
+  if type(v) ~= 'string' or v == '' then refuse(what .. ' must be a non-empty string', v) end
+  return v
+end
+
+-- v as "0" or "1".
+local function check_flag(v, what)
+  if v ~= '0' and v ~= '1' then refuse(what .. ' must be "0" or "1"', v) end
+end
+
+-- "" (None) or a number, as check_num.
+local function check_opt(v, what, lo, hi, int)
+  if v ~= '' then check_num(v, what, lo, hi, int) end
+end
+
+-- ARGV from first to the end: at least one group of width arguments.
+local function check_groups(first, width, what)
+  local n = (#ARGV - first + 1) / width
+  if n < 1 or n ~= math.floor(n) then
+    refuse(what .. ' must come as groups of ' .. width .. ' arguments', #ARGV - first + 1)
+  end
+end
+
+-- ARGV from first to the end: job ids and tokens (LeaseRef), in pairs.
+local function check_leases(first)
+  check_groups(first, 2, 'leases')
+  for i = first, #ARGV, 2 do
+    check_str(ARGV[i], 'job id')
+    check_str(ARGV[i + 1], 'token of job ' .. string.format('%q', ARGV[i]))
+  end
+end
+
+-- ARGV from first to the end: at least one non-empty name.
+local function check_names(first, what)
+  if #ARGV < first then refuse('at least one ' .. what .. ' is needed', #ARGV) end
+  for i = first, #ARGV do check_str(ARGV[i], what) end
+end
+
+-- Exactly n arguments.
+local function check_count(n)
+  if #ARGV ~= n then refuse('the script takes ' .. n .. ' arguments', #ARGV) end
+end
+
+-- The job fields of L.enqueue (_jobs.lua) starting at args[b], as
+-- rota.stores._checks.new_job checks them (their encoded form).
+local function check_job(args, b)
+  local id = check_str(args[b], 'job id')
+  local w = 'job ' .. string.format('%q', id) .. ': '
+  check_str(args[b + 1], w .. 'task')
+  check_str(args[b + 2], w .. 'queue')
+  check_num(args[b + 4], w .. 'priority', -MAX_PRIORITY, MAX_PRIORITY, true)
+  check_num(args[b + 5], w .. 'delay', -MAX_SECONDS, MAX_SECONDS)
+  check_opt(args[b + 6], w .. 'run_at', -MAX_TIME, MAX_TIME)
+  check_num(args[b + 7], w .. 'max_attempts', 1, MAX_COUNT, true)
+  check_num(args[b + 8], w .. 'max_lost', 1, MAX_COUNT, true)
+  if check_num(args[b + 9], w .. 'lease', 0, MAX_SECONDS) == 0 then
+    refuse(w .. 'lease must be above 0', args[b + 9])
+  end
+  if args[b + 10] ~= '' and check_num(args[b + 10], w .. 'timeout', 0, MAX_SECONDS) == 0 then
+    refuse(w .. 'timeout must be above 0', args[b + 10])
+  end
+  if args[b + 11] ~= '' then
+    local ok, limits = pcall(cjson.decode, args[b + 11])
+    if not ok or type(limits) ~= 'table' then refuse(w .. 'limits must be JSON', args[b + 11]) end
+    for _, part in ipairs({'c', 'r', 'b'}) do
+      local list = limits[part] or {}
+      if type(list) ~= 'table' then refuse(w .. 'limits must be lists', args[b + 11]) end
+      for _, entry in ipairs(list) do
+        if type(entry) ~= 'table' then refuse(w .. 'limits must be lists', args[b + 11]) end
+      end
+    end
+    for _, c in ipairs(limits.c or {}) do
+      check_str(c[1], w .. 'concurrency key')
+      check_num(c[2], w .. 'concurrency limit', 0, MAX_LIMIT, true)
+    end
+    for _, r in ipairs(limits.r or {}) do
+      check_str(r[1], w .. 'rate key')
+      if check_num(r[2], w .. 'rate', 0, MAX_RATE) == 0 then
+        refuse(w .. 'rate must be above 0', r[2])
+      end
+      check_num(r[3], w .. 'burst', 1, MAX_LIMIT, true)
+    end
+    for _, k in ipairs(limits.b or {}) do
+      check_str(k[1], w .. 'breaker key')
+      check_num(k[2], w .. 'breaker failures', 1, MAX_COUNT, true)
+      check_num(k[3], w .. 'breaker cooldown', 0, MAX_SECONDS)
+    end
+  end
+  check_opt(args[b + 14], w .. 'unique_for', 0, MAX_SECONDS)
+  check_opt(args[b + 16], w .. 'fire_time', -MAX_TIME, MAX_TIME)
+end
