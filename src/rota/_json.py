@@ -1,22 +1,48 @@
-"""JSON encoding of arguments and results: orjson, JSON only, with a size cap."""
+"""JSON encoding of arguments and results: orjson, JSON only, exact, with a size cap.
+
+What may be encoded is decided by :mod:`rota._validate` (the same rules for
+the library, the CLI and the web API); this module only encodes and decodes.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from rota._validate import check_call, check_json
 from rota.errors import PayloadTooLarge, SerializationError
+
+__all__ = ["DEFAULT_PAYLOAD_CAP", "InvalidJSON", "dumps", "dumps_call", "loads", "parse"]
 
 DEFAULT_PAYLOAD_CAP = 1024 * 1024
 
 
-def dumps(value: Any, *, what: str = "value", cap: int | None = None) -> bytes:
-    """Encode ``value`` as JSON bytes; raise :class:`SerializationError` or
-    :class:`PayloadTooLarge` (when ``cap`` is given) with a precise message."""
+class InvalidJSON(SerializationError):
+    """Text given as JSON does not parse (its syntax is wrong)."""
+
+
+def dumps(value: Any, *, what: str = "value", root: str = "value", cap: int | None = None) -> bytes:
+    """Encode ``value`` as JSON bytes. Raises :class:`SerializationError` naming the
+    path (from ``root``) of a value that would not round-trip exactly, or
+    :class:`PayloadTooLarge` when ``cap`` is given and exceeded."""
+    check_json(value, what=what, root=root)
+    return _encode(value, what, cap)
+
+
+def dumps_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], *, cap: int | None) -> bytes:
+    """Encode a call as ``{"args": [...], "kwargs": {...}}`` (tuples become lists),
+    checked as :func:`rota._validate.check_call` says."""
+    check_call(args, kwargs, "task arguments")
+    return _encode({"args": args, "kwargs": kwargs}, "task arguments", cap)
+
+
+def _encode(value: Any, what: str, cap: int | None) -> bytes:
     try:
-        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError as exc:
+        data = orjson.dumps(value)
+    except TypeError as exc:  # e.g. a str with lone surrogates, which UTF-8 cannot hold
         raise SerializationError(f"{what} must be JSON-serializable: {exc}") from None
     if cap is not None and len(data) > cap:
         raise PayloadTooLarge(len(data), cap)
@@ -28,3 +54,27 @@ def loads(data: bytes | str | None) -> Any:
     if data is None:
         return None
     return orjson.loads(data)
+
+
+def _no_constant(token: str) -> Any:
+    raise SerializationError(f"{token} is not JSON (JSON has no NaN or infinity)")
+
+
+def parse(text: str, *, what: str = "value") -> Any:
+    """Decode JSON typed by a person (CLI, API) under the rules of :func:`dumps`.
+
+    Raises :class:`InvalidJSON` when the text is not JSON at all, and
+    :class:`SerializationError` when it is JSON that rota refuses: ``NaN`` or
+    ``Infinity``, integers beyond 64 bits, nesting deeper than
+    :data:`rota._validate.MAX_DEPTH`.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise SerializationError(f"{what} is nested too deeply to be read") from None
+    except SerializationError as exc:
+        raise SerializationError(f"{what}: {exc}") from None
+    except ValueError as exc:
+        raise InvalidJSON(f"{what} is not valid JSON: {exc}") from None
+    check_json(value, what=what, root="value")
+    return value

@@ -5,36 +5,44 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from rota import _validate
 from rota.errors import InvalidArgument
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)?\s*$")
 
 
-def parse_duration(value: float | int | str | timedelta, *, what: str = "duration") -> float:
-    """Seconds from ``30``, ``1.5``, ``"90s"``, ``"15m"``, ``"2h"``, ``"7d"`` or a timedelta."""
+def parse_duration(
+    value: float | int | str | timedelta, *, what: str = "duration", positive: bool = False
+) -> float:
+    """Seconds from ``30``, ``1.5``, ``"90s"``, ``"15m"``, ``"2h"``, ``"7d"`` or a timedelta.
+
+    The result is finite, at least 0 (above 0 when ``positive``) and at most
+    100 years; anything else raises :class:`InvalidArgument`.
+    """
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
-    elif isinstance(value, bool):
+    elif isinstance(value, bool) or not isinstance(value, int | float | str):
         raise InvalidArgument(f"{what} must be a number of seconds or a string like '7d'")
-    elif isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
+    elif isinstance(value, int):
+        # compared as an int first: float() of a huge int would overflow
+        seconds = float(value) if 0 <= value <= _validate.MAX_DURATION else -1.0
+    elif isinstance(value, float):
+        seconds = value
+    else:
         match = _DURATION.match(value)
         if not match:
             raise InvalidArgument(
                 f"{what} {value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h', '7d'"
             )
         seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
-    else:
-        raise InvalidArgument(f"{what} must be a number of seconds or a string like '7d'")
-    if seconds < 0:
-        raise InvalidArgument(f"{what} must not be negative, got {value!r}")
-    return seconds
+    return _validate.seconds(seconds, what, positive=positive, shown=value)
 
 
 def to_epoch(when: datetime) -> float:
     """Seconds since the epoch; a naive datetime is taken as UTC."""
+    if not isinstance(when, datetime):
+        raise InvalidArgument(f"expected a datetime, not {type(when).__name__}")
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()

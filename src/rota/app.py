@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from rota import _validate
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
@@ -53,7 +54,7 @@ class Registry:
         task_options = TaskOptions.build(**options)
 
         def register(func: Callable[P, R]) -> Task[P, R]:
-            task_name = name or func.__qualname__
+            task_name = _validate.name(name or func.__qualname__, "task name")
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 existing = self.tasks[task_name].fn
                 raise InvalidArgument(
@@ -85,12 +86,8 @@ class App(Registry):
     ) -> None:
         super().__init__()
         self.url = url or os.environ.get("ROTA_URL") or DEFAULT_URL
-        self.lease = parse_duration(lease, what="lease")
-        if self.lease <= 0:
-            raise InvalidArgument("lease must be positive")
-        if payload_cap <= 0:
-            raise InvalidArgument("payload_cap must be positive")
-        self.payload_cap = payload_cap
+        self.lease = parse_duration(lease, what="lease", positive=True)
+        self.payload_cap = _validate.integer(payload_cap, "payload_cap", 1, 2**31 - 1)
         self.retention = parse_duration(retention, what="retention")
         self.name = name
         self._store: Store | None = None
@@ -187,18 +184,20 @@ class Limits:
         self._app = app
 
     def set(self, key: str, concurrency: int | None) -> None:
-        """Override the concurrency limit of ``key`` cluster-wide (None: back to declared)."""
-        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 0):
-            raise InvalidArgument(f"limit must be a non-negative integer, not {concurrency!r}")
-        self._app.store.set_limit(key, concurrency)
+        """Override the concurrency limit of ``key`` cluster-wide (None: back to declared).
+
+        ``concurrency`` is an int from 0 (hold every job of the key) to
+        1,000,000; bools are refused."""
+        _validate.name(key, "limit key")
+        self._app.store.set_limit(key, _validate.limit_override(concurrency))
 
     def clear(self, key: str) -> None:
         """Remove a run-time override."""
-        self._app.store.set_limit(key, None)
+        self._app.store.set_limit(_validate.name(key, "limit key"), None)
 
     def reset_breaker(self, key: str) -> bool:
         """Close an open circuit breaker by hand."""
-        return self._app.store.reset_breaker(key)
+        return self._app.store.reset_breaker(_validate.name(key, "limit key"))
 
     def list(self) -> list[LimitInfo]:
         """Every key with its running count, limits, tokens and breaker state."""

@@ -7,18 +7,20 @@ enforces them across every worker without running user code.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rota import _validate
 from rota._time import parse_duration
 from rota.errors import InvalidArgument
 
 KeySpec = str | Callable[..., Any] | None
 
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d*)\s*(ms|s|sec|m|min|h|hour|d|day)\s*$")
+_RATE = re.compile(
+    r"^\s*(\d{1,15}(?:\.\d{1,15})?)\s*/\s*(\d{0,9})\s*(ms|s|sec|m|min|h|hour|d|day)\s*$"
+)
 _PER = {
     "ms": 0.001,
     "s": 1,
@@ -46,6 +48,15 @@ def resolve_key(spec: KeySpec, default: str, args: tuple[Any, ...], kwargs: dict
     return str(value)
 
 
+def check_key_spec(spec: object, what: str) -> None:
+    """Refuse a key that is neither None, a valid name, nor a function."""
+    if spec is None or callable(spec):
+        return
+    if not isinstance(spec, str):
+        raise InvalidArgument(f"{what} key must be a string or a function, not {spec!r}")
+    _validate.name(spec, f"{what} key")
+
+
 @dataclass(frozen=True, slots=True)
 class Limit:
     """At most ``limit`` running jobs per key, cluster-wide: ``Limit("spiders", 4)``."""
@@ -54,10 +65,8 @@ class Limit:
     limit: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.limit, int) or self.limit < 1:
-            raise InvalidArgument(
-                f"concurrency limit must be a positive integer, not {self.limit!r}"
-            )
+        _validate.integer(self.limit, "concurrency limit", 1, _validate.MAX_LIMIT)
+        check_key_spec(self.key, "concurrency limit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +82,19 @@ class Rate:
     key: KeySpec = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.burst, int) or self.burst < 1:
-            raise InvalidArgument(f"rate burst must be a positive integer, not {self.burst!r}")
+        _validate.integer(self.burst, "rate burst", 1, _validate.MAX_LIMIT)
+        check_key_spec(self.key, "rate")
         self.per_second  # noqa: B018  (validates the spec now)
 
     @property
     def per_second(self) -> float:
         """The refill rate in tokens per second."""
-        if isinstance(self.spec, int | float) and not isinstance(self.spec, bool):
-            rate = float(self.spec)
+        if isinstance(self.spec, bool):
+            raise InvalidArgument(
+                f"rate must be a number or a string like '2/s', not {self.spec!r}"
+            )
+        if isinstance(self.spec, int | float):
+            rate = float(self.spec) if abs(self.spec) <= _validate.MAX_RATE else -1.0
         else:
             match = _RATE.match(str(self.spec))
             if not match:
@@ -93,8 +106,11 @@ class Rate:
             if window <= 0:
                 raise InvalidArgument(f"rate {self.spec!r} has an empty time window")
             rate = float(count) / window
-        if not math.isfinite(rate) or rate <= 0:
-            raise InvalidArgument(f"rate must be a positive finite number, not {self.spec!r}")
+        if not _validate.MIN_RATE <= rate <= _validate.MAX_RATE:  # false for NaN too
+            raise InvalidArgument(
+                f"rate must be from one per 100 years to {_validate.MAX_RATE:,.0f} per second, "
+                f"not {self.spec!r}"
+            )
         return rate
 
 
@@ -107,10 +123,8 @@ class Breaker:
     key: KeySpec = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.failures, int) or self.failures < 1:
-            raise InvalidArgument(
-                f"breaker failures must be a positive integer, not {self.failures!r}"
-            )
+        _validate.integer(self.failures, "breaker failures", 1, _validate.MAX_LIMIT)
+        check_key_spec(self.key, "breaker")
         parse_duration(self.cooldown, what="breaker cooldown")
 
     @property

@@ -9,11 +9,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from rota import _json
+from rota import _json, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration, to_epoch
-from rota.errors import InvalidArgument, JobCancelled, JobFailed, JobNotFound, JobTimeout
-from rota.limits import Breaker, KeySpec, Limit, Rate, resolve_key
+from rota.errors import (
+    InvalidArgument,
+    JobCancelled,
+    JobFailed,
+    JobNotFound,
+    JobTimeout,
+    SerializationError,
+)
+from rota.limits import Breaker, KeySpec, Limit, Rate, check_key_spec, resolve_key
 from rota.models import (
     BreakerKey,
     ConcurrencyKey,
@@ -33,10 +40,13 @@ R = TypeVar("R")
 UniqueSpec = bool | str | Callable[..., Any] | None
 
 
-def _as_tuple(value: Any) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    return tuple(value) if isinstance(value, list | tuple) else (value,)
+def _flow(name: str, kind: type, value: Any) -> tuple[Any, ...]:
+    """A flow-control option as a tuple of ``kind`` values (one value or a list)."""
+    items = () if value is None else tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if not isinstance(item, kind):
+            raise InvalidArgument(f"{name} takes rota.{kind.__name__} values, not {item!r}")
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,45 +69,53 @@ class TaskOptions:
 
     @classmethod
     def build(cls, **values: Any) -> TaskOptions:
-        """Validate user-given options (precise errors) and normalise them."""
+        """Validate user-given options (precise :class:`InvalidArgument` errors) and
+        normalise them. Bounds are those of :mod:`rota._validate`; bools are not
+        integers here."""
         unknown = set(values) - set(cls.__dataclass_fields__)
         if unknown:
             raise InvalidArgument(f"unknown task option(s): {', '.join(sorted(unknown))}")
-        for name in ("concurrency", "rate", "breaker"):
+        for name, low, high in _INTEGERS:
             if name in values:
-                values[name] = _as_tuple(values[name])
-        if values.get("unique_for") is not None:
-            values["unique_for"] = parse_duration(values["unique_for"], what="unique_for")
-        for name in ("timeout", "lease"):
+                values[name] = _validate.integer(values[name], name, low, high)
+        if "queue" in values:
+            _validate.name(values["queue"], "queue")
+        if "backoff" in values:
+            values["backoff"] = _backoff(values["backoff"])
+        for name in ("timeout", "lease", "unique_for"):
             if values.get(name) is not None:
-                values[name] = parse_duration(values[name], what=name)
-        options = cls(**values)
-        options._validate()
-        return options
+                values[name] = parse_duration(
+                    values[name], what=name, positive=name != "unique_for"
+                )
+        for name, kind in (("concurrency", Limit), ("rate", Rate), ("breaker", Breaker)):
+            if name in values:
+                values[name] = _flow(name, kind, values[name])
+        if not isinstance(values.get("unique"), bool):
+            check_key_spec(values.get("unique"), "unique")
+        return cls(**values)
 
     def merged(self, **overrides: Any) -> TaskOptions:
         """These options with ``overrides`` applied and validated."""
         base = {name: getattr(self, name) for name in self.__dataclass_fields__}
         return TaskOptions.build(**(base | overrides))
 
-    def _validate(self) -> None:
-        if not isinstance(self.queue, str) or not self.queue:
-            raise InvalidArgument(f"queue must be a non-empty string, not {self.queue!r}")
-        if not isinstance(self.priority, int):
-            raise InvalidArgument(f"priority must be an integer, not {self.priority!r}")
-        if not isinstance(self.retries, int) or self.retries < 0:
-            raise InvalidArgument(f"retries must be a non-negative integer, not {self.retries!r}")
-        if self.max_lost < 1:
-            raise InvalidArgument(f"max_lost must be at least 1, not {self.max_lost!r}")
-        base, cap = self.backoff
-        if base < 0 or cap < base:
-            raise InvalidArgument(
-                f"backoff must be (base, max) with 0 <= base <= max, not {self.backoff!r}"
-            )
-        for kind, cls_ in (("concurrency", Limit), ("rate", Rate), ("breaker", Breaker)):
-            for item in getattr(self, kind):
-                if not isinstance(item, cls_):
-                    raise InvalidArgument(f"{kind} takes rota.{cls_.__name__} values, not {item!r}")
+
+_INTEGERS = (
+    ("priority", _validate.MIN_PRIORITY, _validate.MAX_PRIORITY),
+    ("retries", 0, _validate.MAX_RETRIES),
+    ("max_lost", 1, _validate.MAX_LOST),
+)
+
+
+def _backoff(value: Any) -> tuple[float, float]:
+    """``(base, max)`` in seconds, with ``base <= max``."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise InvalidArgument(f"backoff must be (base, max) in seconds, not {value!r}")
+    base = parse_duration(value[0], what="backoff base")
+    cap = parse_duration(value[1], what="backoff max")
+    if cap < base:
+        raise InvalidArgument(f"backoff must be (base, max) with base <= max, not {value!r}")
+    return base, cap
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +206,8 @@ class Task(Generic[P, R]):
 
     def send_in(self, seconds: float, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue a job that becomes runnable ``seconds`` from now (store clock)."""
-        return self._send_one(self.new_job(args, kwargs, delay=parse_duration(seconds)))
+        delay = parse_duration(seconds, what="send_in delay")
+        return self._send_one(self.new_job(args, kwargs, delay=delay))
 
     def send_at(self, when: datetime, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue a job that becomes runnable at ``when`` (naive means UTC)."""
@@ -196,15 +215,19 @@ class Task(Generic[P, R]):
 
     def send_many(self, calls: Iterable[Sequence[Any] | dict[str, Any]]) -> list[JobHandle[R]]:
         """Enqueue many jobs in one round trip. Each item is a tuple of positional
-        arguments, or a dict of keyword arguments. All or none are stored."""
+        arguments, or a dict of keyword arguments. All or none are stored: a bad
+        item raises before anything is sent, naming the item."""
         jobs = []
-        for call in calls:
-            if isinstance(call, dict):
-                jobs.append(self.new_job((), call))
-            elif isinstance(call, list | tuple):
-                jobs.append(self.new_job(tuple(call), {}))
-            else:
-                raise InvalidArgument(f"send_many items are tuples or dicts, not {call!r}")
+        for index, call in enumerate(calls):
+            try:
+                if isinstance(call, dict):
+                    jobs.append(self.new_job((), call))
+                elif isinstance(call, list | tuple):
+                    jobs.append(self.new_job(tuple(call), {}))
+                else:
+                    raise InvalidArgument(f"items are tuples or dicts, not {call!r}")
+            except (InvalidArgument, SerializationError) as exc:
+                raise type(exc)(f"send_many item {index}: {exc}") from None
         return self._handles(self.app.store.enqueue(jobs))
 
     def _send_one(self, job: NewJob) -> JobHandle[R]:
@@ -222,11 +245,12 @@ class Task(Generic[P, R]):
         run_at: float | None = None,
         job_id: str | None = None,
     ) -> NewJob:
-        """Encode a call as a :class:`NewJob`, resolving its limit and unique keys."""
+        """Encode a call as a :class:`NewJob`, resolving its limit and unique keys.
+
+        Arguments must be exact JSON (see :mod:`rota._validate`; tuples become
+        lists), else :class:`~rota.errors.SerializationError` names the bad value."""
         app = self.app
-        payload = _json.dumps(
-            {"args": list(args), "kwargs": kwargs}, what="task arguments", cap=app.payload_cap
-        )
+        payload = _json.dumps_call(args, kwargs, cap=app.payload_cap)
         o = self.opts
         concurrency, rate, breaker = (
             self._limit_keys(args, kwargs) if o.concurrency or o.rate or o.breaker else ((), (), ())
@@ -265,7 +289,8 @@ class Task(Generic[P, R]):
         )
 
     def _key(self, spec: KeySpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        return resolve_key(spec, self.name, args, kwargs)
+        key = resolve_key(spec, self.name, args, kwargs)
+        return key if spec is None or isinstance(spec, str) else _validate.name(key, "limit key")
 
     def _unique_key(
         self, spec: UniqueSpec, payload: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -10,10 +10,10 @@ itself, so a scheduler builds jobs from the store alone with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rota import _validate
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, InvalidSchedule, SerializationError
 from rota.models import BreakerKey, ConcurrencyKey, NewJob, RateKey, Schedule
@@ -39,7 +39,7 @@ __all__ = [
 OVERLAP_POLICIES = ("allow", "skip", "queue")
 
 #: Longest schedule name accepted.
-MAX_NAME_LENGTH = 200
+MAX_NAME_LENGTH = _validate.MAX_NAME_LENGTH
 
 
 def define_schedule(
@@ -185,17 +185,10 @@ def schedule_job(
 
 
 def _check_name(name: object) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSchedule(f"schedule name must be a non-empty string, not {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InvalidSchedule(
-            f"schedule name {name[:40]!r}... is {len(name)} characters; "
-            f"at most {MAX_NAME_LENGTH} are allowed"
-        )
-    if name != name.strip() or any(ch < " " or ch == "\x7f" for ch in name):
-        raise InvalidSchedule(
-            f"schedule name {name!r} must not have control characters or surrounding spaces"
-        )
+    try:
+        _validate.name(name, "schedule name")
+    except InvalidArgument as exc:
+        raise InvalidSchedule(str(exc)) from None
 
 
 def _bound_task(app: App, name: str, task: Task[Any, Any] | str) -> Task[Any, Any]:
@@ -211,12 +204,9 @@ def _bound_task(app: App, name: str, task: Task[Any, Any] | str) -> Task[Any, An
 
 def _seconds(name: str, what: str, value: Any) -> float:
     try:
-        seconds = parse_duration(value, what=what)
+        return parse_duration(value, what=what)
     except InvalidArgument as exc:
         raise InvalidSchedule(f"schedule {name!r}: {exc}") from None
-    if not math.isfinite(seconds):
-        raise InvalidSchedule(f"schedule {name!r}: {what} must be finite, not {value!r}")
-    return seconds
 
 
 def _template_job(

@@ -96,9 +96,10 @@ def internal_failure(exc: BaseException, where: str) -> Result:
 
 
 def encode(value: Any) -> Result:
-    """A successful attempt, or a failure if the return value is not JSON."""
+    """A successful attempt, or a failed one that is not retried when the return
+    value is not exact JSON (the :class:`SerializationError` names the bad value)."""
     try:
-        return Result(True, result=_json.dumps(value, what="task result"))
+        return Result(True, result=_json.dumps(value, what="task result", root="result"))
     except Exception as exc:
         return failure(exc, retryable=False)
 
