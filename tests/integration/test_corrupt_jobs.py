@@ -4,7 +4,6 @@ fails at once, every good job succeeds, and the worker keeps serving."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from importlib import util
 from pathlib import Path
@@ -106,14 +105,3 @@ def test_corrupt_jobs_fail_at_once_and_the_worker_keeps_serving(
     worker.terminate()
     assert worker.wait(30) == 0
     assert sender.store.workers() == []
-
-
-def test_the_worker_process_stops_cleanly_after_faults(
-    backend: str, url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
-) -> None:
-    bad = sender.tasks["echo"].send(1).id
-    overwrite_job(backend, url, bad, b"\x00")
-    worker = processes.rota("worker", app_path("faults"), "--url", url, "-c", "1")
-    wait_for(lambda: finished(sender, [bad]), 30, 0.05, "the corrupt job")
-    worker.send_signal(subprocess.signal.SIGTERM)  # type: ignore[attr-defined]
-    assert worker.wait(30) == 0

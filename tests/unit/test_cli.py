@@ -736,6 +736,7 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
         "running",
         "cpu",
         "mem",
+        "errors",
         "heartbeat",
         "state",
     ]
@@ -748,6 +749,7 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
         "1",
         "12%",
         "57%",
+        "0",
         "0s",
         "ago",
         "online",

@@ -48,7 +48,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("host", "pid", "queues", "mode", "concurrency", "running"):
         table.add_column(column, justify="right" if column in ("pid", "running") else "left")
-    for column in ("cpu", "mem", "heartbeat", "state"):
+    for column in ("cpu", "mem", "errors", "heartbeat", "state"):
         table.add_column(column, justify="right" if column != "state" else "left")
     for info in infos:
         table.add_row(
@@ -60,6 +60,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
             str(info.running),
             _percent(info.cpu_percent),
             _percent(info.mem_percent),
+            str(info.errors),
             f"{fmt_duration(now - info.heartbeat_at)} ago",
             worker_state(info, now),
         )

@@ -1,0 +1,56 @@
+"""The dashboard and the API over jobs whose stored payload is corrupt, and the
+count of errors a worker survived."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from backends import overwrite_job
+from rota.models import WorkerInfo
+from web.support import Demo
+
+
+def test_pages_and_api_show_a_job_with_a_corrupt_payload(
+    client: TestClient, demo: Demo, backend: str, url: str
+) -> None:
+    bad = demo.fetch.send("https://example.com/").id
+    good = demo.fetch.send("https://example.org/").id
+    overwrite_job(backend, url, bad, b'{"args": ["\xff')
+
+    listing = client.get("/jobs")
+    assert listing.status_code == 200
+    assert bad in listing.text and good in listing.text
+    page = client.get(f"/jobs/{bad}")
+    assert page.status_code == 200 and "CorruptJob" in page.text
+
+    api = client.get("/api/jobs")
+    assert api.status_code == 200
+    assert {job["id"] for job in api.json()["jobs"]} >= {bad, good}
+    one = client.get(f"/api/jobs/{bad}")
+    assert one.status_code == 200
+    body = one.json()
+    assert (body["args"], body["kwargs"]) == ([], {})
+    assert body["error"].startswith(f"CorruptJob: job {bad} has a corrupt payload: not UTF-8")
+
+
+def test_workers_page_shows_the_errors_a_worker_survived(client: TestClient, demo: Demo) -> None:
+    for worker_id, errors in (("node-1:10", 4), ("node-2:20", 0)):
+        demo.store.heartbeat(
+            WorkerInfo(
+                id=worker_id,
+                host=worker_id.split(":")[0],
+                pid=10,
+                queues=("crawl",),
+                concurrency=2,
+                mode="threads",
+                running=0,
+                started_at=demo.store.now(),
+                errors=errors,
+            )
+        )
+    html = client.get("/workers").text
+    row = html.split('data-worker="node-1:10"', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="badge state-failed">4</span>' in row
+    clean = html.split('data-worker="node-2:20"', 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num">0</td>' in clean
+    assert "<th" in html and "Errors</th>" in html
