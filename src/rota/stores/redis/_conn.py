@@ -1,4 +1,5 @@
-"""Connections to Redis: URL options, reconnect with backoff, one log line per outage."""
+"""Connections to Redis: URL options, the server check on first use, reconnect
+with backoff within a time budget, one log line per outage."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import NoBackoff
 from redis.connection import DefaultParser
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+from redis.utils import SENTINEL
 
-from rota.errors import InvalidArgument, StoreUnavailable
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 
 _pack: Callable[[tuple[Any, ...]], bytes] | None
 try:  # packs a command in one call; redis-py's own packer adds a pass over the arguments
@@ -40,22 +42,24 @@ MAX_BLOCK = 30.0
 @dataclass(frozen=True, slots=True)
 class RedisOptions:
     """What a ``redis://`` or ``rediss://`` URL says, split into rota's options
-    (``namespace``, ``retry_for``) and the URL redis-py opens."""
+    (``namespace``, ``retry_for``, ``allow_eviction``) and the URL redis-py opens."""
 
     url: str
     namespace: str = "default"
     retry_for: float = 30.0
+    allow_eviction: bool = False
 
     @classmethod
     def parse(cls, url: str) -> RedisOptions:
-        """Read ``namespace=`` (default ``"default"``) and ``retry_for=`` (seconds
-        a call keeps retrying through an outage, default 30) from the query string;
-        every other query option goes to redis-py."""
+        """Read ``namespace=`` (default ``"default"``), ``retry_for=`` (seconds
+        a call keeps retrying through an outage, default 30) and
+        ``allow_eviction=1`` (accept a server whose ``maxmemory-policy`` evicts
+        keys) from the query string; every other query option goes to redis-py."""
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "rediss", "unix"):
             raise InvalidArgument(f"not a Redis URL: scheme {parts.scheme!r}")
         rest: list[tuple[str, str]] = []
-        namespace, retry_for = "default", 30.0
+        namespace, retry_for, allow_eviction = "default", 30.0, False
         for key, value in parse_qsl(parts.query, keep_blank_values=True):
             if key == "namespace":
                 namespace = value
@@ -64,128 +68,229 @@ class RedisOptions:
                     retry_for = float(value)
                 except ValueError:
                     raise InvalidArgument(f"retry_for must be seconds, not {value!r}") from None
+                if not 0 <= retry_for < 1e9:  # also refuses nan
+                    raise InvalidArgument(f"retry_for must be seconds >= 0, not {value!r}")
+            elif key == "allow_eviction":
+                allow_eviction = _flag(key, value)
             else:
                 rest.append((key, value))
         if not namespace or "{" in namespace or "}" in namespace:
             raise InvalidArgument(f"namespace must be non-empty and free of braces: {namespace!r}")
         plain = urlunsplit(parts._replace(query=urlencode(rest)))
-        return cls(plain, namespace, retry_for)
+        return cls(plain, namespace, retry_for, allow_eviction)
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off", ""):
+        return False
+    raise InvalidArgument(f"{name} must be 1 or 0 (true or false), not {value!r}")
 
 
 class _Outage:
-    """Shared by every connection of one store: when the current outage began.
+    """Shared by every connection of one store: whether an outage is going on.
 
-    A failure within ``QUIET`` seconds of the end of an outage continues that
-    outage instead of starting a new one: a restarted Redis accepts
-    connections (ending the outage) and then answers ``LOADING`` for a while.
+    An outage begins at the first failed attempt and ends at the first
+    operation that succeeds having started after that failure (replies to a
+    connection's handshake do not count: a restarted Redis accepts
+    connections while it still answers ``LOADING``). Each is logged once
+    when it begins and once when it ends, whichever threads see it.
     """
-
-    QUIET = 10.0
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.since: float | None = None
-        self._began = 0.0
-        self._ended: float | None = None
         self._lock = threading.Lock()
 
-    def failed(self, error: Exception) -> float:
-        """Note a failure; log the first of an outage. Returns when the outage began."""
+    def failed(self, error: Exception) -> None:
+        """Note a failure; log the first of an outage."""
         with self._lock:
             if self.since is None:
-                now = time.monotonic()
-                if self._ended is not None and now - self._ended < self.QUIET:
-                    self.since = self._began  # the same outage, still going on
-                else:
-                    self.since = self._began = now
-                    log.warning(
-                        "lost the connection to Redis at %s (%s); reconnecting", self.where, error
-                    )
-            return self.since
+                self.since = time.monotonic()
+                log.warning(
+                    "lost the connection to Redis at %s (%s); reconnecting", self.where, error
+                )
 
-    def succeeded(self) -> None:
-        """Note an answer from Redis; log the end of an outage (once)."""
+    def succeeded(self, started: float) -> None:
+        """Note an operation that got its answer, attempted at ``started``."""
         with self._lock:
-            if self.since is None:
-                return
-            now = time.monotonic()
-            if self._ended is None or self._ended < self._began:
-                log.warning("reconnected to Redis at %s after %.1f s", self.where, now - self.since)
+            if self.since is None or started < self.since:
+                return  # no outage, or an attempt older than its first failure
+            log.warning(
+                "reconnected to Redis at %s after %.1f s", self.where, time.monotonic() - self.since
+            )
             self.since = None
-            self._ended = now
 
+
+class _Budget(threading.local):
+    """This thread's current store call: when it gives up waiting for Redis
+    (``deadline``, monotonic; ``None`` outside a call) and its budget."""
+
+    deadline: float | None = None
+    budget: float = 0.0
+
+
+_call = _Budget()
 
 _RETRIED = (RedisConnectionError, RedisTimeoutError, socket.timeout)
 
 
 class Reconnect:
-    """Runs store operations through outages: redis-py's :class:`Retry` with
-    exponential backoff (25 ms doubling to 1 s) on connection errors and
-    timeouts, for up to ``budget`` seconds from the start of the outage, then
-    :class:`StoreUnavailable`.
+    """Runs store operations through outages: repeated after connection
+    errors and timeouts, with exponential backoff (25 ms doubling to 1 s),
+    until the operation returns or Redis has not answered for ``budget``
+    seconds, then :class:`StoreUnavailable`. Waiting for replies counts: the
+    reads of a call are cut at its deadline (see :func:`answer_parser`), so a
+    server that accepts connections but never answers fails a call after
+    ``budget`` seconds too (plus a connect timeout at most). Every answered
+    operation of the call moves its deadline to ``budget`` seconds later, and
+    blocking waits add their block (:meth:`Lane.call`).
 
     It wraps whole store operations rather than living inside redis-py's
-    clients, because redis-py (before 6) takes a pooled connection outside
-    its own retry loop; the clients themselves do not retry. An outage is
-    logged when its first failure is seen and when Redis answers again (see
-    :func:`answer_parser`), once, whichever thread sees it.
+    clients, because redis-py takes a pooled connection outside its own
+    retry loop; the clients themselves do not retry. ``check`` runs (through
+    outages too) before the first operation, until it passes.
     """
 
-    def __init__(self, budget: float, outage: _Outage) -> None:
+    def __init__(
+        self, budget: float, outage: _Outage, check: Callable[[], None] | None = None
+    ) -> None:
         self.budget = budget
         self.outage = outage
-        self._retry = Retry(
-            ExponentialBackoff(cap=1.0, base=0.025), retries=-1, supported_errors=_RETRIED
-        )
+        self._check = check
+        self._check_lock = threading.Lock()
 
     def call(self, operation: Callable[[], T]) -> T:
         """``operation()``, repeated after connection failures until it returns."""
-        try:  # the usual case, without setting up the retry loop
-            return operation()
-        except _RETRIED as error:
-            self._failed(error)
-        return self._retry.call_with_retry(operation, self._failed)
+        if self._check is not None:
+            self._first_use()
+        return self.call_unchecked(operation)
 
-    def _failed(self, error: Exception) -> None:
-        since = self.outage.failed(error)
-        if time.monotonic() - since >= self.budget:
-            raise StoreUnavailable(
-                f"the Redis store at {self.outage.where} is unreachable: {error}"
-            ) from error
+    def _attempts(self, operation: Callable[[], T]) -> T:
+        delay = 0.025
+        while True:
+            started = time.monotonic()
+            try:
+                result = operation()
+            except _RETRIED as error:
+                self.outage.failed(error)
+                left = (_call.deadline or 0.0) - time.monotonic()
+                if left <= 0:
+                    raise StoreUnavailable(
+                        f"the Redis store at {self.outage.where} is unreachable: {error}"
+                    ) from error
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 1.0)
+                continue
+            _call.deadline = time.monotonic() + self.budget
+            if self.outage.since is not None:
+                self.outage.succeeded(started)
+            return result
+
+    def _first_use(self) -> None:
+        with self._check_lock:
+            check = self._check
+            if check is not None:
+                self.call_unchecked(check)
+                self._check = None
+
+    def call_unchecked(self, operation: Callable[[], T]) -> T:
+        """:meth:`call` without the first-use check."""
+        if _call.deadline is not None:  # within another operation of this thread
+            return self._attempts(operation)
+        _call.deadline, _call.budget = time.monotonic() + self.budget, self.budget
+        try:
+            return self._attempts(operation)
+        finally:
+            _call.deadline = None
+
+
+def _allowance(default: float | None) -> float | None:
+    """How long this thread's call may still wait for a reply."""
+    deadline = _call.deadline
+    if deadline is None:
+        return default
+    left = max(0.001, deadline - time.monotonic())
+    return left if default is None else min(default, left)
 
 
 _PARSER: Any = DefaultParser  # redis-py's choice: hiredis when installed
 
 
-def answer_parser(outage: _Outage) -> type:
-    """redis-py's reply parser, reporting every reply read to ``outage``.
-    Error replies that mean Redis cannot serve yet (``LOADING``) are raised
-    as connection errors before that, so they do not end an outage."""
+def answer_parser() -> type:
+    """redis-py's reply parser, waiting for a reply no longer than the
+    current call allows (:class:`Reconnect`) nor than the socket timeout."""
 
     class AnswerParser(_PARSER):  # type: ignore[misc]
+        def on_connect(self, connection: Any, **kwargs: Any) -> None:
+            super().on_connect(connection, **kwargs)
+            self._rota_timeout = connection.socket_timeout
+
         def read_response(self, *args: Any, **kwargs: Any) -> Any:
-            response = super().read_response(*args, **kwargs)
-            if outage.since is not None:
-                outage.succeeded()
-            return response
+            if kwargs.get("timeout", SENTINEL) is SENTINEL and _call.deadline is not None:
+                kwargs["timeout"] = _allowance(self._rota_timeout)
+            return super().read_response(*args, **kwargs)
 
     return AnswerParser
 
 
 def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis, Reconnect]:
     """The command client, the client for blocking waits (its own pool, and a
-    socket timeout above the longest block), and their :class:`Reconnect`."""
-    outage = _Outage(where)
+    socket timeout above the longest block), and their :class:`Reconnect`,
+    which checks the server (:func:`check_server`) on first use."""
     common: dict[str, Any] = {
         "retry": Retry(NoBackoff(), 0),
-        "parser_class": answer_parser(outage),
-        "socket_connect_timeout": 5.0,
+        "parser_class": answer_parser(),
+        "socket_connect_timeout": min(5.0, max(options.retry_for, 0.1)),
         "socket_keepalive": True,
         "health_check_interval": 30,
     }
     main = redis.Redis.from_url(options.url, socket_timeout=15.0, **common)
     blocking = redis.Redis.from_url(options.url, socket_timeout=MAX_BLOCK + 10.0, **common)
-    return main, blocking, Reconnect(options.retry_for, outage)
+
+    def check() -> None:
+        check_server(main, where, allow_eviction=options.allow_eviction)
+
+    return main, blocking, Reconnect(options.retry_for, _Outage(where), check)
+
+
+_warned: set[str] = set()  # servers whose missing persistence this process logged
+
+
+def check_server(client: redis.Redis, where: str, *, allow_eviction: bool = False) -> None:
+    """Refuse a server that evicts keys under memory pressure (any
+    ``maxmemory-policy`` but ``noeviction``: rota's keys include some with a
+    TTL, so ``volatile-*`` policies drop them too) unless ``allow_eviction``,
+    raising :class:`StoreError`; log once per process and server when it keeps
+    neither an append-only file nor RDB snapshots. Reads ``CONFIG GET``, or
+    ``INFO`` where CONFIG is disabled (managed services)."""
+    try:
+        config = client.config_get("maxmemory-policy")
+        config |= client.config_get("appendonly")
+        config |= client.config_get("save")
+        policy = str(config.get("maxmemory-policy", "noeviction"))
+        aof = config.get("appendonly") == "yes"
+        rdb = bool(str(config.get("save", "")).strip())
+    except ResponseError:  # CONFIG disabled or renamed
+        policy = str(client.info("memory").get("maxmemory_policy", "noeviction"))
+        persistence = client.info("persistence")
+        aof = persistence.get("aof_enabled") == 1
+        rdb = int(persistence.get("rdb_saves", 0)) > 0  # save points unknown: snapshots seen
+    if policy != "noeviction" and not allow_eviction:
+        raise StoreError(
+            f"the Redis server at {where} evicts keys when full (maxmemory-policy {policy}), "
+            "which would drop jobs silently: set maxmemory-policy noeviction, or add "
+            "allow_eviction=1 to the store URL to accept that risk"
+        )
+    if not (aof or rdb) and where not in _warned:
+        _warned.add(where)
+        log.warning(
+            "the Redis server at %s keeps no append-only file and no RDB snapshots: a restart "
+            "loses every job (sent or running), schedule and result it holds; enable "
+            "appendonly yes",
+            where,
+        )
 
 
 class Lane:
@@ -202,8 +307,9 @@ class Lane:
         self._idle: list[Any] = []
         _lanes.add(self)
 
-    def call(self, *args: Any) -> Any:
-        """One command and its reply (errors from Redis raised as redis-py's)."""
+    def call(self, *args: Any, block: float | None = None) -> Any:
+        """One command and its reply (errors from Redis raised as redis-py's).
+        ``block``: the command may wait that many seconds before answering."""
         conn: Any
         try:
             conn = self._idle.pop()
@@ -214,7 +320,10 @@ class Lane:
                 conn.send_command(*args)
             else:
                 conn.send_packed_command([_pack(args)])
-            reply = conn.read_response()
+            if block is None or _call.deadline is None:
+                reply = conn.read_response()
+            else:
+                reply = conn.read_response(timeout=block + max(_call.budget, 1.0))
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full
             raise
@@ -222,6 +331,8 @@ class Lane:
             conn.disconnect()
             raise
         self._idle.append(conn)
+        if _call.deadline is not None:  # answered: the call's wait starts again
+            _call.deadline = time.monotonic() + _call.budget
         return reply
 
     def close(self) -> None:

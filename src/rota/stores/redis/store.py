@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from rota._ids import unique_ids
 from rota.models import (
@@ -48,6 +49,8 @@ class _Idle:
     queues: list[str]
     slots: int  # free slots it still offers
     wake_at: float  # monotonic: block no longer (registration ends, or work is due)
+    token: str  # the token base of the claim that registered it
+    received: set[str] = field(default_factory=set)  # tokens of the jobs popped from the inbox
 
     def matches(self, worker_id: str, queues: list[str], limit: int) -> bool:
         """Whether a claim_wait call may block on this registration as it is."""
@@ -75,6 +78,8 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         self._claimed_at: dict[str, float] = {}
         # this instance's idle registration (claim_wait), if it may still hold
         self._idle: _Idle | None = None
+        # a registration whose wait on the inbox failed, perhaps losing a delivery
+        self._cut: _Idle | None = None
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
@@ -106,11 +111,12 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         return self._claim(worker_id, list(dict.fromkeys(queues)), limit, 0.0)[0]
 
     def _claim(
-        self, worker_id: str, queues: list[str], limit: int, idle_for: float
+        self, worker_id: str, queues: list[str], limit: int, idle_for: float, token: str = ""
     ) -> tuple[list[ClaimedJob], float | None]:
-        """Run the claim script; the jobs, and when nothing was claimed, in how
-        many seconds the next delayed job or parked sub-queue is due."""
-        token = unique_ids.next()
+        """Run the claim script (with ``token`` as the claim's token base, a fresh
+        one by default); the jobs, and when nothing was claimed, in how many
+        seconds the next delayed job or parked sub-queue is due."""
+        token = token or unique_ids.next()
         args = [worker_id, str(limit), token, self._request_id(), repr(idle_for), *queues]
         reply = self._run("claim", args)
         at = float(reply[0])
@@ -127,9 +133,13 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         blocked on the worker's inbox, where new jobs arrive already claimed,
         and on the queues' signal lists. The registration lasts ``timeout``
         seconds; until then, calls that find it still has slots go straight
-        back to blocking, without a claim round trip."""
+        back to blocking, without a claim round trip. When a wait fails (the
+        connection dropped, perhaps with jobs on their way), the next call
+        first takes back what the registration was handed and not received."""
         if limit <= 0 or not queues:
             return []
+        if self._cut is not None and (jobs := self._reclaim(self._cut)):
+            return jobs
         names = list(dict.fromkeys(queues))
         inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
@@ -137,31 +147,47 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             idle = self._idle
             if not (idle and idle.matches(worker_id, names, limit)):
                 self._idle = None
-                started = time.monotonic()
-                jobs, due = self._claim(worker_id, names, limit, max(timeout, 0.0))
+                started, token = time.monotonic(), unique_ids.next()
+                jobs, due = self._claim(worker_id, names, limit, max(timeout, 0.0), token)
                 if jobs or timeout <= 0:
                     return jobs
                 until = started + timeout
                 if due is not None:
                     until = min(until, started + max(0.0, due))
-                idle = self._idle = _Idle(worker_id, names, limit, until)
+                idle = self._idle = _Idle(worker_id, names, limit, until, token)
             remaining = min(deadline, idle.wake_at) - time.monotonic()
             if remaining < 0.001:
                 self._idle = None  # look again: a claim promotes what is due
                 return []
-            popped = self._waits.call(
-                "BLPOP", inbox, *(self.keys.signal(q) for q in names), min(remaining, MAX_BLOCK)
-            )
+            popped = self._block(idle, inbox, min(remaining, MAX_BLOCK))
             if popped is None:
                 return []
             if _codec.text(popped[0]) == inbox:
                 idle.slots, jobs = _codec.handed_jobs(popped[1])
+                idle.received.update(job.token for job in jobs)
                 if idle.slots <= 0:
                     self._idle = None
                 return jobs
             if self._is_news(*popped):
                 self._idle = None  # claim again
         return []
+
+    def _block(self, idle: _Idle, inbox: str, block: float) -> Any:
+        """BLPOP on the inbox and the queues' signal lists. A failure marks the
+        registration cut: Redis may have popped an inbox entry for nothing."""
+        signals = (self.keys.signal(q) for q in idle.queues)
+        try:
+            return self._waits.call("BLPOP", inbox, *signals, block, block=block)
+        except BaseException:
+            self._cut, self._idle = idle, None
+            raise
+
+    def _reclaim(self, cut: _Idle) -> list[ClaimedJob]:
+        """The jobs handed to registration ``cut`` that its worker did not
+        receive (lua/reclaim_inbox.lua), and the registration ended."""
+        reply = self._run("reclaim_inbox", [cut.worker_id, cut.token, *cut.queues])
+        self._cut = None
+        return [job for job in _codec.claimed_jobs(reply) if job.token not in cut.received]
 
     def _is_news(self, signal_key: bytes | str, stamp: bytes | str) -> bool:
         """Whether a wake-up token popped from a queue's signal list carries news:
@@ -234,7 +260,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
             remaining = deadline - time.monotonic()
             if remaining < 0.001:
                 return
-            popped = self._waits.call("BLPOP", *signals, remaining)
+            popped = self._waits.call("BLPOP", *signals, remaining, block=remaining)
             if popped is None:
                 return
             if self._is_news(*popped):
