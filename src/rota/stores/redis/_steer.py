@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rota.models import NewJob, Schedule
+from rota.stores import _checks
 from rota.stores.base import FireResult
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
@@ -19,18 +20,22 @@ class Steering(RedisBase):
 
     @guarded
     def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         if not job_ids:
             return []
         return [bool(x) for x in self._run("cancel", list(job_ids))]
 
     @guarded
     def retry(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         if not job_ids:
             return []
         return [bool(x) for x in self._run("retry", list(job_ids))]
 
     @guarded
     def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+        _checks.optional_text(queue, "queue")
+        _checks.optional_text(task, "task")
         total, skip = 0, 0
         while True:
             done, looked = self._run(
@@ -43,22 +48,26 @@ class Steering(RedisBase):
 
     @guarded
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
         if not job_ids:
             return []
         return [bool(x) for x in self._run("delete", list(job_ids))]
 
     @guarded
     def pause_queue(self, queue: str) -> None:
+        _checks.text(queue, "queue")
         self._run("set_paused", [queue, "1"])
 
     @guarded
     def resume_queue(self, queue: str) -> None:
+        _checks.text(queue, "queue")
         self._run("set_paused", [queue, "0"])
 
     @guarded
     def purge_queue(self, queue: str) -> int:
         """Delete the queue's pending jobs in chunks. Jobs sent after the call
         began are kept (the first chunk fixes a sequence bound)."""
+        _checks.text(queue, "queue")
         total, bound = 0, ""
         while True:
             removed, seq, more = self._run("purge_queue", [queue, bound, str(_CHUNK)])
@@ -69,6 +78,7 @@ class Steering(RedisBase):
 
     @guarded
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        _checks.retention(older_than, limit)
         total = 0
         while total < limit:
             chunk = min(_CHUNK, limit - total)
@@ -80,16 +90,19 @@ class Steering(RedisBase):
 
     @guarded
     def set_limit(self, key: str, concurrency: int | None) -> None:
+        _checks.concurrency_override(key, concurrency)
         self._run("set_limit", [key, "" if concurrency is None else str(int(concurrency))])
 
     @guarded
     def reset_breaker(self, key: str) -> bool:
+        _checks.text(key, "limit key")
         return bool(self._run("reset_breaker", [key]))
 
     # -- schedules ---------------------------------------------------------
 
     @guarded
     def upsert_schedule(self, schedule: Schedule) -> None:
+        _checks.schedule(schedule)
         self._run("upsert_schedule", _codec.schedule_args(schedule))
 
     @guarded
@@ -104,16 +117,20 @@ class Steering(RedisBase):
 
     @guarded
     def remove_schedule(self, name: str) -> bool:
+        _checks.text(name, "schedule name")
         return bool(self._run("remove_schedule", [name]))
 
     @guarded
     def set_schedule_enabled(self, name: str, enabled: bool) -> bool:
+        _checks.text(name, "schedule name")
+        _checks.flag(enabled, "enabled")
         return bool(self._run("set_schedule_enabled", [name, "1" if enabled else "0"]))
 
     @guarded
     def fire_schedule(
         self, name: str, expected_next: float, new_next: float | None, job: NewJob | None
     ) -> FireResult:
+        _checks.fire(name, expected_next, new_next, job)
         args: list[bytes | str] = [
             self._request_id(),
             name,

@@ -1,0 +1,23 @@
+"""Writes to a store that bypass its verbs: values rota never writes, as a
+damaged store, another program or an older client might leave them. Only
+for tests of how a store copes with them."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from rota.stores import Store
+
+
+def set_lease(store: Store, job_id: str, value: str) -> None:
+    """Overwrite a stored job's lease duration with ``value`` as text."""
+    if store.kind == "sqlite":
+        path: str = store.path  # type: ignore[attr-defined]
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE jobs SET lease = ? WHERE id = ?", (value, job_id))
+    elif store.kind == "redis":
+        client: Any = store._client  # type: ignore[attr-defined]
+        client.hset(store.keys.job(job_id), "lease", value)  # type: ignore[attr-defined]
+    else:
+        raise ValueError(f"no raw writer for {store.kind}")
