@@ -9,15 +9,16 @@ the store shows before and after.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
+
 from conformance import raw
 from conformance.support import all_jobs, claim, get, lease, new_job, schedule
-
 from rota.errors import InvalidArgument
 from rota.models import (
     BreakerKey,
@@ -124,7 +125,8 @@ def refused(store: Store, call: Callable[[], object]) -> None:
 
 
 def hostile(field: str, value: Any) -> NewJob:
-    return replace(new_job(job_id="hostile", queue="work"), **{field: value})
+    job: NewJob = replace(new_job(job_id="hostile", queue="work"), **{field: value})
+    return job
 
 
 @pytest.mark.parametrize("case", BAD_FIELDS, ids=_label)
@@ -182,8 +184,8 @@ def test_lease_verbs_refuse_bad_refs(store: Store) -> None:
     (job,) = claim(store, ["default"], 1)
     for bad in (LeaseRef("", "t"), LeaseRef("runs", "")):
         batch = [lease(job), bad]
-        refused(store, lambda batch=batch: store.extend(batch))
-        refused(store, lambda batch=batch: store.release(batch))
+        refused(store, functools.partial(store.extend, batch))
+        refused(store, functools.partial(store.release, batch))
     assert store.extend([lease(job)]) == [True]
 
 
