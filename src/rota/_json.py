@@ -60,21 +60,20 @@ def _no_constant(token: str) -> Any:
     raise SerializationError(f"{token} is not JSON (JSON has no NaN or infinity)")
 
 
-def parse(text: str, *, what: str = "value") -> Any:
-    """Decode JSON typed by a person (CLI, API) under the rules of :func:`dumps`.
+def parse(text: str, *, what: str = "") -> Any:
+    """Decode JSON typed by a person (the CLI's arguments); ``what`` prefixes messages.
 
     Raises :class:`InvalidJSON` when the text is not JSON at all, and
-    :class:`SerializationError` when it is JSON that rota refuses: ``NaN`` or
-    ``Infinity``, integers beyond 64 bits, nesting deeper than
-    :data:`rota._validate.MAX_DEPTH`.
+    :class:`SerializationError` for JSON that rota refuses on sight: ``NaN``,
+    ``Infinity``, or nesting too deep to read. The caller checks the value
+    with :mod:`rota._validate` (integer range, depth) before using it.
     """
+    prefix = f"{what}: " if what else ""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise SerializationError(f"{what} is nested too deeply to be read") from None
+        raise SerializationError(f"{prefix}nested too deeply to be read") from None
     except SerializationError as exc:
-        raise SerializationError(f"{what}: {exc}") from None
+        raise SerializationError(f"{prefix}{exc}") from None
     except ValueError as exc:
-        raise InvalidJSON(f"{what} is not valid JSON: {exc}") from None
-    check_json(value, what=what, root="value")
-    return value
+        raise InvalidJSON(f"{prefix}not valid JSON: {exc}") from None

@@ -157,6 +157,19 @@ def check_json(value: Any, *, what: str = "value", root: str = "value") -> None:
 def check_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], what: str) -> None:
     """:func:`check_json` for a call's positional and keyword arguments, named
     ``args[i]`` and ``kwargs['k']`` in messages."""
+    for item in args:  # fast path: flat arguments of plain scalars, no calls
+        kind = type(item)
+        if not (
+            kind is str
+            or kind is bool
+            or item is None
+            or (kind is int and MIN_INT <= item <= MAX_INT)
+            or (kind is float and item - item == 0.0)
+        ):
+            break
+    else:
+        if not kwargs:
+            return
     root = "args"
     try:
         if args:
@@ -193,7 +206,8 @@ def _walk(value: Any, depth: int) -> None:
         index = 0
         try:
             for item in value:
-                _walk(item, depth + 1)
+                if type(item) is not str:  # the common case, inline
+                    _walk(item, depth + 1)
                 index += 1
         except _Refused as refused:
             refused.path.append(f"[{index}]")
@@ -213,7 +227,8 @@ def _walk_dict(value: dict[Any, Any], depth: int) -> None:
         for key, item in value.items():
             if type(key) is not str:
                 break
-            _walk(item, depth + 1)
+            if type(item) is not str:  # the common case, inline
+                _walk(item, depth + 1)
         else:
             return
     except _Refused as refused:

@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from rota import _validate
 from rota._time import parse_duration
 from rota.app import App
 from rota.errors import InvalidArgument
@@ -141,6 +142,21 @@ def duration_callback(
         return parse_duration(value, what=param.name or "duration")
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def name_callback(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback that refuses a bad name (empty, too long, control
+    characters; see :func:`rota._validate.name`) with exit code 2; None passes."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return _validate.name(value, what)
+        except InvalidArgument as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+
+    return check
 
 
 def split_list(value: str) -> list[str]:

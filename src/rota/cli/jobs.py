@@ -19,6 +19,7 @@ from rota.cli._support import (
     fmt_duration,
     fmt_time,
     fmt_when,
+    name_callback,
     note,
     pass_state,
     summary,
@@ -97,8 +98,8 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
 
 
 @jobs.command("list")
-@click.option("--queue", "-q", help="Only jobs of this queue.")
-@click.option("--task", "-t", help="Only jobs of this task.")
+@click.option("--queue", "-q", callback=name_callback("queue"), help="Only jobs of this queue.")
+@click.option("--task", "-t", callback=name_callback("task name"), help="Only jobs of this task.")
 @click.option(
     "--state",
     "-s",
@@ -255,8 +256,15 @@ def _steer(
 @jobs.command("retry")
 @click.argument("job_ids", metavar="[ID]...", nargs=-1)
 @click.option("--failed", is_flag=True, help="Retry every failed job (of --queue / --task).")
-@click.option("--queue", "-q", help="With --failed: only jobs of this queue.")
-@click.option("--task", "-t", help="With --failed: only jobs of this task.")
+@click.option(
+    "--queue", "-q", callback=name_callback("queue"), help="With --failed: only jobs of this queue."
+)
+@click.option(
+    "--task",
+    "-t",
+    callback=name_callback("task name"),
+    help="With --failed: only jobs of this task.",
+)
 @url_option
 @pass_state
 def retry(
@@ -301,8 +309,10 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
 
 @jobs.command("export")
-@click.option("--queue", "-q", help="Only results of this queue.")
-@click.option("--task", "-t", help="Only results of this task.")
+@click.option("--queue", "-q", callback=name_callback("queue"), help="Only results of this queue.")
+@click.option(
+    "--task", "-t", callback=name_callback("task name"), help="Only results of this task."
+)
 @click.option(
     "--format",
     "-f",

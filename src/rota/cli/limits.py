@@ -8,7 +8,16 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rota.cli._support import CliState, console, fmt_time, fmt_when, note, pass_state, url_option
+from rota.cli._support import (
+    CliState,
+    console,
+    fmt_time,
+    fmt_when,
+    name_callback,
+    note,
+    pass_state,
+    url_option,
+)
 from rota.models import LimitInfo
 
 __all__ = ["limits", "limits_table"]
@@ -70,7 +79,7 @@ def list_limits(cli: CliState) -> None:
 
 
 @limits.command("set")
-@click.argument("key")
+@click.argument("key", callback=name_callback("limit key"))
 @click.argument("limit", metavar="N", type=click.IntRange(min=0))
 @url_option
 @pass_state
@@ -81,7 +90,7 @@ def set_limit(cli: CliState, key: str, limit: int) -> None:
 
 
 @limits.command("clear")
-@click.argument("key")
+@click.argument("key", callback=name_callback("limit key"))
 @url_option
 @pass_state
 def clear(cli: CliState, key: str) -> None:
@@ -91,7 +100,7 @@ def clear(cli: CliState, key: str) -> None:
 
 
 @limits.command("reset")
-@click.argument("key")
+@click.argument("key", callback=name_callback("limit key"))
 @url_option
 @pass_state
 def reset(cli: CliState, key: str) -> None:

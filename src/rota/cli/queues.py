@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rota.cli._support import CliState, console, note, pass_state, url_option
+from rota.cli._support import CliState, console, name_callback, note, pass_state, url_option
 from rota.models import JobState, QueueInfo
 
 __all__ = ["queues", "queues_table"]
@@ -55,7 +55,7 @@ def list_queues(cli: CliState) -> None:
 
 
 @queues.command("pause")
-@click.argument("queue")
+@click.argument("queue", callback=name_callback("queue"))
 @url_option
 @pass_state
 def pause(cli: CliState, queue: str) -> None:
@@ -65,7 +65,7 @@ def pause(cli: CliState, queue: str) -> None:
 
 
 @queues.command("resume")
-@click.argument("queue")
+@click.argument("queue", callback=name_callback("queue"))
 @url_option
 @pass_state
 def resume(cli: CliState, queue: str) -> None:
@@ -75,7 +75,7 @@ def resume(cli: CliState, queue: str) -> None:
 
 
 @queues.command("purge")
-@click.argument("queue")
+@click.argument("queue", callback=name_callback("queue"))
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @url_option
 @pass_state

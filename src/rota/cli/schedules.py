@@ -18,7 +18,16 @@ from rich.table import Table
 from rich.text import Text
 
 from rota import _json
-from rota.cli._support import CliError, CliState, console, fmt_when, note, pass_state, url_option
+from rota.cli._support import (
+    CliError,
+    CliState,
+    console,
+    fmt_when,
+    name_callback,
+    note,
+    pass_state,
+    url_option,
+)
 from rota.models import JobState, Schedule
 from rota.scheduling import trigger_from_json
 from rota.scheduling.define import get_schedule, schedule_job
@@ -207,7 +216,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
 
 
 @schedules.command("show")
-@click.argument("name")
+@click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def show(cli: CliState, name: str) -> None:
@@ -218,7 +227,7 @@ def show(cli: CliState, name: str) -> None:
 
 
 @schedules.command("pause")
-@click.argument("name")
+@click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def pause(cli: CliState, name: str) -> None:
@@ -229,7 +238,7 @@ def pause(cli: CliState, name: str) -> None:
 
 
 @schedules.command("resume")
-@click.argument("name")
+@click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def resume(cli: CliState, name: str) -> None:
@@ -240,7 +249,7 @@ def resume(cli: CliState, name: str) -> None:
 
 
 @schedules.command("remove")
-@click.argument("name")
+@click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def remove(cli: CliState, name: str) -> None:
@@ -251,7 +260,7 @@ def remove(cli: CliState, name: str) -> None:
 
 
 @schedules.command("run-now")
-@click.argument("name")
+@click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def run_now(cli: CliState, name: str) -> None:

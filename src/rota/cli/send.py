@@ -2,53 +2,86 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from rota.cli._support import CliState, duration_callback, note, pass_state, url_option
+from rota import _json, _validate
+from rota.cli._support import (
+    CliState,
+    duration_callback,
+    name_callback,
+    note,
+    pass_state,
+    url_option,
+)
+from rota.errors import SerializationError
 
 __all__ = ["parse_arg", "parse_json_call", "send"]
+
+_JSON_HINT = "'--json'"
 
 
 def parse_arg(text: str) -> Any:
     """A positional argument: its JSON value when it parses (``3``, ``true``,
-    ``[1, 2]``, ``'"quoted"'``), else the text itself."""
+    ``[1, 2]``, ``'"quoted"'``), else the text itself. ``NaN``, ``Infinity``
+    and nesting too deep to read are refused (:class:`click.BadParameter`)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return _json.parse(text, what=f"argument {_shown(text)}")
+    except _json.InvalidJSON:
         return text
+    except SerializationError as exc:
+        raise click.BadParameter(str(exc), param_hint="ARGS") from None
 
 
 def parse_json_call(text: str) -> tuple[list[Any], dict[str, Any]]:
     """``--json``: ``[...]`` (positional arguments) or
     ``{"args": [...], "kwargs": {...}}`` (both keys optional)."""
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--json'") from None
+        value = _json.parse(text)
+    except SerializationError as exc:
+        raise click.BadParameter(str(exc), param_hint=_JSON_HINT) from None
     if isinstance(value, list):
         return value, {}
     if not isinstance(value, dict):
         raise click.BadParameter(
             'expected a JSON list of arguments or an object {"args": [...], "kwargs": {...}}',
-            param_hint="'--json'",
+            param_hint=_JSON_HINT,
         )
     unknown = set(value) - {"args", "kwargs"}
     if unknown:
         raise click.BadParameter(
             f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; "
             'only "args" and "kwargs" are allowed',
-            param_hint="'--json'",
+            param_hint=_JSON_HINT,
         )
     args = value.get("args", [])
     kwargs = value.get("kwargs", {})
     if not isinstance(args, list):
-        raise click.BadParameter('"args" must be a JSON list', param_hint="'--json'")
+        raise click.BadParameter('"args" must be a JSON list', param_hint=_JSON_HINT)
     if not isinstance(kwargs, dict):
-        raise click.BadParameter('"kwargs" must be a JSON object', param_hint="'--json'")
+        raise click.BadParameter('"kwargs" must be a JSON object', param_hint=_JSON_HINT)
     return args, kwargs
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+
+
+def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """The call's arguments from ARGS or ``--json``, checked as a send checks them."""
+    if json_call is not None and args:
+        raise click.UsageError("give the task's arguments as ARGS or with --json, not both")
+    if json_call is not None:
+        call_args, call_kwargs = parse_json_call(json_call)
+    else:
+        call_args, call_kwargs = [parse_arg(a) for a in args], {}
+    try:
+        _validate.check_call(tuple(call_args), call_kwargs, "task arguments")
+    except SerializationError as exc:
+        hint = _JSON_HINT if json_call is not None else "ARGS"
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+    return call_args, call_kwargs
 
 
 @click.command()
@@ -61,8 +94,18 @@ def parse_json_call(text: str) -> tuple[list[Any], dict[str, Any]]:
     metavar="JSON",
     help='All arguments as JSON: \'[1, 2]\' or \'{"args": [1], "kwargs": {"x": 2}}\'.',
 )
-@click.option("--queue", "-q", help="Send to this queue instead of the task's.")
-@click.option("--priority", "-p", type=int, help="Priority (higher runs first).")
+@click.option(
+    "--queue",
+    "-q",
+    callback=name_callback("queue"),
+    help="Send to this queue instead of the task's.",
+)
+@click.option(
+    "--priority",
+    "-p",
+    type=click.IntRange(_validate.MIN_PRIORITY, _validate.MAX_PRIORITY),
+    help="Priority (higher runs first).",
+)
 @click.option(
     "--in",
     "delay",
@@ -87,12 +130,7 @@ def send(
     Each of ARGS is read as JSON when it parses (3, true, [1,2], '"3"'),
     else as a string. Put -- before arguments that start with a dash.
     """
-    if json_call is not None and args:
-        raise click.UsageError("give the task's arguments as ARGS or with --json, not both")
-    if json_call is not None:
-        call_args, call_kwargs = parse_json_call(json_call)
-    else:
-        call_args, call_kwargs = [parse_arg(a) for a in args], {}
+    call_args, call_kwargs = _call(args, json_call)
     app = cli.load_app(app_spec)
     task = app.get_task(task_name)
     overrides: dict[str, Any] = {}

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
+from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
 from rota.models import Job, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
@@ -45,8 +46,8 @@ router = APIRouter(prefix="/api", responses=_errors(400, 401, 403, 404, 422))
 read = APIRouter(dependencies=[Depends(api_viewer)])
 act = APIRouter(dependencies=[Depends(api_operator)], responses=_errors(409))
 
-Name = Annotated[str, Path(min_length=1, max_length=200)]
-OptionalName = Annotated[str | None, Query(max_length=200)]
+Name = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH)]
+OptionalName = Annotated[str | None, Query(max_length=MAX_NAME_LENGTH)]
 
 
 class Done(BaseModel):
@@ -78,14 +79,15 @@ class Me(BaseModel):
 class RetryFailedBody(BaseModel):
     """Which failed jobs to retry: those of a queue, of a task, or both."""
 
-    queue: str | None = Field(None, max_length=200)
-    task: str | None = Field(None, max_length=200)
+    queue: StrictStr | None = Field(None, max_length=MAX_NAME_LENGTH)
+    task: StrictStr | None = Field(None, max_length=MAX_NAME_LENGTH)
 
 
 class LimitBody(BaseModel):
-    """A run-time concurrency limit; null clears the override."""
+    """A run-time concurrency limit from 0 to 1,000,000 (a JSON integer, not a
+    boolean or a float); null clears the override."""
 
-    concurrency: int | None = Field(..., ge=0, le=1_000_000)
+    concurrency: StrictInt | None = Field(..., ge=0, le=MAX_LIMIT)
 
 
 def _store(request: Request) -> Store:

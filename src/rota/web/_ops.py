@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rota import _json
+from rota import _json, _validate
 from rota.errors import InvalidArgument, JobNotFound, RotaError
 from rota.models import (
     EnqueueResult,
@@ -334,6 +334,10 @@ def retry_failed(store: Store, queue: str | None, task: str | None) -> int:
     """Retry every failed job of a queue and/or a task; return how many."""
     if not queue and not task:
         raise InvalidArgument("bulk retry needs a queue or a task (or both)")
+    if queue:
+        _validate.name(queue, "queue")
+    if task:
+        _validate.name(task, "task name")
     return store.retry_failed(queue=queue or None, task=task or None)
 
 
@@ -355,13 +359,13 @@ def _queue(store: Store, name: str) -> QueueInfo:
 def pause_queue(store: Store, name: str) -> None:
     """Stop claims from a queue. It need not have jobs yet (pausing ahead is
     allowed) and pausing twice is harmless."""
-    _check_name(name, "queue")
+    _validate.name(name, "queue")
     store.pause_queue(name)
 
 
 def resume_queue(store: Store, name: str) -> None:
     """Let workers claim from a paused queue again (resuming twice is harmless)."""
-    _check_name(name, "queue")
+    _validate.name(name, "queue")
     store.resume_queue(name)
 
 
@@ -369,11 +373,6 @@ def purge_queue(store: Store, name: str) -> int:
     """Delete every pending job of a queue; return how many."""
     _queue(store, name)
     return store.purge_queue(name)
-
-
-def _check_name(name: str, what: str) -> None:
-    if not name or len(name) > 200 or not name.isprintable():
-        raise InvalidArgument(f"{what} name must be 1 to 200 printable characters")
 
 
 def limits(store: Store) -> list[LimitView]:
@@ -393,12 +392,8 @@ def limits(store: Store) -> list[LimitView]:
 
 def set_limit(store: Store, key: str, concurrency: int | None) -> None:
     """Override a key's concurrency limit at run time (None clears the override)."""
-    _check_name(key, "limit key")
-    if concurrency is not None and (
-        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 0
-    ):
-        raise InvalidArgument(f"limit must be a non-negative integer, not {concurrency!r}")
-    store.set_limit(key, concurrency)
+    _validate.name(key, "limit key")
+    store.set_limit(key, _validate.limit_override(concurrency))
 
 
 def reset_breaker(store: Store, key: str) -> None:
