@@ -69,11 +69,14 @@ def test_corrupt_jobs_fail_at_once_and_the_worker_keeps_serving(
         overwrite_job(backend, url, job_id, raw)
     good = [echo.send(100 + i).id for i in range(4)]
     broken = sender.tasks["unprintable"].send().id
+    odd_text = sender.tasks["undecodable_name"].send().id
 
     worker = processes.rota(
         "worker", app_path("faults"), "--url", url, "--mode", mode, "--concurrency", str(SLOTS)
     )
-    jobs = wait_for(lambda: finished(sender, corrupt + good + [broken]), 60, 0.05, "every job")
+    jobs = wait_for(
+        lambda: finished(sender, [*corrupt, *good, broken, odd_text]), 60, 0.05, "every job"
+    )
     by_id = {job.id: job for job in jobs}
 
     for job_id in corrupt:
@@ -87,9 +90,12 @@ def test_corrupt_jobs_fail_at_once_and_the_worker_keeps_serving(
     assert (failed.state, failed.attempt) == (JobState.FAILED, 1)
     assert failed.error is not None and failed.error.startswith("internal error in "), failed.error
     assert "this exception cannot be printed" in failed.error
+    named = by_id[odd_text]
+    assert named.state is JobState.FAILED
+    assert named.error == "FileNotFoundError: no such file: report-\\udcff.csv"
 
     assert echo.send(7).result(timeout=30) == 7, "the worker still serves after the faults"
-    counts = (len(good) + 1, len(CORRUPT) + 1, 1)  # processed, failed, survived errors
+    counts = (len(good) + 1, len(CORRUPT) + 2, 1)  # processed, failed, survived errors
     wait_for(
         lambda: (w := the_worker(sender)) and (w.processed, w.failed, w.errors) == counts,
         30,

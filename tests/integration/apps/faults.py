@@ -25,3 +25,11 @@ class Unprintable(Exception):
 def unprintable() -> None:
     """Raises an exception that breaks the formatting of its own failure."""
     raise Unprintable()
+
+
+@app.task()
+def undecodable_name() -> None:
+    """Fails with a message that holds a lone surrogate, as a file name
+    decoded with ``surrogateescape`` does."""
+    name = b"report-\xff.csv".decode(errors="surrogateescape")
+    raise FileNotFoundError(f"no such file: {name}")
