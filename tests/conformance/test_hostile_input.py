@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conformance import raw
+from conformance.raw import set_lease
 from conformance.support import all_jobs, claim, get, lease, new_job, schedule
 from rota.errors import InvalidArgument
 from rota.models import (
@@ -247,7 +247,7 @@ def test_steering_refuses_bad_arguments(seeded: Store, verb: Callable[[Store], o
 
 def test_claim_of_a_job_stored_with_a_bad_lease_leaves_no_job_without_one(store: Store) -> None:
     store.enqueue([new_job(job_id="good-1"), new_job(job_id="bad"), new_job(job_id="good-2")])
-    raw.set_lease(store, "bad", "nan")
+    set_lease(store, "bad", "nan")
     claimed = {job.id: job for job in claim(store, ["default"], 3)}
     assert set(claimed) == {"good-1", "bad", "good-2"}
     now = store.now()
