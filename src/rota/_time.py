@@ -25,8 +25,8 @@ def parse_duration(
     elif isinstance(value, bool) or not isinstance(value, int | float | str):
         raise InvalidArgument(f"{what} must be a number of seconds or a string like '7d'")
     elif isinstance(value, int):
-        # compared as an int first: float() of a huge int would overflow
-        seconds = float(value) if 0 <= value <= _validate.MAX_DURATION else -1.0
+        # float() of a huge int would overflow: out of range, it is checked as it is
+        seconds = float(value) if abs(value) <= _validate.MAX_DURATION else value
     elif isinstance(value, float):
         seconds = value
     else:

@@ -49,8 +49,8 @@ __all__ = [
 
 #: Longest queue, task, schedule or limit-key name.
 MAX_NAME_LENGTH = 200
-#: Priorities are 32-bit signed integers.
-MIN_PRIORITY, MAX_PRIORITY = -(2**31), 2**31 - 1
+#: Priorities fit 32 signed bits (symmetric around 0).
+MIN_PRIORITY, MAX_PRIORITY = -(2**31 - 1), 2**31 - 1
 #: Most retries of a task, and most lost attempts a job may have.
 MAX_RETRIES = 10_000
 MAX_LOST = 10_000
@@ -200,25 +200,27 @@ def _walk(value: Any, depth: int) -> None:
         if value - value == 0.0:  # false for NaN and both infinities
             return
         raise _Refused(f"is {value!r}, not JSON (JSON has no NaN or infinity; send None)")
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or kind is dict:
         if depth >= MAX_DEPTH:
             raise _Refused(f"nests lists and dicts deeper than {MAX_DEPTH} levels")
-        index = 0
-        try:
-            for item in value:
-                if type(item) is not str:  # the common case, inline
-                    _walk(item, depth + 1)
-                index += 1
-        except _Refused as refused:
-            refused.path.append(f"[{index}]")
-            raise
-        return
-    if kind is dict:
-        if depth >= MAX_DEPTH:
-            raise _Refused(f"nests lists and dicts deeper than {MAX_DEPTH} levels")
-        _walk_dict(value, depth)
+        if kind is dict:
+            _walk_dict(value, depth)
+        else:
+            _walk_list(value, depth)
         return
     raise _Refused(_foreign(value))
+
+
+def _walk_list(value: list[Any] | tuple[Any, ...], depth: int) -> None:
+    index = 0
+    try:
+        for item in value:
+            if type(item) is not str:  # the common case, inline
+                _walk(item, depth + 1)
+            index += 1
+    except _Refused as refused:
+        refused.path.append(f"[{index}]")
+        raise
 
 
 def _walk_dict(value: dict[Any, Any], depth: int) -> None:
@@ -269,4 +271,4 @@ def _foreign(value: Any) -> str:
 
 
 def _a(noun: str) -> str:
-    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+    return ("an " if noun[:1] in "aeiouAEIO" else "a ") + noun

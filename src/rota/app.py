@@ -54,7 +54,7 @@ class Registry:
         task_options = TaskOptions.build(**options)
 
         def register(func: Callable[P, R]) -> Task[P, R]:
-            task_name = _validate.name(name or func.__qualname__, "task name")
+            task_name = _validate.name(func.__qualname__ if name is None else name, "task name")
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 existing = self.tasks[task_name].fn
                 raise InvalidArgument(
