@@ -10,7 +10,7 @@ import enum
 import math
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -113,14 +113,15 @@ def test_nan_and_infinity_are_refused_anywhere(app: App, store: Store, bad: floa
     def t(*args: Any, **kwargs: Any) -> None: ...
 
     before = snapshot(store)
-    for call, path in [
+    calls: list[tuple[Callable[[], object], str]] = [
         (lambda: t.send(bad), "args[0]"),
         (lambda: t.send(1, [0, {"w": bad}]), "args[1][1]['w']"),
         (lambda: t.send(x=(bad,)), "kwargs['x'][0]"),
         (lambda: t.send_in(5, bad), "args[0]"),
         (lambda: t.send_at(dt.datetime(2030, 1, 1), bad), "args[0]"),
         (lambda: t.options(priority=3).send(bad), "args[0]"),
-    ]:
+    ]
+    for call, path in calls:
         with pytest.raises(SerializationError) as info:
             call()
         assert f"{path} is {bad!r}, not JSON" in str(info.value)
@@ -154,7 +155,7 @@ def test_integers_must_fit_in_64_signed_bits(app: App, store: Store) -> None:
 
 def test_nesting_is_bounded(app: App, store: Store) -> None:
     @app.task(name="t")
-    def t(*args: Any) -> None: ...
+    def t(*args: Any, **kwargs: Any) -> None: ...
 
     before = snapshot(store)
     with pytest.raises(SerializationError, match=f"deeper than {MAX_DEPTH} levels"):
@@ -347,7 +348,10 @@ def test_task_names_are_checked_at_registration() -> None:
         (lambda: rota.Limit("k", True), "concurrency limit must be an integer, not True"),
         (lambda: rota.Limit("k", 10**7), "concurrency limit must be at most 1000000"),
         (lambda: rota.Limit("", 2), "concurrency limit key must be a non-empty string"),
-        (lambda: rota.Limit(5, 2), "concurrency limit key must be a string or a function"),
+        (
+            lambda: rota.Limit(5, 2),  # type: ignore[arg-type]
+            "concurrency limit key must be a string or a function",
+        ),
         (lambda: rota.Rate(math.nan), "rate must be from one per 100 years"),
         (lambda: rota.Rate(math.inf), "rate must be from"),
         (lambda: rota.Rate(1e-30), "rate must be from"),
@@ -391,7 +395,7 @@ def test_limit_overrides_refuse_bools_names_and_huge_values(app: App, store: Sto
         ("k\x00", 3, "control characters"),
     ]:
         with pytest.raises(InvalidArgument, match=message):
-            app.limits.set(key, value)
+            app.limits.set(key, value)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="limit key must be a non-empty"):
         app.limits.clear("")
     with pytest.raises(InvalidArgument, match="limit key must be a non-empty"):
