@@ -129,7 +129,7 @@ class Proxy:
 
     def _requests(self, src: socket.socket, dst: socket.socket, state: dict[str, bool]) -> None:
         while data := self._recv(src):
-            state["blocking"] = b"BLPOP" in data
+            state["blocking"] = b"\r\n$5\r\nBLPOP\r\n" in data[:24]  # the command's name
             if state["blocking"]:
                 self.waiting.set()
             if not self._send(dst, data):
