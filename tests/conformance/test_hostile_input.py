@@ -138,12 +138,7 @@ def test_enqueue_refuses_bad_values(seeded: Store, case: tuple[str, Any]) -> Non
 
 
 @pytest.mark.parametrize("case", BAD_TYPES, ids=_label)
-def test_enqueue_refuses_bad_types(
-    seeded: Store, case: tuple[str, Any], request: pytest.FixtureRequest
-) -> None:
-    if seeded.kind == "redis":
-        reason = "RedisStore.enqueue encodes jobs before any Python check (_checks.new_jobs)"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+def test_enqueue_refuses_bad_types(seeded: Store, case: tuple[str, Any]) -> None:
     bad = hostile(*case)
     refused(seeded, lambda: seeded.enqueue([new_job(job_id="good", queue="work"), bad]))
 

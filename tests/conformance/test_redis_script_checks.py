@@ -118,7 +118,6 @@ CASES: dict[str, list[list[str]]] = {
 
 
 #: Scripts that do not check their arguments yet.
-UNCHECKED = {"reclaim_inbox"}
 
 
 @pytest.fixture
@@ -157,11 +156,7 @@ def test_every_script_has_hostile_cases() -> None:
     [(name, argv) for name, cases in CASES.items() for argv in cases],
     ids=lambda v: v if isinstance(v, str) else repr(v)[:60],
 )
-def test_script_refuses_hostile_arguments(
-    redis_store: Any, name: str, argv: list[str], request: pytest.FixtureRequest
-) -> None:
-    if name in UNCHECKED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{name}.lua checks nothing"))
+def test_script_refuses_hostile_arguments(redis_store: Any, name: str, argv: list[str]) -> None:
     before = dump(redis_store)
     with pytest.raises(InvalidArgument):
         redis_store._scripts.run(name, argv)

@@ -31,6 +31,7 @@ from rota.models import (
     Outcome,
     WorkerInfo,
 )
+from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
@@ -93,6 +94,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         if not jobs:
             return []
+        _checks.new_jobs(jobs)
         args: list[bytes | str] = [self._request_id(), str(len(jobs))]
         for job in jobs:
             args += _codec.new_job_args(job)
@@ -105,6 +107,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     # -- consuming ---------------------------------------------------------
 
     def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        _checks.claim(worker_id, queues, limit)
         if limit <= 0 or not queues:
             return []
         self._idle = None
@@ -136,6 +139,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
         back to blocking, without a claim round trip. When a wait fails (the
         connection dropped, perhaps with jobs on their way), the next call
         first takes back what the registration was handed and not received."""
+        _checks.claim(worker_id, queues, limit)
         if limit <= 0 or not queues:
             return []
         if self._cut is not None and (jobs := self._reclaim(self._cut)):
@@ -200,12 +204,14 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
+        _checks.leases(leases)
         args = [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("extend", args)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
             return []
+        _checks.outcomes(outcomes)
         args: list[bytes | str] = [self._request_id()]
         for o in outcomes:
             has = (o.result is not None, o.error is not None, o.traceback is not None)
@@ -224,6 +230,7 @@ class RedisStore(Reads, Steering, RedisBase, Store):
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
+        _checks.leases(leases)
         args = [self._request_id()]
         args += [part for lease in leases for part in (lease.job_id, lease.token)]
         return [bool(x) for x in self._run("release", args)]

@@ -14,6 +14,11 @@
 -- L.hand_off), by sequence. The worker drops those it did receive. This
 -- reads every running job of the queues, and runs only after a failed wait.
 
+-- every argument is checked before the first write (_check.lua)
+check_str(ARGV[1], 'worker id')
+check_str(ARGV[2], 'token base')
+check_names(3, 'queue name')
+
 local worker, base = ARGV[1], ARGV[2] .. '.'
 L.unidle(worker)
 redis.call('DEL', K.inbox(worker))
