@@ -249,7 +249,6 @@ class Worker:
     def _ack_loop(self) -> None:
         """Report outcomes in batches. Outcomes not yet acknowledged live in
         ``self._unacked``, so a store outage that restarts this loop loses none."""
-        store = self.app.store
         pending = self._unacked
         while True:
             if not pending:
@@ -266,11 +265,30 @@ class Worker:
                     self._ack_closing = True
                     break
                 pending.append(more)
-            applied = store.finish(pending)  # raises on a store outage: retried by supervisor
+            applied = self._report(pending)  # raises on a store outage: retried by supervisor
             self._count(pending, applied)
             pending.clear()
             if self._ack_closing:
                 return
+
+    def _report(self, outcomes: list[Outcome]) -> list[bool]:
+        """``store.finish(outcomes)``, never stalled by one bad outcome: when the
+        store refuses a batch as invalid, each outcome is reported alone, and one
+        refused again becomes a plain failure naming the refusal. Outages and
+        other store errors raise, and the batch is reported again."""
+        try:
+            return self.app.store.finish(outcomes)
+        except InvalidArgument as exc:
+            if len(outcomes) > 1:
+                return [ok for outcome in outcomes for ok in self._report([outcome])]
+            refused = outcomes[0]
+            log.error("the store refused the outcome of job %s: %s", refused.job_id, exc)
+            with self._lock:
+                self.errors += 1
+            error = f"internal error: the store refused this attempt's outcome: {exc}"
+            return self.app.store.finish(
+                [Outcome(refused.job_id, refused.token, False, error=error)]
+            )
 
     def _count(self, outcomes: list[Outcome], applied: list[bool]) -> None:
         for outcome, ok in zip(outcomes, applied, strict=True):
