@@ -201,7 +201,12 @@ class Task(Generic[P, R]):
         return Task(self.fn, self.name, self.opts.merged(**overrides), self._app)
 
     def send(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        """Enqueue a job running this task with these arguments, now."""
+        """Enqueue a job running this task with these arguments, now.
+
+        Arguments must be exact JSON (None, bool, int, float, str, list, tuple,
+        dict with str keys; tuples arrive as lists): anything else, NaN and
+        infinities included, raises :class:`~rota.errors.SerializationError`
+        naming the bad value, and nothing is enqueued."""
         return self._send_one(self.new_job(args, kwargs))
 
     def send_in(self, seconds: float, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
