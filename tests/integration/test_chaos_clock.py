@@ -45,6 +45,8 @@ DELAY = 2.0
 TICKS = 5
 SKEWS = {"ahead": 3600, "behind": -3600}
 
+pytestmark = pytest.mark.slow
+
 
 def _libfaketime() -> str:
     found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
