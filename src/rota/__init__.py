@@ -4,6 +4,8 @@ Send jobs, schedule them, spread them over workers on one machine or many,
 limit how fast and how many run, and watch all of it live.
 """
 
+import logging
+
 from rota import errors
 from rota.app import App, Registry
 from rota.context import JobContext, current_job
@@ -28,6 +30,10 @@ from rota.scheduling import at, cron, every
 from rota.task import JobHandle, Task
 
 __version__ = "0.1.0"
+
+# A library logs; the application decides where it goes (`rota worker` and the
+# other long-running commands configure logging themselves).
+logging.getLogger("rota").addHandler(logging.NullHandler())
 
 __all__ = [
     "App",

@@ -8,6 +8,7 @@ on the two victims may have run twice.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -166,6 +167,17 @@ def test_three_workers_survive_a_kill_and_a_freeze(
         ]
 
     refused = wait_for(refusals, timeout=30, what="the thawed worker's stale results refused")
+    figures = {
+        "jobs": N,
+        "kills": 1,
+        "freezes_past_the_lease": 1,
+        "lost_attempts_recorded": sum(j.lost for j in jobs),
+        "executions": sum(runs.values()),
+        "duplicate_executions": sum(n - 1 for n in runs.values()),
+        "stale_finishes_refused": len(refused),
+        "succeeded": len(jobs),
+    }
+    print("kill and freeze figures:", json.dumps(figures))
     assert set(refused) <= frozen_ids
     assert healthy.poll() is None and frozen.poll() is None
     assert time.monotonic() - started < 120

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections import Counter
@@ -95,4 +96,13 @@ def test_killed_worker_loses_nothing(
     runs = executions(log)
     assert set(runs) == set(ids), "every job ran"
     duplicated = [job_id for job_id, n in runs.items() if n > 1]
+    figures = {
+        "jobs": N,
+        "kills": 1,
+        "lost_attempts_recorded": sum(j.lost for j in jobs),
+        "executions": sum(runs.values()),
+        "duplicate_executions": sum(n - 1 for n in runs.values()),
+        "succeeded": len(jobs),
+    }
+    print("kill figures:", json.dumps(figures))
     assert len(duplicated) <= len(lost), "only lost attempts may run twice"
