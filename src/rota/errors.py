@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousJobId",
     "CorruptJob",
     "InvalidArgument",
     "InvalidSchedule",
@@ -62,6 +63,16 @@ class JobNotFound(RotaError, LookupError):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"job {job_id!r} not found")
         self.job_id = job_id
+
+
+class AmbiguousJobId(InvalidArgument, LookupError):
+    """A job id prefix matches more than one job; ``candidates`` lists some of them."""
+
+    def __init__(self, prefix: str, candidates: list[str], more: bool) -> None:
+        listed = ", ".join(candidates) + (", ..." if more else "")
+        super().__init__(f"job id prefix {prefix!r} matches several jobs: {listed}")
+        self.prefix = prefix
+        self.candidates = candidates
 
 
 class JobFailed(RotaError):

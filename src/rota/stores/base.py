@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+from rota.errors import AmbiguousJobId, InvalidArgument, JobNotFound
 from rota.models import (
     ClaimedJob,
     EnqueueResult,
@@ -33,6 +34,20 @@ from rota.models import (
 )
 
 FireResult = Literal["fired", "skipped", "dropped", "conflict"]
+
+#: The fewest characters of a job id accepted as a prefix of it.
+MIN_PREFIX = 6
+_CANDIDATES = 5  # ids an ambiguous prefix error lists
+
+
+def check_prefix(prefix: object, limit: object) -> None:
+    """Refuse what :meth:`Store.find_job_ids` cannot take: ``InvalidArgument``."""
+    if not isinstance(prefix, str) or not prefix:
+        raise InvalidArgument(f"job id prefix must be a non-empty string, not {prefix!r}")
+    if not prefix.isprintable() or len(prefix) > 200:
+        raise InvalidArgument(f"job id prefix {prefix[:40]!r} is not a job id")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise InvalidArgument(f"limit must be an integer between 1 and 1000, not {limit!r}")
 
 
 class Store(ABC):
@@ -253,6 +268,36 @@ class Store(ABC):
     @abstractmethod
     def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
         """Many jobs in one round trip, in the order asked."""
+
+    @abstractmethod
+    def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        """Ids of jobs that start with ``prefix``, at most ``limit`` of them,
+        sorted. A job whose id equals ``prefix`` is always among them; when
+        more than ``limit`` match, which others come back is up to the store.
+        ``InvalidArgument`` for an empty prefix or a limit outside 1..1000."""
+
+    def resolve_job_id(self, id_or_prefix: str) -> str:
+        """The full id of the one job whose id is ``id_or_prefix`` or starts
+        with it (a prefix needs :data:`MIN_PREFIX` characters).
+
+        ``JobNotFound`` when no job matches, ``AmbiguousJobId`` (listing some
+        candidates) when several do, ``InvalidArgument`` for a prefix too short.
+        """
+        if len(id_or_prefix) < MIN_PREFIX:
+            if id_or_prefix and self.get_jobs([id_or_prefix])[0] is not None:
+                return id_or_prefix
+            raise InvalidArgument(
+                f"job id prefix {id_or_prefix!r} is too short:"
+                f" give at least {MIN_PREFIX} characters"
+            )
+        found = self.find_job_ids(id_or_prefix, limit=_CANDIDATES + 1)
+        if found and found[0] == id_or_prefix:
+            return id_or_prefix
+        if not found:
+            raise JobNotFound(id_or_prefix)
+        if len(found) > 1:
+            raise AmbiguousJobId(id_or_prefix, found[:_CANDIDATES], len(found) > _CANDIDATES)
+        return found[0]
 
     @abstractmethod
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:

@@ -6,6 +6,7 @@ per task, per schedule), never from scanning every job; counts are index sizes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
 from rota.errors import InvalidArgument
@@ -19,6 +20,7 @@ from rota.models import (
     QueueInfo,
     WorkerInfo,
 )
+from rota.stores.base import check_prefix
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
 from rota.stores.redis.keys import STATS_TTL
@@ -27,6 +29,9 @@ from rota.stores.redis.keys import STATS_TTL
 #: short, with a cursor to go on from.
 SCAN_CAP = 20_000
 _STATES = tuple(JobState)
+#: Members one ZSCAN round trip of :meth:`Reads.find_job_ids` looks at.
+ZSCAN_COUNT = 5000
+_GLOB_SPECIAL = re.compile(r"[\\*?\[\]^-]")
 
 
 class Reads(RedisBase):
@@ -47,6 +52,25 @@ class Reads(RedisBase):
         *hashes, (seconds, micros) = pipe.execute()
         now = float(seconds) + micros / 1_000_000
         return [_codec.job_from_hash(h, now) if h else None for h in hashes]
+
+    @guarded
+    def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        """Jobs have no index by id, so this walks the per-state indexes with
+        ZSCAN (a few thousand members per round trip): an operator's lookup,
+        linear in the namespace's jobs, never on a worker's path."""
+        check_prefix(prefix, limit)
+        found: set[str] = set()
+        if self._client.exists(self.keys.job(prefix)):
+            found.add(prefix)
+        pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
+        for state in _STATES:
+            for member in self._client.zscan_iter(
+                self.keys.state(state), match=pattern, count=ZSCAN_COUNT
+            ):
+                found.add(_codec.text(member[0]))
+                if len(found) >= limit:
+                    return sorted(found)[:limit]  # an exact match sorts first
+        return sorted(found)
 
     @guarded
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:

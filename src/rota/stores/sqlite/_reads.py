@@ -18,6 +18,7 @@ from rota.models import (
     QueueInfo,
     WorkerInfo,
 )
+from rota.stores.base import check_prefix
 from rota.stores.sqlite._conn import Connections
 
 _JOB_COLUMNS = (
@@ -83,6 +84,18 @@ class Reads(Connections):
             ):
                 found[row[1]] = job_from_row(row, now)
         return [found.get(job_id) for job_id in job_ids]
+
+    def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        check_prefix(prefix, limit)
+        upper = _next_string(prefix)
+        sql = "SELECT id FROM jobs WHERE id >= ?"  # an index range scan (ids are UNIQUE)
+        params: list[Any] = [prefix]
+        if upper is not None:
+            sql += " AND id < ?"
+            params.append(upper)
+        sql += " AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?"
+        params += [len(prefix), prefix, limit]
+        return [row[0] for row in self._conn().execute(sql, params)]
 
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not 1 <= limit <= 1000:
@@ -204,6 +217,19 @@ class Reads(Connections):
                 LimitInfo(key, running, conc, rate, burst, tokens, failures, open_until, override)
             )
         return result
+
+
+def _next_string(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (code
+    point order, which is UTF-8 byte order); None when there is none."""
+    while prefix and prefix[-1] == "\U0010ffff":
+        prefix = prefix[:-1]
+    if not prefix:
+        return None
+    following = ord(prefix[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates are not characters
+        following = 0xE000
+    return prefix[:-1] + chr(following)
 
 
 def _worker(info: dict[str, Any]) -> WorkerInfo:
