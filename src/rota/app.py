@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 from rota import _validate
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
-from rota.models import LimitInfo, Schedule
+from rota.models import EnqueueResult, LimitInfo, NewJob, Schedule
 from rota.stores import Store, open_store, redact_url
 from rota.task import JobHandle, Task, TaskOptions
 
@@ -22,6 +22,16 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///rota.db"
+
+
+class InlineRunner(Protocol):
+    """What runs an app's jobs in the sending thread (see :mod:`rota.testing`)."""
+
+    def sent(self, jobs: Sequence[NewJob]) -> None:
+        """Called after ``jobs`` were enqueued by ``send``; runs what is runnable."""
+
+    def run_pending(self) -> object:
+        """Run every job that is runnable now."""
 
 
 class Registry:
@@ -71,8 +81,9 @@ class Registry:
 class App(Registry):
     """Tasks plus the store they run through.
 
-    ``App()`` uses ``ROTA_URL`` from the environment, else ``sqlite:///rota.db``.
-    Nothing connects until the store is first used.
+    The store URL is resolved when the store is first used: the ``url``
+    given here (or to :meth:`configure`), else ``ROTA_URL`` from the
+    environment, else ``sqlite:///rota.db``. Nothing connects until then.
     """
 
     def __init__(
@@ -85,7 +96,9 @@ class App(Registry):
         name: str = "rota",
     ) -> None:
         super().__init__()
-        self.url = url or os.environ.get("ROTA_URL") or DEFAULT_URL
+        self._url = url or None
+        self._opened_url: str | None = None
+        self._inline: InlineRunner | None = None
         self.lease = parse_duration(lease, what="lease", positive=True)
         self.payload_cap = _validate.integer(payload_cap, "payload_cap", 1, 2**31 - 1)
         self.retention = parse_duration(retention, what="retention")
@@ -101,23 +114,62 @@ class App(Registry):
         return self
 
     @property
+    def url(self) -> str:
+        """The store URL: the one the open store uses, else the one it would open now."""
+        if self._store is not None and self._opened_url is not None:
+            return self._opened_url
+        return self._url or os.environ.get("ROTA_URL") or DEFAULT_URL
+
+    @url.setter
+    def url(self, value: str) -> None:
+        # Takes effect when the store next opens; configure() refuses an open store.
+        self._url = value or None
+
+    def configure(self, *, url: str) -> None:
+        """Point the app at another store before its first use.
+
+        Raises :class:`InvalidArgument` once the store is open (call
+        :meth:`close` first): jobs already sent went to the open store.
+        """
+        if not isinstance(url, str) or not url:
+            raise InvalidArgument(f"url must be a non-empty store URL, not {url!r}")
+        with self._store_lock:
+            if self._store is not None:
+                raise InvalidArgument(
+                    f"the store of this app is already open ({redact_url(self.url)}); "
+                    f"call app.close() before configure(url=...)"
+                )
+            self._url = url
+
+    @property
     def store(self) -> Store:
         """The store, opened on first use."""
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
-                    self._store = open_store(self.url)
+                    url = self.url
+                    self._store = open_store(url)
+                    self._opened_url = url
         return self._store
 
     def use_store(self, store: Store) -> None:
         """Use an already opened store (tests, embedding)."""
         self._store = store
+        self._opened_url = None
 
     def close(self) -> None:
-        """Close the store's connections."""
+        """Close the store's connections; the next use opens the store again."""
         if self._store is not None:
             self._store.close()
             self._store = None
+            self._opened_url = None
+
+    def _enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Store ``jobs`` (``send`` and friends); in inline mode, run them now."""
+        results = self.store.enqueue(jobs)
+        if self._inline is not None:
+            self._inline.sent(jobs)
+        return results
 
     def include(self, registry: Registry) -> None:
         """Add every task of ``registry`` to this app."""

@@ -31,11 +31,16 @@ class JobContext:
 def current_job() -> JobContext:
     """The context of the job the calling task runs for.
 
-    Raises ``RuntimeError`` outside a task run by a rota worker.
+    Raises ``RuntimeError`` outside a task run by a rota worker or by
+    ``rota.testing.inline``.
     """
     ctx = _current.get()
     if ctx is None:
-        raise RuntimeError("current_job() is only available inside a task run by a rota worker")
+        raise RuntimeError(
+            "current_job() is only available inside a task run as a job (by a rota worker); "
+            "calling the task function directly runs no job: in tests, send it under "
+            "`with rota.testing.inline(app):` to run it as a job in the calling thread"
+        )
     return ctx
 
 

@@ -141,11 +141,18 @@ class JobHandle(Generic[R]):
         """Wait for the job to finish and return its result.
 
         Raises :class:`JobFailed` (with the remote traceback), :class:`JobCancelled`,
-        or :class:`JobTimeout` when ``timeout`` seconds pass first.
+        or :class:`JobTimeout` when ``timeout`` seconds pass first. In inline
+        mode (:mod:`rota.testing`) jobs that become runnable while it waits run
+        in this thread, and no ``timeout`` means no waiting.
         """
+        inline = self.app._inline
+        if inline is not None and timeout is None:
+            timeout = 0.0  # nothing else runs the app's jobs: waiting could never end
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.002
         while True:
+            if inline is not None:
+                inline.run_pending()
             job = self.job()
             if job.state is JobState.SUCCEEDED:
                 return job.result  # type: ignore[no-any-return]
@@ -233,10 +240,10 @@ class Task(Generic[P, R]):
                     raise InvalidArgument(f"items are tuples or dicts, not {call!r}")
             except (InvalidArgument, SerializationError) as exc:
                 raise type(exc)(f"send_many item {index}: {exc}") from None
-        return self._handles(self.app.store.enqueue(jobs))
+        return self._handles(self.app._enqueue(jobs))
 
     def _send_one(self, job: NewJob) -> JobHandle[R]:
-        return self._handles(self.app.store.enqueue([job]))[0]
+        return self._handles(self.app._enqueue([job]))[0]
 
     def _handles(self, results: list[EnqueueResult]) -> list[JobHandle[R]]:
         return [JobHandle(self.app, r.id, r.duplicate) for r in results]

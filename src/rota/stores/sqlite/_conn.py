@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,22 @@ from rota.stores.sqlite._sql import migrations
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
+
+#: The path that names a private in-memory database.
+MEMORY = ":memory:"
+
+
+def _memory_uri() -> str:
+    """A fresh name for an in-memory database that every connection of this
+    process can open (SQLite's ``memdb`` VFS shares a database whose name
+    starts with ``/``; unlike a shared-cache database it honours the busy
+    timeout, so threads wait for each other's writes instead of failing)."""
+    if sqlite3.sqlite_version_info < (3, 36, 0):
+        raise InvalidArgument(
+            f"sqlite:///:memory: needs SQLite 3.36 or newer to share the database between "
+            f"threads (this Python has {sqlite3.sqlite_version}); use a file: sqlite:///path"
+        )
+    return f"file:/rota-{os.getpid()}-{uuid.uuid4().hex}?vfs=memdb"
 
 
 def store_error(exc: sqlite3.Error, path: str) -> StoreError:
@@ -47,12 +64,23 @@ class _Connection(sqlite3.Connection):
 
 
 class Connections:
-    """One connection per thread (and per process after a fork), opened lazily."""
+    """One connection per thread (and per process after a fork), opened lazily.
+
+    ``:memory:`` is one in-memory database shared by every thread of the
+    process that uses this store (not by other processes: a forked child
+    sees none of it), kept alive until :meth:`close`. It has no WAL (SQLite
+    keeps in-memory databases in memory-journal mode); writers take turns
+    under the busy timeout as with a file.
+    """
 
     path: str
 
     def __init__(self, path: str, *, synchronous: str = "FULL") -> None:
-        if path != ":memory:":
+        self._uri = False
+        self._keepalive: sqlite3.Connection | None = None
+        if path == MEMORY:
+            path, self._uri = _memory_uri(), True
+        else:
             path = os.path.abspath(path)
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise InvalidArgument(
@@ -65,6 +93,8 @@ class Connections:
         self._pid = os.getpid()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_guard = threading.Lock()
+        if self._uri:
+            self._keepalive = self._open()  # the database lives while one connection does
         self._migrate()
 
     def _conn(self) -> sqlite3.Connection:
@@ -76,7 +106,7 @@ class Connections:
         if conn is None:
             conn = self._open()
             try:
-                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA journal_mode = WAL")  # in memory: stays "memory"
             except StoreError as exc:
                 conn.close()
                 raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
@@ -92,6 +122,7 @@ class Connections:
         try:
             conn = sqlite3.connect(
                 self.path,
+                uri=self._uri,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=60,
@@ -134,6 +165,9 @@ class Connections:
             for conn in self._all_conns:
                 conn.close()
             self._all_conns.clear()
+            if self._keepalive is not None:
+                self._keepalive.close()  # an in-memory database is freed here
+                self._keepalive = None
         self._local = threading.local()
 
     def _waiter_conn(self) -> sqlite3.Connection:
