@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from rota import _json, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration, to_epoch
+from rota.diagnose import queue_problem
 from rota.errors import (
     InvalidArgument,
     JobCancelled,
@@ -161,10 +162,18 @@ class JobHandle(Generic[R]):
             if job.state is JobState.CANCELLED:
                 raise JobCancelled(self.id)
             if deadline is not None and time.monotonic() >= deadline:
-                raise JobTimeout(f"job {self.id} is still {job.state.value} after {timeout} s")
+                raise JobTimeout(self._timeout_message(job, timeout))
             wait = pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic()))
             time.sleep(wait)
             pause = min(pause * 1.5, 0.25)
+
+    def _timeout_message(self, job: Job, timeout: float | None) -> str:
+        message = f"job {self.id} is still {job.state.value} after {timeout} s"
+        if job.state is JobState.QUEUED:
+            problem = queue_problem(self.app.store, job.queue)
+            if problem:
+                message += f": {problem}"
+        return message
 
     def cancel(self) -> bool:
         """Cancel the job if it has not started; True if it was cancelled."""

@@ -56,9 +56,17 @@ class CliState:
         self._track(app)
         return app
 
-    def store_app(self) -> App:
-        """An app without tasks, for commands that only talk to the store."""
+    def store_app(self, *, must_exist: bool = True) -> App:
+        """An app without tasks, for commands that only talk to the store.
+
+        ``must_exist``: a SQLite store whose file is missing is refused with an
+        error naming the path, rather than created empty (a command run in the
+        wrong directory would otherwise read or steer a new, empty store)."""
+        from rota.stores import require_file
+
         app = App(self.url)
+        if must_exist:
+            require_file(app.url)
         self._track(app)
         return app
 
@@ -208,10 +216,10 @@ def summary(text: str | None, width: int = 60) -> str:
 
 def resolve_queues(app: App, value: str) -> list[str]:
     """Queue names from ``--queues``: a comma-separated list, or ``all`` for
-    every queue the app's tasks declare."""
+    every queue the app's tasks declare, plus ``default``."""
     names = split_list(value)
     if names == ["all"]:
-        return sorted({task.opts.queue for task in app.tasks.values()}) or ["default"]
+        return sorted({task.opts.queue for task in app.tasks.values()} | {"default"})
     if not names:
         raise CliUsageError("--queues names no queue")
     return names

@@ -28,6 +28,7 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
+from rota.diagnose import is_overdue, overdue_schedules
 from rota.models import JobState, Schedule
 from rota.scheduling import trigger_from_json
 from rota.scheduling.define import get_schedule, schedule_job
@@ -142,7 +143,9 @@ def _last_job_line(schedule: Schedule, states: dict[str, JobState]) -> Text:
     return Text.assemble(schedule.last_job_id, " (", _last_job(schedule, states), ")")
 
 
-def _enabled(schedule: Schedule) -> Text:
+def _enabled(schedule: Schedule, now: float) -> Text:
+    if is_overdue(schedule, now):
+        return Text("overdue", style="bold red")
     return Text("yes") if schedule.enabled else Text("paused", style="bold yellow")
 
 
@@ -165,7 +168,7 @@ def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now:
             fmt_when(s.next_fire, now) if s.next_fire is not None else "never",
             fmt_when(s.last_fire, now),
             _last_job(s, states),
-            _enabled(s),
+            _enabled(s, now),
             str(s.skipped),
         )
     return table
@@ -181,7 +184,10 @@ def list_schedules(cli: CliState) -> None:
     if not found:
         note("no schedules yet: define one with app.schedule(...)")
         return
-    console().print(schedules_table(found, _last_states(store, found), store.now()))
+    now = store.now()
+    console().print(schedules_table(found, _last_states(store, found), now))
+    for problem in overdue_schedules(found, now):
+        note(f"warning: {problem.message}")
 
 
 def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float) -> Group:
@@ -192,7 +198,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         ("name", s.name),
         ("task", s.task),
         ("trigger", describe(s)),
-        ("enabled", _enabled(s)),
+        ("enabled", _enabled(s, now)),
         ("next fire", fmt_when(s.next_fire, now) if s.next_fire is not None else "never"),
         ("last fire", fmt_when(s.last_fire, now)),
         ("last job", _last_job_line(s, states)),

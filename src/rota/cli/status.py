@@ -10,6 +10,7 @@ from rich.text import Text
 
 from rota.cli._support import CliState, console, fmt_duration, pass_state, url_option
 from rota.cli.queues import queues_table
+from rota.diagnose import diagnose
 from rota.models import MinuteStats, WorkerInfo
 from rota.stores import Store, redact_url
 
@@ -109,6 +110,8 @@ def status(cli: CliState) -> None:
     out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
     store = app.store
     now = store.now()
+    for problem in diagnose(store):
+        out.print(Text(f"warning: {problem.message}", style="bold yellow"), soft_wrap=True)
     out.print()
     out.print(_heading("queues"))
     infos = store.queues()

@@ -61,7 +61,7 @@ def web(
     from rota.web import check_bind, create_app
 
     check_bind(host, token)
-    app = state.load_app(app_spec) if app_spec else state.store_app()
+    app = state.load_app(app_spec) if app_spec else state.store_app(must_exist=False)
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
     roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")
     note(f"rota web: store {redact_url(app.url)}, {roles}, http://{_display(host)}:{port}/")

@@ -27,9 +27,10 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 @click.option(
     "--queues",
     "-Q",
-    default="default",
+    default="all",
     show_default=True,
-    help="Comma-separated queues to take jobs from; 'all' for every queue of the app's tasks.",
+    help="Comma-separated queues to take jobs from; 'all' (the default) for every queue "
+    "of the app's tasks, and 'default'.",
 )
 @click.option(
     "--concurrency",

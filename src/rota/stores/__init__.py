@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreError
 from rota.stores.base import Store
 
-__all__ = ["Store", "open_store", "redact_url"]
+__all__ = ["Store", "check_url", "open_store", "redact_url", "require_file"]
 
 
-def open_store(url: str) -> Store:
-    """Open the store a URL names. Backends whose extra is missing say what to install."""
-    scheme = urlsplit(url).scheme
+_FORMS = "sqlite:///path or redis://host:port/db"
+
+
+def open_store(url: str, *, must_exist: bool = False) -> Store:
+    """Open the store a URL names, after :func:`check_url`. Backends whose
+    extra is missing say what to install. ``must_exist``: refuse a SQLite
+    file that does not exist (:class:`StoreError`) rather than create it, for
+    commands that only read or steer what is already there."""
+    scheme = check_url(url)
     if scheme == "sqlite":
         from rota.stores.sqlite import SQLiteStore
 
@@ -25,21 +32,92 @@ def open_store(url: str) -> Store:
             raise InvalidArgument(
                 f"unknown SQLite URL option(s) {', '.join(unknown)}: the only one is synchronous"
             )
+        if must_exist:
+            require_file(url)
         return SQLiteStore(path or "rota.db", **options)
-    if scheme in ("redis", "rediss", "unix"):
-        try:
-            from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:
-            if exc.name in ("redis", "rota.stores.redis"):
-                raise InvalidArgument(
-                    "the Redis store needs the redis extra: pip install 'rota[redis]'"
-                ) from None
-            raise
-        store: Store = RedisStore.from_url(url)
-        return store
-    raise InvalidArgument(
-        f"unsupported store URL scheme {scheme!r}: use sqlite:///path or redis://host:port/db"
-    )
+    try:
+        from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        if exc.name in ("redis", "rota.stores.redis"):
+            raise InvalidArgument(
+                "the Redis store needs the redis extra: pip install 'rota[redis]'"
+            ) from None
+        raise
+    store: Store = RedisStore.from_url(url)
+    return store
+
+
+def require_file(url: str) -> None:
+    """Refuse (:class:`StoreError`) a well-formed SQLite URL whose file does
+    not exist; any other URL passes (a malformed one fails when opened)."""
+    try:
+        if check_url(url) != "sqlite":
+            return
+    except InvalidArgument:
+        return
+    path = url[len("sqlite:///") :].partition("?")[0]
+    if path != ":memory:" and not os.path.isfile(path):
+        raise StoreError(
+            f"no SQLite store at {os.path.abspath(path)} (from {url}): check --url, "
+            "ROTA_URL or the current directory; a worker or `rota send` creates it"
+        )
+
+
+def check_url(url: str) -> str:
+    """Refuse a store URL that is malformed, with what to write instead
+    (:class:`InvalidArgument`); return its scheme (``sqlite``, ``redis``,
+    ``rediss`` or ``unix``)."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidArgument(f"the store URL is empty: use {_FORMS}")
+    scheme, sep, rest = url.partition(":")
+    scheme = scheme.lower()
+    shown = redact_url(url)
+    if not sep:
+        raise InvalidArgument(f"store URL {shown!r} has no scheme: use {_FORMS}")
+    if scheme not in ("sqlite", "redis", "rediss", "unix"):
+        raise InvalidArgument(f"unsupported store URL scheme {scheme!r}: use {_FORMS}")
+    if scheme == "sqlite":
+        _check_sqlite(url, rest)
+    else:
+        _check_redis(url, scheme, shown)
+    return scheme
+
+
+def _check_sqlite(url: str, rest: str) -> None:
+    path = rest.partition("?")[0]
+    hint = "sqlite:///rota.db for a relative path, sqlite:////abs/path for an absolute one"
+    if not path.startswith("//"):
+        raise InvalidArgument(f"SQLite URL {url!r} needs three slashes after 'sqlite:': {hint}")
+    if path[2:] and not path[2:].startswith("/"):
+        raise InvalidArgument(f"SQLite URL {url!r} names a host, not a file: {hint}")
+    if path in ("//", "///"):
+        raise InvalidArgument(f"SQLite URL {url!r} names no file: {hint}")
+
+
+def _check_redis(url: str, scheme: str, shown: str) -> None:
+    parts = urlsplit(url)
+    if not url[len(scheme) + 1 :].startswith("//"):
+        raise InvalidArgument(f"Redis URL {shown!r} needs '//' after '{scheme}:': use {_FORMS}")
+    if scheme == "unix":
+        if not parts.path:
+            raise InvalidArgument(
+                f"Redis URL {shown!r} names no socket: use unix:///path/to/redis.sock"
+            )
+        return
+    try:
+        parts.port  # noqa: B018  (raises ValueError when it is not a port)
+    except ValueError:
+        port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise InvalidArgument(
+            f"Redis URL {shown!r} has a bad port {port!r}: use a number from 1 to 65535"
+        ) from None
+    if parts.port == 0:
+        raise InvalidArgument(f"Redis URL {shown!r} has port 0: use a number from 1 to 65535")
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise InvalidArgument(
+            f"Redis URL {shown!r} names database {database!r}: a database is a number (/0)"
+        )
 
 
 #: Query options whose value is a secret (compared without case, ``-`` and ``_``).

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from rota.diagnose import diagnose, overdue_schedules
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
@@ -135,8 +136,15 @@ async def logout(request: Request) -> Response:
 def overview_page(request: Request, identity: Viewer) -> Response:
     """Queues, throughput windows, the live chart and workers."""
     ov = _ops.overview(_store(request))
+    problems = diagnose(_store(request))
     return _render(
-        request, "overview.html", identity, ov=ov, chart=chart(ov.live.chart), now=ov.live.now
+        request,
+        "overview.html",
+        identity,
+        ov=ov,
+        chart=chart(ov.live.chart),
+        now=ov.live.now,
+        problems=problems,
     )
 
 
@@ -320,7 +328,11 @@ async def limit_action(request: Request, identity: Operator, key: str, verb: str
 @router.get("/schedules")
 def schedules_page(request: Request, identity: Viewer) -> Response:
     """Schedules with their triggers in words, next and last fire."""
-    return _render(request, "schedules.html", identity, schedules=_ops.schedules(_store(request)))
+    store = _store(request)
+    overdue = {p.subject for p in overdue_schedules(store.schedules(), store.now())}
+    return _render(
+        request, "schedules.html", identity, schedules=_ops.schedules(store), overdue=overdue
+    )
 
 
 @router.post("/schedules/{name:path}/{verb}")

@@ -1,0 +1,118 @@
+"""Why work is not happening: queues nobody serves and schedules nobody fires.
+
+Read only through the store's inspection verbs (``workers()``, ``queues()``,
+``schedules()``), so every store gets the same warnings; ``rota status``,
+the dashboard's overview and :meth:`rota.JobHandle.result`'s timeout all
+call :func:`diagnose` or :func:`queue_problem`.
+
+Schedulers send no heartbeat, so a schedule whose next fire is more than
+:data:`OVERDUE_AFTER` seconds in the past is the sign that none is running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rota.models import JobState, QueueInfo, Schedule, WorkerInfo
+from rota.stores.base import Store
+
+__all__ = [
+    "LOST_AFTER",
+    "OVERDUE_AFTER",
+    "Problem",
+    "diagnose",
+    "is_overdue",
+    "live_workers",
+    "overdue_schedules",
+    "queue_problem",
+    "unserved_queues",
+]
+
+#: A worker whose last heartbeat is older than this many seconds is lost:
+#: three times the longest heartbeat interval.
+LOST_AFTER = 30.0
+
+#: A schedule whose next fire passed this many seconds ago is overdue: a
+#: running scheduler fires within a second.
+OVERDUE_AFTER = 30.0
+
+_HINT_SCHEDULER = "is a scheduler running? (`rota scheduler` or `rota run`)"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One warning: its ``kind`` (``"unserved queue"`` or ``"overdue schedule"``),
+    the queue or schedule it is about, and a sentence for people."""
+
+    kind: str
+    subject: str
+    message: str
+
+
+def live_workers(workers: Sequence[WorkerInfo], now: float) -> list[WorkerInfo]:
+    """The workers that sent a heartbeat within :data:`LOST_AFTER` and are not stopping."""
+    return [w for w in workers if now - w.heartbeat_at <= LOST_AFTER and not w.stopping]
+
+
+def _served(workers: Sequence[WorkerInfo], now: float) -> set[str]:
+    return {queue for w in live_workers(workers, now) for queue in w.queues}
+
+
+def _unserved_message(queue: str, served: set[str]) -> str:
+    serving = f"workers serve: {', '.join(sorted(served))}" if served else "no worker is live"
+    return f"no live worker serves queue {queue!r} ({serving})"
+
+
+def unserved_queues(
+    queues: Sequence[QueueInfo], workers: Sequence[WorkerInfo], now: float
+) -> list[Problem]:
+    """Queues that are not paused, hold queued jobs, and that no live worker serves."""
+    served = _served(workers, now)
+    problems = []
+    for info in queues:
+        waiting = info.counts.get(JobState.QUEUED, 0)
+        if waiting and not info.paused and info.name not in served:
+            jobs = "job waits" if waiting == 1 else "jobs wait"
+            message = f"{waiting} {jobs}: {_unserved_message(info.name, served)}"
+            problems.append(Problem("unserved queue", info.name, message))
+    return problems
+
+
+def is_overdue(schedule: Schedule, now: float) -> bool:
+    """Whether an enabled schedule's next fire passed more than :data:`OVERDUE_AFTER` ago."""
+    return (
+        schedule.enabled
+        and schedule.next_fire is not None
+        and now - schedule.next_fire > OVERDUE_AFTER
+    )
+
+
+def overdue_schedules(schedules: Sequence[Schedule], now: float) -> list[Problem]:
+    """Enabled schedules whose next fire is overdue."""
+    return [
+        Problem(
+            "overdue schedule",
+            s.name,
+            f"schedule {s.name!r} is overdue by {now - (s.next_fire or now):.0f} s: "
+            + _HINT_SCHEDULER,
+        )
+        for s in schedules
+        if is_overdue(s, now)
+    ]
+
+
+def diagnose(store: Store) -> list[Problem]:
+    """Every unserved queue and overdue schedule of ``store``, queues first."""
+    now = store.now()
+    workers = store.workers()
+    return unserved_queues(store.queues(), workers, now) + overdue_schedules(store.schedules(), now)
+
+
+def queue_problem(store: Store, queue: str) -> str | None:
+    """Why jobs of ``queue`` may not be claimed: paused, or served by no live
+    worker; None when a live worker serves it."""
+    if any(info.name == queue and info.paused for info in store.queues()):
+        return f"queue {queue!r} is paused"
+    served = _served(store.workers(), store.now())
+    return None if queue in served else _unserved_message(queue, served)
