@@ -67,11 +67,15 @@ WHERE id = ? AND lease_token = ? AND state = 'running'
 
 -- name: finish_rows
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
-       unique_key, unique_for, enqueued_at, started_at
+       unique_key, unique_for, enqueued_at, started_at, lease_owner
 FROM jobs WHERE id IN ({ids})
+
+-- name: worker_host
+SELECT json_extract(info, '$.host') FROM workers WHERE id = ?
 
 -- name: mark_succeeded
 UPDATE jobs SET state = 'succeeded', result = ?, finished_at = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = ?
 
@@ -89,6 +93,7 @@ WHERE id = ?
 
 -- name: mark_released
 UPDATE jobs SET state = 'queued', attempt = attempt - 1, started_at = NULL,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = ?
 

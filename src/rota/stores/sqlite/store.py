@@ -245,6 +245,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             fails: list[tuple[Any, ...]] = []
             counts: Counter[tuple[str, str, bool]] = Counter()
             applied: list[bool] = []
+            hosts: dict[str, str | None] = {}
             for o in outcomes:
                 row = rows.get(o.job_id)
                 if row is None or row["state"] != "running" or row["lease_token"] != o.token:
@@ -256,12 +257,11 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                 if limits:
                     book.release(limits, o.job_id, o.ok)
                 if o.ok:
-                    done.append((o.result, now, o.job_id))
+                    entry = attempt_entry(conn, hosts, row, "succeeded", now)
+                    done.append((o.result, now, entry, o.job_id))
                     settle_unique(conn, row, now, succeeded=True)
                     continue
-                entry = _json.dumps(
-                    {"attempt": row["attempt"], "event": "failed", "error": o.error, "at": now}
-                )
+                entry = attempt_entry(conn, hosts, row, "failed", now, error=o.error)
                 tries = row["attempt"] - row["lost"]
                 if o.retry_in is not None and tries < row["max_attempts"]:
                     retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
@@ -319,6 +319,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             rows = self._rows_by_id(conn, [lease.job_id for lease in leases])
             book = _limits.LimitBook(conn, now)
             applied = []
+            hosts: dict[str, str | None] = {}
             for lease in leases:
                 row = rows.get(lease.job_id)
                 ok = (
@@ -331,7 +332,8 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     limits = _limits.decode(row["limits"])
                     if limits:
                         book.release(limits, lease.job_id, None)
-                    conn.execute(Q["mark_released"], (lease.job_id,))
+                    entry = attempt_entry(conn, hosts, row, "released", now)
+                    conn.execute(Q["mark_released"], (entry, lease.job_id))
             book.save()
             self._unpark(conn, book)
         _notify.notify(self.path)
@@ -349,18 +351,12 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                 return []
             book = _limits.LimitBook(conn, now)
             lost_for_good: Counter[tuple[str, str, bool]] = Counter()
+            hosts: dict[str, str | None] = {}
             for row in rows:
                 limits = _limits.decode(row["limits"])
                 if limits:
                     book.release(limits, row["id"], None)
-                entry = _json.dumps(
-                    {
-                        "attempt": row["attempt"],
-                        "event": "lost",
-                        "worker": row["lease_owner"],
-                        "at": now,
-                    }
-                )
+                entry = attempt_entry(conn, hosts, row, "lost", now)
                 final = row["lost"] + 1 >= row["max_lost"]
                 if final:
                     lost_for_good[(row["queue"], row["task"], False)] += 1
@@ -409,6 +405,27 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
         _checks.text(worker_id, "worker id")
         with self._write() as conn:
             conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+
+
+def attempt_entry(
+    conn: sqlite3.Connection,
+    hosts: dict[str, str | None],
+    row: sqlite3.Row,
+    event: str,
+    now: float,
+    **extra: str | None,
+) -> bytes:
+    """The history entry of the attempt that ends with ``event``: its number,
+    the worker that held its lease and that worker's host, as its heartbeat
+    record gives it (None once the record is gone). ``hosts`` caches the
+    hosts looked up in one transaction."""
+    worker = row["lease_owner"]
+    if worker is not None and worker not in hosts:
+        found = conn.execute(Q["worker_host"], (worker,)).fetchone()
+        hosts[worker] = found[0] if found and isinstance(found[0], str) else None
+    entry = {"attempt": row["attempt"], "event": event, "worker": worker}
+    entry["host"] = hosts.get(worker) if worker is not None else None
+    return _json.dumps(entry | extra | {"at": now})
 
 
 def _refusal(

@@ -199,6 +199,34 @@ function L.requeue(id, now, finished_key)
   return job.queue
 end
 
+-- attempts ---------------------------------------------------------------
+
+-- The history entry (JSON) of the attempt of job (fields attempt and owner)
+-- that ends with event: the worker that held its lease and that worker's
+-- host, from its heartbeat record in S.workers (null once the record is
+-- gone); err for a failure. hosts caches the hosts looked up in one call.
+function L.attempt_entry(job, event, stamp, hosts, err)
+  local owner = L.opt(job.owner)
+  local host = false
+  if owner then
+    host = hosts[owner]
+    if host == nil then
+      host = false
+      local record = redis.call('HGET', S.workers, owner)
+      if record then
+        local ok, info = pcall(cjson.decode, record)
+        if ok and type(info) == 'table' and type(info.host) == 'string' then host = info.host end
+      end
+      hosts[owner] = host
+    end
+  end
+  local extra = ''
+  if event == 'failed' then extra = ',"error":' .. L.json_str(err or nil) end
+  return string.format('{"attempt":%d,"event":"%s","worker":%s,"host":%s%s,"at":%s}',
+                       tonumber(job.attempt), event, L.json_str(owner), L.json_str(host or nil),
+                       extra, stamp)
+end
+
 -- stats ------------------------------------------------------------------
 
 -- The stats hash field of an outcome: "s" or "f", len(queue), ":", queue, task.

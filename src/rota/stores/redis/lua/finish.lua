@@ -6,6 +6,7 @@
 -- KEYS[3] finished: finished job id -> finished_at
 -- KEYS[4] limkeys: set of flow-control keys
 -- KEYS[5] totals: all-time counts
+-- KEYS[6] workers: worker id -> heartbeat record (the host of a lease owner)
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2..] 7 fields per outcome: job id, token, flags, result, error,
 --           traceback, retry_in ("" for None). flags is four characters
@@ -13,9 +14,10 @@
 --
 -- An outcome whose token does not hold the running job is refused (0) and
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
--- and attempts left: scheduled at now + retry_in. Otherwise failed. Limit
--- slots are released and breakers count the outcome; stats are counted per
--- minute (kept two days) and all time.
+-- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
+-- outcome appends the attempt to the job's history, with the worker that ran
+-- it and its host. Limit slots are released and breakers count the outcome;
+-- stats are counted per minute (kept two days) and all time.
 -- Returns 1 or 0 per outcome.
 
 -- every argument is checked before the first write (_check.lua)
@@ -32,19 +34,15 @@ end
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
-local FIELDS = {'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey'}
-local MORE = {'attempt', 'lost', 'max_attempts', 'history'} -- read only on failure
+local FIELDS = {'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey', 'attempt', 'owner',
+                'history'}
+local MORE = {'lost', 'max_attempts'} -- read only on failure
 local now = L.now()
 local stamp = L.fmt(now)
 local book = L.book(now)
 local idx = L.batch()
-local reply, counts, wake, settle = {}, {}, {}, {}
+local reply, counts, wake, settle, hosts = {}, {}, {}, {}, {}
 local used_book = false
-
-local function history(attempt, err)
-  return string.format('{"attempt":%d,"event":"failed","error":%s,"at":%s}',
-                       tonumber(attempt), L.json_str(err or nil), stamp)
-end
 
 local function count(queue, task, ok)
   local field = L.stats_field(ok, queue, task)
@@ -74,13 +72,15 @@ for i = 2, #ARGV, 7 do
     end
     local lease = {'owner', '', 'token', '', 'expires', ''}
     if ok then
-      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp, unpack(lease)})
+      local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
+      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
+                   'history', L.append_json(job.history, entry), unpack(lease)})
       idx.move(id, job.queue, job.seq, 'running', 'succeeded')
       idx.add(S.finished, now, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
     else
       for name, v in pairs(L.fields(jkey, MORE)) do job[name] = v end
-      local entry = history(job.attempt, err)
+      local entry = L.attempt_entry(job, 'failed', stamp, hosts, err)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
       if retry_in and tries < tonumber(job.max_attempts) then
         local run_at = now + tonumber(retry_in)

@@ -6,9 +6,11 @@
 -- KEYS[3] finished: finished job id -> finished_at
 -- KEYS[4] limkeys: set of flow-control keys
 -- KEYS[5] totals: all-time counts
+-- KEYS[6] workers: worker id -> heartbeat record (the host of a lease owner)
 -- ARGV[1] most jobs to recover in this call
 --
--- Each job whose lease expired before now records a lost attempt and frees
+-- Each job whose lease expired before now records a lost attempt (with the
+-- worker that held the lease and its host) and frees
 -- its limit slots. Under its max_lost it is queued again; at it, it ends
 -- failed with error "worker_lost", counted as a failure in the stats.
 -- Returns the ids of the jobs recovered.
@@ -24,7 +26,7 @@ local expired = redis.call('ZRANGEBYSCORE', S.leases, '-inf', '(' .. L.fmt(now),
                            'LIMIT', 0, tonumber(ARGV[1]))
 if #expired == 0 then return {} end
 local book = L.book(now)
-local wake, recovered, failed = {}, {}, {}
+local wake, recovered, failed, hosts = {}, {}, {}, {}
 local stamp = L.fmt(now)
 for _, id in ipairs(expired) do
   local jkey = K.job(id)
@@ -33,8 +35,7 @@ for _, id in ipairs(expired) do
   if job.state == 'running' then
     recovered[#recovered + 1] = id
     if job.limits then book.release(cjson.decode(job.limits), id, nil) end
-    local entry = string.format('{"attempt":%d,"event":"lost","worker":%s,"at":%s}',
-                                tonumber(job.attempt), L.json_str(job.owner), stamp)
+    local entry = L.attempt_entry(job, 'lost', stamp, hosts)
     local lost = tonumber(job.lost) + 1
     local final = lost >= tonumber(job.max_lost)
     local fields = {'lost', lost, 'run_at', stamp, 'history', L.append_json(job.history, entry),

@@ -5,9 +5,12 @@
 --                 keys are derived from it (_base.lua)
 -- KEYS[2] leases: running job id -> lease expiry
 -- KEYS[3] limkeys: set of flow-control keys
+-- KEYS[4] workers: worker id -> heartbeat record (the host of a lease owner)
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2..] job id, token, job id, token, ...
 --
+-- Each job released appends the attempt to its history as "released", with
+-- the worker that held the lease and its host.
 -- Returns 1 per job released, 0 where the token no longer holds the job.
 
 -- every argument is checked before the first write (_check.lua)
@@ -16,10 +19,20 @@ check_leases(2)
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
-local book = L.book(L.now())
-local reply, wake = {}, {}
+local now = L.now()
+local book = L.book(now)
+local stamp = L.fmt(now)
+local reply, wake, hosts = {}, {}, {}
 for i = 2, #ARGV, 2 do
-  reply[#reply + 1] = L.release(ARGV[i], ARGV[i + 1], book, wake) and 1 or 0
+  local jkey = K.job(ARGV[i])
+  local job = L.fields(jkey, {'attempt', 'owner', 'history'})
+  if L.release(ARGV[i], ARGV[i + 1], book, wake) then
+    local entry = L.attempt_entry(job, 'released', stamp, hosts)
+    redis.call('HSET', jkey, 'history', L.append_json(job.history, entry))
+    reply[#reply + 1] = 1
+  else
+    reply[#reply + 1] = 0
+  end
 end
 book.save(S.limkeys)
 for queue, n in pairs(wake) do L.signal(queue, n) end
