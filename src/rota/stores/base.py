@@ -108,6 +108,12 @@ class Store(ABC):
         Success: ``succeeded`` with the result. Failure with ``retry_in`` and
         attempts left: back to ``scheduled`` at ``now() + retry_in``.
         Otherwise ``failed``. Limit slots are released either way.
+
+        Every attempt that ends (here, in :meth:`release` and in :meth:`recover`)
+        appends an entry to the job's ``history``: ``attempt``, ``event``
+        (succeeded, failed, released, lost), ``worker`` (the lease owner),
+        ``host`` (from that worker's heartbeat record; None once it is gone),
+        ``error`` for a failure, and ``at``.
         """
 
     @abstractmethod
