@@ -264,6 +264,8 @@ class WorkerInfo:
     failed: int = 0
     #: Unexpected errors its threads and child processes survived (each logged).
     errors: int = 0
+    #: Timed-out jobs still running on threads that gave their slot away.
+    stuck: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import time
 import click
 
 from rota.app import App
+from rota.cli._logging import configure, log_options
 from rota.cli._support import (
     CliError,
     CliState,
@@ -44,6 +45,7 @@ from rota.stores import redact_url
     help="Operator token for the dashboard (required off loopback).",
 )
 @click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
+@log_options
 @url_option
 @pass_state
 def run(
@@ -56,6 +58,8 @@ def run(
     port: int,
     token: str | None,
     no_web: bool,
+    quiet: bool,
+    log_format: str,
 ) -> None:
     """Run a worker with an embedded scheduler and the dashboard, all in one.
 
@@ -64,6 +68,7 @@ def run(
     """
     from rota.worker import Worker
 
+    configure("info", quiet, log_format)
     app = state.load_app(app_spec)
     names = resolve_queues(app, queues)
     worker = Worker(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-import sys
-
 import click
 
+from rota.cli._logging import configure, log_options
 from rota.cli._support import (
     CliState,
     duration_callback,
@@ -19,7 +17,6 @@ from rota.stores import redact_url
 __all__ = ["worker"]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 @click.command()
@@ -76,6 +73,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     show_default=True,
     help="Log messages from this level up, on stderr.",
 )
+@log_options
 @url_option
 @pass_state
 def worker(
@@ -89,6 +87,8 @@ def worker(
     max_mem: float | None,
     scheduler: bool,
     log_level: str,
+    quiet: bool,
+    log_format: str,
 ) -> None:
     """Run jobs of APP's tasks until SIGTERM or Ctrl-C.
 
@@ -98,7 +98,7 @@ def worker(
     """
     from rota.worker import Worker
 
-    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    configure(log_level, quiet, log_format)
     app = cli.load_app(app_spec)
     names = resolve_queues(app, queues)
     engine = Worker(

@@ -63,7 +63,18 @@ class Executor(ABC):
         """Stop the slots; jobs still running are abandoned (the worker releases them)."""
 
     def busy(self) -> int:
-        """Slots occupied, including ones whose job was abandoned but has not returned."""
+        """Slots occupied, including ones whose job timed out but has not returned
+        and kept its slot (see :meth:`abandon`)."""
+        return 0
+
+    def abandon(self, job: ClaimedJob) -> bool:
+        """Give the slot of ``job``, which timed out but cannot be stopped, to a
+        fresh runner; True if done. The default: False (this executor stops its
+        jobs at their timeout)."""
+        return False
+
+    def stuck(self) -> int:
+        """Abandoned jobs still running on runners of their own."""
         return 0
 
     def lead(self, claim: Claim) -> bool:
@@ -78,8 +89,11 @@ class Executor(ABC):
 
 
 class ThreadExecutor(Executor):
-    """A fixed pool of threads: for I/O-bound tasks. Timeouts are reported at the
-    deadline, but Python cannot stop a thread: it stays busy until the task returns.
+    """A pool of ``size`` threads: for I/O-bound tasks. Timeouts are reported at
+    the deadline, but Python cannot stop a thread: the worker then abandons the
+    job (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
+    ends once the task returns. At most ``size`` threads are stuck at once;
+    beyond that a timed-out job keeps its slot until it returns.
 
     When leading, slots are leader and followers: an idle thread with nothing
     handed to it takes the claim if no other thread holds it, keeps the first
@@ -90,12 +104,12 @@ class ThreadExecutor(Executor):
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
         self._jobs: queue.SimpleQueue[ClaimedJob | object | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._slot, name=f"rota-slot-{i}", daemon=True)
-            for i in range(size)
-        ]
+        self._threads = [self._thread(i) for i in range(size)]
         self._busy = 0
         self._lock = threading.Lock()
+        self._running: set[str] = set()  # tokens of the jobs being run
+        self._replaced: set[str] = set()  # tokens of abandoned jobs whose slot moved on
+        self._spawned = size
         self._claim: Claim | None = None
         self._leader = threading.Lock()
 
@@ -120,16 +134,49 @@ class ThreadExecutor(Executor):
     def busy(self) -> int:
         return self._busy
 
+    def stuck(self) -> int:
+        return len(self._replaced)
+
+    def abandon(self, job: ClaimedJob) -> bool:
+        with self._lock:
+            if job.token not in self._running or len(self._replaced) >= self.size:
+                return False
+            self._running.discard(job.token)
+            self._replaced.add(job.token)
+            self._busy -= 1
+            self._spawned += 1
+            thread = self._thread(self._spawned - 1)
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return True
+
+    def _thread(self, number: int) -> threading.Thread:
+        return threading.Thread(target=self._slot, name=f"rota-slot-{number}", daemon=True)
+
     def _slot(self) -> None:
         while (job := self._next()) is not None:
+            with self._lock:
+                self._running.add(job.token)
             try:
                 result = runner.run_sync(self.app, job)
             except BaseException as exc:  # a task's SystemExit too: the slot lives on
                 result = runner.internal_failure(exc, "a thread slot")
             finally:
-                with self._lock:
-                    self._busy -= 1
+                replaced = self._returned(job)
+            if replaced:
+                return  # abandoned: its slot went to a fresh thread, its result is void
             self.on_done(job, result)
+
+    def _returned(self, job: ClaimedJob) -> bool:
+        """Free the slot of a job that returned; True if the job was abandoned
+        and its slot already given to another thread (this one then ends)."""
+        with self._lock:
+            if job.token in self._replaced:
+                self._replaced.discard(job.token)
+                return True
+            self._running.discard(job.token)
+            self._busy -= 1
+            return False
 
     def _next(self) -> ClaimedJob | None:
         """The next job for this thread, claimed by it or handed to it; None to stop."""
@@ -179,10 +226,23 @@ class ThreadExecutor(Executor):
 _BATON = object()
 
 
-def _child_main(conn: Connection, app_spec: str | None, app: App | None, url: str) -> None:
-    """A child process: run jobs sent over ``conn`` until it closes."""
+def _child_main(
+    conn: Connection,
+    app_spec: str | None,
+    app: App | None,
+    url: str,
+    logs: tuple[int, logging.Formatter | None],
+) -> None:
+    """A child process: run jobs sent over ``conn`` until it closes. A spawned
+    child logs as its parent does (``logs``: the root level and formatter)."""
     if app is None:
         from rota._loader import load_app
+
+        level, formatter = logs
+        if formatter is not None:
+            handler = logging.StreamHandler()
+            handler.setFormatter(formatter)
+            logging.basicConfig(level=level, handlers=[handler])
 
         app = load_app(app_spec or "")
         app.close()
@@ -199,6 +259,13 @@ def _child_main(conn: Connection, app_spec: str | None, app: App | None, url: st
         conn.send(result)
 
 
+def _parent_logs() -> tuple[int, logging.Formatter | None]:
+    """The root logger's level and its first handler's formatter, for a child."""
+    root = logging.getLogger()
+    formatter = next((h.formatter for h in root.handlers if h.formatter is not None), None)
+    return root.level, formatter
+
+
 class _ProcessSlot:
     """One child process and the thread that feeds it."""
 
@@ -213,7 +280,9 @@ class _ProcessSlot:
         parent, child = self._ctx.Pipe()
         inherited = self._app if self._spec is None else None
         proc = self._ctx.Process(  # type: ignore[attr-defined]
-            target=_child_main, args=(child, self._spec, inherited, self._app.url), daemon=True
+            target=_child_main,
+            args=(child, self._spec, inherited, self._app.url, _parent_logs()),
+            daemon=True,
         )
         proc.start()
         child.close()

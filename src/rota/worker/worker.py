@@ -47,7 +47,7 @@ import psutil
 
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
-from rota.worker import runner
+from rota.worker import joblog, runner
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
 
@@ -211,7 +211,8 @@ class Worker:
         that calls it lives on."""
         with self._lock:
             self.errors += result.internal
-            if self._inflight.pop(job.id, None) is None:
+            flight = self._inflight.pop(job.id, None)
+            if flight is None:
                 return  # already reported (timed out) or released at shutdown
         try:
             outcome = runner.to_outcome(self.app, job, result)
@@ -221,6 +222,7 @@ class Worker:
             with self._lock:
                 self.errors += 1
         self._outcomes.put(outcome)
+        joblog.report(job, outcome, time.monotonic() - flight.started)
         self._slot_freed.set()
 
     # -- side threads ----------------------------------------------------------
@@ -304,13 +306,14 @@ class Worker:
 
     def _keeper_loop(self) -> None:
         psutil.cpu_percent(interval=None)
-        last_beat = 0.0
+        last_beat, stuck = 0.0, 0
         while not self._done.is_set():
             now = time.monotonic()
             self._renew_leases()
             self._expire_soft_timeouts(now)
             self._measure_load()
-            if now - last_beat >= self.heartbeat_every:
+            if now - last_beat >= self.heartbeat_every or self._executor.stuck() != stuck:
+                stuck = self._executor.stuck()
                 self._send_heartbeat()
                 last_beat = now
             self._done.wait(self._keeper_interval())
@@ -341,6 +344,13 @@ class Worker:
             ]
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
+            if not self._executor.abandon(flight.job) and flight.job.id in self._inflight:
+                log.warning(
+                    "job %s timed out and %d threads are stuck already: its thread keeps "
+                    "its slot until the task returns",
+                    flight.job.id,
+                    self._executor.stuck(),
+                )
             self._on_done(flight.job, runner.failure(error))
 
     def _measure_load(self) -> None:
@@ -378,6 +388,7 @@ class Worker:
                 processed=self.processed,
                 failed=self.failed,
                 errors=self.errors,
+                stuck=self._executor.stuck(),
             )
         )
 

@@ -1,0 +1,41 @@
+"""The log options of long-running commands: ``--quiet`` and ``--log-format``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_options(f: F) -> F:
+    """``--quiet`` and ``--log-format`` on a command."""
+    f = click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="Log lines as text, or as JSON objects (one per line).",
+    )(f)
+    return click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        help="Log only warnings and errors (no line per finished job).",
+    )(f)
+
+
+def configure(level: str, quiet: bool, log_format: str) -> None:
+    """Log to stderr from ``level`` up (warning when ``quiet``), as text or JSON."""
+    from rota.worker.joblog import JsonFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    handler.setFormatter(formatter)
+    logging.basicConfig(level="WARNING" if quiet else level.upper(), handlers=[handler])

@@ -1,0 +1,80 @@
+"""What a worker says about each finished job, and its JSON log format.
+
+One line per finished attempt, at info level on the ``rota.worker`` logger:
+task, job id, attempt, duration and outcome; a failure adds the first line
+of its error, a retry says when it comes. The same values travel on the log
+record as attributes (``task``, ``job_id``, ``attempt``, ``duration_ms``,
+``outcome``, ``error``), so :class:`JsonFormatter` writes them as fields.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from rota.models import ClaimedJob, Outcome
+
+log = logging.getLogger("rota.worker")
+
+#: Record attributes of a job line, in the order the JSON format writes them.
+FIELDS = ("task", "job_id", "attempt", "duration_ms", "outcome", "error", "retry_in")
+
+
+def outcome_name(job: ClaimedJob, outcome: Outcome) -> str:
+    """``succeeded``, ``retrying`` (the store will grant another attempt) or ``failed``."""
+    if outcome.ok:
+        return "succeeded"
+    if outcome.retry_in is not None and job.attempt - job.lost < job.max_attempts:
+        return "retrying"
+    return "failed"
+
+
+def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
+    """Log the line of one finished attempt that took ``seconds``."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    name = outcome_name(job, outcome)
+    ms = round(seconds * 1000.0, 1)
+    error = (outcome.error or "").split("\n", 1)[0] if not outcome.ok else None
+    retry_in = outcome.retry_in if name == "retrying" else None
+    text = f"{job.task} {job.id} attempt {job.attempt} {name} in {ms:g} ms"
+    if error is not None:
+        text += f": {error}"
+    if retry_in is not None:
+        text += f"; retry in {retry_in:.1f} s"
+    fields = {
+        "task": job.task,
+        "job_id": job.id,
+        "attempt": job.attempt,
+        "duration_ms": ms,
+        "outcome": name,
+        "error": error,
+        "retry_in": retry_in,
+    }
+    log.info("%s", text, extra=fields)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time (UTC, ISO 8601), level, logger and
+    message, the job fields of a job line, and the traceback of an exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in FIELDS:
+            if name in record.__dict__:
+                data[name] = record.__dict__[name]
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(data, default=str).decode()
+
+
+__all__ = ["FIELDS", "JsonFormatter", "outcome_name", "report"]
