@@ -62,10 +62,12 @@ def test_stats_count_by_state_and_window(client: TestClient, demo: Demo) -> None
     assert stats["counts"] == {"queued": 3, "succeeded": 1, "failed": 1}
     windows = stats["live"]["windows"]
     assert [w["label"] for w in windows] == ["5 min", "1 hour", "1 day", "all time"]
-    assert all((w["succeeded"], w["failed"]) == (1, 1) for w in windows)
+    assert all((w["succeeded"], w["failed_attempts"]) == (1, 1) for w in windows)
     default_windows = queues["default"]["windows"]
-    assert [(w["succeeded"], w["failed"]) for w in default_windows] == [(1, 1)] * 4
-    assert [(w["succeeded"], w["failed"]) for w in queues["crawl"]["windows"]] == [(0, 0)] * 4
+    assert [(w["succeeded"], w["failed_attempts"]) for w in default_windows] == [(1, 1)] * 4
+    assert [(w["succeeded"], w["failed_attempts"]) for w in queues["crawl"]["windows"]] == [
+        (0, 0)
+    ] * 4
 
 
 def test_live_chart_counts_this_minute(client: TestClient, demo: Demo) -> None:
@@ -76,7 +78,7 @@ def test_live_chart_counts_this_minute(client: TestClient, demo: Demo) -> None:
     assert len(chart) == 60
     assert chart[-1]["minute"] == int(live["now"] // 60)
     assert sum(p["succeeded"] for p in chart) == 4
-    assert sum(p["failed"] for p in chart) == 1
+    assert sum(p["failed_attempts"] for p in chart) == 1
     assert [p["minute"] for p in chart] == list(range(chart[0]["minute"], chart[0]["minute"] + 60))
     assert live["workers_online"] == 0
 

@@ -30,7 +30,7 @@ def test_overview_shows_queues_windows_and_chart(client: TestClient, demo: Demo)
     crawl_row = html.split('data-queue="crawl"', 1)[1].split("</tr>", 1)[0]
     assert "paused" in crawl_row
     assert '<span data-live="windows.0.succeeded" id="succeeded-0">2</span>' in html
-    assert '<span data-live="windows.3.failed" id="failed-3">1</span>' in html
+    assert '<span data-live="windows.3.failed_attempts" id="failed-3">1</span>' in html
     assert html.count('<rect class="ok"') == 60
     assert 'data-src="/api/stats/live"' in html
     assert '<script src="/static/rota.js" defer></script>' in html
@@ -285,4 +285,19 @@ def test_chart_scale_and_bars() -> None:
     assert first.ok_y + first.ok_h == HEIGHT
     assert (empty.ok_h, empty.fail_h) == (0, 0)
     assert third.x > empty.x > first.x
-    assert first.title == "01:40 UTC: 8 succeeded, 2 failed"
+    assert first.title == "01:40 UTC: 8 succeeded, 2 failed attempts"
+    assert (drawn.succeeded, drawn.failed_attempts) == (11, 2)
+    assert [(t.label, t.at) for t in drawn.count_ticks][::5] == [("0", HEIGHT), ("10", 12)]
+    assert [t.label for t in drawn.count_ticks] == ["0", "2", "4", "6", "8", "10"]
+    assert [t.label for t in drawn.time_ticks] == ["01:40"]  # minute 100, every 10 minutes
+    assert drawn.time_ticks[0].at == first.x + drawn.bar_width / 2
+
+
+def test_count_ticks_are_whole_numbers() -> None:
+    from rota.web._chart import count_ticks
+
+    assert count_ticks(1) == [0, 1]
+    assert count_ticks(2) == [0, 1, 2]
+    assert count_ticks(5) == [0, 1, 2, 3, 4, 5]
+    assert count_ticks(20) == [0, 4, 8, 12, 16, 20]
+    assert count_ticks(50) == [0, 10, 20, 30, 40, 50]

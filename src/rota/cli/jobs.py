@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rota._wording import attempt_text
 from rota.cli._support import (
     CliError,
     CliState,
@@ -88,7 +89,7 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
             job.task,
             job.queue,
             state_text(job.state),
-            f"{job.attempt}/{job.max_attempts}",
+            attempt_text(job),
             str(job.lost),
             fmt_time(job.enqueued_at),
             fmt_duration(now - job.enqueued_at),
@@ -149,7 +150,7 @@ def _fields(job: Job, now: float) -> Text:
         ("queue", job.queue),
         ("state", state_text(job.state)),
         ("priority", str(job.priority)),
-        ("attempt", f"{job.attempt}/{job.max_attempts}"),
+        ("attempt", attempt_text(job)),
         ("lost", str(job.lost)),
         ("enqueued", fmt_when(job.enqueued_at, now)),
         ("run at", fmt_when(job.run_at, now)),
@@ -219,15 +220,30 @@ def job_details(job: Job, now: float) -> Group:
 @url_option
 @pass_state
 def show(cli: CliState, job_id: str) -> None:
-    """Show everything about one job: arguments, result, error, traceback, history."""
+    """Show everything about one job: arguments, result, error, traceback, history.
+
+    ID may be a unique prefix (six or more characters) of the job's id."""
     store = cli.store_app().store
-    job = store.get_job(job_id)
-    if job is None:
+    job = store.get_job(store.resolve_job_id(job_id))
+    if job is None:  # deleted in between
         raise JobNotFound(job_id)
     console().print(job_details(job, store.now()))
 
 
 # -- retry, cancel, delete ---------------------------------------------------------
+
+
+def _resolve(store: Store, ids: Sequence[str]) -> list[str]:
+    """Full ids for ``ids`` (each an id or a unique prefix of one). An ambiguous
+    prefix stops everything before any change; an id no job has is kept as
+    given, to be reported as not found."""
+    full = []
+    for job_id in ids:
+        try:
+            full.append(store.resolve_job_id(job_id))
+        except JobNotFound:
+            full.append(job_id)
+    return full
 
 
 def _steer(
@@ -238,7 +254,7 @@ def _steer(
     done: str,
 ) -> None:
     """Apply ``action`` to ``ids``; report each, and fail if any was refused."""
-    unique = list(dict.fromkeys(ids))
+    unique = list(dict.fromkeys(_resolve(store, ids)))
     applied = action(unique)
     refused = [job_id for job_id, ok in zip(unique, applied, strict=True) if not ok]
     for job_id, ok in zip(unique, applied, strict=True):
@@ -270,7 +286,9 @@ def _steer(
 def retry(
     cli: CliState, job_ids: tuple[str, ...], failed: bool, queue: str | None, task: str | None
 ) -> None:
-    """Queue failed or cancelled jobs again, with fresh attempt counts."""
+    """Queue failed or cancelled jobs again, with fresh attempt counts.
+
+    Each ID may be a unique prefix (six or more characters) of a job's id."""
     if failed and job_ids:
         raise click.UsageError("give job ids or --failed, not both")
     if not failed and not job_ids:
@@ -290,7 +308,9 @@ def retry(
 @url_option
 @pass_state
 def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
-    """Cancel jobs that have not started yet."""
+    """Cancel jobs that have not started yet.
+
+    Each ID may be a unique prefix (six or more characters) of a job's id."""
     store = cli.store_app().store
     _steer(store, job_ids, store.cancel, "cancel", "cancelled")
 
@@ -300,7 +320,9 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
 @url_option
 @pass_state
 def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
-    """Delete jobs that are not running."""
+    """Delete jobs that are not running.
+
+    Each ID may be a unique prefix (six or more characters) of a job's id."""
     store = cli.store_app().store
     _steer(store, job_ids, store.delete, "delete", "deleted")
 

@@ -286,16 +286,13 @@ class Store(ABC):
         """The full id of the one job whose id is ``id_or_prefix`` or starts
         with it (a prefix needs :data:`MIN_PREFIX` characters).
 
-        ``JobNotFound`` when no job matches, ``AmbiguousJobId`` (listing some
-        candidates) when several do, ``InvalidArgument`` for a prefix too short.
+        ``JobNotFound`` when no job matches (a shorter string must be a whole
+        id), ``AmbiguousJobId`` (listing some candidates) when several do.
         """
-        if len(id_or_prefix) < MIN_PREFIX:
+        if len(id_or_prefix) < MIN_PREFIX:  # too short for a prefix: a whole id or nothing
             if id_or_prefix and self.get_jobs([id_or_prefix])[0] is not None:
                 return id_or_prefix
-            raise InvalidArgument(
-                f"job id prefix {id_or_prefix!r} is too short:"
-                f" give at least {MIN_PREFIX} characters"
-            )
+            raise JobNotFound(id_or_prefix)
         found = self.find_job_ids(id_or_prefix, limit=_CANDIDATES + 1)
         if found and found[0] == id_or_prefix:
             return id_or_prefix

@@ -187,29 +187,32 @@ def retry_failed(request: Request, body: Annotated[RetryFailedBody, Body()]) -> 
 
 @read.get("/jobs/{job_id}", summary="One job with arguments, result, error and history")
 def get_job(request: Request, job_id: Name) -> Job:
-    """Everything the store knows about the job, including lost attempts."""
-    return _ops.get_job(_store(request), job_id)
+    """Everything the store knows about the job, including lost attempts. The
+    id may be a unique prefix of six or more characters (409 when several
+    jobs match). A succeeded job has no error: the errors of its earlier
+    attempts are in its history."""
+    return _ops.current_error_only(_ops.get_job(_store(request), job_id))
 
 
 @act.post("/jobs/{job_id}/retry", summary="Retry a failed or cancelled job")
 def retry_job(request: Request, job_id: Name) -> Done:
     """The job is queued again with fresh attempt counts."""
-    _ops.retry_job(_store(request), job_id)
-    return Done(message=f"job {job_id} queued again")
+    full = _ops.retry_job(_store(request), job_id)
+    return Done(message=f"job {full} queued again")
 
 
 @act.post("/jobs/{job_id}/cancel", summary="Cancel a scheduled or queued job")
 def cancel_job(request: Request, job_id: Name) -> Done:
     """Running and finished jobs cannot be cancelled (409)."""
-    _ops.cancel_job(_store(request), job_id)
-    return Done(message=f"job {job_id} cancelled")
+    full = _ops.cancel_job(_store(request), job_id)
+    return Done(message=f"job {full} cancelled")
 
 
 @act.delete("/jobs/{job_id}", summary="Delete a job that is not running")
 def delete_job(request: Request, job_id: Name) -> Done:
     """Running jobs cannot be deleted (409)."""
-    _ops.delete_job(_store(request), job_id)
-    return Done(message=f"job {job_id} deleted")
+    full = _ops.delete_job(_store(request), job_id)
+    return Done(message=f"job {full} deleted")
 
 
 # -- schedules ----------------------------------------------------------------

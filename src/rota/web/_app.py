@@ -18,6 +18,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota import __version__
+from rota._wording import attempt_text
 from rota.app import App
 from rota.stores import redact_url
 from rota.web import _api, _pages
@@ -143,6 +144,7 @@ def _templates() -> Jinja2Templates:
         pretty=_pretty,
         num=_num,
         call_preview=_call_preview,
+        attempts=attempt_text,
     )
     return Jinja2Templates(env=env, context_processors=[_base_context])
 

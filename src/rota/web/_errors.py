@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.templating import Jinja2Templates
 
 from rota.errors import (
+    AmbiguousJobId,
     InvalidArgument,
     InvalidSchedule,
     JobNotFound,
@@ -38,6 +39,7 @@ _STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (NotFound, 404, "not_found"),
     (UnknownTask, 404, "unknown_task"),
     (Conflict, 409, "conflict"),
+    (AmbiguousJobId, 409, "ambiguous_id"),
     (PayloadTooLarge, 413, "payload_too_large"),
     (InvalidSchedule, 400, "invalid_schedule"),
     (SerializationError, 400, "serialization_error"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rota import _json, _validate
@@ -59,6 +59,7 @@ __all__ = [
     "WindowCount",
     "WorkerView",
     "cancel_job",
+    "current_error_only",
     "delete_job",
     "describe_trigger",
     "get_job",
@@ -96,26 +97,32 @@ class Conflict(RotaError):
 
 @dataclass(frozen=True, slots=True)
 class WindowCount:
-    """Attempts that ended within a window: ``seconds`` None means all time."""
+    """Attempts that ended within a window: ``seconds`` None means all time.
+
+    ``failed_attempts`` counts every attempt that failed, the ones retried
+    since as well as those that left their job ``failed``; jobs now failed
+    are the ``failed`` count of the queues' states.
+    """
 
     label: str
     seconds: float | None
     succeeded: int = 0
-    failed: int = 0
+    failed_attempts: int = 0
 
     @property
     def processed(self) -> int:
-        """Succeeded plus failed."""
-        return self.succeeded + self.failed
+        """Succeeded plus failed attempts."""
+        return self.succeeded + self.failed_attempts
 
 
 @dataclass(frozen=True, slots=True)
 class ChartPoint:
-    """One minute of the live chart (``minute`` = epoch seconds // 60)."""
+    """One minute of the live chart (``minute`` = epoch seconds // 60): attempts
+    that succeeded and attempts that failed (retried or not) in it."""
 
     minute: int
     succeeded: int
-    failed: int
+    failed_attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +158,11 @@ class Overview:
     live: Live
     queues: list[QueueView]
     counts: dict[JobState, int] = field(default_factory=dict)
+
+    @property
+    def failed_jobs(self) -> int:
+        """Jobs now ``failed`` (retries used up), unlike the windows' failed attempts."""
+        return self.counts.get(JobState.FAILED, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,36 +310,52 @@ def list_jobs(
 
 
 def get_job(store: Store, job_id: str) -> Job:
-    """One job, or :class:`JobNotFound`."""
-    job = store.get_job(job_id)
-    if job is None:
-        raise JobNotFound(job_id)
+    """One job by its id or a unique prefix of it (see :meth:`Store.resolve_job_id`),
+    or :class:`JobNotFound`."""
+    full = store.resolve_job_id(job_id)
+    job = store.get_job(full)
+    if job is None:  # deleted in between
+        raise JobNotFound(full)
     return job
 
 
-def retry_job(store: Store, job_id: str) -> None:
-    """Queue a failed or cancelled job again."""
-    if not store.retry([job_id])[0]:
-        job = get_job(store, job_id)
+def current_error_only(job: Job) -> Job:
+    """``job`` without the error of an earlier attempt: a succeeded job keeps
+    its failed attempts in ``history`` but has no error of its own."""
+    if job.state is JobState.SUCCEEDED and (job.error or job.traceback):
+        return replace(job, error=None, traceback=None)
+    return job
+
+
+def retry_job(store: Store, job_id: str) -> str:
+    """Queue a failed or cancelled job again; return its full id."""
+    full = store.resolve_job_id(job_id)
+    if not store.retry([full])[0]:
+        job = get_job(store, full)
         raise Conflict(
-            f"job {job_id} is {job.state.value}; only failed or cancelled jobs can be retried"
+            f"job {full} is {job.state.value}; only failed or cancelled jobs can be retried"
         )
+    return full
 
 
-def cancel_job(store: Store, job_id: str) -> None:
-    """Cancel a job that has not started."""
-    if not store.cancel([job_id])[0]:
-        job = get_job(store, job_id)
+def cancel_job(store: Store, job_id: str) -> str:
+    """Cancel a job that has not started; return its full id."""
+    full = store.resolve_job_id(job_id)
+    if not store.cancel([full])[0]:
+        job = get_job(store, full)
         raise Conflict(
-            f"job {job_id} is {job.state.value}; only scheduled or queued jobs can be cancelled"
+            f"job {full} is {job.state.value}; only scheduled or queued jobs can be cancelled"
         )
+    return full
 
 
-def delete_job(store: Store, job_id: str) -> None:
-    """Remove a job that is not running."""
-    if not store.delete([job_id])[0]:
-        job = get_job(store, job_id)
-        raise Conflict(f"job {job_id} is {job.state.value}; a running job cannot be deleted")
+def delete_job(store: Store, job_id: str) -> str:
+    """Remove a job that is not running; return its full id."""
+    full = store.resolve_job_id(job_id)
+    if not store.delete([full])[0]:
+        job = get_job(store, full)
+        raise Conflict(f"job {full} is {job.state.value}; a running job cannot be deleted")
+    return full
 
 
 def retry_failed(store: Store, queue: str | None, task: str | None) -> int:

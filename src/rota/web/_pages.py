@@ -202,7 +202,7 @@ def jobs_page(
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
-    """Everything about one job."""
+    """Everything about one job; the id may be a unique prefix of it."""
     job = _ops.get_job(_store(request), job_id)
     return _render(request, "job.html", identity, job=job)
 
@@ -223,7 +223,7 @@ async def retry_failed_action(request: Request, identity: Operator) -> Response:
 @router.post("/jobs/{job_id}/{verb}")
 async def job_action(request: Request, identity: Operator, job_id: str, verb: str) -> Response:
     """Retry, cancel or delete one job."""
-    actions: dict[str, tuple[Callable[[Store, str], None], str]] = {
+    actions: dict[str, tuple[Callable[[Store, str], str], str]] = {
         "retry": (_ops.retry_job, "queued again"),
         "cancel": (_ops.cancel_job, "cancelled"),
         "delete": (_ops.delete_job, "deleted"),
@@ -233,8 +233,7 @@ async def job_action(request: Request, identity: Operator, job_id: str, verb: st
     fn, done = actions[verb]
 
     def run() -> str:
-        fn(_store(request), job_id)
-        return f"Job {job_id} {done}."
+        return f"Job {fn(_store(request), job_id)} {done}."
 
     return await _act(request, run, f"/jobs/{job_id}")
 

@@ -15,7 +15,7 @@
     return;
   }
   var SVG = "http://www.w3.org/2000/svg";
-  var WIDTH = 600, HEIGHT = 160, TOP = 12, SLOT = 10;
+  var WIDTH = 600, HEIGHT = 160, TOP = 12, LEFT = 40, BOTTOM = 22, SLOT = 10, LABEL_EVERY = 10;
   var BAR = Number(chart.getAttribute("data-bar")) || 8;
   var status = document.getElementById("live-status");
 
@@ -30,42 +30,91 @@
     }
   }
 
+  function countTicks(scale) {
+    var parts = [5, 2, 1].filter(function (n) { return scale % n === 0; })[0];
+    var ticks = [];
+    for (var i = 0; i <= parts; i++) {
+      ticks.push(scale * i / parts);
+    }
+    return ticks;
+  }
+
+  function node(name, attrs, text) {
+    var el = document.createElementNS(SVG, name);
+    Object.keys(attrs).forEach(function (key) { el.setAttribute(key, attrs[key]); });
+    if (text != null) {
+      el.textContent = text;
+    }
+    return el;
+  }
+
   function rect(cls, x, y, h) {
-    var r = document.createElementNS(SVG, "rect");
-    r.setAttribute("class", cls);
-    r.setAttribute("x", x);
-    r.setAttribute("y", y.toFixed(2));
-    r.setAttribute("width", BAR);
-    r.setAttribute("height", h.toFixed(2));
-    return r;
+    return node("rect", {
+      "class": cls, x: x, y: y.toFixed(2), width: BAR, height: h.toFixed(2)
+    });
   }
 
   function pad(n) {
     return (n < 10 ? "0" : "") + n;
   }
 
+  function hhmm(minute) {
+    var when = new Date(minute * 60000);
+    return pad(when.getUTCHours()) + ":" + pad(when.getUTCMinutes());
+  }
+
+  function replaceGroup(id, group) {
+    group.setAttribute("id", id);
+    var old = document.getElementById(id);
+    old.parentNode.replaceChild(group, old);
+  }
+
   function drawChart(points) {
-    var most = 0;
-    points.forEach(function (p) { most = Math.max(most, p.succeeded + p.failed); });
+    var most = 0, succeeded = 0, failed = 0;
+    points.forEach(function (p) {
+      most = Math.max(most, p.succeeded + p.failed_attempts);
+      succeeded += p.succeeded;
+      failed += p.failed_attempts;
+    });
     var scale = niceMax(most);
     var plot = HEIGHT - TOP;
-    var group = document.createElementNS(SVG, "g");
-    group.setAttribute("id", "chart-bars");
+    var bars = document.createElementNS(SVG, "g");
+    var times = document.createElementNS(SVG, "g");
     points.forEach(function (p, i) {
-      var okH = plot * p.succeeded / scale, failH = plot * p.failed / scale;
-      var okY = HEIGHT - okH, x = i * SLOT + 1;
-      var when = new Date(p.minute * 60000);
+      var okH = plot * p.succeeded / scale, failH = plot * p.failed_attempts / scale;
+      var okY = HEIGHT - okH, x = LEFT + i * SLOT + 1;
       var g = document.createElementNS(SVG, "g");
-      var title = document.createElementNS(SVG, "title");
-      title.textContent = pad(when.getUTCHours()) + ":" + pad(when.getUTCMinutes()) + " UTC: " +
-        p.succeeded + " succeeded, " + p.failed + " failed";
-      g.appendChild(title);
+      g.appendChild(node("title", {}, hhmm(p.minute) + " UTC: " + p.succeeded +
+        " succeeded, " + p.failed_attempts + " failed attempts"));
       g.appendChild(rect("ok", x, okY, okH));
       g.appendChild(rect("fail", x, okY - failH, failH));
-      group.appendChild(g);
+      bars.appendChild(g);
+      if (p.minute % LABEL_EVERY === 0) {
+        var at = x + BAR / 2, tick = node("g", { "class": "tick" });
+        tick.appendChild(node("line", { x1: at, y1: HEIGHT, x2: at, y2: HEIGHT + 4 }));
+        tick.appendChild(node("text", {
+          x: at, y: HEIGHT + BOTTOM - 4, "text-anchor": "middle"
+        }, hhmm(p.minute)));
+        times.appendChild(tick);
+      }
     });
-    chart.replaceChild(group, document.getElementById("chart-bars"));
+    var counts = document.createElementNS(SVG, "g");
+    countTicks(scale).forEach(function (n) {
+      var y = (HEIGHT - plot * n / scale).toFixed(2), tick = node("g", { "class": "tick" });
+      tick.appendChild(node("line", {
+        "class": "grid", x1: LEFT, y1: y, x2: LEFT + WIDTH, y2: y
+      }));
+      tick.appendChild(node("text", {
+        x: LEFT - 4, y: y, "text-anchor": "end", "dominant-baseline": "middle"
+      }, String(n)));
+      counts.appendChild(tick);
+    });
+    replaceGroup("chart-bars", bars);
+    replaceGroup("time-ticks", times);
+    replaceGroup("count-ticks", counts);
     document.getElementById("chart-scale").textContent = String(scale);
+    document.getElementById("legend-succeeded").textContent = String(succeeded);
+    document.getElementById("legend-failed").textContent = String(failed);
   }
 
   function lookup(data, path) {
