@@ -9,8 +9,9 @@ do not depend on the module's name either).
 
 The attribute defaults to ``app``: ``rota worker demo`` means ``demo:app``.
 Every problem with the spec raises :class:`~rota.errors.InvalidArgument` with
-a message that says what to fix; an exception raised by the user's module
-while it is imported propagates unchanged, with its traceback.
+a message that says what to fix; a module that fails to import (syntax error,
+missing dependency, an exception in its code) raises :class:`AppImportError`,
+which names the file and line in a few lines and chains the original error.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 
 from rota.app import App
 from rota.errors import InvalidArgument
 
-__all__ = ["DEFAULT_ATTRIBUTE", "load_app"]
+__all__ = ["DEFAULT_ATTRIBUTE", "AppImportError", "load_app"]
 
 #: The attribute looked up when a spec names only a module or a file.
 DEFAULT_ATTRIBUTE = "app"
@@ -101,6 +103,11 @@ def _put_cwd_on_path() -> None:
         sys.path.insert(0, cwd)
 
 
+class AppImportError(InvalidArgument):
+    """The app's module was found but raised while it was imported; the
+    original exception is the ``__cause__``."""
+
+
 def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
@@ -110,9 +117,30 @@ def _import_module(name: str) -> ModuleType:
             raise InvalidArgument(
                 f"module {name!r} not found (looked in the current directory and sys.path)"
             ) from None
-        raise InvalidArgument(f"importing {name!r} failed: no module named {missing!r}") from exc
-    except ImportError as exc:
-        raise InvalidArgument(f"importing {name!r} failed: {exc}") from exc
+        raise AppImportError(
+            f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
+        ) from exc
+    except SyntaxError as exc:
+        line = f"\n    {exc.text.rstrip()}" if exc.text and exc.text.strip() else ""
+        raise AppImportError(
+            f"importing {name!r} failed: {type(exc).__name__}: {exc.msg} "
+            f"({exc.filename}, line {exc.lineno}){line}"
+        ) from exc
+    except Exception as exc:
+        first = str(exc).strip().splitlines()
+        text = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+        raise AppImportError(f"importing {name!r} failed: {text}{_where(exc)}") from exc
+
+
+def _where(exc: BaseException) -> str:
+    """`` (file, line N)``: the innermost frame of the traceback outside the
+    import machinery and this module, or nothing."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "importlib" not in f.filename and f.filename != __file__
+    ]
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
 def _get_app(module: ModuleType, attribute: str, spec: str) -> App:

@@ -7,6 +7,8 @@ enforces them across every worker without running user code.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,13 +36,108 @@ _PER = {
 }
 
 
-def resolve_key(spec: KeySpec, default: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """The key for one job: the constant, the function's value, or ``default``."""
+Call = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+@functools.lru_cache(maxsize=1024)
+def key_caller(spec: Callable[..., Any], task_fn: Callable[..., Any]) -> Callable[[Call], Any]:
+    """How to call the key function ``spec`` with a call of ``task_fn``, decided
+    once from both signatures:
+
+    - a key function that takes ``*args`` and ``**kwargs``, or whose
+      parameters bind the task's own, gets the call as it is;
+    - one whose parameters are all named like the task's gets those arguments
+      by name (``lambda depth: ...`` on ``fetch(url, depth)``);
+    - else it gets the task's first arguments by position (``lambda u: ...``
+      on ``fetch(url, depth)`` gets ``url``).
+
+    A key function that can take none of these raises :class:`InvalidArgument`.
+    """
+    try:
+        key_sig, task_sig = inspect.signature(spec), inspect.signature(task_fn)
+    except (TypeError, ValueError):  # not introspectable: pass the call through
+        return _whole_call(spec)
+    kinds = inspect.Parameter
+    params = list(key_sig.parameters.values())
+    task_names = [p.name for p in task_sig.parameters.values() if p.kind not in _VARIADIC]
+    if _binds(key_sig, task_sig) or {p.kind for p in params} >= _VARIADIC:
+        return _whole_call(spec)
+    named = [p for p in params if p.kind not in _VARIADIC]
+    if all(p.name in task_names and p.kind is not kinds.POSITIONAL_ONLY for p in named):
+        return _by_name(spec, task_sig, [p.name for p in named])
+    required = [p for p in named if p.default is p.empty]
+    takes_rest = kinds.VAR_POSITIONAL in {p.kind for p in params}
+    if all(p.kind is not kinds.KEYWORD_ONLY for p in required) and (
+        len(required) <= len(task_names) or takes_rest
+    ):
+        count = None if takes_rest else sum(p.kind is not kinds.KEYWORD_ONLY for p in named)
+        return _by_position(spec, task_sig, count)
+    name = getattr(spec, "__name__", repr(spec))
+    raise InvalidArgument(
+        f"key function {name}{key_sig} cannot take the arguments of "
+        f"{getattr(task_fn, '__name__', 'the task')}{task_sig}: give it the task's "
+        "parameters (by name or by position), or *args and **kwargs"
+    )
+
+
+_VARIADIC = {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}
+
+
+def _binds(key_sig: inspect.Signature, task_sig: inspect.Signature) -> bool:
+    """Whether the key function accepts exactly the task's parameters."""
+    return [(p.name, p.kind) for p in key_sig.parameters.values()] == [
+        (p.name, p.kind) for p in task_sig.parameters.values()
+    ]
+
+
+def _whole_call(spec: Callable[..., Any]) -> Callable[[Call], Any]:
+    return lambda call: spec(*call[0], **call[1])
+
+
+def _bound(task_sig: inspect.Signature, call: Call) -> inspect.BoundArguments:
+    try:
+        bound = task_sig.bind(*call[0], **call[1])
+    except TypeError as exc:
+        raise InvalidArgument(f"the arguments do not fit the task: {exc}") from None
+    bound.apply_defaults()
+    return bound
+
+
+def _by_name(
+    spec: Callable[..., Any], task_sig: inspect.Signature, names: list[str]
+) -> Callable[[Call], Any]:
+    def call_key(call: Call) -> Any:
+        arguments = _bound(task_sig, call).arguments
+        return spec(**{name: arguments[name] for name in names if name in arguments})
+
+    return call_key
+
+
+def _by_position(
+    spec: Callable[..., Any], task_sig: inspect.Signature, count: int | None
+) -> Callable[[Call], Any]:
+    def call_key(call: Call) -> Any:
+        values = _bound(task_sig, call).args
+        return spec(*(values if count is None else values[:count]))
+
+    return call_key
+
+
+def resolve_key(
+    spec: KeySpec,
+    default: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    task_fn: Callable[..., Any] | None = None,
+) -> str:
+    """The key for one job: the constant, the function's value, or ``default``.
+    With ``task_fn``, the key function gets the arguments it accepts
+    (:func:`key_caller`); without, the whole call."""
     if spec is None:
         return default
     if isinstance(spec, str):
         return spec
-    value = spec(*args, **kwargs)
+    value = key_caller(spec, task_fn)((args, kwargs)) if task_fn else spec(*args, **kwargs)
     if value is None or value == "":
         raise InvalidArgument(
             f"key function {getattr(spec, '__name__', spec)!r} returned {value!r}"

@@ -21,7 +21,15 @@ from rota.errors import (
     JobTimeout,
     SerializationError,
 )
-from rota.limits import Breaker, KeySpec, Limit, Rate, check_key_spec, resolve_key
+from rota.limits import (
+    Breaker,
+    KeySpec,
+    Limit,
+    Rate,
+    check_key_spec,
+    key_caller,
+    resolve_key,
+)
 from rota.models import (
     BreakerKey,
     ConcurrencyKey,
@@ -67,6 +75,8 @@ class TaskOptions:
     breaker: tuple[Breaker, ...] = ()
     unique: UniqueSpec = None
     unique_for: float | None = None
+    retry_on: tuple[type[BaseException], ...] | None = None
+    no_retry_on: tuple[type[BaseException], ...] = ()
 
     @classmethod
     def build(cls, **values: Any) -> TaskOptions:
@@ -93,6 +103,8 @@ class TaskOptions:
                 values[name] = _flow(name, kind, values[name])
         if not isinstance(values.get("unique"), bool):
             check_key_spec(values.get("unique"), "unique")
+        for name in ("retry_on", "no_retry_on"):
+            values[name] = _exceptions(name, values.get(name))
         return cls(**values)
 
     def merged(self, **overrides: Any) -> TaskOptions:
@@ -106,6 +118,21 @@ _INTEGERS = (
     ("retries", 0, _validate.MAX_RETRIES),
     ("max_lost", 1, _validate.MAX_LOST),
 )
+
+
+def _exceptions(name: str, value: Any) -> tuple[type[BaseException], ...] | None:
+    """An exception class, or a tuple or list of them (None: ``retry_on``
+    retries every error, ``no_retry_on`` excepts none)."""
+    if value is None:
+        return None if name == "retry_on" else ()
+    items = tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if not (isinstance(item, type) and issubclass(item, BaseException)):
+            raise InvalidArgument(
+                f"{name} takes exception classes (e.g. (ConnectionError, TimeoutError)), "
+                f"not {item!r}"
+            )
+    return items
 
 
 def _backoff(value: Any) -> tuple[float, float]:
@@ -192,9 +219,17 @@ class Task(Generic[P, R]):
         self._app = app
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        for spec in self._key_functions():
+            key_caller(spec, fn)  # refuses a key function that fits no call, now
 
     def __repr__(self) -> str:
         return f"<rota.Task {self.name} queue={self.opts.queue!r}>"
+
+    def _key_functions(self) -> list[Callable[..., Any]]:
+        o = self.opts
+        keys = [*(c.key for c in o.concurrency), *(r.key for r in o.rate)]
+        specs = [o.unique, *keys, *(b.key for b in o.breaker)]
+        return [s for s in specs if callable(s) and not isinstance(s, bool)]
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
@@ -310,7 +345,7 @@ class Task(Generic[P, R]):
         )
 
     def _key(self, spec: KeySpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        key = resolve_key(spec, self.name, args, kwargs)
+        key = resolve_key(spec, self.name, args, kwargs, self.fn)
         return key if spec is None or isinstance(spec, str) else _validate.name(key, "limit key")
 
     def _unique_key(
@@ -321,7 +356,7 @@ class Task(Generic[P, R]):
         if spec is True:
             value = hashlib.blake2b(payload, digest_size=16).hexdigest()
         else:
-            value = resolve_key(spec, self.name, args, kwargs)
+            value = resolve_key(spec, self.name, args, kwargs, self.fn)
         return f"{self.name}:{value}"
 
 

@@ -271,7 +271,7 @@ def test_partitioned_worker_is_fenced_and_loses_nothing(
     for job_id in held:
         job = jobs[job_id]
         assert (job.attempt, job.lost, executions[job_id]) == (2, 1, 2), job
-        assert [(h["event"], h["attempt"]) for h in job.history] == [("lost", 1)]
+        assert [(h["event"], h["attempt"]) for h in job.history] == [("lost", 1), ("succeeded", 2)]
         assert f"-{cut_off.pid}-" in job.history[0]["worker"]
         assert job.result["pid"] == other.pid
     # Nothing else was lost or run twice, and the healed worker served alone.

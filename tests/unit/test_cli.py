@@ -374,8 +374,8 @@ def test_jobs_show_everything(env: Env) -> None:
     assert '"url": "https://example.com/x"' in out
     assert "\nerror\nValueError: boom\nsecond line\n" in out
     assert '\ntraceback\nTraceback (most recent call last):\n  File "cliapp.py"\n' in out
-    history = out.split("failed and lost attempts\n")[1].splitlines()
-    assert history[0].split() == ["attempt", "event", "at", "detail"]
+    history = out.split("attempts\n")[1].splitlines()
+    assert history[0].split() == ["attempt", "event", "at", "worker", "host", "detail"]
     assert [row.split()[:2] for row in history[1:]] == [
         ["1", "failed"],
         ["2", "failed"],

@@ -203,7 +203,7 @@ def test_retry_a_failed_job_and_see_it_succeed(cluster: Cluster, page: Any) -> N
         "the retried job to succeed",
     )
     expect(page.locator("#result")).to_contain_text("ok alpha")
-    expect(page.locator("#history tbody tr")).to_have_count(1)  # the failed attempt
+    expect(page.locator("#history tbody tr")).to_have_count(2)  # failed, then succeeded
 
 
 def test_pause_a_queue_and_see_claiming_stop(cluster: Cluster, page: Any) -> None:

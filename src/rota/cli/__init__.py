@@ -19,18 +19,28 @@ An entry whose module does not exist (yet) is simply not listed.
 Errors: any :class:`rota.errors.RotaError` escaping a command is printed as
 one line, ``Error: ...``, on stderr (store passwords redacted), with exit
 code 2 for :class:`rota.errors.InvalidArgument` (bad usage) and 1 otherwise.
+An app file that does not import is reported in a few lines (file, line,
+error); ``--traceback`` or ``ROTA_DEBUG=1`` shows the whole traceback.
+
+Logging: short commands print rota's warnings and errors on stderr, one line
+each (``warning: cannot reach Redis at ...``); long-running commands
+configure logging themselves, and then these lines step aside.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+import os
+import sys
 from typing import Any, NamedTuple
 
 import click
 
 from rota import __version__
-from rota.cli._support import CliError, CliState, CliUsageError
+from rota._loader import AppImportError
+from rota.cli._support import CliError, CliState, CliUsageError, redact_text
 from rota.errors import InvalidArgument, RotaError
 
 __all__ = ["COMMANDS", "Entry", "main"]
@@ -57,6 +67,30 @@ COMMANDS: dict[str, Entry] = {
     "web": Entry("web:web", extra="web"),
     "worker": Entry("worker:worker"),
 }
+
+
+class _ShortCommandHandler(logging.Handler):
+    """rota's warnings on the current stderr, one line each, as long as
+    nothing configured the root logger (long-running commands do)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return  # logging is configured: the record reaches those handlers
+        try:
+            line = f"{record.levelname.lower()}: {record.getMessage()}"
+            sys.stderr.write(redact_text(line) + "\n")
+        except Exception:
+            self.handleError(record)
+
+
+def _log_warnings() -> None:
+    """Install :class:`_ShortCommandHandler` on the ``rota`` logger, once."""
+    logger = logging.getLogger("rota")
+    if not any(isinstance(h, _ShortCommandHandler) for h in logger.handlers):
+        logger.addHandler(_ShortCommandHandler())
 
 
 def _module_name(entry: Entry) -> str:
@@ -115,6 +149,12 @@ class RotaGroup(click.Group):
         """Run the command; turn rota's errors into one-line messages."""
         try:
             return super().invoke(ctx)
+        except AppImportError as exc:
+            if getattr(ctx.obj, "traceback", False) or os.environ.get("ROTA_DEBUG") == "1":
+                raise
+            raise CliUsageError(
+                f"{exc}\n(--traceback or ROTA_DEBUG=1 shows the full traceback)"
+            ) from None
         except RotaError as exc:
             error = CliUsageError if isinstance(exc, InvalidArgument) else CliError
             raise error(str(exc)) from None
@@ -130,12 +170,19 @@ class RotaGroup(click.Group):
     metavar="URL",
     help="Store URL (sqlite:///path, redis://host:port/db); overrides the app's. Env: ROTA_URL.",
 )
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="Show the full traceback of an app that fails to import. Env: ROTA_DEBUG=1.",
+)
 @click.version_option(__version__, "-V", "--version", prog_name="rota")
 @click.pass_context
-def main(ctx: click.Context, url: str | None) -> None:
+def main(ctx: click.Context, url: str | None, show_traceback: bool) -> None:
     """rota: send, schedule, run and watch background jobs.
 
     APP arguments name a rota App: module:attribute or path/to/file.py:attribute
     (attribute defaults to "app").
     """
-    ctx.obj = CliState(url=url or None)
+    _log_warnings()
+    ctx.obj = CliState(url=url or None, traceback=show_traceback)

@@ -39,6 +39,8 @@ class CliState:
 
     url: str | None = None
     apps: list[App] = field(default_factory=list)
+    #: ``--traceback``: show the full traceback of an app that fails to import.
+    traceback: bool = False
 
     def load_app(self, spec: str) -> App:
         """The app ``spec`` names (see :func:`rota._loader.load_app`), with ``--url`` applied."""

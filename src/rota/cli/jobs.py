@@ -174,19 +174,24 @@ def _fields(job: Job, now: float) -> Text:
     return Text("\n").join(lines)
 
 
+_EVENT_STYLES = {"succeeded": "green", "failed": "red"}
+
+
 def _history(job: Job) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("attempt", "event", "at", "detail"):
+    for column in ("attempt", "event", "at", "worker", "host", "detail"):
         table.add_column(column)
     for entry in job.history:
         event = str(entry.get("event", "?"))
-        detail = entry.get("error") if event == "failed" else entry.get("worker")
         at = entry.get("at")
+        error = entry.get("error")
         table.add_row(
             str(entry.get("attempt", "?")),
-            Text(event, style="red" if event == "failed" else "yellow"),
+            Text(event, style=_EVENT_STYLES.get(event, "yellow")),
             fmt_time(float(at)) if isinstance(at, int | float) else "-",
-            summary(str(detail)) if detail is not None else "",
+            str(entry.get("worker") or "-"),
+            str(entry.get("host") or "-"),
+            summary(str(error)) if error is not None else "",
         )
     return table
 
@@ -211,7 +216,7 @@ def job_details(job: Job, now: float) -> Group:
     if job.traceback:
         parts += [_section("traceback"), job.traceback.rstrip()]
     if job.history:
-        parts += [_section("failed and lost attempts"), _history(job)]
+        parts += [_section("attempts"), _history(job)]
     return Group(*parts)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
 from rota import _json, _validate
 from rota.cli._support import (
+    CliError,
     CliState,
     duration_callback,
     name_callback,
@@ -15,7 +17,8 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
-from rota.errors import SerializationError
+from rota.errors import JobFailed, SerializationError
+from rota.task import JobHandle
 
 __all__ = ["parse_arg", "parse_json_call", "send"]
 
@@ -113,6 +116,18 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     callback=duration_callback,
     help="Run no earlier than this long from now: 30, 90s, 15m, 2h.",
 )
+@click.option(
+    "--wait",
+    "-w",
+    is_flag=True,
+    help="Wait for the job to finish; print its result as JSON, or its error and exit 1.",
+)
+@click.option(
+    "--timeout",
+    metavar="SECONDS",
+    callback=duration_callback,
+    help="With --wait: give up after this long (exit 1), e.g. 30, 5m. Default: no limit.",
+)
 @url_option
 @pass_state
 def send(
@@ -124,12 +139,17 @@ def send(
     queue: str | None,
     priority: int | None,
     delay: float | None,
+    wait: bool,
+    timeout: float | None,
 ) -> None:
     """Send a job running TASK of APP and print its id.
 
     Each of ARGS is read as JSON when it parses (3, true, [1,2], '"3"'),
     else as a string. Put -- before arguments that start with a dash.
+    With --wait, the result follows the id once the job has finished.
     """
+    if timeout is not None and not wait:
+        raise click.UsageError("--timeout goes with --wait")
     call_args, call_kwargs = _call(args, json_call)
     app = cli.load_app(app_spec)
     task = app.get_task(task_name)
@@ -150,3 +170,14 @@ def send(
             f"duplicate of {handle.id}: a job with the same unique key is pending, running "
             "or finished within its unique window; nothing new was enqueued"
         )
+    if wait:
+        _print_result(handle, timeout)
+
+
+def _print_result(handle: JobHandle[Any], timeout: float | None) -> None:
+    """The job's result as JSON on stdout, or its error (exit 1)."""
+    try:
+        value = handle.result(timeout=timeout)
+    except JobFailed as exc:
+        raise CliError(f"job {handle.id} failed: {exc.error or 'no error recorded'}") from None
+    click.echo(json.dumps(value, ensure_ascii=False))

@@ -49,7 +49,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("host", "pid", "queues", "mode", "concurrency", "running"):
         table.add_column(column, justify="right" if column in ("pid", "running") else "left")
-    for column in ("cpu", "mem", "errors", "heartbeat", "state"):
+    for column in ("stuck", "cpu", "mem", "errors", "heartbeat", "state"):
         table.add_column(column, justify="right" if column != "state" else "left")
     for info in infos:
         table.add_row(
@@ -59,6 +59,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
             info.mode,
             str(info.concurrency),
             str(info.running),
+            str(info.stuck),
             _percent(info.cpu_percent),
             _percent(info.mem_percent),
             str(info.errors),

@@ -22,6 +22,7 @@ from rota.retry import backoff_delay
 
 if TYPE_CHECKING:
     from rota.app import App
+    from rota.task import TaskOptions
 
 log = logging.getLogger("rota.task")
 _task_logger = functools.cache(log.getChild)  # one lookup per task name
@@ -39,6 +40,8 @@ class Result:
     retryable: bool = True
     #: The attempt failed on an error of the worker's own, not of the task.
     internal: bool = False
+    #: The error's classes, most derived first, as ``module.qualname``.
+    kinds: tuple[str, ...] = ()
 
 
 def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], JobContext]:
@@ -80,7 +83,21 @@ def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     """A failed attempt from an exception, with its formatted traceback."""
     text = _storable("".join(traceback.format_exception(exc)))
     error = _storable(f"{type(exc).__name__}: {exc}")
-    return Result(False, error=error, traceback=text, retryable=retryable)
+    kinds = tuple(_kind(cls) for cls in type(exc).__mro__)
+    return Result(False, error=error, traceback=text, retryable=retryable, kinds=kinds)
+
+
+def _kind(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _not_retried(opts: TaskOptions, result: Result) -> str | None:
+    """Why the task's ``retry_on`` / ``no_retry_on`` keep this failure from a retry."""
+    if any(_kind(cls) in result.kinds for cls in opts.no_retry_on):
+        return "in no_retry_on"
+    if opts.retry_on is not None and not any(_kind(c) in result.kinds for c in opts.retry_on):
+        return "not in retry_on"
+    return None
 
 
 def _storable(text: str) -> str:
@@ -141,10 +158,17 @@ def to_outcome(app: App, job: ClaimedJob, result: Result) -> Outcome:
     """The report for the store, with a backoff delay when a retry may follow."""
     if result.ok:
         return Outcome(job.id, job.token, True, result=result.result)
-    retry_in = None
+    retry_in, error = None, result.error
     if result.retryable and job.task in app.tasks:
-        base, cap = app.tasks[job.task].opts.backoff
-        retry_in = backoff_delay(job.attempt - job.lost, base, cap, random.random())
+        opts = app.tasks[job.task].opts
+        why = _not_retried(opts, result)
+        if why is None:
+            retry_in = backoff_delay(
+                job.attempt - job.lost, opts.backoff[0], opts.backoff[1], random.random()
+            )
+        elif opts.retries:
+            kind = result.kinds[0].rpartition(".")[2] if result.kinds else "the error"
+            error = f"{error} (not retried: {kind} is {why})"
     return Outcome(
-        job.id, job.token, False, error=result.error, traceback=result.traceback, retry_in=retry_in
+        job.id, job.token, False, error=error, traceback=result.traceback, retry_in=retry_in
     )

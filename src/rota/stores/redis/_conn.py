@@ -98,9 +98,13 @@ class _Outage:
     when it begins and once when it ends, whichever threads see it.
     """
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, budget: float = 30.0) -> None:
         self.where = where
+        self.budget = budget
         self.since: float | None = None
+        #: Whether any operation ever got its answer: before that, a failure
+        #: is not a lost connection but a server that cannot be reached.
+        self.reached = False
         self._lock = threading.Lock()
 
     def failed(self, error: Exception) -> None:
@@ -108,9 +112,17 @@ class _Outage:
         with self._lock:
             if self.since is None:
                 self.since = time.monotonic()
-                log.warning(
-                    "lost the connection to Redis at %s (%s); reconnecting", self.where, error
-                )
+                if self.reached:
+                    log.warning(
+                        "lost the connection to Redis at %s (%s); reconnecting", self.where, error
+                    )
+                else:
+                    log.warning(
+                        "cannot reach Redis at %s: %s; retrying for up to %g s",
+                        self.where,
+                        str(error).rstrip("."),
+                        self.budget,
+                    )
 
     def succeeded(self, started: float) -> None:
         """Note an operation that got its answer, attempted at ``started``."""
@@ -186,6 +198,7 @@ class Reconnect:
             _call.deadline = time.monotonic() + self.budget
             if self.outage.since is not None:
                 self.outage.succeeded(started)
+            self.outage.reached = True
             return result
 
     def _first_use(self) -> None:
@@ -252,7 +265,8 @@ def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis
     def check() -> None:
         check_server(main, where, allow_eviction=options.allow_eviction)
 
-    return main, blocking, Reconnect(options.retry_for, _Outage(where), check)
+    outage = _Outage(where, options.retry_for)
+    return main, blocking, Reconnect(options.retry_for, outage, check)
 
 
 _warned: set[str] = set()  # servers whose missing persistence this process logged
