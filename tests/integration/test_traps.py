@@ -69,7 +69,7 @@ def test_an_unreachable_redis_is_reported_at_once(tmp_path: Path) -> None:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # blocks until the first line: bounded by the wait below
         seen = time.monotonic() - started
-        out, rest = proc.communicate(timeout=30)
+        _, rest = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
