@@ -16,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ from _stores import drop, fresh_url
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+#: Extra flags for the worker (``--quiet`` from the command line).
+WORKER_FLAGS: list[str] = []
 
 
 @contextmanager
@@ -43,9 +46,11 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
         str(concurrency),
         "--mode",
         mode,
+        *WORKER_FLAGS,
     ]
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (closed below); the worker's log lines
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ | {"ROTA_URL": url}
+        cmd, stdout=subprocess.DEVNULL, stderr=log, env=os.environ | {"ROTA_URL": url}
     )
     try:
         yield
@@ -56,6 +61,7 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 def wait_drained(app: object, queue: str, total: int, timeout: float = 600.0) -> None:
@@ -123,7 +129,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quiet", action="store_true", help="worker with --quiet (no job lines)")
     args = parser.parse_args()
+    if args.quiet:
+        WORKER_FLAGS.append("--quiet")
     runs = []
     for n in range(args.runs):
         figures = run_once(args.url, args.jobs, args.mode, args.concurrency, args.samples)
