@@ -289,13 +289,11 @@ class Store(ABC):
         ``JobNotFound`` when no job matches (a shorter string must be a whole
         id), ``AmbiguousJobId`` (listing some candidates) when several do.
         """
-        if len(id_or_prefix) < MIN_PREFIX:  # too short for a prefix: a whole id or nothing
-            if id_or_prefix and self.get_jobs([id_or_prefix])[0] is not None:
-                return id_or_prefix
+        if id_or_prefix and self.get_jobs([id_or_prefix])[0] is not None:
+            return id_or_prefix  # a whole id: no search
+        if len(id_or_prefix) < MIN_PREFIX:
             raise JobNotFound(id_or_prefix)
         found = self.find_job_ids(id_or_prefix, limit=_CANDIDATES + 1)
-        if found and found[0] == id_or_prefix:
-            return id_or_prefix
         if not found:
             raise JobNotFound(id_or_prefix)
         if len(found) > 1:

@@ -312,10 +312,9 @@ def list_jobs(
 def get_job(store: Store, job_id: str) -> Job:
     """One job by its id or a unique prefix of it (see :meth:`Store.resolve_job_id`),
     or :class:`JobNotFound`."""
-    full = store.resolve_job_id(job_id)
-    job = store.get_job(full)
+    job = store.get_job(job_id) or store.get_job(store.resolve_job_id(job_id))
     if job is None:  # deleted in between
-        raise JobNotFound(full)
+        raise JobNotFound(job_id)
     return job
 
 
