@@ -152,7 +152,7 @@ def test_send_then_worker_runs_the_job(procs: RotaCommands, store: Store, url: s
     code, stdout, stderr = stop(worker)
     assert code == 0, stderr
     assert stdout.splitlines()[0] == (
-        f"rota worker: store {url}, queues default, concurrency 2, mode threads"
+        f"rota worker: store {url}, queues default,slow, concurrency 2, mode threads"
     )
     assert "Traceback" not in stderr
     assert store.workers() == []
@@ -184,7 +184,7 @@ def test_process_mode_worker_runs_jobs_and_stops_on_sigterm(
     worker = procs.start("worker", "rotaintapp.py:app", "--mode", "processes", "-c", "2")
     wait_until_online(store, worker)
     (info,) = store.workers()
-    assert (info.mode, info.concurrency, info.queues) == ("processes", 2, ("default",))
+    assert (info.mode, info.concurrency, info.queues) == ("processes", 2, ("default", "slow"))
     sent = procs.run("send", "rotaintapp.py:app", "add", "--json", '{"args": [20, 22]}')
     job_id = sent.stdout.strip()
     wait_for(

@@ -276,7 +276,6 @@ def test_jobs_list_shows_a_row_per_job(env: Env) -> None:
         "queue",
         "state",
         "attempt",
-        "lost",
         "enqueued",
         "age",
         "error",
@@ -284,9 +283,9 @@ def test_jobs_list_shows_a_row_per_job(env: Env) -> None:
     rows = [line.split() for line in lines[1:]]
     # Newest first.
     assert [row[0] for row in rows] == [crawl, first]
-    assert rows[0][1:6] == ["fetch", "crawl", "failed", "1/3", "0"]
+    assert rows[0][1:5] == ["fetch", "crawl", "failed", "1/3"]
     assert rows[0][-2:] == ["ValueError:", "boom"]
-    assert rows[1][1:6] == ["add", "default", "queued", "0/1", "0"]
+    assert rows[1][1:5] == ["add", "default", "queued", "0/1"]
 
 
 def test_jobs_list_filters(env: Env) -> None:

@@ -79,7 +79,6 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
     table.add_column("queue")
     table.add_column("state")
     table.add_column("attempt", justify="right")
-    table.add_column("lost", justify="right")
     table.add_column("enqueued", no_wrap=True)
     table.add_column("age", justify="right", no_wrap=True)
     table.add_column("error")
@@ -90,10 +89,9 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
             job.queue,
             state_text(job.state),
             attempt_text(job),
-            str(job.lost),
             fmt_time(job.enqueued_at),
             fmt_duration(now - job.enqueued_at),
-            summary(job.error),
+            summary(None if job.state is JobState.SUCCEEDED else job.error),
         )
     return table
 
@@ -151,7 +149,6 @@ def _fields(job: Job, now: float) -> Text:
         ("state", state_text(job.state)),
         ("priority", str(job.priority)),
         ("attempt", attempt_text(job)),
-        ("lost", str(job.lost)),
         ("enqueued", fmt_when(job.enqueued_at, now)),
         ("run at", fmt_when(job.run_at, now)),
         ("started", fmt_when(job.started_at, now)),
@@ -211,10 +208,11 @@ def job_details(job: Job, now: float) -> Group:
     ]
     if job.state is JobState.SUCCEEDED or job.result is not None:
         parts += [_section("result"), pretty_json(job.result)]
-    if job.error:
-        parts += [_section("error"), Text(job.error, style="red")]
-    if job.traceback:
-        parts += [_section("traceback"), job.traceback.rstrip()]
+    if job.state is not JobState.SUCCEEDED:  # a success's earlier errors are in its history
+        if job.error:
+            parts += [_section("error"), Text(job.error, style="red")]
+        if job.traceback:
+            parts += [_section("traceback"), job.traceback.rstrip()]
     if job.history:
         parts += [_section("attempts"), _history(job)]
     return Group(*parts)
