@@ -1,7 +1,9 @@
 """The export format of job results, shared by ``rota jobs export`` and the dashboard.
 
-One row per job: JSON Lines (one object a line) or CSV (JSON values such as
-arguments and results written as JSON text). Times are ISO 8601 in UTC.
+One row per job: JSON Lines (one object a line), a JSON array (one object a
+line between ``[`` and ``]``) or CSV (JSON values such as arguments and
+results written as JSON text). Times are ISO 8601 in UTC. Every format is
+written piece by piece (:func:`lines`), so an export of any size is streamed.
 
 A CSV cell whose text starts with ``=``, ``+``, ``-``, ``@``, a tab or a
 carriage return gets a leading single quote, so a spreadsheet shows it as
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +23,7 @@ from rota import _json
 from rota.errors import InvalidArgument
 from rota.models import Job
 
-__all__ = ["FIELDS", "FORMATS", "header", "line", "record"]
+__all__ = ["FIELDS", "FORMATS", "lines", "record"]
 
 #: Columns of an export, in order.
 FIELDS = (
@@ -38,7 +41,7 @@ FIELDS = (
 )
 
 #: The export formats.
-FORMATS = ("jsonl", "csv")
+FORMATS = ("jsonl", "json", "csv")
 
 # What a spreadsheet takes for the start of a formula.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -67,24 +70,38 @@ def record(job: Job) -> dict[str, Any]:
     }
 
 
-def _check(fmt: str) -> None:
+def lines(fmt: str, jobs: Iterable[Job]) -> Iterator[str]:
+    """The export file of ``jobs`` in format ``fmt``, one piece per job.
+
+    The first piece also carries the start of the file (CSV: the header line;
+    JSON: the opening bracket) and a last piece closes a JSON array (or is
+    the CSV header alone when there are no jobs), so
+    ``"".join(lines(fmt, jobs))`` is the whole file. Jobs are read one at a
+    time. An unknown format raises :class:`InvalidArgument` at once.
+    """
     if fmt not in FORMATS:
-        raise InvalidArgument(f"unknown export format {fmt!r}; expected one of: jsonl, csv")
+        raise InvalidArgument(
+            f"unknown export format {fmt!r}; expected one of: {', '.join(FORMATS)}"
+        )
+    return _pieces(fmt, jobs)
 
 
-def header(fmt: str) -> str:
-    """What an export file starts with: the CSV header line, nothing for JSON Lines."""
-    _check(fmt)
-    return _csv_line(FIELDS) if fmt == "csv" else ""
-
-
-def line(fmt: str, job: Job) -> str:
-    """One job as a line of an export file, with its line ending."""
-    _check(fmt)
-    row = record(job)
-    if fmt == "jsonl":
-        return _json.dumps(row).decode() + "\n"
-    return _csv_line([_cell(row[name]) for name in FIELDS])
+def _pieces(fmt: str, jobs: Iterable[Job]) -> Iterator[str]:
+    start = _csv_line(FIELDS) if fmt == "csv" else "[" if fmt == "json" else ""
+    for job in jobs:
+        row = record(job)
+        if fmt == "csv":
+            text = _csv_line([_cell(row[name]) for name in FIELDS])
+        elif fmt == "json":
+            text = ("\n" if start else ",\n") + _json.dumps(row).decode()
+        else:
+            text = _json.dumps(row).decode() + "\n"
+        yield start + text
+        start = ""
+    if fmt == "json":
+        yield start + ("]\n" if start else "\n]\n")
+    elif start:  # a CSV export without rows is its header
+        yield start
 
 
 def _cell(value: Any) -> Any:

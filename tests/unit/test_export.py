@@ -1,4 +1,5 @@
-"""The export format: CSV cells a spreadsheet would evaluate are neutralised, JSON Lines kept."""
+"""The export formats: CSV cells a spreadsheet would evaluate are neutralised, JSON Lines
+and JSON arrays kept; every format is written one job at a time."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def job(result: Any, task: str = "fetch", args: list[Any] | None = None) -> Job:
 
 
 def csv_row(row_job: Job) -> dict[str, str]:
-    text = export.header("csv") + export.line("csv", row_job)
+    text = "".join(export.lines("csv", [row_job]))
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert len(rows) == 1
     return rows[0]
@@ -51,7 +52,7 @@ def test_csv_cells_that_start_a_formula_get_a_quote(value: str) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_json_lines_are_never_altered(value: str) -> None:
-    row = json.loads(export.line("jsonl", job(value, task=value)))
+    row = json.loads("".join(export.lines("jsonl", [job(value, task=value)])))
     assert row["result"] == value
     assert row["task"] == value
 
@@ -74,4 +75,32 @@ def test_plain_values_and_numbers_are_written_as_they_are() -> None:
 
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(InvalidArgument, match="unknown export format 'xlsx'"):
-        export.line("xlsx", job(1))
+        export.lines("xlsx", [job(1)])
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_json_array_is_valid_json_of_every_row(count: int) -> None:
+    jobs = [job(n, args=[n]) for n in range(count)]
+    text = "".join(export.lines("json", jobs))
+    rows = json.loads(text)
+    assert [r["result"] for r in rows] == list(range(count))
+    assert all(list(r) == list(export.FIELDS) for r in rows)
+    assert text.endswith("]\n")
+
+
+def test_json_array_reads_one_job_per_piece() -> None:
+    pulled: list[int] = []
+
+    def jobs() -> Any:
+        for n in range(3):
+            pulled.append(n)
+            yield job(n)
+
+    pieces = export.lines("json", jobs())
+    assert next(pieces).startswith("[\n{") and pulled == [0]
+    assert next(pieces).startswith(",\n{") and pulled == [0, 1]
+    assert "".join(pieces).endswith("\n]\n") and pulled == [0, 1, 2]
+
+
+def test_csv_without_rows_is_its_header() -> None:
+    assert "".join(export.lines("csv", [])) == ",".join(export.FIELDS) + "\r\n"

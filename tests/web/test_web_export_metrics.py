@@ -74,7 +74,7 @@ def test_export_bad_input(client: TestClient) -> None:
     expect_error(
         client.get("/api/export", params={"format": "xlsx"}),
         422,
-        "format: Input should be 'jsonl' or 'csv'",
+        "format: Input should be 'jsonl', 'json' or 'csv'",
     )
     empty = client.get("/api/export", params={"queue": "nothing", "format": "csv"})
     assert empty.text.strip() == ",".join(

@@ -1,8 +1,8 @@
-"""Writing job results as JSON Lines or CSV for ``rota jobs export``."""
+"""Writing job results as JSON Lines, a JSON array or CSV for ``rota jobs export``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 from rich.progress import (
@@ -22,16 +22,24 @@ from rota.stores import Store
 __all__ = ["expected_total", "write", "write_with_progress"]
 
 
-def _lines(fmt: str, jobs: Iterable[Job], out: IO[str]) -> Iterator[None]:
-    out.write(export.header(fmt))
-    for job in jobs:
-        out.write(export.line(fmt, job))
-        yield None
+def write(
+    fmt: str, jobs: Iterable[Job], out: IO[str], each: Callable[[], object] | None = None
+) -> int:
+    """Write ``jobs`` to ``out`` in format ``fmt`` (see :data:`rota.export.FORMATS`),
+    one job at a time, calling ``each()`` after each job; return how many."""
+    count = 0
 
+    def counted() -> Iterator[Job]:
+        nonlocal count
+        for job in jobs:
+            yield job
+            count += 1
+            if each is not None:
+                each()
 
-def write(fmt: str, jobs: Iterable[Job], out: IO[str]) -> int:
-    """Write ``jobs`` to ``out`` in format ``fmt``; return how many."""
-    return sum(1 for _ in _lines(fmt, jobs, out))
+    for piece in export.lines(fmt, counted()):
+        out.write(piece)
+    return count
 
 
 def write_with_progress(fmt: str, jobs: Iterable[Job], out: IO[str], total: int | None) -> int:
@@ -46,13 +54,9 @@ def write_with_progress(fmt: str, jobs: Iterable[Job], out: IO[str], total: int 
         console=err,
         disable=not err.is_terminal,
     )
-    count = 0
     with progress:
         bar = progress.add_task("export", total=total)
-        for _ in _lines(fmt, jobs, out):
-            count += 1
-            progress.advance(bar)
-    return count
+        return write(fmt, jobs, out, lambda: progress.advance(bar))
 
 
 def expected_total(store: Store, queue: str | None, task: str | None) -> int | None:

@@ -342,10 +342,11 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
     "--format",
     "-f",
     "fmt",
-    type=click.Choice(["jsonl", "csv"]),
+    type=click.Choice(["jsonl", "json", "csv"]),
     default="jsonl",
     show_default=True,
-    help="JSON Lines (one object per job) or CSV (args, kwargs, result as JSON text).",
+    help="JSON Lines (one object per job), a JSON array, or CSV (args, kwargs, result as "
+    "JSON text).",
 )
 @click.option(
     "--output",

@@ -1,4 +1,4 @@
-"""Streamed export of results as JSON Lines or CSV.
+"""Streamed export of results as JSON Lines, a JSON array or CSV.
 
 The rows come from :meth:`Store.iter_results`, which pages through the store
 in batches, and leave as chunks of a few hundred rows: memory stays flat
@@ -24,6 +24,7 @@ class ExportFormat(StrEnum):
     """The export file formats."""
 
     JSONL = "jsonl"
+    JSON = "json"
     CSV = "csv"
 
     @property
@@ -31,6 +32,8 @@ class ExportFormat(StrEnum):
         """The HTTP content type of the format."""
         if self is ExportFormat.CSV:
             return "text/csv; charset=utf-8"
+        if self is ExportFormat.JSON:
+            return "application/json"
         return "application/x-ndjson"
 
 
@@ -43,13 +46,14 @@ def export_chunks(
 
 
 def _chunks(fmt: ExportFormat, jobs: Iterator[Job]) -> Iterator[bytes]:
-    chunk = [export.header(fmt.value)]
-    for job in jobs:
-        chunk.append(export.line(fmt.value, job))
+    chunk: list[str] = []
+    for piece in export.lines(fmt.value, jobs):
+        chunk.append(piece)
         if len(chunk) >= _ROWS_PER_CHUNK:
             yield "".join(chunk).encode()
             chunk = []
-    yield "".join(chunk).encode()
+    if chunk:
+        yield "".join(chunk).encode()
 
 
 def export_filename(fmt: ExportFormat, queue: str | None, task: str | None) -> str:
