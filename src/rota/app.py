@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 from rota import _validate
@@ -16,6 +17,7 @@ from rota.stores import Store, open_store, redact_url
 from rota.task import JobHandle, Task, TaskOptions
 
 if TYPE_CHECKING:
+    from rota.admin import Admin
     from rota.scheduling.triggers import Trigger
 
 P = ParamSpec("P")
@@ -93,6 +95,7 @@ class App(Registry):
         lease: float | str = 30.0,
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
         retention: float | str = "7d",
+        audit_retention: float | str = "90d",
         name: str = "rota",
     ) -> None:
         super().__init__()
@@ -102,6 +105,7 @@ class App(Registry):
         self.lease = parse_duration(lease, what="lease", positive=True)
         self.payload_cap = _validate.integer(payload_cap, "payload_cap", 1, 2**31 - 1)
         self.retention = parse_duration(retention, what="retention")
+        self.audit_retention = parse_duration(audit_retention, what="audit_retention")
         self.name = name
         self._store: Store | None = None
         self._store_lock = threading.Lock()
@@ -112,6 +116,14 @@ class App(Registry):
 
     def _bound_app(self) -> App | None:
         return self
+
+    @cached_property
+    def admin(self) -> Admin:
+        """Every operator action (queues, jobs, limits, schedules, sending by
+        name), validated and written to the audit log: see :mod:`rota.admin`."""
+        from rota.admin import Admin
+
+        return Admin(self)
 
     @property
     def url(self) -> str:
@@ -230,7 +242,10 @@ class App(Registry):
 
 
 class Limits:
-    """Run-time flow-control settings: ``app.limits.set("spiders", 8)``."""
+    """Run-time flow-control settings: ``app.limits.set("spiders", 8)``.
+
+    Shorthands for the limit actions of :attr:`App.admin` (validated and
+    audited there)."""
 
     def __init__(self, app: App) -> None:
         self._app = app
@@ -240,16 +255,15 @@ class Limits:
 
         ``concurrency`` is an int from 0 (hold every job of the key) to
         1,000,000; bools are refused."""
-        _validate.name(key, "limit key")
-        self._app.store.set_limit(key, _validate.limit_override(concurrency))
+        self._app.admin.set_limit(key, concurrency)
 
     def clear(self, key: str) -> None:
         """Remove a run-time override."""
-        self._app.store.set_limit(_validate.name(key, "limit key"), None)
+        self._app.admin.clear_limit(key)
 
     def reset_breaker(self, key: str) -> bool:
-        """Close an open circuit breaker by hand."""
-        return self._app.store.reset_breaker(_validate.name(key, "limit key"))
+        """Close an open circuit breaker by hand; False if it was not open."""
+        return self._app.admin.reset_breaker(key)
 
     def list(self) -> list[LimitInfo]:
         """Every key with its running count, limits, tokens and breaker state."""

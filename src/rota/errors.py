@@ -4,13 +4,16 @@ from __future__ import annotations
 
 __all__ = [
     "AmbiguousJobId",
+    "Conflict",
     "CorruptJob",
+    "Forbidden",
     "InvalidArgument",
     "InvalidSchedule",
     "JobCancelled",
     "JobFailed",
     "JobNotFound",
     "JobTimeout",
+    "NotFound",
     "PayloadTooLarge",
     "RotaError",
     "SerializationError",
@@ -117,3 +120,17 @@ class CorruptJob(RotaError, ValueError):
         super().__init__(f"job {job_id} has a corrupt payload: {reason}")
         self.job_id = job_id
         self.reason = reason
+
+
+class Forbidden(RotaError, PermissionError):
+    """The caller's role does not allow the action (a viewer acting, an
+    operator managing users). Nothing was changed."""
+
+
+class NotFound(RotaError, LookupError):
+    """A queue, schedule or limit key named in an operator action does not exist."""
+
+
+class Conflict(RotaError):
+    """An operator action does not apply to the object in its current state
+    (retrying a running job, resetting a breaker that is closed)."""

@@ -223,13 +223,29 @@ class JobPage:
     next_cursor: str | None
 
 
+#: The modes of a queue: ``running`` (jobs are claimed), ``paused`` (none
+#: are; the queue keeps accepting them), ``debug`` (jobs are claimed until the
+#: first failed attempt, which pauses the queue and links that job).
+QUEUE_MODES = ("running", "paused", "debug")
+
+
 @dataclass(frozen=True, slots=True)
 class QueueInfo:
-    """A queue's job counts by state and whether it is paused."""
+    """A queue's mode and its job counts by state.
+
+    ``debug_job`` is the job whose failed attempt paused the queue while it
+    was in ``debug`` mode (the mode is then ``paused``); None otherwise.
+    ``paused`` follows the mode: True exactly when it is ``paused``.
+    """
 
     name: str
-    paused: bool
+    mode: str = "running"
     counts: dict[JobState, int] = field(default_factory=dict)
+    debug_job: str | None = None
+    paused: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paused", self.mode == "paused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,3 +322,43 @@ class Schedule:
     last_fire: float | None = None
     last_job_id: str | None = None
     skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One operator action as the audit log keeps it: who (``actor``, its
+    ``role``), through what (``origin``: python, cli, web or api; ``address``:
+    the client's host), what (``action`` such as ``"queue.pause"``, on
+    ``target``, with JSON ``details``) and when (``at``, store clock; 0 asks
+    the store to fill it in)."""
+
+    at: float
+    actor: str
+    role: str
+    origin: str
+    address: str | None
+    action: str
+    target: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+#: The roles of a user, each including the ones before it: ``viewer`` reads,
+#: ``operator`` also acts on queues, jobs, limits and schedules, ``admin``
+#: also manages users.
+USER_ROLES = ("viewer", "operator", "admin")
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """A dashboard and API user as the store holds it.
+
+    ``password_hash`` is an Argon2 hash (never the password); ``tokens`` are
+    the labels of the user's API tokens, sorted (the secrets are never kept,
+    only their SHA-256 hashes, which the store does not return).
+    """
+
+    name: str
+    role: str
+    password_hash: str
+    created_at: float = 0.0
+    tokens: tuple[str, ...] = ()

@@ -18,6 +18,8 @@ from typing import Literal
 
 from rota.errors import AmbiguousJobId, InvalidArgument, JobNotFound
 from rota.models import (
+    QUEUE_MODES,
+    AuditEntry,
     ClaimedJob,
     EnqueueResult,
     Job,
@@ -30,14 +32,79 @@ from rota.models import (
     Outcome,
     QueueInfo,
     Schedule,
+    User,
     WorkerInfo,
 )
+from rota.stores import _checks
 
 FireResult = Literal["fired", "skipped", "dropped", "conflict"]
 
 #: The fewest characters of a job id accepted as a prefix of it.
 MIN_PREFIX = 6
 _CANDIDATES = 5  # ids an ambiguous prefix error lists
+
+
+def check_mode(queue: object, mode: object) -> None:
+    """Refuse what :meth:`Store.set_queue_mode` cannot take: ``InvalidArgument``."""
+    _checks.text(queue, "queue")
+    if not isinstance(mode, str) or mode not in QUEUE_MODES:
+        modes = ", ".join(QUEUE_MODES)
+        raise InvalidArgument(f"queue mode must be one of {modes}, not {mode!r}")
+
+
+#: Most audit entries one :meth:`Store.audit` call returns.
+MAX_AUDIT_PAGE = 1000
+
+
+def check_audit_entry(entry: object) -> AuditEntry:
+    """``entry`` if :meth:`Store.append_audit` can store it, else ``InvalidArgument``
+    (``SerializationError`` for details that are not JSON)."""
+    from rota import _validate
+
+    if not isinstance(entry, AuditEntry):
+        raise InvalidArgument(f"an audit entry must be an AuditEntry, not {type(entry).__name__}")
+    at = entry.at
+    if not isinstance(at, int | float) or isinstance(at, bool) or not 0 <= at < float("inf"):
+        raise InvalidArgument(f"audit time must be a finite, non-negative number, not {at!r}")
+    for value, what in ((entry.actor, "actor"), (entry.role, "role"), (entry.origin, "origin")):
+        _validate.name(value, f"audit {what}")
+    _validate.name(entry.action, "audit action")
+    if entry.address is not None:
+        _validate.name(entry.address, "audit address")
+    if not isinstance(entry.target, str) or len(entry.target) > 1000:
+        raise InvalidArgument("audit target must be a string of at most 1000 characters")
+    if not isinstance(entry.details, dict):
+        raise InvalidArgument(f"audit details must be a dict, not {type(entry.details).__name__}")
+    _validate.check_json(entry.details, what="audit details", root="details")
+    return entry
+
+
+def check_audit_query(
+    limit: object, cursor: object, actor: object, action: object
+) -> tuple[float, str] | None:
+    """Refuse what :meth:`Store.audit` cannot take (``InvalidArgument``); return
+    the cursor as ``(at, tiebreak)``: a page starts after it."""
+    from rota import _validate
+
+    _validate.integer(limit, "limit", 1, MAX_AUDIT_PAGE)
+    for value, what in ((actor, "actor"), (action, "action")):
+        if value is not None:
+            _validate.name(value, what)
+    if cursor is None:
+        return None
+    at, _, tiebreak = cursor.partition(":") if isinstance(cursor, str) else ("", "", "")
+    try:
+        when = float(at)
+    except ValueError:
+        when = float("nan")
+    if not tiebreak or when - when != 0.0 or len(tiebreak) > 100:
+        raise bad_audit_cursor(cursor)
+    return when, tiebreak
+
+
+def bad_audit_cursor(cursor: object) -> InvalidArgument:
+    """The error for an audit cursor a store did not give."""
+    return InvalidArgument(f"audit cursor {str(cursor)[:40]!r} is not one this store gave")
 
 
 def check_prefix(prefix: object, limit: object) -> None:
@@ -196,6 +263,27 @@ class Store(ABC):
         """Retention: delete up to ``limit`` jobs finished more than
         ``older_than`` seconds ago; return how many."""
 
+    # -- queue modes -------------------------------------------------------
+
+    @abstractmethod
+    def set_queue_mode(self, queue: str, mode: str) -> None:
+        """Put ``queue`` in ``mode`` (:data:`~rota.models.QUEUE_MODES`); a queue
+        never seen before becomes known, as with :meth:`pause_queue`.
+
+        ``running`` is :meth:`resume_queue` and ``paused`` is
+        :meth:`pause_queue`. A ``debug`` queue is claimed from until one of its
+        jobs fails an attempt (in :meth:`finish`, whether a retry follows or
+        not): in the same atomic step that records the failure, the queue
+        becomes ``paused`` with that job as its ``debug_job``
+        (:meth:`queues`). Jobs already running may finish; their failures are
+        recorded and the link stays with the first. A lost attempt
+        (:meth:`recover`: the lease expired) is not the task's failure and does
+        not pause the queue, unless it ends the job ``failed`` (``worker_lost``
+        at its ``max_lost``). Setting ``running`` or ``debug`` clears the link;
+        ``paused`` keeps it. ``InvalidArgument`` for another mode, changing
+        nothing.
+        """
+
     # -- workers -----------------------------------------------------------
 
     @abstractmethod
@@ -321,3 +409,65 @@ class Store(ABC):
     @abstractmethod
     def totals(self) -> list[MinuteStats]:
         """All-time counts per queue and task (``minute`` is 0)."""
+
+    # -- audit log ---------------------------------------------------------
+
+    @abstractmethod
+    def append_audit(self, entry: AuditEntry) -> None:
+        """Record one operator action. An ``at`` of 0 is filled in with
+        :meth:`now`. ``InvalidArgument`` for an entry that is not well formed
+        (see :func:`check_audit_entry`); nothing is written then."""
+
+    @abstractmethod
+    def audit(
+        self,
+        limit: int = 100,
+        cursor: str | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+    ) -> tuple[list[AuditEntry], str | None]:
+        """Audit entries, newest first (by ``at``, then by insertion), at most
+        ``limit`` (1 to :data:`MAX_AUDIT_PAGE`), only those of ``actor`` and
+        ``action`` when given. Returns the page and the cursor of the next
+        page (None after the last). ``InvalidArgument`` for a bad limit or a
+        cursor this store did not give."""
+
+    @abstractmethod
+    def purge_audit(self, older_than: float) -> int:
+        """Retention: delete the entries recorded more than ``older_than``
+        seconds ago (store clock); return how many."""
+
+    # -- users -------------------------------------------------------------
+
+    @abstractmethod
+    def put_user(self, user: User) -> None:
+        """Create ``user``, or replace the role and password hash of the user of
+        that name (keeping its tokens and creation time). ``created_at`` 0 means
+        now on the store's clock; ``user.tokens`` is ignored."""
+
+    @abstractmethod
+    def get_user(self, name: str) -> User | None:
+        """The user called ``name`` with its token labels, or None."""
+
+    @abstractmethod
+    def users(self) -> list[User]:
+        """Every user, by name."""
+
+    @abstractmethod
+    def delete_user(self, name: str) -> bool:
+        """Remove a user and all its tokens; False if there was no such user."""
+
+    @abstractmethod
+    def put_token(self, name: str, label: str, token_hash: str) -> None:
+        """Give user ``name`` the API token ``label`` whose secret hashes to
+        ``token_hash`` (a 64-character SHA-256 hex digest), replacing a token of
+        the same label. ``InvalidArgument`` (nothing written) if there is no
+        such user."""
+
+    @abstractmethod
+    def delete_token(self, name: str, label: str) -> bool:
+        """Revoke user ``name``'s token ``label``; False if it had none."""
+
+    @abstractmethod
+    def user_for_token_hash(self, token_hash: str) -> User | None:
+        """The user holding the token whose secret hashes to ``token_hash``, or None."""

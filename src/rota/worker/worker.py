@@ -404,6 +404,7 @@ class Worker:
                 )
             if time.monotonic() - last_retention > _RETENTION_EVERY:
                 store.purge_finished(self.app.retention)
+                store.purge_audit(self.app.audit_retention)
                 last_retention = time.monotonic()
 
     def _start_scheduler(self) -> None:

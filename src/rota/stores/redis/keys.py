@@ -17,6 +17,9 @@ key                            type    holds
 ``P leases``                   zset    running job id -> lease expiry
 ``P queues``                   set     every queue that ever had a job or was paused
 ``P paused``                   set     paused queues
+``P debug``                    set     queues in debug mode (pause at a failure)
+``P debugjob``                 hash    queue -> the failed job that paused it in
+                                       debug mode
 ``P vclock``                   hash    queue -> virtual time of its last claimed job
 ``P limkeys``                  set     every flow-control key seen
 ``P finished``                 zset    finished job id -> finished_at (retention)
@@ -27,6 +30,8 @@ key                            type    holds
 ``P totals``                   hash    all-time stats, fields as in ``stats:``
 ``P fairscan``                 hash    queue -> cursor of the retention pass over
                                        its ``fair:`` hash
+``P audit``                    zset    audit entry id -> its time (order, retention)
+``P auditlog``                 hash    audit entry id -> the entry as JSON
 ``P job:ID``                   hash    one job (fields in ``_codec.JOB_FIELDS``)
 ``P state:STATE``              zset    job id -> seq, per state (paging, counts)
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
@@ -54,6 +59,11 @@ key                            type    holds
 ``P idler:WORKER``             string  JSON idle registration: free slots, token
                                        base, queues (expires with it)
 ``P inbox:WORKER``             list    JSON rows of jobs claimed for an idle worker
+``P users``                    hash    user name -> JSON ``[role, password hash,
+                                       created_at]``
+``P tokens``                   hash    SHA-256 of an API token's secret -> JSON
+                                       ``[user name, label]``
+``P usertokens:NAME``          hash    one user's token labels -> their hashes
 =============================  ======  ==============================================
 
 Queued jobs wait in sub-queues per queue, priority and limit signature (SIG
@@ -83,6 +93,8 @@ STATIC = (
     "leases",
     "queues",
     "paused",
+    "debug",
+    "debugjob",
     "vclock",
     "limkeys",
     "finished",
@@ -92,6 +104,10 @@ STATIC = (
     "schedver",
     "totals",
     "fairscan",
+    "audit",
+    "auditlog",
+    "users",
+    "tokens",
 )
 
 #: The kinds of keys derived from the prefix: ``P KIND:...``.
@@ -118,6 +134,7 @@ KINDS = (
     "idle",
     "idler",
     "inbox",
+    "usertokens",
 )
 
 #: Minute stats live this long (seconds), like the SQLite store's retention of them.
@@ -235,6 +252,10 @@ class Keys:
     def inbox(self, worker_id: str) -> str:
         """Jobs claimed for one idle worker, not yet taken."""
         return f"{self.prefix}inbox:{worker_id}"
+
+    def usertokens(self, name: str) -> str:
+        """One user's API tokens: label -> hash of the secret."""
+        return f"{self.prefix}usertokens:{name}"
 
     def pattern(self) -> str:
         """A SCAN pattern matching every key of the namespace (tests, admin; never hot)."""

@@ -10,9 +10,9 @@ _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
 @cache
-def queries() -> dict[str, str]:
-    """Every named query of ``queries.sql``, by name."""
-    text = resources.files(__package__).joinpath("queries.sql").read_text()
+def queries(file: str = "queries.sql") -> dict[str, str]:
+    """Every named query of ``file`` (default ``queries.sql``), by name."""
+    text = resources.files(__package__).joinpath(file).read_text()
     parts = _NAME.split(text)
     return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 

@@ -1,0 +1,424 @@
+"""Every operator action, in one typed and validated layer: ``app.admin``.
+
+Pausing a queue, retrying a job, changing a limit, editing a schedule or
+sending a job by name: the CLI, the dashboard and the REST API all call these
+methods, and so can any Python program::
+
+    app.admin.pause_queue("emails")
+    app.admin.retry_failed(queue="emails")
+
+Each method checks its input before anything is written (the same rules
+whichever door the call came through), checks that the caller's role allows
+it (:class:`~rota.errors.Forbidden` otherwise) and, once the action has
+applied, writes one :class:`~rota.models.AuditEntry` naming who did what,
+through what and from where. A call without ``by=`` is a Python caller with
+every right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rota import _json, _validate
+from rota._ids import unique_ids
+from rota._time import parse_duration
+from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
+from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule
+from rota.scheduling.define import define_schedule, get_schedule, schedule_job
+from rota.scheduling.triggers import Trigger, trigger_from_json
+from rota.task import JobHandle, Task
+
+if TYPE_CHECKING:
+    from rota.app import App
+    from rota.stores.base import Store
+
+__all__ = ["ORIGINS", "ROLES", "Actor", "Admin"]
+
+#: Roles, weakest first: a role may do what the ones before it may.
+ROLES = ("viewer", "operator", "admin")
+#: Where an action comes from.
+ORIGINS = ("python", "cli", "web", "api")
+
+_SCHEDULE_FIELDS = frozenset(
+    {"task", "trigger", "args", "kwargs", "jitter", "misfire", "grace", "overlap", "enabled"}
+    | {"options"}
+)
+# Fields of a stored schedule's job options that are task options too.
+_KEPT_OPTIONS = ("queue", "priority", "max_lost", "timeout")
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who asks for an action: a ``name``, a ``role`` (viewer, operator or
+    admin), the ``origin`` of the request (python, cli, web or api) and the
+    client's ``address`` when it came over the network."""
+
+    name: str = "python"
+    role: str = "admin"
+    origin: str = "python"
+    address: str | None = None
+
+
+class Admin:
+    """Operator actions on an app's store; reached as ``app.admin``."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    @property
+    def _store(self) -> Store:
+        return self._app.store
+
+    # -- access and audit ----------------------------------------------------
+
+    def _allow(self, by: Actor | None, role: str) -> Actor:
+        actor = Actor() if by is None else by
+        if not isinstance(actor, Actor):
+            raise InvalidArgument(f"by must be an Actor, not {type(actor).__name__}")
+        _validate.name(actor.name, "actor name")
+        if actor.role not in ROLES:
+            raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, not {actor.role!r}")
+        if actor.origin not in ORIGINS:
+            raise InvalidArgument(
+                f"origin must be one of {', '.join(ORIGINS)}, not {actor.origin!r}"
+            )
+        if actor.address is not None:
+            _validate.name(actor.address, "actor address")
+        if ROLES.index(actor.role) < ROLES.index(role):
+            raise Forbidden(
+                f"{actor.name} ({actor.role}) may not do this: it needs the {role} role"
+            )
+        return actor
+
+    def _record(self, actor: Actor, action: str, target: str, **details: Any) -> None:
+        self._store.append_audit(
+            AuditEntry(
+                at=0.0,
+                actor=actor.name,
+                role=actor.role,
+                origin=actor.origin,
+                address=actor.address,
+                action=action,
+                target=target,
+                details=details,
+            )
+        )
+
+    def audit(
+        self,
+        limit: int = 100,
+        cursor: str | None = None,
+        *,
+        actor: str | None = None,
+        action: str | None = None,
+        by: Actor | None = None,
+    ) -> tuple[list[AuditEntry], str | None]:
+        """A page of the audit log, newest first, and the cursor of the next
+        page (None after the last); ``actor`` and ``action`` filter it."""
+        self._allow(by, "viewer")
+        return self._store.audit(limit=limit, cursor=cursor, actor=actor, action=action)
+
+    # -- queues ----------------------------------------------------------------
+
+    def pause_queue(self, name: str, *, by: Actor | None = None) -> None:
+        """Stop claims from queue ``name``; it keeps accepting jobs. The queue
+        need not have jobs yet, and pausing twice is harmless."""
+        actor = self._allow(by, "operator")
+        self._store.pause_queue(_validate.name(name, "queue"))
+        self._record(actor, "queue.pause", name)
+
+    def resume_queue(self, name: str, *, by: Actor | None = None) -> None:
+        """Let workers claim from queue ``name`` again."""
+        actor = self._allow(by, "operator")
+        self._store.resume_queue(_validate.name(name, "queue"))
+        self._record(actor, "queue.resume", name)
+
+    def set_queue_mode(self, name: str, mode: str, *, by: Actor | None = None) -> None:
+        """Set queue ``name`` to ``"running"``, ``"paused"`` or ``"debug"`` (it
+        runs, and pauses itself at its first failed job)."""
+        actor = self._allow(by, "operator")
+        _validate.name(name, "queue")
+        if mode not in QUEUE_MODES:
+            raise InvalidArgument(
+                f"queue mode must be one of {', '.join(QUEUE_MODES)}, not {mode!r}"
+            )
+        setter = getattr(self._store, "set_queue_mode", None)
+        if setter is None:
+            raise InvalidArgument(f"the {self._store.kind} store has no queue modes")
+        setter(name, mode)
+        self._record(actor, "queue.mode", name, mode=mode)
+
+    def purge_queue(self, name: str, *, by: Actor | None = None) -> int:
+        """Delete every pending (scheduled or queued) job of queue ``name``;
+        return how many. :class:`NotFound` for a queue with no jobs."""
+        actor = self._allow(by, "operator")
+        self._queue(_validate.name(name, "queue"))
+        count = self._store.purge_queue(name)
+        self._record(actor, "queue.purge", name, count=count)
+        return count
+
+    def _queue(self, name: str) -> QueueInfo:
+        for info in self._store.queues():
+            if info.name == name:
+                return info
+        raise NotFound(f"queue {name!r} not found (it has no jobs and was never paused)")
+
+    # -- jobs ------------------------------------------------------------------
+
+    def _resolve(self, job_id: str) -> str:
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidArgument(f"job id must be a non-empty string, not {job_id!r}")
+        return self._store.resolve_job_id(job_id)
+
+    def _state_of(self, job_id: str) -> str:
+        job = self._store.get_job(job_id)
+        if job is None:  # deleted in between
+            raise JobNotFound(job_id)
+        return job.state.value
+
+    def retry_job(self, job_id: str, *, by: Actor | None = None) -> str:
+        """Queue a failed or cancelled job again with fresh attempt counts;
+        return its full id (``job_id`` may be a unique prefix)."""
+        actor = self._allow(by, "operator")
+        full = self._resolve(job_id)
+        if not self._store.retry([full])[0]:
+            raise Conflict(
+                f"job {full} is {self._state_of(full)}; "
+                "only failed or cancelled jobs can be retried"
+            )
+        self._record(actor, "job.retry", full)
+        return full
+
+    def cancel_job(self, job_id: str, *, by: Actor | None = None) -> str:
+        """Cancel a job that has not started; return its full id."""
+        actor = self._allow(by, "operator")
+        full = self._resolve(job_id)
+        if not self._store.cancel([full])[0]:
+            raise Conflict(
+                f"job {full} is {self._state_of(full)}; "
+                "only scheduled or queued jobs can be cancelled"
+            )
+        self._record(actor, "job.cancel", full)
+        return full
+
+    def delete_job(self, job_id: str, *, by: Actor | None = None) -> str:
+        """Remove a job that is not running; return its full id."""
+        actor = self._allow(by, "operator")
+        full = self._resolve(job_id)
+        if not self._store.delete([full])[0]:
+            raise Conflict(f"job {full} is {self._state_of(full)}; a running job cannot be deleted")
+        self._record(actor, "job.delete", full)
+        return full
+
+    def retry_failed(
+        self, queue: str | None = None, task: str | None = None, *, by: Actor | None = None
+    ) -> int:
+        """Retry every failed job of ``queue`` and/or ``task``; return how many."""
+        actor = self._allow(by, "operator")
+        if not queue and not task:
+            raise InvalidArgument("bulk retry needs a queue or a task (or both)")
+        if queue:
+            _validate.name(queue, "queue")
+        if task:
+            _validate.name(task, "task name")
+        count = self._store.retry_failed(queue=queue or None, task=task or None)
+        target = " ".join(f"{k}={v}" for k, v in (("queue", queue), ("task", task)) if v)
+        self._record(actor, "job.retry_failed", target, count=count)
+        return count
+
+    # -- limits ----------------------------------------------------------------
+
+    def set_limit(self, key: str, concurrency: int | None, *, by: Actor | None = None) -> None:
+        """Override the concurrency limit of ``key`` cluster-wide: an int from
+        0 (hold every job of the key) to 1,000,000, or None (back to the
+        declared limit). Bools are refused."""
+        actor = self._allow(by, "operator")
+        limit = _validate.limit_override(concurrency)
+        self._store.set_limit(_validate.name(key, "limit key"), limit)
+        self._record(actor, "limit.set" if limit is not None else "limit.clear", key, limit=limit)
+
+    def clear_limit(self, key: str, *, by: Actor | None = None) -> None:
+        """Remove the run-time override of ``key``."""
+        self.set_limit(key, None, by=by)
+
+    def reset_breaker(self, key: str, *, by: Actor | None = None) -> bool:
+        """Close the open circuit breaker of ``key``; False (and nothing
+        recorded) if it was not open."""
+        actor = self._allow(by, "operator")
+        closed = self._store.reset_breaker(_validate.name(key, "limit key"))
+        if closed:
+            self._record(actor, "limit.reset_breaker", key)
+        return closed
+
+    # -- schedules -------------------------------------------------------------
+
+    def add_schedule(
+        self,
+        name: str,
+        task: str,
+        trigger: Mapping[str, Any] | Trigger,
+        *,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        jitter: float = 0.0,
+        misfire: str = "coalesce",
+        grace: float | None = None,
+        overlap: str = "allow",
+        enabled: bool = True,
+        options: Mapping[str, Any] | None = None,
+        by: Actor | None = None,
+    ) -> Schedule:
+        """Create or replace schedule ``name`` of the registered ``task``.
+
+        ``trigger`` is a trigger (``every(...)``, ``cron(...)``, ``at(...)``) or
+        its JSON description (``{"type": "every", ...}``); ``options`` are task
+        option overrides (``queue``, ``priority``, ``retries``, ...). The rest
+        is as :meth:`rota.App.schedule`."""
+        actor = self._allow(by, "operator")
+        stored = self._define(
+            name,
+            task,
+            trigger,
+            args=args,
+            kwargs=kwargs,
+            jitter=jitter,
+            misfire=misfire,
+            grace=grace,
+            overlap=overlap,
+            enabled=enabled,
+            options=options,
+        )
+        if not enabled and stored.enabled:  # an update keeps the stored state
+            self._store.set_schedule_enabled(name, False)
+            stored = self._schedule(name)
+        self._record(actor, "schedule.add", name, task=stored.task, trigger=stored.trigger)
+        return stored
+
+    def update_schedule(self, name: str, *, by: Actor | None = None, **changes: Any) -> Schedule:
+        """Change some fields of schedule ``name`` (the keyword arguments of
+        :meth:`add_schedule`); the others keep their stored values."""
+        actor = self._allow(by, "operator")
+        unknown = set(changes) - _SCHEDULE_FIELDS
+        if unknown:
+            raise InvalidArgument(f"unknown schedule field(s): {', '.join(sorted(unknown))}")
+        old = self._schedule(name)
+        payload = _json.loads(old.payload) or {}
+        kept = {k: old.job_options.get(k) for k in _KEPT_OPTIONS if old.job_options.get(k)}
+        kept["retries"] = max(0, int(old.job_options.get("max_attempts") or 1) - 1)
+        values: dict[str, Any] = {
+            "task": old.task,
+            "trigger": old.trigger,
+            "args": payload.get("args", []),
+            "kwargs": payload.get("kwargs", {}),
+            "jitter": old.jitter,
+            "misfire": old.misfire,
+            "grace": old.grace,
+            "overlap": old.overlap,
+            "enabled": old.enabled,
+            "options": kept,
+        }
+        values.update(changes)
+        enabled = values.pop("enabled")
+        if not isinstance(enabled, bool):
+            raise InvalidArgument(f"enabled must be True or False, not {enabled!r}")
+        stored = self._define(name, values.pop("task"), values.pop("trigger"), **values)
+        if stored.enabled != enabled:
+            self._store.set_schedule_enabled(name, enabled)
+            stored = self._schedule(name)
+        self._record(actor, "schedule.update", name, changed=sorted(changes))
+        return stored
+
+    def _define(
+        self,
+        name: str,
+        task: str,
+        trigger: Mapping[str, Any] | Trigger,
+        *,
+        options: Mapping[str, Any] | None,
+        **fields: Any,
+    ) -> Schedule:
+        _validate.name(name, "schedule name")
+        if isinstance(trigger, Mapping):
+            trigger = trigger_from_json(trigger)
+        bound = self._task(task, options)
+        for key in ("jitter", "grace"):
+            if fields.get(key) is not None:
+                fields[key] = parse_duration(fields[key], what=key)
+        return define_schedule(self._app, name, bound, trigger, **fields)
+
+    def _task(self, name: str, options: Mapping[str, Any] | None) -> Task[Any, Any]:
+        task = self._app.get_task(_validate.name(name, "task name"))
+        if options is None:
+            return task
+        if not isinstance(options, Mapping):
+            raise InvalidArgument(f"options must be a dict, not {type(options).__name__}")
+        return task.options(**options)
+
+    def _schedule(self, name: str) -> Schedule:
+        found = get_schedule(self._store, _validate.name(name, "schedule name"))
+        if found is None:
+            raise NotFound(f"schedule {name!r} not found")
+        return found
+
+    def pause_schedule(self, name: str, *, by: Actor | None = None) -> None:
+        """Stop schedule ``name`` from firing until it is resumed."""
+        self._set_enabled(name, False, by)
+
+    def resume_schedule(self, name: str, *, by: Actor | None = None) -> None:
+        """Let schedule ``name`` fire again; missed fires follow its misfire policy."""
+        self._set_enabled(name, True, by)
+
+    def _set_enabled(self, name: str, enabled: bool, by: Actor | None) -> None:
+        actor = self._allow(by, "operator")
+        if not self._store.set_schedule_enabled(_validate.name(name, "schedule name"), enabled):
+            raise NotFound(f"schedule {name!r} not found")
+        self._record(actor, "schedule.resume" if enabled else "schedule.pause", name)
+
+    def remove_schedule(self, name: str, *, by: Actor | None = None) -> None:
+        """Delete schedule ``name``; the jobs it sent stay."""
+        actor = self._allow(by, "operator")
+        if not self._store.remove_schedule(_validate.name(name, "schedule name")):
+            raise NotFound(f"schedule {name!r} not found")
+        self._record(actor, "schedule.remove", name)
+
+    def run_schedule_now(self, name: str, *, by: Actor | None = None) -> str:
+        """Enqueue one job of schedule ``name`` now, with its arguments and job
+        options; return the job's id (an existing job's id when a job with the
+        same unique key is pending). The schedule's next fire does not move.
+        Only the stored schedule is used: no task code is needed."""
+        actor = self._allow(by, "operator")
+        found = self._schedule(name)
+        job = schedule_job(found, job_id=unique_ids.next(), fire_time=self._store.now())
+        result = self._store.enqueue([job])[0]
+        self._record(actor, "schedule.run", name, job=result.id, duplicate=result.duplicate)
+        return result.id
+
+    # -- sending ---------------------------------------------------------------
+
+    def send(
+        self,
+        task: str,
+        args: list[Any] | tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        options: dict[str, Any] | None = None,
+        delay: float | None = None,
+        by: Actor | None = None,
+    ) -> JobHandle[Any]:
+        """Send a job of the registered ``task`` by name, validated as
+        :meth:`rota.Task.send` (JSON arguments, option bounds); ``delay`` in
+        seconds or a duration such as ``"5m"``."""
+        actor = self._allow(by, "operator")
+        bound = self._task(task, options)
+        if not isinstance(args, list | tuple):
+            raise InvalidArgument(f"args must be a list or a tuple, not {type(args).__name__}")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise InvalidArgument(f"kwargs must be a dict, not {type(kwargs).__name__}")
+        wait = 0.0 if delay is None else parse_duration(delay, what="delay")
+        handle = bound.send_in(wait, *args, **(kwargs or {}))
+        self._record(
+            actor, "job.send", handle.id, task=bound.name, duplicate=handle.duplicate, delay=wait
+        )
+        return handle
