@@ -1,8 +1,8 @@
 """Pure flow-control arithmetic shared by the stores that evaluate it in Python.
 
 Token buckets, circuit breakers and fair virtual time, with the clock passed
-in. The Redis store implements the same rules in Lua; the conformance suite
-checks that both agree.
+in. The Redis store implements the same rules in Lua; one table of golden
+cases (tests/flow_cases.py) is run against both.
 """
 
 from __future__ import annotations
@@ -34,15 +34,24 @@ def take(bucket: Bucket) -> Bucket | None:
     return Bucket(bucket.tokens - 1.0, bucket.at)
 
 
-def breaker_allows(open_until: float | None, probe_running: bool, now: float) -> bool:
-    """Whether a job with a breaker key may start.
+def breaker_room(
+    failures: int,
+    open_until: float | None,
+    inflight: int,
+    probe_running: bool,
+    threshold: int,
+    now: float,
+) -> int:
+    """How many more jobs with a breaker key may start now.
 
-    Closed (``open_until`` None): yes. Open and cooling down: no. Cooled down
-    (half-open): one probe at a time.
+    Closed (``open_until`` None): as many as it has failures left, less the
+    jobs already in flight, so that even if every one of them fails no more
+    than ``threshold`` consecutive failures happen before it opens. Open and
+    cooling down: none. Cooled down (half-open): one probe at a time.
     """
     if open_until is None:
-        return True
-    return now >= open_until and not probe_running
+        return max(0, threshold - failures - inflight)
+    return 1 if now >= open_until and not probe_running else 0
 
 
 def breaker_after(

@@ -318,11 +318,11 @@ def test_breaker_opens_blocks_probes_and_closes(store: Store) -> None:
     assert probe[0].id in waiting
     assert claim(store, limit=10) == []
 
-    # the probe succeeds: closed, everything flows
+    # the probe succeeds: closed, as many start as its threshold (2 of the 3 left)
     assert succeed(store, probe[0])
     info = limit_info(store, "api")
     assert (info.failures, info.open_until) == (0, None)
-    assert len(claim(store, limit=10)) == 3
+    assert len(claim(store, limit=10)) == 2
 
 
 def test_failed_probe_opens_the_breaker_again(store: Store) -> None:

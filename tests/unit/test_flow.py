@@ -12,8 +12,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from flow_cases import BREAKER_CASES, BreakerCase
 from rota import App, Breaker, InvalidArgument, Limit, Rate
-from rota.flow import Bucket, breaker_after, breaker_allows, refill, take, virtual_start
+from rota.flow import Bucket, breaker_after, breaker_room, refill, take, virtual_start
 from rota.limits import resolve_key
 from rota.models import BreakerKey, ConcurrencyKey, RateKey
 from rota.retry import backoff_delay
@@ -86,34 +87,66 @@ def test_a_clock_stepping_back_does_not_credit_an_interval_twice() -> None:
 # -- circuit breaker --------------------------------------------------------------
 
 
+@pytest.mark.parametrize("case", BREAKER_CASES, ids=lambda case: case.name)
+def test_breaker_room_golden_cases(case: BreakerCase) -> None:
+    now = 1000.0
+    open_until = None if case.open_in is None else now + case.open_in
+    room = breaker_room(
+        case.failures, open_until, case.inflight, case.probe_running, case.threshold, now
+    )
+    assert room == case.room
+
+
+def room(failures: int, open_until: float | None, inflight: int = 0, now: float = 50.0) -> int:
+    """The room of a breaker of threshold 3 with no probe running."""
+    return breaker_room(failures, open_until, inflight, False, threshold=3, now=now)
+
+
 def test_breaker_opens_after_threshold_consecutive_failures() -> None:
     state: tuple[int, float | None] = (0, None)
     for expected in (1, 2):
         state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=50.0)
         assert state == (expected, None)
-        assert breaker_allows(state[1], probe_running=False, now=50.0)
+        assert room(*state) == 3 - expected
     state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=50.0)
     assert state == (3, 60.0)
+    assert room(*state) == 0
 
 
-def test_a_success_resets_the_failure_count() -> None:
+def test_no_more_than_threshold_failures_whatever_the_interleaving() -> None:
+    """Start as many jobs as there is room for, fail them in any order: the
+    breaker opens after exactly ``threshold`` failures and no job is running."""
+    rng = random.Random(3)
+    for threshold in (1, 2, 3, 5, 8):
+        failures, open_until, inflight, failed = 0, None, 0, 0
+        while open_until is None:
+            started = rng.randint(0, breaker_room(failures, None, inflight, False, threshold, 0.0))
+            inflight += started
+            if inflight and rng.random() < 0.7:
+                inflight -= 1
+                failed += 1
+                failures, open_until = breaker_after(
+                    failures, open_until, False, threshold, 10.0, 0.0
+                )
+        assert failed == threshold
+        assert inflight == 0
+
+
+def test_a_success_resets_the_failure_count_and_the_room() -> None:
     state = breaker_after(2, None, ok=True, threshold=3, cooldown=10.0, now=1.0)
     assert state == (0, None)
+    assert room(*state) == 3
     state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=2.0)
     assert state == (1, None), "the count starts over after a success"
 
 
-def test_an_open_breaker_blocks_until_cooldown_then_allows_one_probe() -> None:
+def test_an_open_breaker_blocks_until_cooldown_then_admits_one_probe() -> None:
     open_until = 60.0
-    assert not breaker_allows(open_until, probe_running=False, now=50.0)
-    assert not breaker_allows(open_until, probe_running=False, now=59.999)
-    assert breaker_allows(open_until, probe_running=False, now=60.0)  # half-open
-    assert not breaker_allows(open_until, probe_running=True, now=60.0)
-    assert not breaker_allows(open_until, probe_running=True, now=1e9)
-
-
-def test_a_closed_breaker_allows_everything() -> None:
-    assert breaker_allows(None, probe_running=False, now=0.0)
+    assert room(3, open_until, now=50.0) == 0
+    assert room(3, open_until, now=59.999) == 0
+    assert room(3, open_until, now=60.0) == 1  # half-open
+    assert breaker_room(3, open_until, 1, True, threshold=3, now=60.0) == 0
+    assert breaker_room(3, open_until, 1, True, threshold=3, now=1e9) == 0
 
 
 def test_a_successful_probe_closes_the_breaker() -> None:
@@ -124,8 +157,8 @@ def test_a_failed_probe_reopens_for_another_cooldown() -> None:
     failures, open_until = breaker_after(3, 60.0, ok=False, threshold=3, cooldown=10.0, now=61.0)
     assert open_until == 71.0
     assert failures == 4
-    assert not breaker_allows(open_until, probe_running=False, now=70.0)
-    assert breaker_allows(open_until, probe_running=False, now=71.0)
+    assert room(failures, open_until, now=70.0) == 0
+    assert room(failures, open_until, now=71.0) == 1
 
 
 def test_a_threshold_of_one_opens_on_the_first_failure() -> None:

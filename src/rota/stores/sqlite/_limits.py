@@ -25,6 +25,7 @@ class _KeyState:
     failures: int = 0
     open_until: float | None = None
     probe: str | None = None
+    inflight: int = 0  # running jobs with this breaker key
 
 
 #: Jobs blocked by a busy key are parked at most this long; a freed slot
@@ -86,16 +87,24 @@ class LimitBook:
             if taken is None:
                 return self._block(key, self._now + (1.0 - bucket.tokens) / rate)
             buckets[key] = taken
-        for key, _n, _cooldown in limits.get("b", ()):
+        for key, threshold, _cooldown in limits.get("b", ()):
             state = self._get(key)
-            if key in self.blocked or not flow.breaker_allows(
-                state.open_until, state.probe is not None, self._now
-            ):
-                probing = state.probe is not None or state.open_until is None
-                cooled = self._now + PARK_SAFETY if probing else state.open_until
-                return self._block(key, cooled or self._now)
+            if key in self.blocked or self._breaker_room(state, threshold) == 0:
+                cooling = state.open_until is not None and self._now < state.open_until
+                # a cooling breaker may pass at open_until; else a finish frees room
+                return self._block(key, state.open_until if cooling else self._now + PARK_SAFETY)
         self._apply_admission(limits, buckets, job_id)
         return None
+
+    def _breaker_room(self, state: _KeyState, threshold: int) -> int:
+        return flow.breaker_room(
+            state.failures,
+            state.open_until,
+            state.inflight,
+            state.probe is not None,
+            threshold,
+            self._now,
+        )
 
     def _block(self, key: str, until: float) -> Block:
         """Record that ``key`` blocks until ``until`` (the first reason found wins)."""
@@ -117,9 +126,10 @@ class LimitBook:
             self._dirty.add(key)
         for key, _n, _cooldown in limits.get("b", ()):
             state = self._get(key)
+            state.inflight += 1
             if state.open_until is not None:
                 state.probe = job_id
-                self._dirty.add(key)
+            self._dirty.add(key)
 
     def release(self, limits: dict[str, Any], job_id: str, ok: bool | None) -> None:
         """Free the job's slots; with ``ok`` not None, count the outcome on its breakers."""
@@ -130,15 +140,17 @@ class LimitBook:
             self._dirty.add(key)
         for key, threshold, cooldown in limits.get("b", ()):
             state = self._get(key)
-            if state.probe == job_id:
+            state.inflight = max(0, state.inflight - 1)
+            probe_ended = state.probe == job_id
+            if probe_ended:
                 state.probe = None
-                self.freed[key] += 1
             if ok is not None:
                 state.failures, state.open_until = flow.breaker_after(
                     state.failures, state.open_until, ok, threshold, cooldown, self._now
                 )
-                if state.open_until is None:
-                    self.freed[key] += UNPARK_ALL
+            # as many parked jobs come back as may start now; after a probe at
+            # least one, so that a claim parks the rest until the new open_until
+            self.freed[key] += max(self._breaker_room(state, threshold), int(probe_ended))
             self._dirty.add(key)
 
     def save(self) -> None:
@@ -159,6 +171,7 @@ class LimitBook:
                     s.failures,
                     s.open_until,
                     s.probe,
+                    s.inflight,
                 )
             )
         if rows:

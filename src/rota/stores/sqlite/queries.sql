@@ -45,18 +45,19 @@ LIMIT ? OFFSET ?
 
 -- name: limit_row
 SELECT running, concurrency, override, rate, burst, tokens, tokens_at, failures,
-       open_until, probe
+       open_until, probe, inflight
 FROM limits WHERE key = ?
 
 -- name: save_limit_row
 INSERT INTO limits (key, running, concurrency, override, rate, burst, tokens, tokens_at,
-                    failures, open_until, probe)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    failures, open_until, probe, inflight)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
     running = excluded.running, concurrency = excluded.concurrency,
     override = excluded.override, rate = excluded.rate, burst = excluded.burst,
     tokens = excluded.tokens, tokens_at = excluded.tokens_at,
-    failures = excluded.failures, open_until = excluded.open_until, probe = excluded.probe
+    failures = excluded.failures, open_until = excluded.open_until, probe = excluded.probe,
+    inflight = excluded.inflight
 
 -- name: advance_queue_clock
 UPDATE queues SET vclock = max(vclock, ?) WHERE name = ?
@@ -143,3 +144,17 @@ WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_parked_on
 
 -- name: next_parked
 SELECT min(parked_until) FROM jobs WHERE state = 'parked'
+
+-- name: set_queue_mode
+INSERT INTO queues (name, paused, debug) VALUES (?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, debug = excluded.debug,
+    debug_job = CASE WHEN excluded.paused = 1 THEN debug_job END
+
+-- name: debug_queues
+SELECT name FROM queues WHERE debug = 1
+
+-- name: debug_pause
+UPDATE queues SET paused = 1, debug = 0, debug_job = ? WHERE name = ? AND debug = 1
+
+-- name: queue_modes
+SELECT name, paused, debug, debug_job FROM queues

@@ -4,7 +4,7 @@
 -- flow control (mirrors rota.flow and stores/sqlite/_limits.py) ----------
 
 local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
-                      'tokens_at', 'failures', 'open_until', 'probe'}
+                      'tokens_at', 'failures', 'open_until', 'probe', 'inflight'}
 
 function L.book(now)
   local book = {now = now, keys = {}, dirty = {}, blocked = {}, freed = {}}
@@ -17,7 +17,7 @@ function L.book(now)
         running = tonumber(r[1]) or 0, concurrency = tonumber(r[2]), override = tonumber(r[3]),
         rate = tonumber(r[4]), burst = tonumber(r[5]), tokens = tonumber(r[6]),
         tokens_at = tonumber(r[7]), failures = tonumber(r[8]) or 0,
-        open_until = tonumber(r[9]), probe = L.opt(r[10]),
+        open_until = tonumber(r[9]), probe = L.opt(r[10]), inflight = tonumber(r[11]) or 0,
       }
       book.keys[key] = s
     end
@@ -30,9 +30,13 @@ function L.book(now)
     return math.min(burst, s.tokens + elapsed * rate), now
   end
 
-  local function breaker_allows(s)
-    if s.open_until == nil then return true end
-    return now >= s.open_until and s.probe == nil
+  -- How many more jobs with the breaker key may start (rota.flow.breaker_room):
+  -- closed, its failures left less the jobs in flight; open, none; half-open,
+  -- one probe at a time.
+  local function breaker_room(s, threshold)
+    if s.open_until == nil then return math.max(0, threshold - s.failures - s.inflight) end
+    if now >= s.open_until and s.probe == nil then return 1 end
+    return 0
   end
 
   -- Take the job's slots and tokens if every key allows it; else block the
@@ -66,11 +70,11 @@ function L.book(now)
       local why = book.blocked[b[1]]
       if why then return false, why end
       local s = book.get(b[1])
-      if not breaker_allows(s) then
-        if now < s.open_until then
+      if breaker_room(s, b[2]) == 0 then
+        if s.open_until ~= nil and now < s.open_until then
           why = {key = b[1], at = s.open_until, breaker = true}
         else
-          why = {key = b[1]} -- half-open, its probe is running
+          why = {key = b[1]} -- its room is in flight (or its probe is running)
         end
         book.blocked[b[1]] = why
         return false, why
@@ -90,10 +94,9 @@ function L.book(now)
     end
     for _, b in ipairs(limits.b or {}) do
       local s = book.get(b[1])
-      if s.open_until ~= nil then
-        s.probe = job_id
-        book.dirty[b[1]] = true
-      end
+      s.inflight = s.inflight + 1
+      if s.open_until ~= nil then s.probe = job_id end
+      book.dirty[b[1]] = true
     end
     return true
   end
@@ -109,10 +112,9 @@ function L.book(now)
     end
     for _, b in ipairs(limits.b or {}) do
       local s = book.get(b[1])
-      if s.probe == job_id then
-        s.probe = nil
-        book.freed[b[1]] = (book.freed[b[1]] or 0) + 1
-      end
+      s.inflight = math.max(0, s.inflight - 1)
+      local probe_ended = s.probe == job_id
+      if probe_ended then s.probe = nil end
       if ok == true then
         s.failures, s.open_until = 0, nil
       elseif ok == false then
@@ -124,6 +126,11 @@ function L.book(now)
           s.open_until = nil
         end
       end
+      -- as many parked sub-queues come back as jobs may start now; after a
+      -- probe at least one, so that a claim parks the rest until open_until
+      local room = breaker_room(s, b[2])
+      if probe_ended and room == 0 then room = 1 end
+      if room > 0 then book.freed[b[1]] = (book.freed[b[1]] or 0) + room end
       book.dirty[b[1]] = true
     end
   end
@@ -142,6 +149,7 @@ function L.book(now)
         'override', num(s.override), 'rate', num(s.rate), 'burst', num(s.burst),
         'tokens', num(s.tokens), 'tokens_at', num(s.tokens_at),
         'failures', L.fmt(s.failures), 'open_until', num(s.open_until), 'probe', s.probe or false,
+        'inflight', L.fmt(s.inflight),
       })
       redis.call('SADD', limkeys, key)
     end
