@@ -103,7 +103,7 @@ CASES: dict[str, list[list[str]]] = {
     "cancel": [["waiting", ""], []],
     "delete": [["failed", ""], []],
     "retry": [["failed", ""], []],
-    "set_paused": [["", "1"], ["default", "2"], ["default"]],
+    "set_queue_mode": [["", "paused"], ["default", "stopped"], ["default", ""], ["default"]],
     "set_schedule_enabled": [["nightly", "yes"], ["", "1"]],
     "remove_schedule": [[""], []],
     "reset_breaker": [[""], []],

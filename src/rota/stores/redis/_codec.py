@@ -19,6 +19,7 @@ from rota.models import (
     JobState,
     MinuteStats,
     NewJob,
+    QueueInfo,
     RateKey,
     Schedule,
     WorkerInfo,
@@ -195,6 +196,21 @@ def minute_stats(minute: int, counts: Mapping[bytes, bytes]) -> list[MinuteStats
         MinuteStats(minute, queue, task, good, bad)
         for (queue, task), (good, bad) in sorted(merged.items())
     ]
+
+
+#: The states a ``queues`` reply counts per queue, in order (see lua/queues.lua).
+QUEUE_STATES = tuple(JobState)
+
+
+def queue_infos(flat: Sequence[Any]) -> list[QueueInfo]:
+    """The queues of a ``queues`` reply: name, mode, linked job, counts."""
+    width = 3 + len(QUEUE_STATES)
+    infos = []
+    for i in range(0, len(flat), width):
+        row = flat[i : i + width]
+        counts = {s: int(n) for s, n in zip(QUEUE_STATES, row[3:], strict=True) if int(n)}
+        infos.append(QueueInfo(text(row[0]), text(row[1]), counts, text(row[2]) or None))
+    return infos
 
 
 def worker_record(worker: WorkerInfo) -> bytes:

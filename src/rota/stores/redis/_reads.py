@@ -140,14 +140,7 @@ class Reads(RedisBase):
 
     @guarded
     def queues(self) -> list[QueueInfo]:
-        reply = self._run("queues")
-        width = 2 + len(_STATES)
-        infos = []
-        for i in range(0, len(reply), width):
-            row = reply[i : i + width]
-            counts = {s: int(n) for s, n in zip(_STATES, row[2:], strict=True) if int(n)}
-            infos.append(QueueInfo(row[0].decode(), bool(row[1]), counts))
-        return sorted(infos, key=lambda q: q.name)
+        return sorted(_codec.queue_infos(self._run("queues")), key=lambda q: q.name)
 
     @guarded
     def throughput(self, since: float) -> list[MinuteStats]:

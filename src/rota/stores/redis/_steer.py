@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rota.models import NewJob, Schedule
 from rota.stores import _checks
-from rota.stores.base import FireResult
+from rota.stores.base import FireResult, check_mode
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
 
@@ -16,7 +16,7 @@ _CHUNK = 1_000
 
 
 class Steering(RedisBase):
-    """Cancel, retry, delete, pause, purge; limits; schedules."""
+    """Cancel, retry, delete, queue modes, purge; limits; schedules."""
 
     @guarded
     def cancel(self, job_ids: Sequence[str]) -> list[bool]:
@@ -54,14 +54,15 @@ class Steering(RedisBase):
         return [bool(x) for x in self._run("delete", list(job_ids))]
 
     @guarded
-    def pause_queue(self, queue: str) -> None:
-        _checks.text(queue, "queue")
-        self._run("set_paused", [queue, "1"])
+    def set_queue_mode(self, queue: str, mode: str) -> None:
+        check_mode(queue, mode)
+        self._run("set_queue_mode", [queue, mode])
 
-    @guarded
+    def pause_queue(self, queue: str) -> None:
+        self.set_queue_mode(queue, "paused")
+
     def resume_queue(self, queue: str) -> None:
-        _checks.text(queue, "queue")
-        self._run("set_paused", [queue, "0"])
+        self.set_queue_mode(queue, "running")
 
     @guarded
     def purge_queue(self, queue: str) -> int:

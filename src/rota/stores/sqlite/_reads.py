@@ -20,6 +20,7 @@ from rota.models import (
 )
 from rota.stores.base import check_prefix
 from rota.stores.sqlite._conn import Connections
+from rota.stores.sqlite._modes import queue_modes
 
 _JOB_COLUMNS = (
     "seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,"
@@ -162,8 +163,8 @@ class Reads(Connections):
     def queues(self) -> list[QueueInfo]:
         conn = self._conn()
         now = time.time()
-        paused = dict(conn.execute("SELECT name, paused FROM queues").fetchall())
-        counts: dict[str, dict[JobState, int]] = {name: {} for name in paused}
+        modes = queue_modes(conn)
+        counts: dict[str, dict[JobState, int]] = {name: {} for name in modes}
         for queue, state, n in conn.execute(
             "SELECT queue, state, count(*) FROM jobs GROUP BY queue, state"
         ):
@@ -181,8 +182,9 @@ class Reads(Connections):
         infos = []
         for name, by_state in sorted(counts.items()):
             nonzero = {state: n for state, n in by_state.items() if n}
-            if nonzero or paused.get(name):
-                infos.append(QueueInfo(name, bool(paused.get(name)), nonzero))
+            queue_mode, debug_job = modes.get(name, ("running", None))
+            if nonzero or queue_mode != "running":
+                infos.append(QueueInfo(name, queue_mode, nonzero, debug_job))
         return infos
 
     def throughput(self, since: float) -> list[MinuteStats]:

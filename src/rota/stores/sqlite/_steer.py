@@ -1,4 +1,4 @@
-"""Operator actions of the SQLite store: cancel, retry, delete, pause, purge, limits."""
+"""Operator actions of the SQLite store: cancel, retry, delete, queue modes, purge, limits."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 
 from rota.stores import _checks
+from rota.stores.base import check_mode
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
 from rota.stores.sqlite._limits import UNPARK_ALL
@@ -107,21 +108,17 @@ class Steering(Connections):
                     )
         return applied
 
-    def _set_paused(self, queue: str, paused: bool) -> None:
-        _checks.text(queue, "queue")
+    def set_queue_mode(self, queue: str, mode: str) -> None:
+        check_mode(queue, mode)
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO queues (name, paused) VALUES (?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
-                (queue, int(paused)),
-            )
+            conn.execute(Q["set_queue_mode"], (queue, int(mode == "paused"), int(mode == "debug")))
         _notify.notify(self.path)
 
     def pause_queue(self, queue: str) -> None:
-        self._set_paused(queue, True)
+        self.set_queue_mode(queue, "paused")
 
     def resume_queue(self, queue: str) -> None:
-        self._set_paused(queue, False)
+        self.set_queue_mode(queue, "running")
 
     def purge_queue(self, queue: str) -> int:
         _checks.text(queue, "queue")

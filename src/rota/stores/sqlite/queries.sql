@@ -144,3 +144,17 @@ WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_parked_on
 
 -- name: next_parked
 SELECT min(parked_until) FROM jobs WHERE state = 'parked'
+
+-- name: set_queue_mode
+INSERT INTO queues (name, paused, debug) VALUES (?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, debug = excluded.debug,
+    debug_job = CASE WHEN excluded.paused = 1 THEN debug_job END
+
+-- name: debug_queues
+SELECT name FROM queues WHERE debug = 1
+
+-- name: debug_pause
+UPDATE queues SET paused = 1, debug = 0, debug_job = ? WHERE name = ? AND debug = 1
+
+-- name: queue_modes
+SELECT name, paused, debug, debug_job FROM queues

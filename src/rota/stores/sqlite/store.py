@@ -28,11 +28,14 @@ from rota.models import (
 from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.sqlite import _limits, _notify
+from rota.stores.sqlite._audit import Audit
+from rota.stores.sqlite._modes import DebugPause
 from rota.stores.sqlite._reads import Reads
 from rota.stores.sqlite._schedules import Schedules
 from rota.stores.sqlite._sql import queries
 from rota.stores.sqlite._steer import Steering
 from rota.stores.sqlite._uniques import settle_unique, unique_holder
+from rota.stores.sqlite._users import Users
 
 Q = queries()
 _CHUNK = 500  # ids per IN (...) list, under SQLite's variable limit
@@ -51,7 +54,7 @@ class _Choice(NamedTuple):
     order: tuple[int, float, int]
 
 
-class SQLiteStore(Reads, Steering, Schedules, Store):
+class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
     """A :class:`~rota.stores.base.Store` on one SQLite file (``sqlite:///path``)."""
 
     kind = "sqlite"
@@ -246,6 +249,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             counts: Counter[tuple[str, str, bool]] = Counter()
             applied: list[bool] = []
             hosts: dict[str, str | None] = {}
+            debug = DebugPause(conn)
             for o in outcomes:
                 row = rows.get(o.job_id)
                 if row is None or row["state"] != "running" or row["lease_token"] != o.token:
@@ -262,6 +266,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                     settle_unique(conn, row, now, succeeded=True)
                     continue
                 entry = attempt_entry(conn, hosts, row, "failed", now, error=o.error)
+                debug.failed(row["queue"], o.job_id)
                 tries = row["attempt"] - row["lost"]
                 if o.retry_in is not None and tries < row["max_attempts"]:
                     retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
@@ -352,6 +357,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
             book = _limits.LimitBook(conn, now)
             lost_for_good: Counter[tuple[str, str, bool]] = Counter()
             hosts: dict[str, str | None] = {}
+            debug = DebugPause(conn)
             for row in rows:
                 limits = _limits.decode(row["limits"])
                 if limits:
@@ -360,6 +366,7 @@ class SQLiteStore(Reads, Steering, Schedules, Store):
                 final = row["lost"] + 1 >= row["max_lost"]
                 if final:
                     lost_for_good[(row["queue"], row["task"], False)] += 1
+                    debug.failed(row["queue"], row["id"])
                     settle_unique(conn, row, now, succeeded=False)
                 conn.execute(
                     Q["mark_lost"],

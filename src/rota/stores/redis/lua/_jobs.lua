@@ -227,6 +227,17 @@ function L.attempt_entry(job, event, stamp, hosts, err)
                        extra, stamp)
 end
 
+-- queue modes ------------------------------------------------------------
+
+-- A failed attempt of job id in queue: a queue in debug mode (S.debug) is
+-- paused (S.paused) at its first one, with the job linked in S.debugjob.
+function L.debug_pause(queue, id)
+  if redis.call('SREM', S.debug, queue) == 1 then
+    redis.call('SADD', S.paused, queue)
+    redis.call('HSET', S.debugjob, queue, id)
+  end
+end
+
 -- stats ------------------------------------------------------------------
 
 -- The stats hash field of an outcome: "s" or "f", len(queue), ":", queue, task.

@@ -7,6 +7,9 @@
 -- KEYS[4] limkeys: set of flow-control keys
 -- KEYS[5] totals: all-time counts
 -- KEYS[6] workers: worker id -> heartbeat record (the host of a lease owner)
+-- KEYS[7] paused: set of paused queues
+-- KEYS[8] debug: set of queues in debug mode
+-- KEYS[9] debugjob: queue -> the failed job that paused it in debug mode
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2..] 7 fields per outcome: job id, token, flags, result, error,
 --           traceback, retry_in ("" for None). flags is four characters
@@ -17,7 +20,8 @@
 -- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
 -- outcome appends the attempt to the job's history, with the worker that ran
 -- it and its host. Limit slots are released and breakers count the outcome;
--- stats are counted per minute (kept two days) and all time.
+-- stats are counted per minute (kept two days) and all time. A queue in
+-- debug mode is paused at its first failed attempt, linking that job.
 -- Returns 1 or 0 per outcome.
 
 -- every argument is checked before the first write (_check.lua)
@@ -81,6 +85,7 @@ for i = 2, #ARGV, 7 do
     else
       for name, v in pairs(L.fields(jkey, MORE)) do job[name] = v end
       local entry = L.attempt_entry(job, 'failed', stamp, hosts, err)
+      L.debug_pause(job.queue, id)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
       if retry_in and tries < tonumber(job.max_attempts) then
         local run_at = now + tonumber(retry_in)

@@ -7,12 +7,17 @@
 -- KEYS[4] limkeys: set of flow-control keys
 -- KEYS[5] totals: all-time counts
 -- KEYS[6] workers: worker id -> heartbeat record (the host of a lease owner)
+-- KEYS[7] paused: set of paused queues
+-- KEYS[8] debug: set of queues in debug mode
+-- KEYS[9] debugjob: queue -> the failed job that paused it in debug mode
 -- ARGV[1] most jobs to recover in this call
 --
 -- Each job whose lease expired before now records a lost attempt (with the
 -- worker that held the lease and its host) and frees
 -- its limit slots. Under its max_lost it is queued again; at it, it ends
--- failed with error "worker_lost", counted as a failure in the stats.
+-- failed with error "worker_lost", counted as a failure in the stats; that
+-- failure pauses a queue in debug mode (a lost attempt that is queued again
+-- does not: it is not the task's failure).
 -- Returns the ids of the jobs recovered.
 
 -- every argument is checked before the first write (_check.lua)
@@ -42,6 +47,7 @@ for _, id in ipairs(expired) do
                     'owner', '', 'token', '', 'expires', ''}
     if final then
       L.settle_unique(id, job, false, now)
+      L.debug_pause(job.queue, id)
       L.put(jkey, {'state', 'failed', 'error', 'worker_lost', 'finished_at', stamp,
                    unpack(fields)})
       L.index_state(id, job.queue, job.seq, 'running', 'failed')
