@@ -319,7 +319,8 @@ def host(url: str) -> str:
 
 
 def test_keys_resolve_to_constant_function_value_or_default() -> None:
-    args, kwargs = ("https://a.example/x",), {}
+    args: tuple[str, ...] = ("https://a.example/x",)
+    kwargs: dict[str, object] = {}
     assert resolve_key(None, "fetch", args, kwargs) == "fetch"
     assert resolve_key("spiders", "fetch", args, kwargs) == "spiders"
     assert resolve_key(host, "fetch", args, kwargs) == "a.example"

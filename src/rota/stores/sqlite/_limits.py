@@ -90,9 +90,11 @@ class LimitBook:
         for key, threshold, _cooldown in limits.get("b", ()):
             state = self._get(key)
             if key in self.blocked or self._breaker_room(state, threshold) == 0:
-                cooling = state.open_until is not None and self._now < state.open_until
                 # a cooling breaker may pass at open_until; else a finish frees room
-                return self._block(key, state.open_until if cooling else self._now + PARK_SAFETY)
+                until = self._now + PARK_SAFETY
+                if state.open_until is not None and self._now < state.open_until:
+                    until = state.open_until
+                return self._block(key, until)
         self._apply_admission(limits, buckets, job_id)
         return None
 
@@ -141,16 +143,18 @@ class LimitBook:
         for key, threshold, cooldown in limits.get("b", ()):
             state = self._get(key)
             state.inflight = max(0, state.inflight - 1)
-            probe_ended = state.probe == job_id
-            if probe_ended:
+            if state.probe == job_id:
                 state.probe = None
+            was_open_until = state.open_until
             if ok is not None:
                 state.failures, state.open_until = flow.breaker_after(
                     state.failures, state.open_until, ok, threshold, cooldown, self._now
                 )
-            # as many parked jobs come back as may start now; after a probe at
-            # least one, so that a claim parks the rest until the new open_until
-            self.freed[key] += max(self._breaker_room(state, threshold), int(probe_ended))
+            if state.open_until is not None and state.open_until != was_open_until:
+                # a cooldown began: a claim parks its jobs again until it ends
+                self.freed[key] += UNPARK_ALL
+            else:  # as many parked jobs come back as may start now
+                self.freed[key] += self._breaker_room(state, threshold)
             self._dirty.add(key)
 
     def save(self) -> None:

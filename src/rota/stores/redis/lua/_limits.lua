@@ -113,8 +113,8 @@ function L.book(now)
     for _, b in ipairs(limits.b or {}) do
       local s = book.get(b[1])
       s.inflight = math.max(0, s.inflight - 1)
-      local probe_ended = s.probe == job_id
-      if probe_ended then s.probe = nil end
+      if s.probe == job_id then s.probe = nil end
+      local was_open_until = s.open_until
       if ok == true then
         s.failures, s.open_until = 0, nil
       elseif ok == false then
@@ -126,10 +126,10 @@ function L.book(now)
           s.open_until = nil
         end
       end
-      -- as many parked sub-queues come back as jobs may start now; after a
-      -- probe at least one, so that a claim parks the rest until open_until
+      -- a cooldown began: a claim parks its sub-queues again until it ends;
+      -- else as many come back as jobs may start now
       local room = breaker_room(s, b[2])
-      if probe_ended and room == 0 then room = 1 end
+      if s.open_until ~= nil and s.open_until ~= was_open_until then room = WAKE_ALL end
       if room > 0 then book.freed[b[1]] = (book.freed[b[1]] or 0) + room end
       book.dirty[b[1]] = true
     end
