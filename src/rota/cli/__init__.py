@@ -64,6 +64,7 @@ COMMANDS: dict[str, Entry] = {
     "scheduler": Entry("schedules:scheduler"),
     "send": Entry("send:send"),
     "status": Entry("status:status"),
+    "users": Entry("users:users"),
     "web": Entry("web:web", extra="web"),
     "worker": Entry("worker:worker"),
 }
