@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rota import _json, _validate
+from rota import _json, _users, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
-from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule
+from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule, User
 from rota.scheduling.define import define_schedule, get_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
 from rota.task import JobHandle, Task
@@ -404,7 +404,7 @@ class Admin:
         kwargs: dict[str, Any] | None = None,
         *,
         options: dict[str, Any] | None = None,
-        delay: float | None = None,
+        delay: float | str | None = None,
         by: Actor | None = None,
     ) -> JobHandle[Any]:
         """Send a job of the registered ``task`` by name, validated as
@@ -422,3 +422,64 @@ class Admin:
             actor, "job.send", handle.id, task=bound.name, duplicate=handle.duplicate, delay=wait
         )
         return handle
+
+    # -- users: dashboard and API accounts (admin role) -------------------------
+
+    def add_user(self, name: str, role: str, password: str, *, by: Actor | None = None) -> None:
+        """Create a user with ``role`` (viewer, operator or admin) and ``password``
+        (at least 8 characters, kept only as an Argon2 hash)."""
+        actor = self._allow(by, "admin")
+        _users.add_user(self._store, name, role, password)
+        self._record(actor, "user.add", name, role=role)
+
+    def remove_user(self, name: str, *, by: Actor | None = None) -> None:
+        """Remove a user; its API tokens stop working at once."""
+        actor = self._allow(by, "admin")
+        _users.remove_user(self._store, name)
+        self._record(actor, "user.remove", name)
+
+    def set_role(self, name: str, role: str, *, by: Actor | None = None) -> None:
+        """Change a user's role."""
+        actor = self._allow(by, "admin")
+        old = _users.set_role(self._store, name, role)
+        self._record(actor, "user.role", name, role=role, previous=old)
+
+    def set_password(self, name: str, password: str, *, by: Actor | None = None) -> None:
+        """Change a user's password (sessions opened with the old one end)."""
+        actor = self._allow(by, "admin")
+        _users.set_password(self._store, name, password)
+        self._record(actor, "user.password", name)
+
+    def users(self, *, by: Actor | None = None) -> list[User]:
+        """Every user, by name, with the labels of its API tokens."""
+        self._allow(by, "admin")
+        return self._store.users()
+
+    def create_token(self, name: str, label: str, *, by: Actor | None = None) -> str:
+        """A new API token ``label`` for user ``name`` (replacing one of the same
+        label). The secret is returned once: only its SHA-256 hash is kept."""
+        actor = self._allow(by, "admin")
+        secret = _users.create_token(self._store, name, label)
+        self._record(actor, "user.token", name, label=label)
+        return secret
+
+    def revoke_token(self, name: str, label: str, *, by: Actor | None = None) -> None:
+        """Revoke user ``name``'s API token ``label``."""
+        actor = self._allow(by, "admin")
+        _users.revoke_token(self._store, name, label)
+        self._record(actor, "user.revoke", name, label=label)
+
+    def authenticate(self, name: str, password: str, *, by: Actor | None = None) -> User | None:
+        """The user whose name and password these are, else None; a failure is
+        written to the audit log as ``user.login_failed`` (``by`` says from where)."""
+        actor = self._allow(by, "viewer")
+        user = _users.authenticate(self._store, name, password)
+        if user is None:
+            shown = name[:64] if isinstance(name, str) and name.isprintable() else "?"
+            self._record(actor, "user.login_failed", shown or "?")
+        return user
+
+    def user_for_token(self, secret: str, *, by: Actor | None = None) -> User | None:
+        """The user holding the API token ``secret``, or None."""
+        self._allow(by, "viewer")
+        return _users.user_for_token(self._store, secret)

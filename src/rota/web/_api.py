@@ -6,14 +6,16 @@ objects ``{"error": code, "detail": message}`` (see ``_errors``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
-from rota.models import Job, JobPage, JobState, QueueInfo
+from rota.admin import Admin
+from rota.errors import Conflict, NotFound
+from rota.models import AuditEntry, Job, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import Identity
@@ -83,6 +85,20 @@ class RetryFailedBody(BaseModel):
     task: StrictStr | None = Field(None, max_length=MAX_NAME_LENGTH)
 
 
+class ModeBody(BaseModel):
+    """A queue mode: ``running``, ``paused`` or ``debug`` (pauses itself at its
+    first failed job)."""
+
+    mode: Literal["running", "paused", "debug"]
+
+
+class AuditPage(BaseModel):
+    """Audit entries, newest first; pass ``next_cursor`` back as ``cursor``."""
+
+    entries: list[AuditEntry]
+    next_cursor: str | None
+
+
 class LimitBody(BaseModel):
     """A run-time concurrency limit from 0 to 1,000,000 (a JSON integer, not a
     boolean or a float); null clears the override."""
@@ -92,6 +108,13 @@ class LimitBody(BaseModel):
 
 def _store(request: Request) -> Store:
     return context(request).store
+
+
+def _admin(request: Request) -> Admin:
+    return context(request).app.admin
+
+
+Acting = Annotated[Identity, Depends(api_operator)]
 
 
 # -- who am I, stats ---------------------------------------------------------
@@ -126,24 +149,34 @@ def list_queues(request: Request) -> list[QueueInfo]:
 
 
 @act.post("/queues/{name:path}/pause", summary="Pause a queue")
-def pause_queue(request: Request, name: Name) -> Done:
+def pause_queue(request: Request, name: Name, identity: Acting) -> Done:
     """Workers stop claiming from the queue; it keeps accepting jobs."""
-    _ops.pause_queue(_store(request), name)
+    _admin(request).pause_queue(name, by=_ops.actor(request, identity))
     return Done(message=f"queue {name!r} paused")
 
 
 @act.post("/queues/{name:path}/resume", summary="Resume a queue")
-def resume_queue(request: Request, name: Name) -> Done:
+def resume_queue(request: Request, name: Name, identity: Acting) -> Done:
     """Workers claim from the queue again."""
-    _ops.resume_queue(_store(request), name)
+    _admin(request).resume_queue(name, by=_ops.actor(request, identity))
     return Done(message=f"queue {name!r} resumed")
 
 
 @act.post("/queues/{name:path}/purge", summary="Delete every pending job of a queue")
-def purge_queue(request: Request, name: Name) -> Counted:
+def purge_queue(request: Request, name: Name, identity: Acting) -> Counted:
     """Scheduled and queued jobs are deleted; running and finished jobs stay."""
-    n = _ops.purge_queue(_store(request), name)
+    n = _admin(request).purge_queue(name, by=_ops.actor(request, identity))
     return Counted(message=f"purged {n} pending jobs from queue {name!r}", count=n)
+
+
+@act.post("/queues/{name:path}/mode", summary="Set a queue's mode")
+def set_queue_mode(
+    request: Request, name: Name, body: Annotated[ModeBody, Body()], identity: Acting
+) -> Done:
+    """``running``, ``paused``, or ``debug``: the queue runs and pauses itself
+    at its first failed job."""
+    _admin(request).set_queue_mode(name, body.mode, by=_ops.actor(request, identity))
+    return Done(message=f"queue {name!r} set to {body.mode}")
 
 
 # -- jobs ---------------------------------------------------------------------
@@ -179,9 +212,12 @@ def list_jobs(
 
 
 @act.post("/jobs/retry-failed", summary="Retry every failed job of a queue and/or task")
-def retry_failed(request: Request, body: Annotated[RetryFailedBody, Body()]) -> Counted:
+def retry_failed(
+    request: Request, body: Annotated[RetryFailedBody, Body()], identity: Acting
+) -> Counted:
     """At least one of ``queue`` and ``task`` is required."""
-    n = _ops.retry_failed(_store(request), body.queue, body.task)
+    by = _ops.actor(request, identity)
+    n = _admin(request).retry_failed(body.queue, body.task, by=by)
     return Counted(message=f"retried {n} failed jobs", count=n)
 
 
@@ -195,23 +231,23 @@ def get_job(request: Request, job_id: Name) -> Job:
 
 
 @act.post("/jobs/{job_id}/retry", summary="Retry a failed or cancelled job")
-def retry_job(request: Request, job_id: Name) -> Done:
+def retry_job(request: Request, job_id: Name, identity: Acting) -> Done:
     """The job is queued again with fresh attempt counts."""
-    full = _ops.retry_job(_store(request), job_id)
+    full = _admin(request).retry_job(job_id, by=_ops.actor(request, identity))
     return Done(message=f"job {full} queued again")
 
 
 @act.post("/jobs/{job_id}/cancel", summary="Cancel a scheduled or queued job")
-def cancel_job(request: Request, job_id: Name) -> Done:
+def cancel_job(request: Request, job_id: Name, identity: Acting) -> Done:
     """Running and finished jobs cannot be cancelled (409)."""
-    full = _ops.cancel_job(_store(request), job_id)
+    full = _admin(request).cancel_job(job_id, by=_ops.actor(request, identity))
     return Done(message=f"job {full} cancelled")
 
 
 @act.delete("/jobs/{job_id}", summary="Delete a job that is not running")
-def delete_job(request: Request, job_id: Name) -> Done:
+def delete_job(request: Request, job_id: Name, identity: Acting) -> Done:
     """Running jobs cannot be deleted (409)."""
-    full = _ops.delete_job(_store(request), job_id)
+    full = _admin(request).delete_job(job_id, by=_ops.actor(request, identity))
     return Done(message=f"job {full} deleted")
 
 
@@ -225,34 +261,37 @@ def list_schedules(request: Request) -> list[_ops.ScheduleView]:
 
 
 @act.post("/schedules/{name:path}/pause", summary="Pause a schedule")
-def pause_schedule(request: Request, name: Name) -> Done:
+def pause_schedule(request: Request, name: Name, identity: Acting) -> Done:
     """The schedule stops firing until resumed."""
-    _ops.set_schedule_enabled(_store(request), name, False)
+    _admin(request).pause_schedule(name, by=_ops.actor(request, identity))
     return Done(message=f"schedule {name!r} paused")
 
 
 @act.post("/schedules/{name:path}/resume", summary="Resume a schedule")
-def resume_schedule(request: Request, name: Name) -> Done:
+def resume_schedule(request: Request, name: Name, identity: Acting) -> Done:
     """The schedule fires again from its next fire time."""
-    _ops.set_schedule_enabled(_store(request), name, True)
+    _admin(request).resume_schedule(name, by=_ops.actor(request, identity))
     return Done(message=f"schedule {name!r} resumed")
 
 
 @act.post("/schedules/{name:path}/run", summary="Run a schedule's job now")
-def run_schedule(request: Request, name: Name) -> Enqueued:
+def run_schedule(request: Request, name: Name, identity: Acting) -> Enqueued:
     """Enqueue one job of the schedule's task with its arguments; the schedule's
     own timing is unchanged."""
-    result = _ops.run_schedule_now(_store(request), name)
-    message = f"schedule {name!r} sent job {result.id}"
-    if result.duplicate:
-        message = f"schedule {name!r}: job {result.id} with the same unique key is pending"
-    return Enqueued(message=message, job_id=result.id, duplicate=result.duplicate)
+    start = _store(request).now()
+    job_id = _admin(request).run_schedule_now(name, by=_ops.actor(request, identity))
+    job = _store(request).get_job(job_id)
+    duplicate = job is not None and job.enqueued_at < start  # it was there before
+    message = f"schedule {name!r} sent job {job_id}"
+    if duplicate:
+        message = f"schedule {name!r}: job {job_id} with the same unique key is pending"
+    return Enqueued(message=message, job_id=job_id, duplicate=duplicate)
 
 
 @act.delete("/schedules/{name:path}", summary="Remove a schedule")
-def remove_schedule(request: Request, name: Name) -> Done:
+def remove_schedule(request: Request, name: Name, identity: Acting) -> Done:
     """Jobs the schedule already sent stay."""
-    _ops.remove_schedule(_store(request), name)
+    _admin(request).remove_schedule(name, by=_ops.actor(request, identity))
     return Done(message=f"schedule {name!r} removed")
 
 
@@ -272,26 +311,52 @@ def list_limits(request: Request) -> list[_ops.LimitView]:
 
 
 @act.put("/limits/{key:path}", summary="Override a key's concurrency limit")
-def set_limit(request: Request, key: Name, body: Annotated[LimitBody, Body()]) -> Done:
+def set_limit(
+    request: Request, key: Name, body: Annotated[LimitBody, Body()], identity: Acting
+) -> Done:
     """Cluster-wide, at once; ``null`` goes back to the limit the tasks declare."""
-    _ops.set_limit(_store(request), key, body.concurrency)
+    _admin(request).set_limit(key, body.concurrency, by=_ops.actor(request, identity))
     if body.concurrency is None:
         return Done(message=f"limit override of {key!r} cleared")
     return Done(message=f"limit of {key!r} set to {body.concurrency}")
 
 
 @act.delete("/limits/{key:path}", summary="Clear a key's run-time limit override")
-def clear_limit(request: Request, key: Name) -> Done:
+def clear_limit(request: Request, key: Name, identity: Acting) -> Done:
     """Back to the limit the tasks declare."""
-    _ops.set_limit(_store(request), key, None)
+    _admin(request).clear_limit(key, by=_ops.actor(request, identity))
     return Done(message=f"limit override of {key!r} cleared")
 
 
 @act.post("/limits/{key:path}/reset", summary="Close an open circuit breaker")
-def reset_breaker(request: Request, key: Name) -> Done:
+def reset_breaker(request: Request, key: Name, identity: Acting) -> Done:
     """409 when the breaker is not open."""
-    _ops.reset_breaker(_store(request), key)
+    if not _admin(request).reset_breaker(key, by=_ops.actor(request, identity)):
+        if not any(info.key == key for info in _store(request).limits()):
+            raise NotFound(f"limit key {key!r} not found")
+        raise Conflict(f"the breaker of {key!r} is not open")
     return Done(message=f"breaker of {key!r} reset")
+
+
+# -- audit --------------------------------------------------------------------
+
+
+@read.get("/audit", summary="The audit log of operator actions, newest first")
+def audit(
+    request: Request,
+    actor: OptionalName = None,
+    action: OptionalName = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="next_cursor of the previous page")
+    ] = None,
+) -> AuditPage:
+    """Who did what, when, through what (python, cli, web, api) and from where;
+    filtered by ``actor`` and ``action`` (e.g. ``queue.pause``)."""
+    entries, next_cursor = _admin(request).audit(
+        limit=limit, cursor=cursor or None, actor=actor or None, action=action or None
+    )
+    return AuditPage(entries=entries, next_cursor=next_cursor)
 
 
 # -- export -------------------------------------------------------------------

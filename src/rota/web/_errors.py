@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.templating import Jinja2Templates
 
+from rota import errors
 from rota.errors import (
     AmbiguousJobId,
     InvalidArgument,
@@ -35,6 +36,7 @@ log = logging.getLogger("rota.web")
 _STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (Unauthorized, 401, "unauthorized"),
     (Forbidden, 403, "forbidden"),
+    (errors.Forbidden, 403, "forbidden"),
     (JobNotFound, 404, "not_found"),
     (NotFound, 404, "not_found"),
     (UnknownTask, 404, "unknown_task"),

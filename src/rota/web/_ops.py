@@ -1,22 +1,22 @@
-"""What the dashboard and the REST API do, written once over the store protocol.
+"""What the dashboard and the REST API show, written once over the store protocol.
 
-Every page and every API endpoint calls these functions; they use only the
-verbs of :class:`~rota.stores.base.Store` (mostly its inspection group), so
-every backend gets the dashboard for free. Failures raise rota errors or the
-two below, which the web layer maps to HTTP status codes.
+Every page and every API endpoint reads through these functions; they use
+only the inspection verbs of :class:`~rota.stores.base.Store`, so every
+backend gets the dashboard for free. Actions go through :attr:`rota.App.admin`
+(see :func:`actor`). Failures raise rota errors, which the web layer maps to
+HTTP status codes.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rota import _json, _validate
-from rota.errors import InvalidArgument, JobNotFound, RotaError
+from rota import _json
+from rota.admin import Actor
+from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
-    EnqueueResult,
     Job,
     JobPage,
     JobQuery,
@@ -24,11 +24,14 @@ from rota.models import (
     LimitInfo,
     MinuteStats,
     QueueInfo,
-    Schedule,
     WorkerInfo,
 )
-from rota.scheduling.define import schedule_job
 from rota.stores.base import Store
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from rota.web._auth import Identity
 
 #: A worker whose last heartbeat is older than this is shown as lost.
 LOST_AFTER = 30.0
@@ -58,9 +61,8 @@ __all__ = [
     "ScheduleView",
     "WindowCount",
     "WorkerView",
-    "cancel_job",
+    "actor",
     "current_error_only",
-    "delete_job",
     "describe_trigger",
     "get_job",
     "known_names",
@@ -68,28 +70,10 @@ __all__ = [
     "list_jobs",
     "live",
     "overview",
-    "pause_queue",
-    "purge_queue",
     "queues",
-    "remove_schedule",
-    "reset_breaker",
-    "resume_queue",
-    "retry_failed",
-    "retry_job",
-    "run_schedule_now",
     "schedules",
-    "set_limit",
-    "set_schedule_enabled",
     "workers",
 ]
-
-
-class NotFound(RotaError, LookupError):
-    """A queue, schedule or limit key named in a request does not exist."""
-
-
-class Conflict(RotaError):
-    """The action does not apply to the object in its current state."""
 
 
 # -- views -----------------------------------------------------------------
@@ -199,6 +183,17 @@ class ScheduleView:
     overlap: str
     jitter: float
     skipped: int
+
+
+# -- who acts --------------------------------------------------------------
+
+
+def actor(request: Request, identity: Identity) -> Actor:
+    """The :class:`~rota.admin.Actor` of a request: ``api`` under ``/api/``,
+    else ``web``, with the client's address."""
+    origin = "api" if request.url.path.startswith("/api/") else "web"
+    address = request.client.host if request.client else None
+    return Actor(name="token", role=identity.role.label, origin=origin, address=address)
 
 
 # -- overview --------------------------------------------------------------
@@ -326,80 +321,12 @@ def current_error_only(job: Job) -> Job:
     return job
 
 
-def retry_job(store: Store, job_id: str) -> str:
-    """Queue a failed or cancelled job again; return its full id."""
-    full = store.resolve_job_id(job_id)
-    if not store.retry([full])[0]:
-        job = get_job(store, full)
-        raise Conflict(
-            f"job {full} is {job.state.value}; only failed or cancelled jobs can be retried"
-        )
-    return full
-
-
-def cancel_job(store: Store, job_id: str) -> str:
-    """Cancel a job that has not started; return its full id."""
-    full = store.resolve_job_id(job_id)
-    if not store.cancel([full])[0]:
-        job = get_job(store, full)
-        raise Conflict(
-            f"job {full} is {job.state.value}; only scheduled or queued jobs can be cancelled"
-        )
-    return full
-
-
-def delete_job(store: Store, job_id: str) -> str:
-    """Remove a job that is not running; return its full id."""
-    full = store.resolve_job_id(job_id)
-    if not store.delete([full])[0]:
-        job = get_job(store, full)
-        raise Conflict(f"job {full} is {job.state.value}; a running job cannot be deleted")
-    return full
-
-
-def retry_failed(store: Store, queue: str | None, task: str | None) -> int:
-    """Retry every failed job of a queue and/or a task; return how many."""
-    if not queue and not task:
-        raise InvalidArgument("bulk retry needs a queue or a task (or both)")
-    if queue:
-        _validate.name(queue, "queue")
-    if task:
-        _validate.name(task, "task name")
-    return store.retry_failed(queue=queue or None, task=task or None)
-
-
 # -- queues and limits -----------------------------------------------------
 
 
 def queues(store: Store) -> list[QueueInfo]:
     """Every queue with its counts by state."""
     return store.queues()
-
-
-def _queue(store: Store, name: str) -> QueueInfo:
-    for info in store.queues():
-        if info.name == name:
-            return info
-    raise NotFound(f"queue {name!r} not found (it has no jobs and was never paused)")
-
-
-def pause_queue(store: Store, name: str) -> None:
-    """Stop claims from a queue. It need not have jobs yet (pausing ahead is
-    allowed) and pausing twice is harmless."""
-    _validate.name(name, "queue")
-    store.pause_queue(name)
-
-
-def resume_queue(store: Store, name: str) -> None:
-    """Let workers claim from a paused queue again (resuming twice is harmless)."""
-    _validate.name(name, "queue")
-    store.resume_queue(name)
-
-
-def purge_queue(store: Store, name: str) -> int:
-    """Delete every pending job of a queue; return how many."""
-    _queue(store, name)
-    return store.purge_queue(name)
 
 
 def limits(store: Store) -> list[LimitView]:
@@ -415,20 +342,6 @@ def limits(store: Store) -> list[LimitView]:
             breaker = "half-open"
         views.append(LimitView(**asdict(info), breaker=breaker))
     return views
-
-
-def set_limit(store: Store, key: str, concurrency: int | None) -> None:
-    """Override a key's concurrency limit at run time (None clears the override)."""
-    _validate.name(key, "limit key")
-    store.set_limit(key, _validate.limit_override(concurrency))
-
-
-def reset_breaker(store: Store, key: str) -> None:
-    """Close an open circuit breaker."""
-    if not store.reset_breaker(key):
-        if not any(info.key == key for info in store.limits()):
-            raise NotFound(f"limit key {key!r} not found")
-        raise Conflict(f"the breaker of {key!r} is not open")
 
 
 # -- schedules -------------------------------------------------------------
@@ -472,37 +385,6 @@ def schedules(store: Store) -> list[ScheduleView]:
             )
         )
     return views
-
-
-def _schedule(store: Store, name: str) -> Schedule:
-    for s in store.schedules():
-        if s.name == name:
-            return s
-    raise NotFound(f"schedule {name!r} not found")
-
-
-def set_schedule_enabled(store: Store, name: str, enabled: bool) -> None:
-    """Pause or resume a schedule."""
-    if not store.set_schedule_enabled(name, enabled):
-        raise NotFound(f"schedule {name!r} not found")
-
-
-def remove_schedule(store: Store, name: str) -> None:
-    """Delete a schedule (its jobs stay)."""
-    if not store.remove_schedule(name):
-        raise NotFound(f"schedule {name!r} not found")
-
-
-def run_schedule_now(store: Store, name: str) -> EnqueueResult:
-    """Enqueue one job of the schedule's task with its arguments and job options, now.
-
-    The job carries ``schedule=name`` and ``fire_time`` = the store's now; the
-    schedule's own next fire is left alone. Only the stored schedule is used,
-    so the web process needs no task code.
-    """
-    s = _schedule(store, name)
-    job = schedule_job(s, job_id=uuid.uuid4().hex, fire_time=store.now())
-    return store.enqueue([job])[0]
 
 
 # -- workers ---------------------------------------------------------------

@@ -14,6 +14,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from rota import errors
+from rota.admin import Admin
 from rota.diagnose import diagnose, overdue_schedules
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
@@ -33,10 +35,15 @@ Operator = Annotated[Identity, Depends(page_operator)]
 
 _STATES = list(JobState)
 _PAGE_SIZES = (20, 50, 100, 200)
+_AUDIT_PAGE = 50
 
 
 def _store(request: Request) -> Store:
     return context(request).store
+
+
+def _admin(request: Request) -> Admin:
+    return context(request).app.admin
 
 
 def _render(request: Request, name: str, identity: Identity, **values: Any) -> Response:
@@ -74,7 +81,7 @@ async def _act(request: Request, action: Callable[[], str], default_next: str) -
     form = await request.form()
     try:
         flash(request, "ok", await run_in_threadpool(action))
-    except (_ops.Conflict, _ops.NotFound, InvalidArgument, JobNotFound) as exc:
+    except (_ops.Conflict, _ops.NotFound, InvalidArgument, JobNotFound, errors.Forbidden) as exc:
         flash(request, "error", str(exc))
     return RedirectResponse(_safe_next(form.get("next"), default_next), status_code=303)
 
@@ -214,7 +221,7 @@ async def retry_failed_action(request: Request, identity: Operator) -> Response:
     queue, task = str(form.get("queue") or ""), str(form.get("task") or "")
 
     def run() -> str:
-        n = _ops.retry_failed(_store(request), queue, task)
+        n = _admin(request).retry_failed(queue, task, by=_ops.actor(request, identity))
         return f"Queued {n} failed jobs again."
 
     return await _act(request, run, "/jobs")
@@ -223,17 +230,18 @@ async def retry_failed_action(request: Request, identity: Operator) -> Response:
 @router.post("/jobs/{job_id}/{verb}")
 async def job_action(request: Request, identity: Operator, job_id: str, verb: str) -> Response:
     """Retry, cancel or delete one job."""
-    actions: dict[str, tuple[Callable[[Store, str], str], str]] = {
-        "retry": (_ops.retry_job, "queued again"),
-        "cancel": (_ops.cancel_job, "cancelled"),
-        "delete": (_ops.delete_job, "deleted"),
+    admin = _admin(request)
+    actions: dict[str, tuple[Callable[..., str], str]] = {
+        "retry": (admin.retry_job, "queued again"),
+        "cancel": (admin.cancel_job, "cancelled"),
+        "delete": (admin.delete_job, "deleted"),
     }
     if verb not in actions:
         raise _ops.NotFound(f"no job action {verb!r}; use retry, cancel or delete")
     fn, done = actions[verb]
 
     def run() -> str:
-        return f"Job {fn(_store(request), job_id)} {done}."
+        return f"Job {fn(job_id, by=_ops.actor(request, identity))} {done}."
 
     return await _act(request, run, f"/jobs/{job_id}")
 
@@ -256,7 +264,7 @@ async def pause_ahead_action(request: Request, identity: Operator) -> Response:
     name = str((await request.form()).get("name") or "")
 
     def run() -> str:
-        _ops.pause_queue(_store(request), name)
+        _admin(request).pause_queue(name, by=_ops.actor(request, identity))
         return f"Queue {name} paused."
 
     return await _act(request, run, "/queues")
@@ -281,18 +289,22 @@ async def queue_action(request: Request, identity: Operator, name: str, verb: st
     form = await request.form()
 
     def run() -> str:
-        store = _store(request)
+        admin, by = _admin(request), _ops.actor(request, identity)
         if verb == "pause":
-            _ops.pause_queue(store, name)
+            admin.pause_queue(name, by=by)
             return f"Queue {name} paused."
         if verb == "resume":
-            _ops.resume_queue(store, name)
+            admin.resume_queue(name, by=by)
             return f"Queue {name} resumed."
+        if verb == "mode":
+            mode = str(form.get("mode") or "")
+            admin.set_queue_mode(name, mode, by=by)
+            return f"Queue {name} set to {mode}."
         if verb == "purge":
             if form.get("confirm") != name:
                 raise InvalidArgument("purge was not confirmed")
-            return f"Purged {_ops.purge_queue(store, name)} pending jobs from queue {name}."
-        raise _ops.NotFound(f"no queue action {verb!r}; use pause, resume or purge")
+            return f"Purged {admin.purge_queue(name, by=by)} pending jobs from queue {name}."
+        raise _ops.NotFound(f"no queue action {verb!r}; use pause, resume, mode or purge")
 
     return await _act(request, run, "/queues")
 
@@ -304,17 +316,18 @@ async def limit_action(request: Request, identity: Operator, key: str, verb: str
     raw = str(form.get("concurrency") or "").strip()
 
     def run() -> str:
-        store = _store(request)
+        admin, by = _admin(request), _ops.actor(request, identity)
         if verb == "set":
             if not raw.isdigit():
                 raise InvalidArgument(f"limit must be a non-negative integer, not {raw!r}")
-            _ops.set_limit(store, key, int(raw))
+            admin.set_limit(key, int(raw), by=by)
             return f"Limit of {key} set to {int(raw)}."
         if verb == "clear":
-            _ops.set_limit(store, key, None)
+            admin.clear_limit(key, by=by)
             return f"Limit override of {key} cleared."
         if verb == "reset":
-            _ops.reset_breaker(store, key)
+            if not admin.reset_breaker(key, by=by):
+                raise _ops.Conflict(f"the breaker of {key!r} is not open")
             return f"Breaker of {key} reset."
         raise _ops.NotFound(f"no limit action {verb!r}; use set, clear or reset")
 
@@ -339,15 +352,17 @@ async def schedule_action(request: Request, identity: Operator, name: str, verb:
     """Pause, resume, run now or remove a schedule."""
 
     def run() -> str:
-        store = _store(request)
-        if verb in ("pause", "resume"):
-            _ops.set_schedule_enabled(store, name, verb == "resume")
-            return f"Schedule {name} {verb}d."
+        admin, by = _admin(request), _ops.actor(request, identity)
+        if verb == "pause":
+            admin.pause_schedule(name, by=by)
+            return f"Schedule {name} paused."
+        if verb == "resume":
+            admin.resume_schedule(name, by=by)
+            return f"Schedule {name} resumed."
         if verb == "run":
-            result = _ops.run_schedule_now(store, name)
-            return f"Schedule {name} sent job {result.id}."
+            return f"Schedule {name} sent job {admin.run_schedule_now(name, by=by)}."
         if verb == "remove":
-            _ops.remove_schedule(store, name)
+            admin.remove_schedule(name, by=by)
             return f"Schedule {name} removed."
         raise _ops.NotFound(f"no schedule action {verb!r}; use pause, resume, run or remove")
 
@@ -363,6 +378,28 @@ def workers_page(request: Request, identity: Viewer) -> Response:
         identity,
         workers=_ops.workers(_store(request)),
         lost_after=_ops.LOST_AFTER,
+    )
+
+
+@router.get("/audit")
+def audit_page(
+    request: Request, identity: Viewer, actor: str = "", action: str = "", cursor: str = ""
+) -> Response:
+    """The audit log: who did what, when, through what and from where; newest first."""
+    entries, next_cursor = _admin(request).audit(
+        limit=_AUDIT_PAGE, cursor=cursor or None, actor=actor or None, action=action or None
+    )
+    kept = {k: v for k, v in (("actor", actor), ("action", action)) if v}
+    return _render(
+        request,
+        "audit.html",
+        identity,
+        entries=entries,
+        f=kept,
+        cursor=cursor,
+        first_query=kept,
+        next_query=dict(kept, cursor=next_cursor or ""),
+        next_cursor=next_cursor,
     )
 
 

@@ -238,9 +238,9 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
         _checks.outcomes(outcomes)
         if not outcomes:
             return []
-        now = time.time()
-        minute = int(now // 60)
         with self._write() as conn:
+            now = time.time()  # under the write lock: finishes are recorded in time order
+            minute = int(now // 60)
             rows = self._rows_by_id(conn, [o.job_id for o in outcomes])
             book = _limits.LimitBook(conn, now)
             done: list[tuple[Any, ...]] = []
@@ -345,8 +345,8 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
         return applied
 
     def recover(self) -> list[str]:
-        now = time.time()
         with self._write() as conn:
+            now = time.time()  # under the write lock, as in finish
             conn.row_factory = sqlite3.Row
             try:
                 rows = conn.execute(Q["expired_leases"], (now,)).fetchall()
