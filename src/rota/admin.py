@@ -215,16 +215,15 @@ class Admin:
     def retry_failed(
         self, queue: str | None = None, task: str | None = None, *, by: Actor | None = None
     ) -> int:
-        """Retry every failed job of ``queue`` and/or ``task``; return how many."""
+        """Retry every failed job of ``queue`` and/or ``task`` (of every queue
+        and task when both are None); return how many."""
         actor = self._allow(by, "operator")
-        if not queue and not task:
-            raise InvalidArgument("bulk retry needs a queue or a task (or both)")
-        if queue:
+        if queue is not None:
             _validate.name(queue, "queue")
-        if task:
+        if task is not None:
             _validate.name(task, "task name")
-        count = self._store.retry_failed(queue=queue or None, task=task or None)
-        target = " ".join(f"{k}={v}" for k, v in (("queue", queue), ("task", task)) if v)
+        count = self._store.retry_failed(queue=queue, task=task)
+        target = " ".join(f"{k}={v}" for k, v in (("queue", queue), ("task", task)) if v) or "*"
         self._record(actor, "job.retry_failed", target, count=count)
         return count
 

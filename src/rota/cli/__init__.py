@@ -56,6 +56,7 @@ class Entry(NamedTuple):
 
 #: Top-level commands, by name. Keep sorted by name.
 COMMANDS: dict[str, Entry] = {
+    "audit": Entry("audit:audit"),
     "jobs": Entry("jobs:jobs"),
     "limits": Entry("limits:limits"),
     "queues": Entry("queues:queues"),

@@ -13,6 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rota._wording import attempt_text
+from rota.app import App
+from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
     CliState,
@@ -26,7 +28,7 @@ from rota.cli._support import (
     summary,
     url_option,
 )
-from rota.errors import InvalidArgument, JobNotFound
+from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
 
@@ -249,27 +251,25 @@ def _resolve(store: Store, ids: Sequence[str]) -> list[str]:
     return full
 
 
-def _steer(
-    store: Store,
-    ids: Sequence[str],
-    action: Callable[[Sequence[str]], list[bool]],
-    verb: str,
-    done: str,
-) -> None:
-    """Apply ``action`` to ``ids``; report each, and fail if any was refused."""
-    unique = list(dict.fromkeys(_resolve(store, ids)))
-    applied = action(unique)
-    refused = [job_id for job_id, ok in zip(unique, applied, strict=True) if not ok]
-    for job_id, ok in zip(unique, applied, strict=True):
-        if ok:
-            click.echo(f"{done} {job_id}")
-    if not refused:
-        return
+def _steer(app: App, ids: Sequence[str], action: Callable[..., str], verb: str, done: str) -> None:
+    """Apply the admin ``action`` to each of ``ids``; report each, and fail if
+    any was refused."""
+    unique = list(dict.fromkeys(_resolve(app.store, ids)))
     err = console(stderr=True)
-    for job_id, job in zip(refused, store.get_jobs(refused), strict=True):
-        reason = "not found" if job is None else f"it is {job.state.value}"
-        err.print(f"could not {verb} {job_id}: {reason}", soft_wrap=True)
-    raise CliError(f"{len(refused)} of {len(unique)} job(s) could not be {done}")
+    refused = 0
+    for job_id in unique:
+        try:
+            click.echo(f"{done} {action(job_id, by=cli_actor())}")
+        except JobNotFound:
+            err.print(f"could not {verb} {job_id}: not found", soft_wrap=True)
+            refused += 1
+        except Conflict:
+            job = app.store.get_job(job_id)
+            reason = "not found" if job is None else f"it is {job.state.value}"
+            err.print(f"could not {verb} {job_id}: {reason}", soft_wrap=True)
+            refused += 1
+    if refused:
+        raise CliError(f"{refused} of {len(unique)} job(s) could not be {done}")
 
 
 @jobs.command("retry")
@@ -298,12 +298,12 @@ def retry(
         raise click.UsageError("give job ids to retry, or --failed")
     if not failed and (queue or task):
         raise click.UsageError("--queue and --task go with --failed")
-    store = cli.store_app().store
+    app = cli.store_app()
     if failed:
-        count = store.retry_failed(queue=queue, task=task)
+        count = app.admin.retry_failed(queue=queue, task=task, by=cli_actor())
         click.echo(f"retried {count} failed job(s)")
         return
-    _steer(store, job_ids, store.retry, "retry", "retried")
+    _steer(app, job_ids, app.admin.retry_job, "retry", "retried")
 
 
 @jobs.command("cancel")
@@ -314,8 +314,8 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
     """Cancel jobs that have not started yet.
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
-    store = cli.store_app().store
-    _steer(store, job_ids, store.cancel, "cancel", "cancelled")
+    app = cli.store_app()
+    _steer(app, job_ids, app.admin.cancel_job, "cancel", "cancelled")
 
 
 @jobs.command("delete")
@@ -326,8 +326,8 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
     """Delete jobs that are not running.
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
-    store = cli.store_app().store
-    _steer(store, job_ids, store.delete, "delete", "deleted")
+    app = cli.store_app()
+    _steer(app, job_ids, app.admin.delete_job, "delete", "deleted")
 
 
 # -- export ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliState,
     console,
@@ -85,7 +86,7 @@ def list_limits(cli: CliState) -> None:
 @pass_state
 def set_limit(cli: CliState, key: str, limit: int) -> None:
     """Let at most N jobs with KEY run at once across all workers (0 holds them all)."""
-    cli.store_app().limits.set(key, limit)
+    cli.store_app().admin.set_limit(key, limit, by=cli_actor())
     click.echo(f"limit of {key} set to {limit}")
 
 
@@ -95,7 +96,7 @@ def set_limit(cli: CliState, key: str, limit: int) -> None:
 @pass_state
 def clear(cli: CliState, key: str) -> None:
     """Go back to the concurrency limit KEY's tasks declare."""
-    cli.store_app().limits.clear(key)
+    cli.store_app().admin.clear_limit(key, by=cli_actor())
     click.echo(f"limit of {key} back to the declared value")
 
 
@@ -105,7 +106,7 @@ def clear(cli: CliState, key: str) -> None:
 @pass_state
 def reset(cli: CliState, key: str) -> None:
     """Close the circuit breaker of KEY, so its jobs run again now."""
-    if cli.store_app().limits.reset_breaker(key):
+    if cli.store_app().admin.reset_breaker(key, by=cli_actor()):
         click.echo(f"closed the breaker of {key}")
     else:
         note(f"the breaker of {key} was not open; nothing changed")

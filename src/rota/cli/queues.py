@@ -1,4 +1,4 @@
-"""``rota queues ...``: counts per queue; pause, resume and purge a queue."""
+"""``rota queues ...``: counts per queue; pause, resume, set the mode of and purge a queue."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rota.cli._actor import cli_actor
 from rota.cli._support import CliState, console, name_callback, note, pass_state, url_option
-from rota.models import JobState, QueueInfo
+from rota.models import QUEUE_MODES, JobState, QueueInfo
 
 __all__ = ["queues", "queues_table"]
 
@@ -21,19 +22,22 @@ _COUNTED = (
     JobState.FAILED,
     JobState.CANCELLED,
 )
+_MODE_STYLES = {"paused": "bold yellow", "debug": "bold magenta"}
 
 
 def queues_table(infos: Sequence[QueueInfo]) -> Table:
-    """One row per queue: paused or not, and its job counts by state."""
+    """One row per queue: its mode, the failed job that paused it in debug
+    mode, and its job counts by state."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("queue")
-    table.add_column("paused")
+    table.add_column("mode")
+    table.add_column("debug job")
     for state in _COUNTED:
         table.add_column(state.value, justify="right")
     for info in infos:
-        paused = Text("paused", style="bold yellow") if info.paused else Text("no")
+        mode = Text(info.mode, style=_MODE_STYLES.get(info.mode, ""))
         counts = [str(info.counts.get(state, 0)) for state in _COUNTED]
-        table.add_row(info.name, paused, *counts)
+        table.add_row(info.name, mode, (info.debug_job or "-")[:12], *counts)
     return table
 
 
@@ -60,7 +64,7 @@ def list_queues(cli: CliState) -> None:
 @pass_state
 def pause(cli: CliState, queue: str) -> None:
     """Stop workers from taking jobs of QUEUE; it keeps accepting new jobs."""
-    cli.store_app().store.pause_queue(queue)
+    cli.store_app().admin.pause_queue(queue, by=cli_actor())
     click.echo(f"paused queue {queue}")
 
 
@@ -70,7 +74,7 @@ def pause(cli: CliState, queue: str) -> None:
 @pass_state
 def resume(cli: CliState, queue: str) -> None:
     """Let workers take jobs of QUEUE again."""
-    cli.store_app().store.resume_queue(queue)
+    cli.store_app().admin.resume_queue(queue, by=cli_actor())
     click.echo(f"resumed queue {queue}")
 
 
@@ -81,8 +85,20 @@ def resume(cli: CliState, queue: str) -> None:
 @pass_state
 def purge(cli: CliState, queue: str, yes: bool) -> None:
     """Delete every scheduled and queued job of QUEUE (running jobs are left alone)."""
-    store = cli.store_app().store
+    admin = cli.store_app().admin
     if not yes:
         click.confirm(f"Delete every pending job of queue {queue!r}?", abort=True, err=True)
-    count = store.purge_queue(queue)
+    count = admin.purge_queue(queue, by=cli_actor())
     click.echo(f"purged {count} pending job(s) from queue {queue}")
+
+
+@queues.command("mode")
+@click.argument("queue", callback=name_callback("queue"))
+@click.argument("mode", type=click.Choice(QUEUE_MODES))
+@url_option
+@pass_state
+def mode(cli: CliState, queue: str, mode: str) -> None:
+    """Set QUEUE to running, paused, or debug (it runs, and pauses itself at its
+    first failed job)."""
+    cli.store_app().admin.set_queue_mode(queue, mode, by=cli_actor())
+    click.echo(f"queue {queue} set to {mode}")

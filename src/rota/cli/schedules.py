@@ -7,10 +7,9 @@ import logging
 import signal
 import sys
 import threading
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Group
@@ -18,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rota import _json
+from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
     CliState,
@@ -29,12 +29,15 @@ from rota.cli._support import (
     url_option,
 )
 from rota.diagnose import is_overdue, overdue_schedules
+from rota.errors import NotFound
 from rota.models import JobState, Schedule
 from rota.scheduling import trigger_from_json
-from rota.scheduling.define import get_schedule, schedule_job
+from rota.scheduling.define import get_schedule
 from rota.stores import Store, redact_url
 
 __all__ = ["scheduler", "schedules"]
+
+T = TypeVar("T")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -106,6 +109,14 @@ def schedules() -> None:
 
 def _unknown(name: str) -> CliError:
     return CliError(f"no schedule named {name!r}; 'rota schedules list' shows them all")
+
+
+def _steer(action: Callable[[], T], name: str) -> T:
+    """Run an admin action on schedule ``name``; an unknown name says how to list them."""
+    try:
+        return action()
+    except NotFound:
+        raise _unknown(name) from None
 
 
 def _find(store: Store, name: str) -> Schedule:
@@ -238,8 +249,7 @@ def show(cli: CliState, name: str) -> None:
 @pass_state
 def pause(cli: CliState, name: str) -> None:
     """Stop schedule NAME from firing until it is resumed."""
-    if not cli.store_app().store.set_schedule_enabled(name, False):
-        raise _unknown(name)
+    _steer(lambda: cli.store_app().admin.pause_schedule(name, by=cli_actor()), name)
     click.echo(f"paused schedule {name}")
 
 
@@ -249,8 +259,7 @@ def pause(cli: CliState, name: str) -> None:
 @pass_state
 def resume(cli: CliState, name: str) -> None:
     """Let schedule NAME fire again; fires missed while paused follow its misfire policy."""
-    if not cli.store_app().store.set_schedule_enabled(name, True):
-        raise _unknown(name)
+    _steer(lambda: cli.store_app().admin.resume_schedule(name, by=cli_actor()), name)
     click.echo(f"resumed schedule {name}")
 
 
@@ -260,8 +269,7 @@ def resume(cli: CliState, name: str) -> None:
 @pass_state
 def remove(cli: CliState, name: str) -> None:
     """Delete schedule NAME. Jobs it already sent stay; redefining it in code brings it back."""
-    if not cli.store_app().store.remove_schedule(name):
-        raise _unknown(name)
+    _steer(lambda: cli.store_app().admin.remove_schedule(name, by=cli_actor()), name)
     click.echo(f"removed schedule {name}")
 
 
@@ -271,13 +279,13 @@ def remove(cli: CliState, name: str) -> None:
 @pass_state
 def run_now(cli: CliState, name: str) -> None:
     """Send one job of schedule NAME now and print its id; its next fire does not move."""
-    store = cli.store_app().store
-    found = _find(store, name)
-    job = schedule_job(found, job_id=uuid.uuid4().hex, fire_time=store.now())
-    [result] = store.enqueue([job])
-    click.echo(result.id)
-    if result.duplicate:
+    app = cli.store_app()
+    start = app.store.now()
+    job_id = _steer(lambda: app.admin.run_schedule_now(name, by=cli_actor()), name)
+    click.echo(job_id)
+    job = app.store.get_job(job_id)
+    if job is not None and job.enqueued_at < start:  # it was there before: a duplicate
         note(
-            f"duplicate of {result.id}: a job with the same unique key is pending, running "
+            f"duplicate of {job_id}: a job with the same unique key is pending, running "
             "or finished within its unique window; nothing new was enqueued"
         )

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
 from rota.admin import Admin
-from rota.errors import Conflict, NotFound
+from rota.errors import Conflict, InvalidArgument, NotFound
 from rota.models import AuditEntry, Job, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
@@ -216,8 +216,10 @@ def retry_failed(
     request: Request, body: Annotated[RetryFailedBody, Body()], identity: Acting
 ) -> Counted:
     """At least one of ``queue`` and ``task`` is required."""
+    if not body.queue and not body.task:  # a guard against a mass retry by accident
+        raise InvalidArgument("bulk retry needs a queue or a task (or both)")
     by = _ops.actor(request, identity)
-    n = _admin(request).retry_failed(body.queue, body.task, by=by)
+    n = _admin(request).retry_failed(body.queue or None, body.task or None, by=by)
     return Counted(message=f"retried {n} failed jobs", count=n)
 
 

@@ -6,7 +6,6 @@ token, answered with a redirect (303) and a one-line flash message.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -91,39 +90,37 @@ async def _act(request: Request, action: Callable[[], str], default_next: str) -
 
 @router.get("/login")
 def login_form(request: Request, next: str = "/") -> Response:
-    """The login form (only shown when a token is configured)."""
+    """The login form (only shown when a token is configured or users exist)."""
     ctx = context(request)
     if ctx.auth.open:
         return RedirectResponse(_safe_next(next, "/"), status_code=303)
-    return ctx.templates.TemplateResponse(
-        request, "login.html", {"next": _safe_next(next, "/"), "error": None, "identity": None}
+    return _login_page(request, _safe_next(next, "/"), None, 200)
+
+
+def _login_page(request: Request, target: str, error: str | None, status: int) -> Response:
+    auth = context(request).auth
+    values: dict[str, Any] = {"next": target, "error": error, "identity": None}
+    values.update(users_enabled=auth.has_users, tokens_enabled=auth.has_tokens)
+    return context(request).templates.TemplateResponse(
+        request, "login.html", values, status_code=status
     )
 
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    """Check the token and start a session."""
+    """Check the user name and password, or the token, and start a session."""
     ctx = context(request)
     form = await request.form()
     target = _safe_next(form.get("next"), "/")
     if ctx.auth.open:
         return RedirectResponse(target, status_code=303)
-    token, csrf = form.get("token"), form.get(CSRF_FIELD)
-    expected = request.session.get("csrf")
-    error = None
+    csrf, expected = form.get(CSRF_FIELD), request.session.get("csrf")
     if not isinstance(csrf, str) or csrf != expected:
-        error = "Your session expired; please try again."
-    elif not isinstance(token, str) or ctx.auth.log_in(request, token) is None:
-        await asyncio.sleep(0.25)  # slows down guessing
-        error = "Wrong token."
-    if error is None:
+        return _login_page(request, target, "Your session expired; please try again.", 403)
+    failed = await ctx.auth.log_in_form(request, form)
+    if failed is None:
         return RedirectResponse(target, status_code=303)
-    return ctx.templates.TemplateResponse(
-        request,
-        "login.html",
-        {"next": target, "error": error, "identity": None},
-        status_code=403 if error.startswith("Your session") else 401,
-    )
+    return _login_page(request, target, *failed)
 
 
 @router.post("/logout")
@@ -221,7 +218,10 @@ async def retry_failed_action(request: Request, identity: Operator) -> Response:
     queue, task = str(form.get("queue") or ""), str(form.get("task") or "")
 
     def run() -> str:
-        n = _admin(request).retry_failed(queue, task, by=_ops.actor(request, identity))
+        if not queue and not task:  # a guard against a mass retry by accident
+            raise InvalidArgument("bulk retry needs a queue or a task (or both)")
+        by = _ops.actor(request, identity)
+        n = _admin(request).retry_failed(queue or None, task or None, by=by)
         return f"Queued {n} failed jobs again."
 
     return await _act(request, run, "/jobs")
