@@ -1,15 +1,23 @@
-"""Who is asking, and may they do it: roles, bearer tokens, sessions, CSRF.
+"""Who is asking, and may they do it: roles, bearer tokens, users, sessions, CSRF.
 
-Two roles: ``viewer`` reads, ``operator`` also acts. With no token configured
-everyone is operator (the loopback default); then requests must name a
-loopback host (so a DNS-rebinding page cannot reach the dashboard) in a
-well-formed ``Host`` header (a malformed one is a 400) and cross-site
-requests are refused.
+Three roles: ``viewer`` reads, ``operator`` also acts, ``admin`` also manages
+users. Callers are known by a shared token (operator or viewer, for small
+set-ups) or as users (``rota users add``), each with a role of their own.
+With no token configured and no user in the store everyone is operator (the
+loopback default); then requests must name a loopback host (so a
+DNS-rebinding page cannot reach the dashboard) in a well-formed ``Host``
+header (a malformed one is a 400) and cross-site requests are refused.
 
-- API clients send ``Authorization: Bearer TOKEN``.
-- Browsers log in with a form; the session lives in a signed cookie holding
-  the role, a fingerprint of the token it was granted with (so changing the
-  token logs everyone out) and a CSRF token. The cookie never holds a token.
+- API clients send ``Authorization: Bearer TOKEN``: a shared token or a
+  user's API token (``rota users token``).
+- Browsers log in with a form: a user name and password, or a shared token.
+  The session lives in a signed cookie holding the user name or role, a
+  fingerprint of the password hash or token it was granted with (so changing
+  either, or removing the user, logs the session out; a user's role is read
+  from the store on every request) and a CSRF token. The cookie never holds
+  a token or a password hash.
+- Failed logins are limited per client address (:class:`LoginLimiter`) and
+  a user's failed logins are written to the audit log.
 - Every state-changing request authenticated by the cookie must carry the
   CSRF token: the ``csrf`` form field (pages) or the ``X-CSRF-Token`` header
   (API calls from the dashboard's script).
@@ -17,23 +25,35 @@ requests are refused.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
 import re
 import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from rota.admin import Actor
 from rota.errors import InvalidArgument, RotaError
+
+if TYPE_CHECKING:
+    from rota.app import App
+    from rota.models import User
 
 __all__ = [
     "Auth",
     "Forbidden",
     "Identity",
+    "LoginLimiter",
     "Role",
     "Unauthorized",
     "check_bind",
@@ -51,6 +71,7 @@ class Role(IntEnum):
 
     VIEWER = 1
     OPERATOR = 2
+    ADMIN = 3
 
     @property
     def label(self) -> str:
@@ -68,10 +89,72 @@ class Forbidden(RotaError):
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """An authenticated caller and how it proved it (``bearer``, ``session``, ``open``)."""
+    """An authenticated caller and how it proved it (``bearer``, ``session``,
+    ``open``); ``user`` is the user's name, None for a shared token or an open
+    dashboard."""
 
     role: Role
     via: str
+    user: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Who acts, as the audit log names them: the user, else ``token``."""
+        return self.user or "token"
+
+    def actor(self, request: Request, origin: str) -> Actor:
+        """This caller as :mod:`rota.admin` records it (``origin``: web or api)."""
+        address = request.client.host if request.client else None
+        return Actor(name=self.name, role=self.role.label, origin=origin, address=address)
+
+
+def _user_role(user: User) -> Role:
+    return Role[user.role.upper()]
+
+
+def client_address(request: Request) -> str:
+    """The client's address, as the login limiter and the audit log know it."""
+    return request.client.host if request.client else "unknown"
+
+
+class LoginLimiter:
+    """At most ``failures`` failed logins per client address in ``window``
+    seconds; addresses over it are refused until their oldest failure ages out.
+    In-process (each dashboard process counts its own); remembers at most
+    ``addresses`` addresses, forgetting the least recently failed."""
+
+    def __init__(self, failures: int = 10, window: float = 300.0, addresses: int = 10_000) -> None:
+        self.failures = failures
+        self.window = window
+        self._addresses = addresses
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _recent(self, address: str, now: float) -> deque[float]:
+        times = self._seen.get(address, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+    def retry_after(self, address: str) -> float:
+        """Seconds until ``address`` may try again; 0 if it may now."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(address, now)
+            if len(times) < self.failures:
+                return 0.0
+            return times[0] + self.window - now
+
+    def failed(self, address: str) -> None:
+        """Count a failed login from ``address``."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(address, now)
+            times.append(now)
+            self._seen[address] = times
+            self._seen.move_to_end(address)
+            while len(self._seen) > self._addresses:
+                self._seen.popitem(last=False)
 
 
 def is_loopback_host(host: str) -> bool:
@@ -131,7 +214,14 @@ def parse_host(header: str) -> str:
 class Auth:
     """The dashboard's access policy, built once by :func:`rota.web.create_app`."""
 
-    def __init__(self, token: str | None, viewer_token: str | None, secret: str | None) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        viewer_token: str | None,
+        secret: str | None,
+        app: App | None = None,
+        limiter: LoginLimiter | None = None,
+    ) -> None:
         if viewer_token and not token:
             raise InvalidArgument("viewer_token needs an operator token as well (token=...)")
         if token and viewer_token and hmac.compare_digest(token, viewer_token):
@@ -147,11 +237,23 @@ class Auth:
         #: Signs the session cookie; random per process when not given.
         self.secret = secret or secrets.token_urlsafe(32)
         self._fingerprints = {role: self._fingerprint(tok) for tok, role in self._tokens}
+        self._app = app  # its users log in too; None: shared tokens only
+        self.limiter = limiter or LoginLimiter()
 
     @property
     def open(self) -> bool:
-        """True when no token is configured: everyone is operator."""
-        return not self._tokens
+        """True when no token is configured and the store has no user: everyone is operator."""
+        return not self._tokens and not self.has_users
+
+    @property
+    def has_users(self) -> bool:
+        """True when the store holds at least one user (log in by name and password)."""
+        return self._app is not None and bool(self._app.store.users())
+
+    @property
+    def has_tokens(self) -> bool:
+        """True when a shared token is configured (log in with it)."""
+        return bool(self._tokens)
 
     def _fingerprint(self, token: str) -> str:
         digest = hmac.new(self.secret.encode(), token.encode(), hashlib.sha256)
@@ -178,6 +280,47 @@ class Auth:
         )
         return role
 
+    def _user_fingerprint(self, user: User) -> str:
+        return self._fingerprint(f"user\0{user.name}\0{user.password_hash}")
+
+    def log_in_user(self, request: Request, name: str, password: str) -> User | None:
+        """Start a session for the user if the password is theirs; None (and an
+        audit entry ``user.login_failed``) if not."""
+        if self._app is None:
+            return None
+        anonymous = Actor("anonymous", "viewer", "web", client_address(request))
+        user = self._app.admin.authenticate(name, password, by=anonymous)
+        if user is None:
+            return None
+        request.session.clear()
+        request.session.update(
+            user=user.name, auth=self._user_fingerprint(user), csrf=secrets.token_urlsafe(24)
+        )
+        return user
+
+    async def log_in_form(
+        self, request: Request, form: Mapping[str, Any]
+    ) -> tuple[str, int] | None:
+        """Log in from the login form's fields (``user`` and ``password``, or
+        ``token``); None on success, else the message and HTTP status to show.
+        A client with too many recent failures gets 429 without a check."""
+        address = client_address(request)
+        wait = self.limiter.retry_after(address)
+        if wait > 0:
+            return f"Too many failed logins; try again in {wait:.0f} s.", 429
+        name, password, token = form.get("user"), form.get("password"), form.get("token")
+        if isinstance(name, str) and name and isinstance(password, str):
+            ok = await asyncio.to_thread(self.log_in_user, request, name, password) is not None
+            wrong = "Wrong user name or password."
+        else:
+            ok = isinstance(token, str) and self.log_in(request, token) is not None
+            wrong = "Wrong token."
+        if ok:
+            return None
+        self.limiter.failed(address)
+        await asyncio.sleep(0.25)  # slows down guessing
+        return wrong, 401
+
     @staticmethod
     def log_out(request: Request) -> None:
         """End the session."""
@@ -192,6 +335,16 @@ class Auth:
             request.session["csrf"] = token
         return token
 
+    def _session_user(self, request: Request) -> Identity | None:
+        name = request.session.get("user")
+        fingerprint = request.session.get("auth")
+        if not isinstance(name, str) or not isinstance(fingerprint, str):
+            return None
+        user = self._app.store.get_user(name) if self._app is not None else None
+        if user is None or not hmac.compare_digest(fingerprint, self._user_fingerprint(user)):
+            return None
+        return Identity(_user_role(user), "session", user.name)
+
     def _session_role(self, request: Request) -> Role | None:
         name = request.session.get("role")
         fingerprint = request.session.get("auth")
@@ -205,26 +358,37 @@ class Auth:
 
     def identify(self, request: Request) -> Identity:
         """The caller's identity, or :class:`Unauthorized`."""
-        if self.open:
+        is_open = self.open
+        if is_open:
             self._check_open_request(request)
         header = request.headers.get("authorization")
         if header is not None:
             scheme, _, value = header.partition(" ")
             if scheme.lower() != "bearer" or not value.strip():
                 raise Unauthorized("the Authorization header must be 'Bearer TOKEN'")
-            if self.open:
+            if is_open:
                 return Identity(Role.OPERATOR, "bearer")
-            role = self.role_for_token(value.strip())
-            if role is None:
-                raise Unauthorized("invalid token")
-            return Identity(role, "bearer")
-        if self.open:
+            return self._bearer(value.strip())
+        if is_open:
             via = "session" if request.session.get("csrf") else "open"
             return Identity(Role.OPERATOR, via)
+        identity = self._session_user(request)
+        if identity is not None:
+            return identity
         role = self._session_role(request)
         if role is None:
             raise Unauthorized("log in, or send 'Authorization: Bearer TOKEN'")
         return Identity(role, "session")
+
+    def _bearer(self, token: str) -> Identity:
+        """A shared token's role, else the user whose API token it is."""
+        role = self.role_for_token(token)
+        if role is not None:
+            return Identity(role, "bearer")
+        user = self._app.admin.user_for_token(token) if self._app is not None else None
+        if user is None:
+            raise Unauthorized("invalid token")
+        return Identity(_user_role(user), "bearer", user.name)
 
     @staticmethod
     def _check_open_request(request: Request) -> None:
