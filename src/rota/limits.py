@@ -213,7 +213,16 @@ class Rate:
 
 @dataclass(frozen=True, slots=True)
 class Breaker:
-    """Pause a key after ``failures`` consecutive failures; probe again after ``cooldown``."""
+    """Pause a key after ``failures`` consecutive failures; probe again after ``cooldown``.
+
+    The threshold holds with any number of workers: at most ``failures``
+    consecutive failures of the key happen before the breaker opens, because
+    the store admits a job only while the jobs of the key in flight are fewer
+    than the failures it has left. So, while closed, at most ``failures`` jobs
+    of the key run at once. Once open, none starts for ``cooldown`` (seconds,
+    or ``"90s"``, ``"5m"``); then one probe job runs: its success closes the
+    breaker, its failure opens it for another cooldown.
+    """
 
     failures: int = 5
     cooldown: float | str = 60.0
