@@ -1,0 +1,156 @@
+"""From the text of the dashboard's forms to the values ``app.admin`` takes.
+
+Only the form's own syntax is handled here (JSON text, numbers typed as
+text, the trigger's fields); every rule about the values themselves is left
+to ``app.admin``, so a form and the REST API refuse the same input with the
+same message. A value that fails here raises :class:`FieldError`, naming the
+field to show the message beside.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rota import _json
+from rota._time import parse_duration
+from rota.errors import InvalidArgument, RotaError, UnknownTask
+from rota.scheduling.triggers import Trigger, at, cron, every
+
+__all__ = [
+    "OPTION_FIELDS",
+    "TRIGGER_KINDS",
+    "FieldError",
+    "field_of",
+    "json_field",
+    "next_fires",
+    "options",
+    "text",
+    "trigger",
+]
+
+#: The task options a form may override.
+OPTION_FIELDS = ("queue", "priority", "retries")
+#: The kinds of trigger the schedule form offers.
+TRIGGER_KINDS = ("every", "cron", "at")
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+
+
+@dataclass
+class FieldError(Exception):
+    """A form value was refused: ``message`` goes beside ``field``."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def field_of(exc: Exception, fields: tuple[str, ...]) -> str:
+    """The form field an error from ``app.admin`` is about: the field whose
+    name starts the message, ``task`` for an unknown task, else ``""``."""
+    if isinstance(exc, FieldError):
+        return exc.field
+    if isinstance(exc, UnknownTask):
+        return "task"
+    message = str(exc)
+    for name in fields:
+        if re.match(rf"(?:schedule '[^']*': )?(?:schedule )?{re.escape(name)}\b", message):
+            return name
+    return ""
+
+
+def text(form: Mapping[str, Any], name: str) -> str:
+    """The form's ``name`` field, stripped; empty when missing."""
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def json_field(form: Mapping[str, Any], name: str, empty: Any) -> Any:
+    """The JSON value typed in field ``name`` (``empty`` when left blank)."""
+    raw = text(form, name)
+    if not raw:
+        return empty
+    try:
+        return _json.parse(raw, what=name)
+    except RotaError as exc:
+        raise FieldError(name, str(exc)) from None
+
+
+def _typed(raw: str) -> Any:
+    """A number typed as text becomes a number; other text stays text, for
+    ``app.admin`` to refuse with its own message."""
+    if _INTEGER.fullmatch(raw):
+        return int(raw)
+    if _NUMBER.fullmatch(raw):
+        return float(raw)
+    return raw
+
+
+def options(form: Mapping[str, Any]) -> dict[str, Any]:
+    """The task options filled in (queue, priority, retries); blank ones are left out."""
+    found = {}
+    for name in OPTION_FIELDS:
+        raw = text(form, name)
+        if raw:
+            found[name] = raw if name == "queue" else _typed(raw)
+    return found
+
+
+def seconds(form: Mapping[str, Any], name: str) -> float | str | None:
+    """A duration field (``30``, ``1.5``, ``"90s"``, ``"15m"``) as typed; None when blank."""
+    raw = text(form, name)
+    return _typed(raw) if raw else None
+
+
+def trigger(form: Mapping[str, Any]) -> Trigger:
+    """The trigger the form describes: ``kind`` with its ``interval``, ``cron``
+    and ``tz``, or ``at`` (ISO 8601; without an offset it is UTC)."""
+    kind = text(form, "kind")
+    try:
+        if kind == "every":
+            raw = text(form, "interval")
+            if not raw:
+                raise FieldError("interval", "interval is required for an every trigger")
+            return every(parse_duration(_typed(raw), what="interval", positive=True))
+        if kind == "cron":
+            expr = text(form, "cron")
+            if not expr:
+                raise FieldError("cron", "a cron expression is required for a cron trigger")
+            return cron(expr, text(form, "tz") or "UTC")
+        if kind == "at":
+            return at(_moment(text(form, "at")))
+    except FieldError:
+        raise
+    except RotaError as exc:
+        raise FieldError(kind if kind != "every" else "interval", str(exc)) from None
+    raise FieldError("kind", f"trigger kind must be every, cron or at, not {kind!r}")
+
+
+def _moment(raw: str) -> datetime:
+    if not raw:
+        raise FieldError("at", "a date and time is required for an at trigger")
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidArgument(
+            f"at time {raw!r} is not a date and time; use e.g. 2030-01-31T09:00 (UTC) "
+            "or 2030-01-31T09:00+08:00"
+        ) from None
+
+
+def next_fires(rule: Trigger, now: float, count: int = 3) -> list[float]:
+    """The next ``count`` fire times of ``rule`` at or after ``now`` (fewer
+    when the trigger ends)."""
+    fires: list[float] = []
+    fire = rule.first_fire(now)
+    while fire is not None and len(fires) < count:
+        fires.append(fire)
+        fire = rule.next_fire(fire)
+    return fires
