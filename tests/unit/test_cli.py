@@ -579,7 +579,9 @@ def _queue_rows(env: Env) -> dict[str, list[str]]:
         return {}
     assert lines[0].split() == [
         "queue",
-        "paused",
+        "mode",
+        "debug",
+        "job",
         "scheduled",
         "queued",
         "running",
@@ -601,8 +603,8 @@ def test_queues_list_pause_resume(env: Env) -> None:
     cancelled = env.send("tools.echo", "x")
     env.rota("jobs", "cancel", cancelled)
     assert _queue_rows(env) == {
-        "crawl": ["no", "0", "0", "0", "1", "0", "0"],
-        "default": ["no", "1", "2", "0", "0", "0", "1"],
+        "crawl": ["running", "-", "0", "0", "0", "1", "0", "0"],
+        "default": ["running", "-", "1", "2", "0", "0", "0", "1"],
     }
     paused = env.rota("queues", "pause", "default")
     assert paused.stdout == "paused queue default\n"
@@ -610,8 +612,20 @@ def test_queues_list_pause_resume(env: Env) -> None:
     assert env.store.claim("test-worker", ["default"], 10) == []
     resumed = env.rota("queues", "resume", "default")
     assert resumed.stdout == "resumed queue default\n"
-    assert _queue_rows(env)["default"][0] == "no"
+    assert _queue_rows(env)["default"][0] == "running"
     assert len(env.store.claim("test-worker", ["default"], 10)) == 2
+
+
+def test_queues_list_shows_the_job_that_paused_a_debug_queue(env: Env) -> None:
+    env.send("add", "1", "2")
+    env.send("add", "1", "3")
+    env.store.set_queue_mode("default", "debug")
+    assert _queue_rows(env)["default"][:2] == ["debug", "-"]
+    claimed = env.store.claim("test-worker", ["default"], 1)
+    assert env.store.finish([boom(claimed[0])]) == [True]
+    assert _queue_rows(env)["default"][:2] == ["paused", claimed[0].id[:12]]
+    env.store.set_queue_mode("default", "running")
+    assert _queue_rows(env)["default"][:2] == ["running", "-"]
 
 
 def test_queues_purge_asks_first(env: Env) -> None:
@@ -621,7 +635,7 @@ def test_queues_purge_asks_first(env: Env) -> None:
     assert declined.exit_code == 1
     assert "Delete every pending job of queue 'default'? [y/N]" in declined.stderr
     assert "Aborted" in declined.stderr
-    assert _queue_rows(env)["default"][1:3] == ["1", "1"]
+    assert _queue_rows(env)["default"][2:4] == ["1", "1"]
     accepted = env.rota("queues", "purge", "default", input="y\n")
     assert accepted.exit_code == 0
     assert accepted.stdout == "purged 2 pending job(s) from queue default\n"
@@ -722,8 +736,8 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
     assert sections[0] == f"store: {env.url}"
     queues = sections[1].splitlines()
     assert queues[0] == "queues"
-    assert queues[2].split() == ["crawl", "no", "0", "0", "0", "0", "1", "0"]
-    assert queues[3].split() == ["default", "no", "0", "0", "0", "2", "0", "0"]
+    assert queues[2].split() == ["crawl", "running", "-", "0", "0", "0", "0", "1", "0"]
+    assert queues[3].split() == ["default", "running", "-", "0", "0", "0", "2", "0", "0"]
     workers = sections[2].splitlines()
     assert workers[0] == "workers"
     assert workers[1].split() == [
