@@ -87,9 +87,7 @@ class Admin:
         if actor.address is not None:
             _validate.name(actor.address, "actor address")
         if ROLES.index(actor.role) < ROLES.index(role):
-            raise Forbidden(
-                f"{actor.name} ({actor.role}) may not do this: it needs the {role} role"
-            )
+            raise Forbidden(f"{actor.name} is {actor.role}; this needs the {role} role")
         return actor
 
     def _record(self, actor: Actor, action: str, target: str, **details: Any) -> None:

@@ -1,0 +1,58 @@
+"""The CLI acts through app.admin: its actions are audited as the login user, origin cli."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rota.cli import main
+from rota.stores import Store, open_store
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'rota.db'}"
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    opened = open_store(url)
+    yield opened
+    opened.close()
+
+
+def rota(url: str, *args: str) -> str:
+    runner = CliRunner(env={"ROTA_URL": None, "USER": "carol", "COLUMNS": "200"})
+    result = runner.invoke(main, ["--url", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_queues_pause_writes_an_audit_entry_with_origin_cli(url: str, store: Store) -> None:
+    assert rota(url, "queues", "pause", "emails") == "paused queue emails\n"
+    [entry] = store.audit()[0]
+    assert (entry.actor, entry.role, entry.origin, entry.address) == ("carol", "admin", "cli", None)
+    assert (entry.action, entry.target) == ("queue.pause", "emails")
+    assert [q.name for q in store.queues() if q.paused] == ["emails"]
+
+
+def test_rota_audit_lists_newest_first_and_filters(url: str, store: Store) -> None:
+    rota(url, "queues", "pause", "emails")
+    rota(url, "limits", "set", "spiders", "3")
+    rota(url, "queues", "resume", "emails")
+    out = rota(url, "audit")
+    lines = [line for line in out.splitlines()[1:] if line.strip()]
+    assert [line.split()[6] for line in lines] == ["queue.resume", "limit.set", "queue.pause"]
+    assert '{"limit": 3}' in lines[1] and "carol" in lines[1] and " cli " in lines[1]
+    out = rota(url, "audit", "--action", "queue.pause")
+    assert "queue.pause" in out and "queue.resume" not in out
+    assert rota(url, "audit", "--actor", "dave") == ""
+    assert len([x for x in rota(url, "audit", "-n", "1").splitlines()[1:] if x.strip()]) == 1
+
+
+def test_rota_audit_refuses_a_bad_limit(url: str) -> None:
+    result = CliRunner().invoke(main, ["--url", url, "audit", "--limit", "0"])
+    assert result.exit_code == 2 and "0 is not in the range" in result.output

@@ -1,0 +1,50 @@
+"""Actions through the API and the pages are audited with their origin and address."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from web.support import Demo
+
+
+def test_an_api_action_is_audited_with_origin_api_and_the_client_address(
+    client: TestClient, demo: Demo
+) -> None:
+    assert client.post("/api/queues/crawl/pause").status_code == 200
+    [entry] = demo.store.audit()[0]
+    assert (entry.origin, entry.address, entry.role) == ("api", "testclient", "operator")
+    assert (entry.action, entry.target) == ("queue.pause", "crawl")
+    body = client.get("/api/audit").json()
+    assert body["next_cursor"] is None
+    assert [(e["action"], e["origin"], e["address"]) for e in body["entries"]] == [
+        ("queue.pause", "api", "testclient")
+    ]
+
+
+def test_the_audit_api_pages_and_filters(client: TestClient, demo: Demo) -> None:
+    for name in ("a", "b", "c"):
+        assert client.post(f"/api/queues/{name}/pause").status_code == 200
+    assert client.put("/api/limits/spiders", json={"concurrency": 2}).status_code == 200
+    first = client.get("/api/audit", params={"limit": 2, "action": "queue.pause"}).json()
+    assert [e["target"] for e in first["entries"]] == ["c", "b"]
+    rest = client.get(
+        "/api/audit", params={"limit": 2, "action": "queue.pause", "cursor": first["next_cursor"]}
+    ).json()
+    assert [e["target"] for e in rest["entries"]] == ["a"] and rest["next_cursor"] is None
+    bad = client.get("/api/audit", params={"cursor": "nonsense"})
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_argument"
+
+
+def test_queue_mode_through_the_api_is_validated(client: TestClient, demo: Demo) -> None:
+    bad = client.post("/api/queues/crawl/mode", json={"mode": "sleepy"})
+    assert bad.status_code == 422
+    assert demo.store.audit()[0] == []
+
+
+def test_the_audit_page_shows_who_did_what(client: TestClient, demo: Demo) -> None:
+    assert client.post("/api/limits/spiders/reset").status_code in (404, 409)
+    assert client.put("/api/limits/spiders", json={"concurrency": 5}).status_code == 200
+    page = client.get("/audit")
+    assert page.status_code == 200
+    assert "limit.set" in page.text and "spiders" in page.text and "testclient" in page.text
+    assert 'href="/audit"' in page.text
