@@ -192,7 +192,7 @@ def create_app(
     cookies; without it a random one is made, so sessions end when the
     process restarts. Serve it with any ASGI server, or ``rota web APP``.
     """
-    auth = Auth(token, viewer_token, secret)
+    auth = Auth(token, viewer_token, secret, app)
     templates = _templates()
     api = FastAPI(
         title="rota",

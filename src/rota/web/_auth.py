@@ -102,11 +102,6 @@ class Identity:
         """Who acts, as the audit log names them: the user, else ``token``."""
         return self.user or "token"
 
-    def actor(self, request: Request, origin: str) -> Actor:
-        """This caller as :mod:`rota.admin` records it (``origin``: web or api)."""
-        address = request.client.host if request.client else None
-        return Actor(name=self.name, role=self.role.label, origin=origin, address=address)
-
 
 def _user_role(user: User) -> Role:
     return Role[user.role.upper()]

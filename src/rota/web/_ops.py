@@ -193,7 +193,7 @@ def actor(request: Request, identity: Identity) -> Actor:
     else ``web``, with the client's address."""
     origin = "api" if request.url.path.startswith("/api/") else "web"
     address = request.client.host if request.client else None
-    return Actor(name="token", role=identity.role.label, origin=origin, address=address)
+    return Actor(name=identity.name, role=identity.role.label, origin=origin, address=address)
 
 
 # -- overview --------------------------------------------------------------
