@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 from _stores import drop, fresh_url
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ WORKER_FLAGS: list[str] = []
 
 
 @contextmanager
-def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
+def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[psutil.Process]:
     """A real ``rota worker`` process for the duration of the block."""
     rota = Path(sys.executable).with_name("rota")
     cmd = [
@@ -53,7 +54,7 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
         cmd, stdout=subprocess.DEVNULL, stderr=log, env=os.environ | {"ROTA_URL": url}
     )
     try:
-        yield
+        yield psutil.Process(proc.pid)
     finally:
         proc.terminate()
         try:
@@ -64,16 +65,31 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[None]:
         log.close()
 
 
-def wait_drained(app: object, queue: str, total: int, timeout: float = 600.0) -> None:
-    """Block until ``total`` jobs of ``queue`` succeeded (bounded)."""
+def cpu_seconds(proc: psutil.Process) -> float:
+    """User and system CPU time of ``proc`` and its children so far."""
+    times = proc.cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def wait_drained(
+    app: object, queue: str, total: int, proc: psutil.Process, timeout: float = 600.0
+) -> float:
+    """Block until ``total`` jobs of ``queue`` succeeded (bounded); return the
+    worker's CPU time per job in microseconds, over the jobs done after the
+    first 5 % (its start-up excluded)."""
     from rota.models import JobState
 
     store = app.store  # type: ignore[attr-defined]
     deadline = time.monotonic() + timeout
+    first: tuple[int, float] | None = None
     while time.monotonic() < deadline:
         counts = {q.name: q.counts for q in store.queues()}.get(queue, {})
-        if counts.get(JobState.SUCCEEDED, 0) >= total:
-            return
+        done = counts.get(JobState.SUCCEEDED, 0)
+        if first is None and done >= total // 20:
+            first = (done, cpu_seconds(proc))
+        if done >= total:
+            assert first is not None
+            return (cpu_seconds(proc) - first[1]) / max(1, done - first[0]) * 1e6
         time.sleep(0.01)
     raise TimeoutError(f"{queue}: not drained in {timeout} s")
 
@@ -97,9 +113,9 @@ def run_once(
     for offset in range(0, jobs, 5000):
         noop.send_many([() for _ in range(min(5000, jobs - offset))])
     figures["send_per_s"] = jobs / (time.perf_counter() - start)
-    with worker(url, mode, concurrency, "tput"):
+    with worker(url, mode, concurrency, "tput") as proc:
         start = time.perf_counter()
-        wait_drained(app, "tput", jobs)
+        figures["cpu_us_per_job"] = wait_drained(app, "tput", jobs, proc)
         figures["drain_per_s"] = jobs / (time.perf_counter() - start)
 
     # Enqueue-to-start latency with an idle worker: one job at a time.

@@ -54,7 +54,9 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
         "error": error,
         "retry_in": retry_in,
     }
-    log.info("%s", text, extra=fields)
+    # made and handled directly: the logger's look-up of the calling line
+    # would cost more than the rest of the line
+    log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None, extra=fields))
 
 
 class JsonFormatter(logging.Formatter):

@@ -61,6 +61,16 @@ _IDLE_WAIT = 1.0  # seconds one claim_wait call may block
 _RETENTION_EVERY = 60.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """A finished attempt waiting to be reported: its outcome, the job, and how
+    long it ran."""
+
+    job: ClaimedJob
+    outcome: Outcome
+    seconds: float
+
+
 @dataclass(slots=True)
 class _Inflight:
     job: ClaimedJob
@@ -115,8 +125,8 @@ class Worker:
         self._slot_freed = threading.Event()
         self._stopping = threading.Event()
         self._done = threading.Event()
-        self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
-        self._unacked: list[Outcome] = []
+        self._outcomes: queue.SimpleQueue[_Done | None] = queue.SimpleQueue()
+        self._unacked: list[_Done] = []
         self._ack_closing = False
         self._signals = 0
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
@@ -221,8 +231,7 @@ class Worker:
             outcome = runner.to_outcome(self.app, job, failed)
             with self._lock:
                 self.errors += 1
-        self._outcomes.put(outcome)
-        joblog.report(job, outcome, time.monotonic() - flight.started)
+        self._outcomes.put(_Done(job, outcome, time.monotonic() - flight.started))
         self._slot_freed.set()
 
     # -- side threads ----------------------------------------------------------
@@ -267,7 +276,8 @@ class Worker:
                     self._ack_closing = True
                     break
                 pending.append(more)
-            applied = self._report(pending)  # raises on a store outage: retried by supervisor
+            # raises on a store outage: retried by supervisor
+            applied = self._report([done.outcome for done in pending])
             self._count(pending, applied)
             pending.clear()
             if self._ack_closing:
@@ -292,8 +302,13 @@ class Worker:
                 [Outcome(refused.job_id, refused.token, False, error=error)]
             )
 
-    def _count(self, outcomes: list[Outcome], applied: list[bool]) -> None:
-        for outcome, ok in zip(outcomes, applied, strict=True):
+    def _count(self, reported: list[_Done], applied: list[bool]) -> None:
+        """Count the attempts the store took and log a line for each (the line
+        says what is stored: it comes once the store has taken the outcome)."""
+        for done, ok in zip(reported, applied, strict=True):
+            outcome = done.outcome
+            if ok:
+                joblog.report(done.job, outcome, done.seconds)
             if not ok:
                 log.warning(
                     "result of job %s refused: its lease had expired and the job moved on",
