@@ -366,11 +366,11 @@ def audit(
 
 @read.get(
     "/export",
-    summary="Download results as JSON Lines or CSV (streamed)",
+    summary="Download results as JSON Lines, a JSON array or CSV (streamed)",
     response_class=StreamingResponse,
     responses={
         200: {
-            "content": {"text/csv": {}, "application/x-ndjson": {}},
+            "content": {"text/csv": {}, "application/x-ndjson": {}, "application/json": {}},
             "description": "One row per succeeded job: id, task, queue, args, kwargs, "
             "result, attempt, enqueued_at, started_at, finished_at.",
         }
