@@ -399,3 +399,10 @@ def test_operator_forms_need_the_csrf_token(secured: Callable[[], TestClient], d
     answer = operator.post("/send", data={"task": "math.add", "args": "[1, 2]"})
     assert answer.status_code == 403
     assert _jobs(demo) == []
+
+
+def test_form_api_is_in_the_schema_and_the_pages_are_not(client: TestClient) -> None:
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert "post" in paths["/api/jobs"] and "post" in paths["/api/schedules"]
+    assert "patch" in paths["/api/schedules/{name}"]
+    assert not {"/send", "/schedules/new", "/schedules/{name}/edit"} & set(paths)

@@ -37,7 +37,9 @@ from rota.web._pages import flash
 
 __all__ = ["router"]
 
-router = APIRouter(include_in_schema=False)
+#: The form pages (hidden from the API schema) and the API behind them.
+router = APIRouter()
+pages = APIRouter(include_in_schema=False)
 
 Viewer = Annotated[Identity, Depends(page_viewer)]
 Operator = Annotated[Identity, Depends(page_operator)]
@@ -95,7 +97,7 @@ def _form_values(form: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, 
 # -- send a job --------------------------------------------------------------------
 
 
-@router.get("/send")
+@pages.get("/send")
 def send_page(request: Request, identity: Viewer, task: str = "") -> Response:
     """The form that sends a job of a registered task."""
     _operator_page(identity)
@@ -103,7 +105,7 @@ def send_page(request: Request, identity: Viewer, task: str = "") -> Response:
     return _render(request, "send.html", identity, values=values)
 
 
-@router.post("/send")
+@pages.post("/send")
 async def send_action(request: Request, identity: Operator) -> Response:
     """Send the job; on success go to its page."""
     form = await request.form()
@@ -242,14 +244,14 @@ def _schedule_page(
     )
 
 
-@router.get("/schedules/new")
+@pages.get("/schedules/new")
 def new_schedule_page(request: Request, identity: Viewer, task: str = "") -> Response:
     """The form that creates a schedule of a registered task."""
     _operator_page(identity)
     return _schedule_page(request, identity, _NEW_SCHEDULE | {"task": task}, editing=False)
 
 
-@router.post("/schedules/new")
+@pages.post("/schedules/new")
 async def new_schedule_action(request: Request, identity: Operator) -> Response:
     """Preview the next fires (``intent=preview``) or create the schedule."""
     form = await request.form()
@@ -277,7 +279,7 @@ def _existing(request: Request, name: str) -> Schedule:
     return found
 
 
-@router.get("/schedules/{name:path}/edit")
+@pages.get("/schedules/{name:path}/edit")
 def edit_schedule_page(request: Request, identity: Viewer, name: str) -> Response:
     """The form that edits a schedule, filled with its stored values."""
     _operator_page(identity)
@@ -285,7 +287,7 @@ def edit_schedule_page(request: Request, identity: Viewer, name: str) -> Respons
     return _schedule_page(request, identity, values, editing=True)
 
 
-@router.post("/schedules/{name:path}/edit")
+@pages.post("/schedules/{name:path}/edit")
 async def edit_schedule_action(request: Request, identity: Operator, name: str) -> Response:
     """Preview the next fires (``intent=preview``) or save the changed fields."""
     form = await request.form()
@@ -313,4 +315,5 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
     return RedirectResponse("/schedules", status_code=303)
 
 
+router.include_router(pages)
 router.include_router(_forms_api.router)

@@ -16,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from rota._validate import MAX_NAME_LENGTH
 from rota.models import Schedule
 from rota.web import _ops
+from rota.web._api import _errors
 from rota.web._auth import Identity
 from rota.web._deps import api_operator, context
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api")
+# Error answers documented as the rest of the API documents them.
+router = APIRouter(prefix="/api", responses=_errors(400, 401, 403, 404, 422))
 Operator = Annotated[Identity, Depends(api_operator)]
 Name = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH)]
 
