@@ -110,6 +110,10 @@ CASES: dict[str, list[list[str]]] = {
     "stop_waiting": [[""], []],
     "remove_worker": [[""], []],
     "reclaim_inbox": [["", "tok", "default"], ["w", "", "default"], ["w", "tok"]],
+    "put_user": [["", "admin", "hash", "1"], ["ann", "", "hash", "1"], ["ann", "admin", "hash"]],
+    "delete_user": [[""], []],
+    "put_token": [["", "ci", "h"], ["ann", "", "h"], ["ann", "ci", ""], ["ann", "ci"]],
+    "delete_token": [["", "ci"], ["ann", ""], ["ann"]],
     "list_jobs": [
         ["0", "", "10", "", "", "", "", "", "1"],
         ["10", "", "nan", "", "", "", "", "", "1"],

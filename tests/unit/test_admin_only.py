@@ -26,6 +26,12 @@ STEERING = frozenset(
         "set_schedule_enabled",
         "fire_schedule",
         "enqueue",
+        "put_user",
+        "delete_user",
+        "put_token",
+        "delete_token",
+        "append_audit",
+        "purge_audit",
     }
 )
 ROOT = Path(rota.__file__).parent

@@ -246,8 +246,9 @@ def test_check_bind() -> None:
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
         check_bind(host, None)
     check_bind("0.0.0.0", OPERATOR)
+    check_bind("0.0.0.0", None, users=True)  # user accounts are a login too
     for host in ("0.0.0.0", "::", "192.168.1.10", "example.com"):
-        with pytest.raises(InvalidArgument, match="without a token"):
+        with pytest.raises(InvalidArgument, match="without a login"):
             check_bind(host, None)
 
 

@@ -80,7 +80,9 @@ def test_rota_web_serves_with_roles_and_never_prints_tokens(
     assert httpx.post(f"{base}/api/queues/default/pause", headers=viewer).status_code == 403
     assert httpx.post(f"{base}/api/queues/default/pause", headers=operator).status_code == 200
     queues = httpx.get(f"{base}/api/queues", headers=viewer).json()
-    assert queues == [{"name": "default", "paused": True, "counts": {}}]
+    assert queues == [
+        {"name": "default", "mode": "paused", "debug_job": None, "paused": True, "counts": {}}
+    ]
     assert httpx.get(f"{base}/", follow_redirects=False).headers["location"] == "/login?next=%2F"
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=15)
@@ -101,7 +103,7 @@ def test_rota_web_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert "refusing to serve the dashboard on '0.0.0.0' without a token" in done.stderr
+    assert "refusing to serve the dashboard on '0.0.0.0' without a login" in done.stderr
 
 
 def test_rota_web_redacts_the_store_password(tmp_path: Path) -> None:

@@ -89,8 +89,9 @@ def _start_dashboard(app: App, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
     from rota.web import check_bind, create_app
+    from rota.web._auth import is_loopback_host
 
-    check_bind(host, token)
+    check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     config = uvicorn.Config(create_app(app, token=token), host=host, port=port, log_level="warning")
     server = uvicorn.Server(config)  # off the main thread it leaves signals to the worker
     thread = threading.Thread(target=server.run, name="rota-web", daemon=True)

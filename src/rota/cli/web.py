@@ -59,9 +59,10 @@ def web(
     import uvicorn
 
     from rota.web import check_bind, create_app
+    from rota.web._auth import is_loopback_host
 
-    check_bind(host, token)
     app = state.load_app(app_spec) if app_spec else state.store_app(must_exist=False)
+    check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
     roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")
     note(f"rota web: store {redact_url(app.url)}, {roles}, http://{_display(host)}:{port}/")

@@ -163,13 +163,14 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to serve a non-loopback address without an operator token."""
-    if not token and not is_loopback_host(host):
+def check_bind(host: str, token: str | None, users: bool = False) -> None:
+    """Refuse to serve a non-loopback address without a login: an operator
+    token, or user accounts (``users``: the store has at least one)."""
+    if not token and not users and not is_loopback_host(host):
         raise InvalidArgument(
-            f"refusing to serve the dashboard on {host!r} without a token: anyone who can "
-            "reach it could steer the cluster. Pass --token (or ROTA_WEB_TOKEN), or bind "
-            "127.0.0.1"
+            f"refusing to serve the dashboard on {host!r} without a login: anyone who can "
+            "reach it could steer the cluster. Add a user (rota users add NAME --role admin), "
+            "pass --token (or ROTA_WEB_TOKEN), or bind 127.0.0.1"
         )
 
 
