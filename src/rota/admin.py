@@ -316,6 +316,8 @@ class Admin:
             "enabled": old.enabled,
             "options": kept,
         }
+        if changes.get("options") is not None:  # options change one by one too
+            changes = changes | {"options": kept | dict(changes["options"])}
         values.update(changes)
         enabled = values.pop("enabled")
         if not isinstance(enabled, bool):

@@ -148,6 +148,9 @@ def test_schedules_from_json_triggers_with_task_options(app: rota.App) -> None:
         "schedule.update",
         {"changed": ["args", "kwargs"]},
     )
+    s = app.admin.update_schedule("sums", options={"priority": 5})
+    assert (s.job_options["queue"], s.job_options["priority"]) == ("nightly", 5)
+    assert s.job_options["max_attempts"] == 3, "options not named in the change are kept"
     s = app.admin.update_schedule("sums", trigger=every(30), enabled=False)
     assert (s.enabled, s.trigger["interval"]) == (False, 30)
     app.admin.resume_schedule("sums")
