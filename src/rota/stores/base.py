@@ -83,7 +83,8 @@ def check_audit_query(
     limit: object, cursor: object, actor: object, action: object
 ) -> tuple[float, str] | None:
     """Refuse what :meth:`Store.audit` cannot take (``InvalidArgument``); return
-    the cursor as ``(at, tiebreak)``: a page starts after it."""
+    the cursor as ``(at, tiebreak)``: a page starts after it (the tiebreak is a
+    string of digits, the entry's sequence number)."""
     from rota import _validate
 
     _validate.integer(limit, "limit", 1, MAX_AUDIT_PAGE)
@@ -97,14 +98,9 @@ def check_audit_query(
         when = float(at)
     except ValueError:
         when = float("nan")
-    if not tiebreak or when - when != 0.0 or len(tiebreak) > 100:
-        raise bad_audit_cursor(cursor)
+    if not tiebreak.isdigit() or when - when != 0.0 or len(tiebreak) > 100:
+        raise InvalidArgument(f"audit cursor {str(cursor)[:40]!r} is not one this store gave")
     return when, tiebreak
-
-
-def bad_audit_cursor(cursor: object) -> InvalidArgument:
-    """The error for an audit cursor a store did not give."""
-    return InvalidArgument(f"audit cursor {str(cursor)[:40]!r} is not one this store gave")
 
 
 def check_prefix(prefix: object, limit: object) -> None:

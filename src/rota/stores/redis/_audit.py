@@ -13,7 +13,7 @@ from typing import Any
 from rota import _json
 from rota.models import AuditEntry
 from rota.stores import _checks
-from rota.stores.base import bad_audit_cursor, check_audit_entry, check_audit_query
+from rota.stores.base import check_audit_entry, check_audit_query
 from rota.stores.redis._base import RedisBase, guarded
 
 _SCAN = 500  # entries read per round trip while filtering a page
@@ -56,8 +56,6 @@ class Audit(RedisBase):
         action: str | None = None,
     ) -> tuple[list[AuditEntry], str | None]:
         after = check_audit_query(limit, cursor, actor, action)
-        if after is not None and not after[1].isdigit():
-            raise bad_audit_cursor(cursor)
         found: list[tuple[str, AuditEntry]] = []
         top: float | str = "+inf" if after is None else after[0]
         skip = 0

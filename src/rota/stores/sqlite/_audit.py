@@ -8,7 +8,7 @@ from typing import Any
 from rota import _json
 from rota.models import AuditEntry
 from rota.stores import _checks
-from rota.stores.base import bad_audit_cursor, check_audit_entry, check_audit_query
+from rota.stores.base import check_audit_entry, check_audit_query
 from rota.stores.sqlite._conn import Connections
 from rota.stores.sqlite._sql import queries
 
@@ -33,8 +33,6 @@ class Audit(Connections):
         action: str | None = None,
     ) -> tuple[list[AuditEntry], str | None]:
         after = check_audit_query(limit, cursor, actor, action)
-        if after is not None and not after[1].isdigit():
-            raise bad_audit_cursor(cursor)
         params = {
             "at": None if after is None else after[0],
             "seq": None if after is None else int(after[1]),
