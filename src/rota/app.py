@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
-from rota import _validate
+from rota import _validate, commands
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
@@ -110,6 +110,7 @@ class App(Registry):
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         self.limits = Limits(self)
+        commands.register(self, commands.COMMAND_TASK, None, {})
 
     def __repr__(self) -> str:
         return f"<rota.App {redact_url(self.url)} tasks={len(self.tasks)}>"
@@ -235,6 +236,53 @@ class App(Registry):
             overlap=overlap,
             enabled=enabled,
         )
+
+    def command(
+        self,
+        name: str,
+        argv: Sequence[str] | str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        shell: bool = False,
+        timeout: float | str | None = None,
+        retries: int = 0,
+        backoff: tuple[float, float] = (1.0, 300.0),
+        ok_codes: Sequence[int] = (0,),
+        queue: str = "default",
+        concurrency: Any = None,
+        output_cap: int = commands.DEFAULT_OUTPUT_CAP,
+        grace: float | str = 5.0,
+        **task_options: Any,
+    ) -> commands.CommandTask:
+        """Register task ``name`` whose jobs run the external command ``argv``.
+
+        ``argv`` is a list of strings (no shell); a string is accepted only with
+        ``shell=True``, for ``/bin/sh -c``. ``task.send()`` runs ``argv`` as
+        registered; ``task.send(extra_args=["--site", "x"])`` appends arguments.
+        ``env`` adds to the worker's environment. The command runs in its own
+        process group; after ``timeout`` seconds, on cancel and when the worker
+        stops, the group gets SIGTERM, then SIGKILL ``grace`` seconds later.
+        An exit code outside ``ok_codes`` fails the attempt (retried with
+        ``retries`` and ``backoff`` as any task); success returns ``exit_code``,
+        ``duration``, and the last ``output_cap`` bytes of ``stdout`` and
+        ``stderr`` with ``truncated`` flags. ``queue``, ``concurrency`` and the
+        other ``task_options`` are those of :meth:`task` (the command's
+        ``timeout`` replaces the task option). See :mod:`rota.commands`."""
+        spec = commands.CommandSpec.build(
+            argv,
+            cwd=cwd,
+            env=env,
+            shell=shell,
+            timeout=timeout,
+            ok_codes=ok_codes,
+            output_cap=output_cap,
+            grace=grace,
+        )
+        options = task_options | {"retries": retries, "backoff": backoff, "queue": queue}
+        if concurrency is not None:
+            options["concurrency"] = concurrency
+        return commands.register(self, name, spec, options)
 
     def handle(self, job_id: str) -> JobHandle[Any]:
         """A handle on an existing job."""

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from rota import commands
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
 from rota.worker import joblog, runner
@@ -451,6 +452,7 @@ class Worker:
         if leftover:
             self.app.store.release([LeaseRef(j.id, j.token) for j in leftover])
             log.warning("released %d unfinished job(s) back to the queue", len(leftover))
+        commands.terminate_all()  # their jobs were released: stop their process groups
         self._outcomes.put(None)
         for thread in self._side:
             if thread.name == "rota-acker":

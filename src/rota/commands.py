@@ -1,0 +1,491 @@
+"""External commands run as jobs: :meth:`rota.App.command` and the built-in ``rota.cmd``.
+
+A command runs in a process group of its own (``start_new_session``), so it
+is stopped as a group, grandchildren included: on its timeout, when its job
+is cancelled, and when the worker stops, the group gets SIGTERM and, if any
+of it is still running ``grace`` seconds later, SIGKILL. Processes the
+command leaves behind when it exits are stopped the same way: a command's
+processes end with its job.
+
+Output is read by one thread per stream into a :class:`Tail` that keeps the
+last ``output_cap`` bytes; the whole output also goes to the job's kept log
+when the job context can take it (``log_output``).
+
+An exit code outside ``ok_codes``, or a kill, fails the attempt with
+:class:`CommandFailed` naming the code or the signal and the last lines of
+stderr; retries and backoff then apply as for any task. A successful attempt
+returns ``{"exit_code", "duration", "stdout", "stderr", "truncated"}``.
+
+Every :class:`~rota.App` has the task ``rota.cmd`` (:data:`COMMAND_TASK`),
+which runs the command line it is sent (``rota.cmd.send(["python",
+"crawl.py"])``, ``rota send APP --cmd -- python crawl.py``, ``rota schedules
+add NAME --every 60 -- python crawl.py``): any worker of any app runs it.
+Whoever can write to the store can therefore run commands on the workers
+that serve the queue the job is sent to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import IO, TYPE_CHECKING, Any
+
+import psutil
+
+from rota import _validate
+from rota._time import parse_duration
+from rota.context import JobContext, current_job
+from rota.errors import InvalidArgument, RotaError
+from rota.models import NewJob
+from rota.task import Task, TaskOptions
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+__all__ = [
+    "COMMAND_TASK",
+    "CommandFailed",
+    "CommandSpec",
+    "CommandTask",
+    "Tail",
+    "register",
+    "run",
+    "terminate_all",
+]
+
+log = logging.getLogger("rota.commands")
+
+#: The name of the built-in task that runs the command line it is sent.
+COMMAND_TASK = "rota.cmd"
+DEFAULT_OUTPUT_CAP = 65536
+MAX_OUTPUT_CAP = 16 * 1024 * 1024
+_STDERR_LINES = 10
+_STDERR_CHARS = 2000
+_READ_SIZE = 65536
+_POLL = 0.05
+_LEFTOVER = "left running when the command exited"
+
+
+class CommandFailed(RotaError):
+    """A command exited with a code outside its ``ok_codes``, was killed, or
+    could not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A validated command line and how to run it (see :meth:`build`)."""
+
+    argv: tuple[str, ...]
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    shell: bool = False
+    timeout: float | None = None
+    ok_codes: tuple[int, ...] = (0,)
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    grace: float = 5.0
+
+    @classmethod
+    def build(
+        cls,
+        argv: object,
+        *,
+        cwd: object = None,
+        env: object = None,
+        shell: object = False,
+        timeout: Any = None,
+        ok_codes: object = (0,),
+        output_cap: object = DEFAULT_OUTPUT_CAP,
+        grace: Any = 5.0,
+    ) -> CommandSpec:
+        """Check every field, raising :class:`InvalidArgument` with what to fix.
+
+        ``argv`` is a non-empty list of strings, or with ``shell=True`` one
+        string for ``/bin/sh -c``. ``env`` entries are added to the worker's
+        environment. ``timeout`` and ``grace`` are seconds (or ``"5m"``);
+        ``ok_codes`` the exit codes (0 to 255) that mean success."""
+        if not isinstance(shell, bool):
+            raise InvalidArgument(f"shell must be True or False, not {shell!r}")
+        if cwd is not None and (not isinstance(cwd, str) or not cwd):
+            raise InvalidArgument(f"cwd must be a directory path, not {cwd!r}")
+        return cls(
+            argv=_argv(argv, shell),
+            cwd=cwd,
+            env=_env(env),
+            shell=shell,
+            timeout=None
+            if timeout is None
+            else parse_duration(timeout, what="timeout", positive=True),
+            ok_codes=_ok_codes(ok_codes),
+            output_cap=_validate.integer(output_cap, "output_cap", 1, MAX_OUTPUT_CAP),
+            grace=parse_duration(grace, what="grace"),
+        )
+
+    def extended(self, extra: Sequence[str]) -> CommandSpec:
+        """This command with ``extra`` arguments appended (shell-quoted for a
+        shell command line)."""
+        if not extra:
+            return self
+        if self.shell:
+            return replace(self, argv=(f"{self.argv[0]} {shlex.join(extra)}",))
+        return replace(self, argv=self.argv + tuple(extra))
+
+    def line(self) -> str:
+        """The command line as a shell would read it."""
+        return self.argv[0] if self.shell else shlex.join(self.argv)
+
+
+def _argv(value: object, shell: bool) -> tuple[str, ...]:
+    if shell:
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidArgument(
+                f"with shell=True, argv is one command line string, not {value!r}"
+            )
+        return (value,)
+    if isinstance(value, str):
+        raise InvalidArgument(
+            f"argv must be a list of strings such as {shlex.split(value)!r}, not the string "
+            f"{value!r}; pass shell=True to run a string through /bin/sh"
+        )
+    if not isinstance(value, list | tuple) or not value:
+        raise InvalidArgument(f"argv must be a non-empty list of strings, not {value!r}")
+    return _strings(value, "argv")
+
+
+def _strings(value: Sequence[object], what: str) -> tuple[str, ...]:
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or "\0" in item:
+            raise InvalidArgument(f"{what}[{index}] must be a string without NUL, not {item!r}")
+    if what == "argv" and not value[0]:
+        raise InvalidArgument("argv[0], the program, must not be empty")
+    return tuple(str(item) for item in value)
+
+
+def _env(value: object) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"env must be a dict of strings, not {value!r}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+            raise InvalidArgument(f"env name {key!r} must be a non-empty string without '='")
+        if not isinstance(item, str) or "\0" in item:
+            raise InvalidArgument(f"env value of {key} must be a string, not {item!r}")
+    return tuple(sorted(value.items()))
+
+
+def _ok_codes(value: object) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple) or not value:
+        raise InvalidArgument(f"ok_codes must be a non-empty list of exit codes, not {value!r}")
+    return tuple(_validate.integer(code, "ok_codes item", 0, 255) for code in value)
+
+
+def extra_args(value: object) -> tuple[str, ...]:
+    """The ``extra_args`` of a send: a list of strings, or None."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InvalidArgument(f"extra_args must be a list of strings, not {value!r}")
+    return _strings(value, "extra_args")
+
+
+# -- output ------------------------------------------------------------------------
+
+
+class Tail:
+    """The last ``cap`` bytes written, and whether anything before them was dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.total = 0
+        self._data = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        """Append ``chunk``, dropping the oldest bytes beyond the cap."""
+        self.total += len(chunk)
+        self._data += chunk
+        excess = len(self._data) - self.cap
+        if excess > 0:
+            del self._data[:excess]
+
+    @property
+    def truncated(self) -> bool:
+        """True once more than ``cap`` bytes were written."""
+        return self.total > self.cap
+
+    def text(self) -> str:
+        """The kept bytes as text (undecodable bytes replaced)."""
+        return self._data.decode(errors="replace")
+
+
+Sink = Callable[[str, bytes], object]
+
+
+def _pump(stream: IO[bytes], name: str, tail: Tail, sink: Sink | None) -> None:
+    fd = stream.fileno()
+    try:
+        while chunk := os.read(fd, _READ_SIZE):
+            tail.write(chunk)
+            if sink is not None:
+                try:
+                    sink(name, chunk)
+                except Exception:
+                    log.exception(
+                        "the job log refused %s output; output is kept in the result", name
+                    )
+                    sink = None
+    finally:
+        stream.close()
+
+
+# -- process groups ------------------------------------------------------------------
+
+
+class _Group:
+    """A running command's process group and the stop asked of it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], grace: float) -> None:
+        self.proc = proc
+        self.pgid = proc.pid
+        self.grace = grace
+        self.reason: str | None = None
+        self.kill_at: float | None = None
+        self.killed = False
+        self._lock = threading.Lock()
+
+    def terminate(self, reason: str, grace: float | None = None) -> None:
+        """SIGTERM to the group now, SIGKILL once ``grace`` has passed (see
+        :meth:`escalate`); the first reason given is the one reported."""
+        with self._lock:
+            if self.kill_at is not None:
+                return
+            self.reason = reason
+            self.kill_at = time.monotonic() + (self.grace if grace is None else grace)
+        _signal_group(self.pgid, signal.SIGTERM)
+
+    def escalate(self) -> None:
+        """SIGKILL the group if its grace after SIGTERM has run out."""
+        with self._lock:
+            due = self.kill_at is not None and not self.killed and time.monotonic() >= self.kill_at
+            self.killed = self.killed or due
+        if due:
+            _signal_group(self.pgid, signal.SIGKILL)
+
+    def alive(self) -> bool:
+        """True while a process of the group runs (zombies do not count)."""
+        self.proc.poll()
+        return _group_alive(self.pgid)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signum)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == pgid:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
+_running: set[_Group] = set()
+_running_lock = threading.Lock()
+
+
+def terminate_all(grace: float | None = None) -> None:
+    """Stop every command running in this process: SIGTERM to each group,
+    SIGKILL to what is left after ``grace`` seconds (None: each command's
+    own grace). Returns once the groups are gone."""
+    with _running_lock:
+        groups = list(_running)
+    for group in groups:
+        group.terminate("as the worker stopped", grace)
+    for group in groups:
+        while group.alive():
+            group.escalate()
+            time.sleep(_POLL)
+
+
+def _supervise(group: _Group, timeout: float | None) -> None:
+    """Wait for the command's leader, applying the timeout and a requested
+    stop; then stop whatever of the group is left, and wait until it is gone."""
+    started = time.monotonic()
+    while group.proc.poll() is None:
+        if timeout is not None and time.monotonic() - started >= timeout:
+            group.terminate(f"after timeout {timeout:g} s")
+        group.escalate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            group.proc.wait(_POLL)
+    if group.alive():
+        group.terminate(_LEFTOVER)
+        while group.alive():
+            group.escalate()
+            time.sleep(_POLL)
+
+
+# -- running -------------------------------------------------------------------------
+
+
+def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
+    """Run ``spec`` to the end and return its result, or raise :class:`CommandFailed`.
+
+    ``ctx`` (the job's context) gets the output through ``log_output`` and
+    the kill through ``on_cancel``, when it has them."""
+    sink: Sink | None = getattr(ctx, "log_output", None)
+    env = os.environ | dict(spec.env) if spec.env else None
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            spec.argv[0] if spec.shell else list(spec.argv),
+            cwd=spec.cwd,
+            env=env,
+            shell=spec.shell,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {spec.line()}: {exc.strerror or exc}") from None
+    group = _Group(proc, spec.grace)
+    with _running_lock:
+        _running.add(group)
+    tails = {"stdout": Tail(spec.output_cap), "stderr": Tail(spec.output_cap)}
+    readers = [
+        threading.Thread(target=_pump, args=(stream, name, tails[name], sink), daemon=True)
+        for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))
+        if stream is not None
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        on_cancel = getattr(ctx, "on_cancel", None)
+        if on_cancel is not None:
+            on_cancel(lambda: group.terminate("as the job was cancelled"))
+        _supervise(group, spec.timeout)
+    finally:
+        with _running_lock:
+            _running.discard(group)
+    for reader in readers:
+        reader.join(spec.grace + 1.0)  # a process that left the group may hold a pipe
+    return _outcome(spec, group, tails, time.monotonic() - started)
+
+
+def _outcome(
+    spec: CommandSpec, group: _Group, tails: dict[str, Tail], seconds: float
+) -> dict[str, Any]:
+    code = group.proc.returncode
+    if code in spec.ok_codes and group.reason in (None, _LEFTOVER):
+        return {
+            "exit_code": code,
+            "duration": round(seconds, 3),
+            "stdout": tails["stdout"].text(),
+            "stderr": tails["stderr"].text(),
+            "truncated": {name: tail.truncated for name, tail in tails.items()},
+        }
+    what = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+    if group.reason is not None and group.reason != _LEFTOVER:
+        what += f" {group.reason}"
+        if group.killed:
+            what += f" (still running {group.grace:g} s after SIGTERM)"
+    message = f"command {_short(spec.line())} {what}"
+    lines = tails["stderr"].text().rstrip().splitlines()[-_STDERR_LINES:]
+    if lines:
+        message += "; last lines of stderr:\n" + "\n".join(lines)[-_STDERR_CHARS:]
+    raise CommandFailed(message)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _short(line: str) -> str:
+    return repr(line if len(line) <= 80 else line[:77] + "...")
+
+
+# -- tasks ---------------------------------------------------------------------------
+
+SpecOf = Callable[[tuple[Any, ...], dict[str, Any]], CommandSpec]
+
+
+class CommandTask(Task[..., dict[str, Any]]):
+    """A task whose jobs run a command. Sending checks the call as the worker
+    will (a bad call raises :class:`InvalidArgument` and nothing is sent)."""
+
+    def __init__(self, name: str, options: TaskOptions, app: App | None, spec_of: SpecOf) -> None:
+        def run_job(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            return run(spec_of(args, kwargs), current_job())
+
+        run_job.__doc__ = f"Run the command of task {name}."
+        super().__init__(run_job, name, options, app)
+        self.spec_of = spec_of
+
+    def options(self, **overrides: Any) -> CommandTask:
+        """A copy with per-call task option overrides (queue, priority, retries...)."""
+        return CommandTask(self.name, self.opts.merged(**overrides), self._app, self.spec_of)
+
+    def new_job(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        delay: float = 0.0,
+        run_at: float | None = None,
+        job_id: str | None = None,
+    ) -> NewJob:
+        """Check the call, then encode it as :meth:`Task.new_job` does."""
+        self.spec_of(args, kwargs)
+        return super().new_job(args, kwargs, delay=delay, run_at=run_at, job_id=job_id)
+
+
+def _builtin_spec(args: tuple[Any, ...], kwargs: dict[str, Any]) -> CommandSpec:
+    """``rota.cmd(argv, cwd=, env=, shell=, timeout=, ok_codes=, output_cap=, grace=)``."""
+    if len(args) != 1 or "argv" in kwargs:
+        raise InvalidArgument(f"{COMMAND_TASK} takes one argument, the command line: argv")
+    unknown = set(kwargs) - set(CommandSpec.__dataclass_fields__)
+    if unknown:
+        raise InvalidArgument(f"{COMMAND_TASK} got unknown option(s): {', '.join(sorted(unknown))}")
+    return CommandSpec.build(args[0], **kwargs)
+
+
+def _fixed_spec(spec: CommandSpec) -> SpecOf:
+    def spec_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> CommandSpec:
+        if args or set(kwargs) - {"extra_args"}:
+            raise InvalidArgument(
+                "a command task takes only extra_args=[...] (arguments appended to its argv)"
+            )
+        return spec.extended(extra_args(kwargs.get("extra_args")))
+
+    return spec_of
+
+
+def register(app: App, name: str, spec: CommandSpec | None, options: dict[str, Any]) -> CommandTask:
+    """Add a command task to ``app``: ``spec`` fixed (``app.command``), or None
+    for the built-in task that runs the command line it is sent."""
+    task_name = _validate.name(name, "task name")
+    if task_name in app.tasks:
+        raise InvalidArgument(f"a task named {task_name!r} is already registered")
+    spec_of = _builtin_spec if spec is None else _fixed_spec(spec)
+    task = CommandTask(task_name, TaskOptions.build(**options), app, spec_of)
+    app.tasks[task_name] = task
+    return task

@@ -1,0 +1,125 @@
+"""Commands as jobs: the output tail, and the checks a command line gets before it is sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rota import App
+from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, run
+from rota.errors import InvalidArgument
+
+
+def test_tail_keeps_the_last_bytes_and_says_when_it_dropped_some() -> None:
+    tail = Tail(5)
+    tail.write(b"abc")
+    assert (tail.text(), tail.truncated) == ("abc", False)
+    tail.write(b"de")
+    assert (tail.text(), tail.truncated) == ("abcde", False)
+    tail.write(b"fgh")
+    assert (tail.text(), tail.truncated, tail.total) == ("defgh", True, 8)
+    tail.write(b"0123456789")
+    assert tail.text() == "56789"
+
+
+def test_tail_replaces_a_character_cut_in_half() -> None:
+    tail = Tail(3)
+    tail.write("aé€".encode())  # a, 2 bytes, 3 bytes: the cap keeps the euro sign only
+    assert tail.text() == "€"
+    tail.write(b"\xff")
+    assert tail.text() == "\ufffd\ufffd\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("argv", "options", "message"),
+    [
+        ("echo hi", {}, r"argv must be a list of strings such as \['echo', 'hi'\]"),
+        ([], {}, "non-empty list of strings"),
+        (["echo", 3], {}, r"argv\[1\] must be a string"),
+        (["", "x"], {}, r"argv\[0\], the program, must not be empty"),
+        (["a\0b"], {}, "without NUL"),
+        (["echo"], {"shell": True}, "with shell=True, argv is one command line string"),
+        (["echo"], {"shell": "yes"}, "shell must be True or False"),
+        (["echo"], {"ok_codes": []}, "ok_codes must be a non-empty list"),
+        (["echo"], {"ok_codes": [0, 256]}, "ok_codes item must be"),
+        (["echo"], {"timeout": 0}, "timeout"),
+        (["echo"], {"grace": -1}, "grace"),
+        (["echo"], {"output_cap": 0}, "output_cap"),
+        (["echo"], {"env": {"A=B": "x"}}, "env name 'A=B'"),
+        (["echo"], {"env": {"A": 1}}, "env value of A must be a string"),
+        (["echo"], {"cwd": ""}, "cwd must be a directory path"),
+    ],
+)
+def test_bad_command_lines_are_refused_with_what_to_fix(
+    argv: Any, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        CommandSpec.build(argv, **options)
+
+
+def test_a_bad_command_is_refused_at_registration_and_nothing_is_registered() -> None:
+    app = App("sqlite:///unused.db")
+    with pytest.raises(InvalidArgument, match="argv must be a list"):
+        app.command("job", "echo hi")
+    assert "job" not in app.tasks
+    app.command("job", ["echo"])
+    with pytest.raises(InvalidArgument, match="already registered"):
+        app.command("job", ["echo"])
+
+
+def test_sending_a_bad_call_stores_nothing(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    echo = app.command("echo", ["echo"])
+    builtin = app.get_task(COMMAND_TASK)
+    with pytest.raises(InvalidArgument, match="extra_args must be a list of strings"):
+        echo.send(extra_args="x")
+    with pytest.raises(InvalidArgument, match="only extra_args"):
+        echo.send("positional")
+    with pytest.raises(InvalidArgument, match="takes one argument, the command line"):
+        builtin.send()
+    with pytest.raises(InvalidArgument, match="unknown option"):
+        builtin.send(["echo"], colour=True)
+    with pytest.raises(InvalidArgument, match=r"argv\[0\]"):
+        builtin.options(queue="q").send([""])
+    assert sum(sum(q.counts.values()) for q in app.store.queues()) == 0
+    app.close()
+
+
+def test_extra_args_are_appended_and_shell_quoted_for_a_shell_line() -> None:
+    plain = CommandSpec.build(["echo", "a"]).extended(["b c"])
+    assert plain.argv == ("echo", "a", "b c")
+    shell = CommandSpec.build("echo a", shell=True).extended(["b c", "$HOME"])
+    assert shell.argv == ("echo a 'b c' '$HOME'",)
+    assert run(shell)["stdout"] == "a b c $HOME\n"
+
+
+def test_a_failure_names_the_code_and_the_last_lines_of_stderr() -> None:
+    script = "for i in $(seq 1 30); do echo line$i >&2; done; exit 3"
+    with pytest.raises(CommandFailed) as failed:
+        run(CommandSpec.build(["sh", "-c", script]))
+    message = str(failed.value)
+    assert "exited with code 3; last lines of stderr:\n" in message
+    assert message.endswith(
+        "line21\nline22\nline23\nline24\nline25\nline26\nline27\nline28\nline29\nline30"
+    )
+    assert "line20\n" not in message
+
+
+def test_a_missing_program_is_a_failure_that_names_it() -> None:
+    with pytest.raises(CommandFailed, match="cannot start no-such-program-here: No such file"):
+        run(CommandSpec.build(["no-such-program-here"]))
+
+
+def test_env_adds_to_the_environment_and_ok_codes_decide_success(tmp_path: Path) -> None:
+    spec = CommandSpec.build(
+        ["sh", "-c", 'echo "$ROTA_TEST_X:$PWD"; exit 4'],
+        env={"ROTA_TEST_X": "yes"},
+        cwd=str(tmp_path),
+        ok_codes=[0, 4],
+    )
+    result = run(spec)
+    assert result["exit_code"] == 4
+    assert result["stdout"] == f"yes:{tmp_path}\n"
+    assert result["truncated"] == {"stdout": False, "stderr": False}
