@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -22,16 +24,18 @@ from rota.cli._support import (
     CliError,
     CliState,
     console,
+    duration_callback,
     fmt_when,
     name_callback,
     note,
     pass_state,
     url_option,
 )
+from rota.commands import COMMAND_TASK, CommandSpec
 from rota.diagnose import is_overdue, overdue_schedules
-from rota.errors import NotFound
+from rota.errors import InvalidArgument, NotFound
 from rota.models import JobState, Schedule
-from rota.scheduling import trigger_from_json
+from rota.scheduling import at, cron, every, trigger_from_json
 from rota.scheduling.define import get_schedule
 from rota.stores import Store, redact_url
 
@@ -174,7 +178,7 @@ def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now:
     for s in found:
         table.add_row(
             s.name,
-            s.task,
+            f"{s.task}: {command_line(s)}" if command_line(s) else s.task,
             describe(s),
             fmt_when(s.next_fire, now) if s.next_fire is not None else "never",
             fmt_when(s.last_fire, now),
@@ -208,6 +212,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     rows: list[tuple[str, str | Text]] = [
         ("name", s.name),
         ("task", s.task),
+        *([("command", command_line(s))] if command_line(s) else []),
         ("trigger", describe(s)),
         ("enabled", _enabled(s, now)),
         ("next fire", fmt_when(s.next_fire, now) if s.next_fire is not None else "never"),
@@ -289,3 +294,73 @@ def run_now(cli: CliState, name: str) -> None:
             f"duplicate of {job_id}: a job with the same unique key is pending, running "
             "or finished within its unique window; nothing new was enqueued"
         )
+
+
+@schedules.command("add")
+@click.argument("name", callback=name_callback("schedule name"))
+@click.argument("command", nargs=-1, required=True, metavar="-- CMD [ARGS]...")
+@click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
+@click.option("--tz", default="UTC", show_default=True, help="The time zone of --cron.")
+@click.option(
+    "--every", "every_s", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
+)
+@click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
+@click.option("--queue", "-q", callback=name_callback("queue"), help="Send its jobs here.")
+@url_option
+@pass_state
+def add(
+    cli: CliState,
+    name: str,
+    command: tuple[str, ...],
+    cron_expr: str | None,
+    tz: str,
+    every_s: float | None,
+    at_time: str | None,
+    queue: str | None,
+) -> None:
+    """Store schedule NAME that runs the command line after -- (no shell) as a
+    job of the built-in rota.cmd task; any worker of any app runs it. Adding
+    a NAME that exists replaces it."""
+    given = [
+        flag
+        for flag, value in (("--cron", cron_expr), ("--every", every_s), ("--at", at_time))
+        if value is not None
+    ]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one trigger: --cron, --every or --at")
+    if tz != "UTC" and cron_expr is None:
+        raise click.UsageError("--tz goes with --cron")
+    if cron_expr is not None:
+        trigger = cron(cron_expr, tz)
+    elif every_s is not None:
+        trigger = every(every_s)
+    else:
+        trigger = at(_iso(at_time or ""))
+    try:
+        CommandSpec.build(list(command))
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="CMD") from None
+    options = {"queue": queue} if queue is not None else None
+    app = cli.store_app(must_exist=False)
+    stored = app.admin.add_schedule(
+        name, COMMAND_TASK, trigger, args=[list(command)], options=options, by=cli_actor()
+    )
+    click.echo(f"added schedule {stored.name}: {describe(stored)}: {command_line(stored)}")
+
+
+def _iso(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="'--at'") from None
+
+
+def command_line(schedule: Schedule) -> str:
+    """The command line a schedule of ``rota.cmd`` runs, else ``""``."""
+    if schedule.task != COMMAND_TASK:
+        return ""
+    call: Any = _json.loads(schedule.payload)
+    argv = (call.get("args") or [None])[0] if isinstance(call, dict) else None
+    if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
+        return shlex.join(argv)
+    return argv if isinstance(argv, str) else ""

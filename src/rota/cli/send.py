@@ -17,6 +17,7 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
+from rota.commands import COMMAND_TASK
 from rota.errors import JobFailed, SerializationError
 from rota.task import JobHandle
 
@@ -89,8 +90,14 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
 
 @click.command()
 @click.argument("app_spec", metavar="APP")
-@click.argument("task_name", metavar="TASK")
+@click.argument("task_name", metavar="TASK", required=False)
 @click.argument("args", nargs=-1, metavar="[ARGS]...")
+@click.option(
+    "--cmd",
+    "command",
+    is_flag=True,
+    help="Send the command line after -- as a job of the built-in rota.cmd task.",
+)
 @click.option(
     "--json",
     "json_call",
@@ -133,8 +140,9 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
 def send(
     cli: CliState,
     app_spec: str,
-    task_name: str,
+    task_name: str | None,
     args: tuple[str, ...],
+    command: bool,
     json_call: str | None,
     queue: str | None,
     priority: int | None,
@@ -147,10 +155,22 @@ def send(
     Each of ARGS is read as JSON when it parses (3, true, [1,2], '"3"'),
     else as a string. Put -- before arguments that start with a dash.
     With --wait, the result follows the id once the job has finished.
+
+    With --cmd, the words after -- are a command line that a worker of APP
+    runs as a job (no shell): rota send APP --cmd -- python crawl.py --site x.
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout goes with --wait")
-    call_args, call_kwargs = _call(args, json_call)
+    if task_name is None:
+        raise click.UsageError("missing TASK (or --cmd -- COMMAND ARGS...)")
+    if command:
+        if json_call is not None:
+            raise click.UsageError("--cmd takes the command line after --, not --json")
+        call_args: list[Any] = [[task_name, *args]]
+        call_kwargs: dict[str, Any] = {}
+        task_name = COMMAND_TASK
+    else:
+        call_args, call_kwargs = _call(args, json_call)
     app = cli.load_app(app_spec)
     task = app.get_task(task_name)
     overrides: dict[str, Any] = {}

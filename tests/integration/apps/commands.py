@@ -1,0 +1,27 @@
+"""A test app of command tasks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rota import App
+
+app = App()
+
+FORKER = str(Path(__file__).with_name("forker.py"))
+#: Processes the forker starts, itself included: see forker.py.
+TREE_SIZE = 7
+
+tree = app.command("tree", [sys.executable, FORKER], timeout=1, grace=0.5)
+long_tree = app.command("long_tree", [sys.executable, FORKER], grace=0.5)
+exits = app.command(
+    "exits", ["sh", "-c", 'echo out; echo "err $0" >&2; exit "$0"'], ok_codes=(0, 3)
+)
+flaky = app.command(
+    "flaky",
+    ["sh", "-c", 'echo "failing, run $(cat "$0" 2>/dev/null)" >&2; echo x >> "$0"; exit 1'],
+    retries=2,
+    backoff=(0.2, 0.2),
+)
+chatty = app.command("chatty", [sys.executable, "-c", "print('a' * 100 + 'END')"], output_cap=16)

@@ -1,0 +1,196 @@
+"""Commands as jobs under real ``rota worker`` and ``rota scheduler`` processes.
+
+A command's whole process tree (children, grandchildren, a grandchild that
+ignores SIGTERM) is gone after its timeout and after its worker is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from helpers import wait_for
+from procs import Processes
+from rota import App, JobFailed
+from rota.models import JobState
+
+APPS = Path(__file__).parent / "apps"
+TREE_SIZE = 7  # see apps/forker.py
+
+
+@pytest.fixture
+def sender(url: str) -> Iterator[App]:
+    """The commands test app, sending to the test's store."""
+    from importlib import util
+
+    spec = util.spec_from_file_location("commands_app", APPS / "commands.py")
+    assert spec and spec.loader
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app: App = module.app
+    app.url = url
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Iterator[Path]:
+    """A file the forker writes its pids to; whatever is still running at
+    teardown is killed, so a failing test leaves nothing behind either."""
+    path = tmp_path / "pids"
+    yield path
+    for pid in _pids(path):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _tree_started(path: Path) -> Callable[[], bool]:
+    return lambda: len(_pids(path)) == TREE_SIZE and all(_running(p) for p in _pids(path))
+
+
+def _worker(processes: Processes, url: str, *flags: str) -> subprocess.Popen[bytes]:
+    return processes.rota("worker", f"{APPS / 'commands.py'}:app", "--url", url, *flags)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+
+
+def test_a_timeout_kills_the_whole_tree(
+    sender: App, processes: Processes, url: str, recorded: Path
+) -> None:
+    worker = _worker(processes, url)
+    handle = sender.tasks["tree"].send(extra_args=[str(recorded)])
+    with pytest.raises(JobFailed) as failed:
+        handle.result(timeout=30)
+    assert "was killed by SIGTERM after timeout 1 s" in str(failed.value)
+    assert len(_pids(recorded)) == TREE_SIZE
+    wait_for(lambda: not any(_running(p) for p in _pids(recorded)), timeout=10, what="no pid left")
+    _stop(worker)
+
+
+def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
+    sender: App, processes: Processes, url: str, recorded: Path
+) -> None:
+    worker = _worker(processes, url, "--grace", "0.5")
+    handle = sender.tasks["long_tree"].send(extra_args=[str(recorded)])
+    wait_for(_tree_started(recorded), timeout=30, what="the tree to start")
+    _stop(worker)
+    assert not any(_running(p) for p in _pids(recorded))  # gone before the worker exited
+    job = handle.job()
+    assert (job.state, job.attempt) == (JobState.QUEUED, 0)
+
+
+def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(
+    sender: App, processes: Processes, url: str
+) -> None:
+    worker = _worker(processes, url)
+    ok = sender.tasks["exits"].send(extra_args=["3"])
+    bad = sender.tasks["exits"].send(extra_args=["4"])
+    result: dict[str, Any] = ok.result(timeout=30)
+    assert result["exit_code"] == 3
+    assert (result["stdout"], result["stderr"]) == ("out\n", "err 3\n")
+    assert result["truncated"] == {"stdout": False, "stderr": False}
+    assert 0 < result["duration"] < 30
+    with pytest.raises(JobFailed, match="exited with code 4; last lines of stderr:\nerr 4"):
+        bad.result(timeout=30)
+    _stop(worker)
+
+
+def test_a_failing_command_is_retried_with_backoff(
+    sender: App, processes: Processes, url: str, tmp_path: Path
+) -> None:
+    worker = _worker(processes, url)
+    runs = tmp_path / "runs"
+    handle = sender.tasks["flaky"].send(extra_args=[str(runs)])
+    with pytest.raises(
+        JobFailed, match="exited with code 1; last lines of stderr:\nfailing, run x\nx"
+    ):
+        handle.result(timeout=30)
+    job = handle.job()
+    assert (job.attempt, job.max_attempts) == (3, 3)
+    assert runs.read_text() == "x\nx\nx\n"
+    assert len(job.history) == 3
+    _stop(worker)
+
+
+def test_the_output_keeps_its_tail(sender: App, processes: Processes, url: str) -> None:
+    worker = _worker(processes, url)
+    result = sender.tasks["chatty"].send().result(timeout=30)
+    assert result["stdout"] == "aaaaaaaaaaaaEND\n"
+    assert result["truncated"] == {"stdout": True, "stderr": False}
+    _stop(worker)
+
+
+def test_rota_send_cmd_runs_under_a_worker(
+    processes: Processes, url: str, tmp_path: Path, sender: App
+) -> None:
+    worker = _worker(processes, url)
+    target = tmp_path / "made"
+    sent = processes.rota(
+        "send",
+        f"{APPS / 'commands.py'}:app",
+        "--url",
+        url,
+        "--wait",
+        "--cmd",
+        "--",
+        sys.executable,
+        "-c",
+        f"open({str(target)!r}, 'w').write('yes'); print('done')",
+    )
+    assert sent.wait(timeout=60) == 0, processes.output(sent)
+    assert target.read_text() == "yes"
+    assert '"exit_code": 0' in processes.output(sent)
+    assert '"stdout": "done\\n"' in processes.output(sent)
+    _stop(worker)
+
+
+def test_a_command_schedule_fires_under_rota_scheduler(
+    processes: Processes, url: str, tmp_path: Path, sender: App
+) -> None:
+    target = tmp_path / "ticks"
+    added = processes.rota(
+        "schedules",
+        "add",
+        "tick",
+        "--url",
+        url,
+        "--every",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        'echo tick >> "$0"',
+        str(target),
+    )
+    assert added.wait(timeout=30) == 0, processes.output(added)
+    assert "every second" in processes.output(added)
+    listed = processes.rota("schedules", "list", "--url", url)
+    assert listed.wait(timeout=30) == 0
+    assert "rota.cmd: sh -c 'echo tick >> \"$0\"'" in processes.output(listed)
+    scheduler = processes.rota("scheduler", f"{APPS / 'commands.py'}:app", "--url", url)
+    worker = _worker(processes, url)
+    wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
+    _stop(worker)
+    _stop(scheduler)
