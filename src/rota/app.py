@@ -97,6 +97,7 @@ class App(Registry):
         retention: float | str = "7d",
         audit_retention: float | str = "90d",
         name: str = "rota",
+        commands: bool = False,
     ) -> None:
         super().__init__()
         self._url = url or None
@@ -110,10 +111,20 @@ class App(Registry):
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         self.limits = Limits(self)
-        commands.register(self, commands.COMMAND_TASK, None, {})
+        if commands:
+            self.enable_commands()
 
     def __repr__(self) -> str:
         return f"<rota.App {redact_url(self.url)} tasks={len(self.tasks)}>"
+
+    def enable_commands(self) -> None:
+        """Register the built-in task ``rota.cmd``, which runs any command line
+        it is sent (``rota send APP --cmd``, ``rota schedules add ... -- CMD``).
+        Off unless asked (``App(commands=True)``, ``rota worker --commands``):
+        a worker that has it runs whatever command whoever can write to the
+        store sends it."""
+        if commands.COMMAND_TASK not in self.tasks:
+            commands.register(self, commands.COMMAND_TASK, None, {})
 
     def _bound_app(self) -> App | None:
         return self

@@ -16,12 +16,11 @@ An exit code outside ``ok_codes``, or a kill, fails the attempt with
 stderr; retries and backoff then apply as for any task. A successful attempt
 returns ``{"exit_code", "duration", "stdout", "stderr", "truncated"}``.
 
-Every :class:`~rota.App` has the task ``rota.cmd`` (:data:`COMMAND_TASK`),
-which runs the command line it is sent (``rota.cmd.send(["python",
-"crawl.py"])``, ``rota send APP --cmd -- python crawl.py``, ``rota schedules
-add NAME --every 60 -- python crawl.py``): any worker of any app runs it.
-Whoever can write to the store can therefore run commands on the workers
-that serve the queue the job is sent to.
+The built-in task ``rota.cmd`` (:data:`COMMAND_TASK`) runs the command line
+it is sent (``rota send APP --cmd -- python crawl.py``, ``rota schedules add
+NAME --every 60 -- python crawl.py``). Only workers that enable it run it
+(``App(commands=True)`` or ``rota worker APP --commands``): such a worker
+runs whatever command line whoever can write to the store sends it.
 """
 
 from __future__ import annotations

@@ -49,10 +49,11 @@ class UnknownTask(RotaError, LookupError):
 
     def __init__(self, name: str, known: list[str] | None = None) -> None:
         hint = f" (registered: {', '.join(sorted(known))})" if known else ""
-        super().__init__(
-            f"unknown task {name!r}{hint}; register it with @app.task(name={name!r}) "
-            "in the module the worker loads"
-        )
+        fix = f"register it with @app.task(name={name!r}) in the module the worker loads"
+        if name == "rota.cmd":
+            fix = "command-line jobs are off here: start the worker with --commands"
+            fix += " (or App(commands=True))"
+        super().__init__(f"unknown task {name!r}{hint}; {fix}")
         self.name = name
 
 

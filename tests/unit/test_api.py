@@ -80,7 +80,7 @@ def test_task_name_is_the_qualified_name_unless_given() -> None:
 
     assert plain.name == "test_task_name_is_the_qualified_name_unless_given.<locals>.plain"
     assert named.name == "custom.name"
-    assert set(app.tasks) == {plain.name, "custom.name", "rota.cmd"}  # rota.cmd: built in
+    assert set(app.tasks) == {plain.name, "custom.name"}
     assert app.get_task("custom.name") is named
 
 

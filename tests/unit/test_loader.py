@@ -63,7 +63,7 @@ def names(app: App) -> list[str]:
     return sorted(app.tasks)
 
 
-EXPECTED = ["Jobs.nightly", "add", "crawl.fetch", "rota.cmd"]
+EXPECTED = ["Jobs.nightly", "add", "crawl.fetch"]
 
 
 def test_file_spec_loads_the_app_as_a_module_named_after_the_stem(demo: Path) -> None:

@@ -339,7 +339,7 @@ def test_task_names_are_checked_at_registration() -> None:
     for name, message in [("", "task name must be a non-empty"), ("a\tb", "control")]:
         with pytest.raises(InvalidArgument, match=message):
             app.task(name=name)(lambda: None)
-    assert list(app.tasks) == ["rota.cmd"]  # the built-in command task only
+    assert list(app.tasks) == []
 
 
 @pytest.mark.parametrize(

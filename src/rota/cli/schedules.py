@@ -342,6 +342,7 @@ def add(
         raise click.BadParameter(str(exc), param_hint="CMD") from None
     options = {"queue": queue} if queue is not None else None
     app = cli.store_app(must_exist=False)
+    app.enable_commands()  # to define it; only workers started with --commands run it
     stored = app.admin.add_schedule(
         name, COMMAND_TASK, trigger, args=[list(command)], options=options, by=cli_actor()
     )

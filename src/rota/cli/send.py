@@ -157,7 +157,8 @@ def send(
     With --wait, the result follows the id once the job has finished.
 
     With --cmd, the words after -- are a command line that a worker of APP
-    runs as a job (no shell): rota send APP --cmd -- python crawl.py --site x.
+    started with --commands runs as a job (no shell):
+    rota send APP --cmd -- python crawl.py --site x.
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout goes with --wait")
@@ -172,6 +173,8 @@ def send(
     else:
         call_args, call_kwargs = _call(args, json_call)
     app = cli.load_app(app_spec)
+    if command:
+        app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
     overrides: dict[str, Any] = {}
     if queue is not None:

@@ -67,6 +67,13 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 )
 @click.option("--scheduler", is_flag=True, help="Also fire due schedules from this worker.")
 @click.option(
+    "--commands",
+    "allow_commands",
+    is_flag=True,
+    help="Also run command-line jobs (rota send --cmd, rota schedules add -- CMD): "
+    "whoever can write to the store can then run commands on this machine.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     default="info",
@@ -86,6 +93,7 @@ def worker(
     max_cpu: float | None,
     max_mem: float | None,
     scheduler: bool,
+    allow_commands: bool,
     log_level: str,
     quiet: bool,
     log_format: str,
@@ -100,6 +108,8 @@ def worker(
 
     configure(log_level, quiet, log_format)
     app = cli.load_app(app_spec)
+    if allow_commands:
+        app.enable_commands()
     names = resolve_queues(app, queues)
     engine = Worker(
         app,

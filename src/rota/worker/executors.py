@@ -21,6 +21,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
+from rota.commands import COMMAND_TASK
 from rota.context import reset_current, set_current
 from rota.errors import CorruptJob, InvalidArgument, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
@@ -232,9 +233,11 @@ def _child_main(
     app: App | None,
     url: str,
     logs: tuple[int, logging.Formatter | None],
+    commands: bool = False,
 ) -> None:
     """A child process: run jobs sent over ``conn`` until it closes. A spawned
-    child logs as its parent does (``logs``: the root level and formatter)."""
+    child logs as its parent does (``logs``: the root level and formatter) and
+    runs command-line jobs if its parent does (``commands``)."""
     if app is None:
         from rota._loader import load_app
 
@@ -247,6 +250,8 @@ def _child_main(
         app = load_app(app_spec or "")
         app.close()
         app.url = url  # the parent's store, even when --url overrode the app's
+        if commands:
+            app.enable_commands()
     while True:
         try:
             job = conn.recv()
@@ -281,7 +286,14 @@ class _ProcessSlot:
         inherited = self._app if self._spec is None else None
         proc = self._ctx.Process(  # type: ignore[attr-defined]
             target=_child_main,
-            args=(child, self._spec, inherited, self._app.url, _parent_logs()),
+            args=(
+                child,
+                self._spec,
+                inherited,
+                self._app.url,
+                _parent_logs(),
+                COMMAND_TASK in self._app.tasks,
+            ),
             daemon=True,
         )
         proc.start()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rota import App
 
-app = App()
+app = App(commands=True)  # runs rota.cmd jobs too (rota send --cmd)
 
 FORKER = str(Path(__file__).with_name("forker.py"))
 #: Processes the forker starts, itself included: see forker.py.
