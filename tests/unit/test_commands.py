@@ -59,6 +59,11 @@ def test_bad_command_lines_are_refused_with_what_to_fix(
         CommandSpec.build(argv, **options)
 
 
+def test_command_lines_are_off_unless_enabled() -> None:
+    assert COMMAND_TASK not in App("sqlite:///unused.db").tasks
+    assert COMMAND_TASK in App("sqlite:///unused.db", commands=True).tasks
+
+
 def test_a_bad_command_is_refused_at_registration_and_nothing_is_registered() -> None:
     app = App("sqlite:///unused.db")
     with pytest.raises(InvalidArgument, match="argv must be a list"):
@@ -70,7 +75,7 @@ def test_a_bad_command_is_refused_at_registration_and_nothing_is_registered() ->
 
 
 def test_sending_a_bad_call_stores_nothing(tmp_path: Path) -> None:
-    app = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", commands=True)
     echo = app.command("echo", ["echo"])
     builtin = app.get_task(COMMAND_TASK)
     with pytest.raises(InvalidArgument, match="extra_args must be a list of strings"):
