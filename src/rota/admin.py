@@ -190,13 +190,15 @@ class Admin:
         return full
 
     def cancel_job(self, job_id: str, *, by: Actor | None = None) -> str:
-        """Cancel a job that has not started; return its full id."""
+        """Cancel a job; return its full id. A scheduled or queued job is
+        cancelled at once; a running one is stopped by its worker within about
+        a second and ends cancelled, with who asked in its history."""
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
-        if not self._store.cancel([full])[0]:
+        if not self._store.cancel([full], by=actor.name)[0]:
             raise Conflict(
                 f"job {full} is {self._state_of(full)}; "
-                "only scheduled or queued jobs can be cancelled"
+                "only scheduled, queued or running jobs can be cancelled (once)"
             )
         self._record(actor, "job.cancel", full)
         return full

@@ -3,14 +3,75 @@
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from rota.errors import JobCancelled
 
 if TYPE_CHECKING:
     from rota.app import App
 
 _current: ContextVar[JobContext | None] = ContextVar("rota_current_job", default=None)
+
+_log = logging.getLogger("rota.worker")
+
+
+class CancelSignal:
+    """Set once when a running job is cancelled; runs the callbacks registered
+    with :meth:`add`, each once, in the thread that sets it."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], object]] = []
+
+    def is_set(self) -> bool:
+        """Whether the job was cancelled."""
+        return self._event.is_set()
+
+    def set(self) -> None:
+        """Mark the job cancelled and run the callbacks (their errors are logged)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            _run(callback)
+
+    def add(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` when the job is cancelled; at once if it already is."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        _run(callback)
+
+
+def _run(callback: Callable[[], object]) -> None:
+    try:
+        callback()
+    except Exception:
+        _log.exception("a cancel callback failed")
+
+
+#: The cancel signal of each job whose context is alive in this process, by job id.
+_signals: weakref.WeakValueDictionary[str, CancelSignal] = weakref.WeakValueDictionary()
+
+
+def cancel_running(job_id: str) -> bool:
+    """Tell the running job ``job_id`` of this process that it was cancelled
+    (:attr:`JobContext.cancelled`, its ``on_cancel`` callbacks); False if no
+    such job runs here."""
+    signal = _signals.get(job_id)
+    if signal is None:
+        return False
+    signal.set()
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +87,27 @@ class JobContext:
     app: App | None = None
     schedule: str | None = None
     fire_time: float | None = None
+
+    cancel_signal: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _signals[self.id] = self.cancel_signal
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the job was cancelled while it runs: a task that loops should
+        stop (or call :meth:`check_cancelled` at its check points)."""
+        return self.cancel_signal.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`rota.errors.JobCancelled` if the job was cancelled."""
+        if self.cancel_signal.is_set():
+            raise JobCancelled(self.id)
+
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` (from a worker thread) once if the job is cancelled
+        while it runs; at once if it already was."""
+        self.cancel_signal.add(callback)
 
 
 def current_job() -> JobContext:

@@ -203,7 +203,9 @@ class JobHandle(Generic[R]):
         return message
 
     def cancel(self) -> bool:
-        """Cancel the job if it has not started; True if it was cancelled."""
+        """Cancel the job: a pending one at once, a running one is stopped by its
+        worker within about a second and ends cancelled. True if it was
+        cancelled or asked to stop; False if it had finished."""
         return self.app.store.cancel([self.id])[0]
 
 

@@ -181,7 +181,7 @@ def test_lease_verbs_refuse_bad_refs(store: Store) -> None:
         batch = [lease(job), bad]
         refused(store, functools.partial(store.extend, batch))
         refused(store, functools.partial(store.release, batch))
-    assert store.extend([lease(job)]) == [True]
+    assert store.extend([lease(job)]) == ["held"]
 
 
 @pytest.mark.parametrize(
@@ -253,4 +253,4 @@ def test_claim_of_a_job_stored_with_a_bad_lease_leaves_no_job_without_one(store:
         assert now < stored.lease_expires <= now + job.lease + 1
         assert math.isfinite(job.lease) and job.lease > 0
     assert claimed["bad"].lease == 30.0
-    assert store.extend([lease(job) for job in claimed.values()]) == [True] * 3
+    assert store.extend([lease(job) for job in claimed.values()]) == ["held"] * 3

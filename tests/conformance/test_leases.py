@@ -59,7 +59,7 @@ def test_extend_moves_the_lease(store: Store) -> None:
     assert first is not None
     wait_until(store, claimed.started_at + 0.1)
 
-    assert store.extend([lease(claimed)]) == [True]
+    assert store.extend([lease(claimed)]) == ["held"]
     second = get(store, job_id).lease_expires
     assert second is not None
     assert second >= first + 0.09
@@ -72,7 +72,7 @@ def test_extend_keeps_a_job_past_its_first_lease(store: Store) -> None:
     claimed = claim_one(store)
     for _ in range(3):
         wait_until(store, store.now() + 0.2)
-        assert store.extend([lease(claimed)]) == [True]
+        assert store.extend([lease(claimed)]) == ["held"]
         assert store.recover() == []
     assert store.now() > claimed.started_at + 0.4
     assert get(store, job_id).state is JobState.RUNNING
@@ -113,7 +113,7 @@ def test_stale_finish_is_refused_and_does_not_overwrite(store: Store) -> None:
     assert not succeed(store, first, "zombie")
     assert not fail(store, first)
     assert get(store, job_id).state is JobState.RUNNING
-    assert store.extend([lease(first)]) == [False]
+    assert store.extend([lease(first)]) == ["lost"]
     assert store.release([lease(first)]) == [False]
     assert get(store, job_id).state is JobState.RUNNING
 
@@ -129,16 +129,16 @@ def test_stale_token_cannot_extend(store: Store) -> None:
     first = claim_one(store)
     wait_expired(store, job_id)
     assert store.recover() == [job_id]
-    assert store.extend([lease(first)]) == [False]
+    assert store.extend([lease(first)]) == ["lost"]
     second = claim_one(store)
-    assert store.extend([lease(first), lease(second)]) == [False, True]
+    assert store.extend([lease(first), lease(second)]) == ["lost", "held"]
 
 
 def test_wrong_token_is_refused(store: Store) -> None:
     job_id = enqueue_one(store, new_job(lease=5.0))
     claim_one(store)
     forged = LeaseRef(job_id, "not-the-token")
-    assert store.extend([forged]) == [False]
+    assert store.extend([forged]) == ["lost"]
     assert store.release([forged]) == [False]
     assert store.finish([Outcome(job_id, "not-the-token", ok=True, result=b"1")]) == [False]
     assert get(store, job_id).state is JobState.RUNNING

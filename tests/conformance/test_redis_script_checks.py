@@ -100,7 +100,7 @@ CASES: dict[str, list[list[str]]] = {
     "purge_finished": [["nan", "10"], ["1", "0"], ["-1", "10"], ["inf", "10"]],
     "purge_queue": [["", "", "10"], ["default", "", "0"], ["default", "nan", "10"]],
     "retry_failed": [["", "", "0", "0"], ["", "", "10", "-1"], ["", "", "nan", "0"]],
-    "cancel": [["waiting", ""], []],
+    "cancel": [["", "waiting", ""], ["alice"], []],
     "delete": [["failed", ""], []],
     "retry": [["failed", ""], []],
     "set_queue_mode": [["", "paused"], ["default", "stopped"], ["default", ""], ["default"]],

@@ -167,7 +167,7 @@ def workout(store: RedisStore) -> None:
     store.wait(["crawl", "default"], 0.01)
     first = claim(store, ["crawl"], limit=5)
     assert len(first) == 1
-    assert store.extend([lease(first[0])]) == [True]
+    assert store.extend([lease(first[0])]) == ["held"]
     assert fail(store, first[0])  # opens the breaker
     retried, lost = claim(store, limit=2)
     assert fail(store, retried, retry_in=60.0)
@@ -776,7 +776,7 @@ def test_a_job_handed_straight_to_an_idle_worker_is_claimed_in_full(rstore: Redi
     assert (taken.timeout, taken.lease, taken.queue, taken.task) == (5.0, 12.0, "default", "task")
     assert taken.started_at == taken.enqueued_at == stored.enqueued_at == taken.run_at
     assert stored.state == JobState.RUNNING and stored.worker == "idle-w"
-    assert rstore.extend([lease(taken)]) == [True]
+    assert rstore.extend([lease(taken)]) == ["held"]
     assert succeed(rstore, taken)
     counts = rstore.queues()[0].counts
     assert counts.get(JobState.RUNNING, 0) == 0 and counts[JobState.SUCCEEDED] == 1
@@ -811,7 +811,7 @@ def test_a_job_handed_to_a_waiting_worker_arrives_whole(rstore: RedisStore) -> N
     assert (taken.id, taken.payload, taken.timeout, taken.lease) == (job.id, job.payload, 2.5, 9.0)
     assert (taken.attempt, taken.max_attempts, taken.lost, taken.schedule) == (1, 3, 0, None)
     assert taken.started_at == taken.enqueued_at == stored.enqueued_at and taken.fire_time is None
-    assert rstore.extend([lease(taken)]) == [True] and succeed(rstore, taken)
+    assert rstore.extend([lease(taken)]) == ["held"] and succeed(rstore, taken)
 
 
 def test_the_direct_hand_off_leaves_what_the_long_way_leaves(rstore: RedisStore) -> None:

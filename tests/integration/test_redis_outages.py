@@ -121,7 +121,7 @@ def test_a_hand_off_cut_in_transit_still_reaches_the_idle_worker(
         assert (job.attempt, job.lost) == (1, 0)
         stored = get(producer, job_id)
         assert (stored.state, stored.lost, stored.attempt) == (JobState.RUNNING, 0, 1)
-        assert worker.extend([lease(job)]) == [True]  # the worker holds the lease
+        assert worker.extend([lease(job)]) == ["held"]  # the worker holds the lease
         assert worker.claim_wait("w1", ["default"], 4, 0.2) == []  # and gets it only once
     finally:
         worker.close()

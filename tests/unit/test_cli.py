@@ -22,7 +22,7 @@ from rota._loader import load_app
 from rota.cli import main
 from rota.cli._support import fmt_duration, redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
-from rota.models import ClaimedJob, JobState, Outcome, WorkerInfo
+from rota.models import ClaimedJob, JobState, LeaseRef, Outcome, WorkerInfo
 from rota.stores import Store, open_store
 
 APP_SOURCE = """
@@ -455,16 +455,21 @@ def test_jobs_retry_usage(env: Env, args: list[str], message: str) -> None:
 def test_jobs_cancel(env: Env) -> None:
     running = env.send("add", "1", "1")
     pending = env.send("tools.echo", "x")
-    assert [job.id for job in env.store.claim("test-worker", ["default"], 1)] == [running]
+    [claimed] = env.store.claim("test-worker", ["default"], 1)
+    assert claimed.id == running
+    token = claimed.token
     result = env.rota("jobs", "cancel", pending)
     assert result.exit_code == 0
     assert result.stdout == f"cancelled {pending}\n"
     assert state_of(env, pending) is JobState.CANCELLED
+    asked = env.rota("jobs", "cancel", running)  # its worker stops it
+    assert asked.exit_code == 0
+    assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
     assert refused.exit_code == 1
     assert f"could not cancel {running}: it is running" in refused.stderr
     assert "Error: 1 of 1 job(s) could not be cancelled" in refused.stderr
-    assert state_of(env, running) is JobState.RUNNING
+    assert env.store.extend([LeaseRef(running, token)]) == ["cancel"]
 
 
 def test_jobs_delete(env: Env) -> None:

@@ -38,6 +38,8 @@ from rota.models import (
 from rota.stores import _checks
 
 FireResult = Literal["fired", "skipped", "dropped", "conflict"]
+#: What :meth:`Store.extend` found for a lease.
+LeaseStatus = Literal["held", "lost", "cancel"]
 
 #: The fewest characters of a job id accepted as a prefix of it.
 MIN_PREFIX = 6
@@ -159,9 +161,11 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
-        """Renew each lease by its job's lease duration. False where the token
-        no longer holds the job (the lease expired and the job moved on)."""
+    def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
+        """Renew each lease by its job's lease duration. Per lease: ``"held"``;
+        ``"cancel"`` when the job was asked to stop (:meth:`cancel`: the lease
+        is renewed, and the worker should stop the job); ``"lost"`` where the
+        token no longer holds the job (the lease expired and the job moved on)."""
 
     @abstractmethod
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -172,9 +176,11 @@ class Store(ABC):
         attempts left: back to ``scheduled`` at ``now() + retry_in``.
         Otherwise ``failed``. Limit slots are released either way.
 
+        A job marked by :meth:`cancel` ends ``cancelled`` whatever the outcome.
+
         Every attempt that ends (here, in :meth:`release` and in :meth:`recover`)
         appends an entry to the job's ``history``: ``attempt``, ``event``
-        (succeeded, failed, released, lost), ``worker`` (the lease owner),
+        (succeeded, failed, released, lost, cancelled), ``worker`` (the lease owner),
         ``host`` (from that worker's heartbeat record; None once it is gone),
         ``error`` for a failure, and ``at``.
         """
@@ -227,8 +233,17 @@ class Store(ABC):
     # -- steering ----------------------------------------------------------
 
     @abstractmethod
-    def cancel(self, job_ids: Sequence[str]) -> list[bool]:
-        """Cancel pending jobs. Running or finished jobs are left alone: False."""
+    def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
+        """Cancel jobs; True for each job cancelled or asked to stop.
+
+        A scheduled or queued job becomes ``cancelled`` at once and frees its
+        unique key. A running job is marked: :meth:`extend` answers
+        ``"cancel"`` for it from then on, and when its attempt ends (a
+        :meth:`finish` of any outcome, a :meth:`release`, an expired lease)
+        it becomes ``cancelled``, never retried, with a history entry
+        (event ``cancelled``, ``by``, ``requested_at``). Finished jobs, jobs
+        already cancelled or marked, and unknown jobs: False, nothing changes.
+        """
 
     @abstractmethod
     def retry(self, job_ids: Sequence[str]) -> list[bool]:

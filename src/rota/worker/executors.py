@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from rota.commands import COMMAND_TASK
 from rota.context import reset_current, set_current
-from rota.errors import CorruptJob, InvalidArgument, JobTimeout, UnknownTask
+from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
 from rota.worker import runner
 from rota.worker.runner import Result
@@ -77,6 +77,12 @@ class Executor(ABC):
     def stuck(self) -> int:
         """Abandoned jobs still running on runners of their own."""
         return 0
+
+    def cancel(self, job: ClaimedJob) -> None:
+        """Stop the running ``job``, which was cancelled, as far as this executor
+        can. The default: nothing (threads stop cooperatively, through
+        ``current_job().cancelled``)."""
+        return None
 
     def lead(self, claim: Claim) -> bool:
         """Let idle slots call ``claim`` themselves, before :meth:`start`. False
@@ -280,6 +286,9 @@ class _ProcessSlot:
         self._spec = app_spec
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
+        self._guard = threading.Lock()
+        self._job: ClaimedJob | None = None  # the job its child runs
+        self._cancelled = False
 
     def _spawn(self) -> tuple[BaseProcess, Connection]:
         parent, child = self._ctx.Pipe()
@@ -304,6 +313,8 @@ class _ProcessSlot:
     def run(self, job: ClaimedJob) -> Result:
         proc, conn = (self._proc, self._conn) if self._conn else self._spawn()
         assert proc is not None and conn is not None
+        with self._guard:
+            self._job, self._cancelled = job, False
         try:
             conn.send(job)
             if conn.poll(job.timeout):
@@ -311,12 +322,26 @@ class _ProcessSlot:
                 return result
         except (EOFError, OSError, BrokenPipeError):
             self.kill()
+            if self._cancelled:
+                return runner.failure(JobCancelled(job.id), retryable=False)
             crash = RuntimeError(
                 f"the child process running the job died (exit code {proc.exitcode})"
             )
             return runner.failure(crash)
+        finally:
+            with self._guard:
+                self._job = None
         self.kill()
         return runner.failure(JobTimeout(f"timed out after {job.timeout} s; child process killed"))
+
+    def stop(self, job: ClaimedJob) -> None:
+        """Kill the child if it runs ``job`` (cancelled); :meth:`run` then
+        reports the job cancelled, and the next job gets a fresh child."""
+        with self._guard:
+            proc = self._proc
+            if self._job is job and proc is not None:
+                self._cancelled = True
+                proc.kill()
 
     def kill(self) -> None:
         if self._proc is not None:
@@ -353,6 +378,10 @@ class ProcessExecutor(Executor):
     def submit(self, job: ClaimedJob) -> None:
         self._jobs.put(job)
 
+    def cancel(self, job: ClaimedJob) -> None:
+        for slot in self._slots:
+            slot.stop(job)
+
     def _feed(self, slot: _ProcessSlot) -> None:
         while (job := self._jobs.get()) is not None:
             try:
@@ -379,7 +408,8 @@ class AsyncExecutor(Executor):
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rota-async", daemon=True
         )
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], ClaimedJob] = {}
+        self._cancelled: set[str] = set()  # tokens of the jobs cancelled (loop thread only)
 
     def start(self) -> None:
         self._thread.start()
@@ -387,16 +417,31 @@ class AsyncExecutor(Executor):
     def submit(self, job: ClaimedJob) -> None:
         self._loop.call_soon_threadsafe(self._spawn, job)
 
+    def cancel(self, job: ClaimedJob) -> None:
+        self._loop.call_soon_threadsafe(self._cancel, job)
+
+    def _cancel(self, job: ClaimedJob) -> None:
+        for task, running in self._tasks.items():
+            if running is job:
+                self._cancelled.add(job.token)
+                task.cancel()
+
     def _spawn(self, job: ClaimedJob) -> None:
         task = self._loop.create_task(self._run(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[task] = job
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
 
     async def _run(self, job: ClaimedJob) -> None:
         try:
             result = await self._attempt(job)
         except asyncio.CancelledError:
-            return  # stopped: the worker releases the job
+            if job.token not in self._cancelled:
+                return  # stopped: the worker releases the job
+            self._cancelled.discard(job.token)
+            result = runner.failure(JobCancelled(job.id), retryable=False)
         except BaseException as exc:  # a task's SystemExit too: the loop lives on
             result = runner.internal_failure(exc, "the async executor")
         self.on_done(job, result)

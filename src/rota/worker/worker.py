@@ -9,9 +9,9 @@ there is nothing to do. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
-- **keeper**: renews the leases of running jobs, sends the heartbeat with
-  host load, and gates claiming while the host is over its CPU or memory
-  threshold;
+- **keeper**: renews the leases of running jobs (and stops the ones the
+  store says were cancelled), sends the heartbeat with host load, and gates
+  claiming while the host is over its CPU or memory threshold;
 - **reaper**: returns jobs whose lease expired (dead workers) and applies
   the retention policy;
 - **scheduler** (optional): fires due schedules.
@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from rota import commands
+from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
 from rota.worker import joblog, runner
@@ -76,6 +77,7 @@ class _Done:
 class _Inflight:
     job: ClaimedJob
     started: float  # monotonic
+    cancelled: bool = False
 
 
 class Worker:
@@ -345,9 +347,25 @@ class Worker:
             refs = [LeaseRef(f.job.id, f.job.token) for f in self._inflight.values()]
         if not refs:
             return
-        for ref, held in zip(refs, self.app.store.extend(refs), strict=True):
-            if not held and ref.job_id in self._inflight:
+        for ref, status in zip(refs, self.app.store.extend(refs), strict=True):
+            if status == "cancel":
+                self._cancel(ref)
+            elif status == "lost" and ref.job_id in self._inflight:
                 log.warning("lease of job %s was lost; its result will be refused", ref.job_id)
+
+    def _cancel(self, ref: LeaseRef) -> None:
+        """Stop a running job that was cancelled, once: its context says so and
+        runs its ``on_cancel`` callbacks; the executor stops what it can (async
+        tasks are cancelled, child processes killed). The store ends the job
+        cancelled whatever its attempt then reports."""
+        with self._lock:
+            flight = self._inflight.get(ref.job_id)
+            if flight is None or flight.job.token != ref.token or flight.cancelled:
+                return
+            flight.cancelled = True
+        log.info("job %s was cancelled: stopping it", ref.job_id)
+        cancel_running(ref.job_id)
+        self._executor.cancel(flight.job)
 
     def _expire_soft_timeouts(self, now: float) -> None:
         if self.mode != "threads":

@@ -19,11 +19,12 @@ class Steering(RedisBase):
     """Cancel, retry, delete, queue modes, purge; limits; schedules."""
 
     @guarded
-    def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+    def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         _checks.job_ids(job_ids)
+        _checks.optional_text(by, "by")
         if not job_ids:
             return []
-        return [bool(x) for x in self._run("cancel", list(job_ids))]
+        return [bool(x) for x in self._run("cancel", [by or "", *job_ids])]
 
     @guarded
     def retry(self, job_ids: Sequence[str]) -> list[bool]:

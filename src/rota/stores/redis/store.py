@@ -32,7 +32,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores import _checks
-from rota.stores.base import Store
+from rota.stores.base import LeaseStatus, Store
 from rota.stores.redis import _codec
 from rota.stores.redis._audit import Audit
 from rota.stores.redis._base import RedisBase, guarded
@@ -42,6 +42,8 @@ from rota.stores.redis._steer import Steering
 from rota.stores.redis._users import Users
 
 _RECOVER_BATCH = 1000
+#: extend.lua's reply per lease.
+_LEASE_STATUS: tuple[LeaseStatus, ...] = ("lost", "held", "cancel")
 
 
 @dataclass(slots=True)
@@ -203,12 +205,12 @@ class RedisStore(Reads, Steering, Audit, Users, RedisBase, Store):
         queue = _codec.text(signal_key)[len(self.keys.signal("")) :]
         return float(stamp) >= self._claimed_at.get(queue, 0.0)
 
-    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+    def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
         if not leases:
             return []
         _checks.leases(leases)
         args = [part for lease in leases for part in (lease.job_id, lease.token)]
-        return [bool(x) for x in self._run("extend", args)]
+        return [_LEASE_STATUS[int(x)] for x in self._run("extend", args)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:

@@ -21,22 +21,21 @@ _PENDING = "('scheduled', 'queued', 'parked')"
 class Steering(Connections):
     """Operator actions; each is one transaction."""
 
-    def cancel(self, job_ids: Sequence[str]) -> list[bool]:
+    def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         _checks.job_ids(job_ids)
+        _checks.optional_text(by, "by")
         now = time.time()
         with self._write() as conn:
             applied = []
             for job_id in job_ids:
-                row = conn.execute(
-                    f"UPDATE jobs SET state = 'cancelled', finished_at = ?"
-                    f" WHERE id = ? AND state IN {_PENDING} RETURNING unique_key",
-                    (now, job_id),
-                ).fetchone()
-                applied.append(row is not None)
-                if row is not None and row[0] is not None:
-                    conn.execute(
-                        "DELETE FROM uniques WHERE key = ? AND job_id = ?", (row[0], job_id)
-                    )
+                row = conn.execute(Q["cancel_pending"], (now, job_id)).fetchone()
+                if row is None:
+                    marked = conn.execute(Q["cancel_running"], (now, by, job_id)).rowcount
+                    applied.append(marked == 1)
+                    continue
+                applied.append(True)
+                if row[0] is not None:
+                    conn.execute(Q["release_unique"], (row[0], job_id))
         return applied
 
     def retry(self, job_ids: Sequence[str]) -> list[bool]:
@@ -46,7 +45,8 @@ class Steering(Connections):
             applied = [
                 conn.execute(
                     "UPDATE jobs SET state = 'queued', run_at = ?, attempt = 0, lost = 0,"
-                    " finished_at = NULL, started_at = NULL, error = NULL, traceback = NULL"
+                    " finished_at = NULL, started_at = NULL, error = NULL, traceback = NULL,"
+                    " cancel_at = NULL, cancel_by = NULL"
                     " WHERE id = ? AND state IN ('failed', 'cancelled')",
                     (now, job_id),
                 ).rowcount

@@ -65,10 +65,11 @@ UPDATE queues SET vclock = max(vclock, ?) WHERE name = ?
 -- name: extend_lease
 UPDATE jobs SET lease_expires = ? + lease
 WHERE id = ? AND lease_token = ? AND state = 'running'
+RETURNING cancel_at
 
 -- name: finish_rows
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
-       unique_key, unique_for, enqueued_at, started_at, lease_owner
+       unique_key, unique_for, enqueued_at, started_at, lease_owner, cancel_at, cancel_by
 FROM jobs WHERE id IN ({ids})
 
 -- name: worker_host
@@ -92,6 +93,21 @@ UPDATE jobs SET state = 'failed', error = ?, traceback = ?, finished_at = ?,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = ?
 
+-- name: mark_cancelled
+UPDATE jobs SET state = 'cancelled', finished_at = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
+-- name: cancel_pending
+UPDATE jobs SET state = 'cancelled', finished_at = ?
+WHERE id = ? AND state IN ('scheduled', 'queued', 'parked')
+RETURNING unique_key
+
+-- name: cancel_running
+UPDATE jobs SET cancel_at = ?, cancel_by = ?
+WHERE id = ? AND state = 'running' AND cancel_at IS NULL
+
 -- name: mark_released
 UPDATE jobs SET state = 'queued', attempt = attempt - 1, started_at = NULL,
     history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),
@@ -106,7 +122,8 @@ WHERE id = ?
 
 -- name: expired_leases
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
-       unique_key, unique_for, enqueued_at, started_at, max_lost, lease_owner
+       unique_key, unique_for, enqueued_at, started_at, max_lost, lease_owner,
+       cancel_at, cancel_by
 FROM jobs INDEXED BY jobs_leases
 WHERE state = 'running' AND lease_expires < ?
 LIMIT 1000

@@ -26,7 +26,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores import _checks
-from rota.stores.base import Store
+from rota.stores.base import LeaseStatus, Store
 from rota.stores.sqlite import _limits, _notify
 from rota.stores.sqlite._audit import Audit
 from rota.stores.sqlite._modes import DebugPause
@@ -223,16 +223,17 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
             page *= 2
         return chosen, parked
 
-    def extend(self, leases: Sequence[LeaseRef]) -> list[bool]:
+    def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
         _checks.leases(leases)
         if not leases:
             return []
         now = time.time()
         with self._write() as conn:
-            return [
-                conn.execute(Q["extend_lease"], (now, lease.job_id, lease.token)).rowcount == 1
+            rows = [
+                conn.execute(Q["extend_lease"], (now, lease.job_id, lease.token)).fetchone()
                 for lease in leases
             ]
+        return [lease_status(row) for row in rows]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         _checks.outcomes(outcomes)
@@ -256,8 +257,13 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
                     applied.append(False)
                     continue
                 applied.append(True)
-                counts[(row["queue"], row["task"], o.ok)] += 1
                 limits = _limits.decode(row["limits"])
+                if row["cancel_at"] is not None:  # asked to stop: it ends so, whatever it did
+                    if limits:
+                        book.release(limits, o.job_id, None)
+                    end_cancelled(conn, hosts, row, now)
+                    continue
+                counts[(row["queue"], row["task"], o.ok)] += 1
                 if limits:
                     book.release(limits, o.job_id, o.ok)
                 if o.ok:
@@ -337,6 +343,9 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
                     limits = _limits.decode(row["limits"])
                     if limits:
                         book.release(limits, lease.job_id, None)
+                    if row["cancel_at"] is not None:
+                        end_cancelled(conn, hosts, row, now)
+                        continue
                     entry = attempt_entry(conn, hosts, row, "released", now)
                     conn.execute(Q["mark_released"], (entry, lease.job_id))
             book.save()
@@ -362,6 +371,9 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
                 limits = _limits.decode(row["limits"])
                 if limits:
                     book.release(limits, row["id"], None)
+                if row["cancel_at"] is not None:
+                    end_cancelled(conn, hosts, row, now)
+                    continue
                 entry = attempt_entry(conn, hosts, row, "lost", now)
                 final = row["lost"] + 1 >= row["max_lost"]
                 if final:
@@ -420,7 +432,7 @@ def attempt_entry(
     row: sqlite3.Row,
     event: str,
     now: float,
-    **extra: str | None,
+    **extra: str | float | None,
 ) -> bytes:
     """The history entry of the attempt that ends with ``event``: its number,
     the worker that held its lease and that worker's host, as its heartbeat
@@ -433,6 +445,27 @@ def attempt_entry(
     entry = {"attempt": row["attempt"], "event": event, "worker": worker}
     entry["host"] = hosts.get(worker) if worker is not None else None
     return _json.dumps(entry | extra | {"at": now})
+
+
+def end_cancelled(
+    conn: sqlite3.Connection, hosts: dict[str, str | None], row: sqlite3.Row, now: float
+) -> None:
+    """End the running job of ``row``, which was asked to stop, as cancelled,
+    whatever its attempt reported: a history entry names who asked (``by``)
+    and when (``requested_at``); its unique key is freed. The caller frees
+    its limit slots."""
+    entry = attempt_entry(
+        conn, hosts, row, "cancelled", now, by=row["cancel_by"], requested_at=row["cancel_at"]
+    )
+    conn.execute(Q["mark_cancelled"], (now, entry, row["id"]))
+    settle_unique(conn, row, now, succeeded=False)
+
+
+def lease_status(row: tuple[Any, ...] | None) -> LeaseStatus:
+    """What ``extend_lease`` found: lost (no row), cancel (marked), held."""
+    if row is None:
+        return "lost"
+    return "held" if row[0] is None else "cancel"
 
 
 def _refusal(

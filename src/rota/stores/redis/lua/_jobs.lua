@@ -188,7 +188,8 @@ function L.requeue(id, now, finished_key)
   local job = L.fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
   if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
   L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
-               'finished_at', false, 'started_at', false, 'error', false, 'traceback', false})
+               'finished_at', false, 'started_at', false, 'error', false, 'traceback', false,
+               'cancel_at', false, 'cancel_by', false})
   L.index_state(id, job.queue, job.seq, job.state, 'queued')
   L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
   redis.call('ZREM', finished_key, id)
@@ -222,9 +223,30 @@ function L.attempt_entry(job, event, stamp, hosts, err)
   end
   local extra = ''
   if event == 'failed' then extra = ',"error":' .. L.json_str(err or nil) end
+  if event == 'cancelled' then
+    extra = ',"by":' .. L.json_str(L.opt(job.cancel_by)) .. ',"requested_at":' .. job.cancel_at
+  end
   return string.format('{"attempt":%d,"event":"%s","worker":%s,"host":%s%s,"at":%s}',
                        tonumber(job.attempt), event, L.json_str(owner), L.json_str(host or nil),
                        extra, stamp)
+end
+
+-- The running job id, asked to stop (cancel.lua), ends cancelled whatever
+-- its attempt reported: its history names who asked and when; its lease,
+-- limit slots and unique key are freed. job holds the fields queue, seq,
+-- limits, ukey, attempt, owner, history, cancel_at and cancel_by. Returns
+-- true when it freed limit slots (book then needs saving).
+function L.end_cancelled(id, job, now, hosts, book)
+  local stamp = L.fmt(now)
+  local entry = L.attempt_entry(job, 'cancelled', stamp, hosts)
+  if job.limits then book.release(cjson.decode(job.limits), id, nil) end
+  redis.call('ZREM', S.leases, id)
+  L.put(K.job(id), {'state', 'cancelled', 'finished_at', stamp, 'owner', '', 'token', '',
+                    'expires', '', 'history', L.append_json(job.history, entry)})
+  L.index_state(id, job.queue, job.seq, 'running', 'cancelled')
+  redis.call('ZADD', S.finished, now, id)
+  L.settle_unique(id, job, false, now)
+  return job.limits ~= nil
 end
 
 -- queue modes ------------------------------------------------------------

@@ -1,21 +1,27 @@
--- cancel: cancel pending jobs (Store.cancel).
+-- cancel: cancel jobs (Store.cancel).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, delayed and unique
 --                 keys are derived from it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
--- ARGV: job ids
+-- ARGV[1] who asks ("" for no one named)
+-- ARGV[2..] job ids
 --
 -- Scheduled or queued jobs become cancelled and release their unique key.
--- Returns 1 per job cancelled, 0 for running, finished or unknown jobs.
+-- Running jobs are marked (cancel_at, cancel_by): extend.lua tells their
+-- worker, and they end cancelled when their attempt ends (L.end_cancelled).
+-- Returns 1 per job cancelled or marked, 0 for finished, already marked or
+-- unknown jobs.
 
 -- every argument is checked before the first write (_check.lua)
-check_names(1, 'job id')
+if ARGV[1] ~= '' then check_str(ARGV[1], 'by') end
+check_names(2, 'job id')
 
 local now = L.now()
 local reply = {}
-for _, id in ipairs(ARGV) do
+for i = 2, #ARGV do
+  local id = ARGV[i]
   local jkey = K.job(id)
-  local job = L.fields(jkey, {'state', 'queue', 'priority', 'seq', 'ukey', 'sig'})
+  local job = L.fields(jkey, {'state', 'queue', 'priority', 'seq', 'ukey', 'sig', 'cancel_at'})
   if job.state == 'scheduled' or job.state == 'queued' then
     L.unschedule(id, job)
     redis.call('HSET', jkey, 'state', 'cancelled', 'finished_at', L.fmt(now))
@@ -24,6 +30,9 @@ for _, id in ipairs(ARGV) do
     if job.ukey and redis.call('GET', K.unique(job.ukey)) == id then
       redis.call('DEL', K.unique(job.ukey))
     end
+    reply[#reply + 1] = 1
+  elseif job.state == 'running' and not job.cancel_at then
+    L.put(jkey, {'cancel_at', L.fmt(now), 'cancel_by', L.opt(ARGV[1]) or false})
     reply[#reply + 1] = 1
   else
     reply[#reply + 1] = 0

@@ -21,7 +21,8 @@
 -- outcome appends the attempt to the job's history, with the worker that ran
 -- it and its host. Limit slots are released and breakers count the outcome;
 -- stats are counted per minute (kept two days) and all time. A queue in
--- debug mode is paused at its first failed attempt, linking that job.
+-- debug mode is paused at its first failed attempt, linking that job. A job
+-- asked to stop (cancel.lua) ends cancelled whatever the outcome.
 -- Returns 1 or 0 per outcome.
 
 -- every argument is checked before the first write (_check.lua)
@@ -39,7 +40,7 @@ local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
 local FIELDS = {'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey', 'attempt', 'owner',
-                'history'}
+                'history', 'cancel_at', 'cancel_by'}
 local MORE = {'lost', 'max_attempts'} -- read only on failure
 local now = L.now()
 local stamp = L.fmt(now)
@@ -59,6 +60,12 @@ for i = 2, #ARGV, 7 do
   local job = L.fields(jkey, FIELDS)
   if job.state ~= 'running' or job.token ~= token then
     reply[#reply + 1] = 0
+  elseif job.cancel_at then -- asked to stop: it ends so, whatever the attempt reported
+    reply[#reply + 1] = 1
+    if L.end_cancelled(id, job, now, hosts, book) then
+      used_book = true
+      wake[job.queue] = true
+    end
   else
     reply[#reply + 1] = 1
     local ok = string.sub(flags, 1, 1) == '1'

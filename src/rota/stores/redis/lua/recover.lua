@@ -17,7 +17,8 @@
 -- its limit slots. Under its max_lost it is queued again; at it, it ends
 -- failed with error "worker_lost", counted as a failure in the stats; that
 -- failure pauses a queue in debug mode (a lost attempt that is queued again
--- does not: it is not the task's failure).
+-- does not: it is not the task's failure). A job asked to stop (cancel.lua)
+-- ends cancelled instead.
 -- Returns the ids of the jobs recovered.
 
 -- every argument is checked before the first write (_check.lua)
@@ -25,7 +26,8 @@ check_count(1)
 check_num(ARGV[1], 'recover batch', 1, MAX_BATCH, true)
 
 local FIELDS = {'state', 'queue', 'task', 'priority', 'vtime', 'seq', 'limits', 'attempt',
-                'lost', 'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig'}
+                'lost', 'max_lost', 'owner', 'history', 'ukey', 'ufor', 'enqueued_at', 'sig',
+                'cancel_at', 'cancel_by'}
 local now = L.now()
 local expired = redis.call('ZRANGEBYSCORE', S.leases, '-inf', '(' .. L.fmt(now),
                            'LIMIT', 0, tonumber(ARGV[1]))
@@ -37,7 +39,10 @@ for _, id in ipairs(expired) do
   local jkey = K.job(id)
   local job = L.fields(jkey, FIELDS)
   redis.call('ZREM', S.leases, id)
-  if job.state == 'running' then
+  if job.state == 'running' and job.cancel_at then -- asked to stop: it ends cancelled
+    recovered[#recovered + 1] = id
+    L.end_cancelled(id, job, now, hosts, book)
+  elseif job.state == 'running' then
     recovered[#recovered + 1] = id
     if job.limits then book.release(cjson.decode(job.limits), id, nil) end
     local entry = L.attempt_entry(job, 'lost', stamp, hosts)
