@@ -212,7 +212,7 @@ def test_send_unknown_task(env: Env) -> None:
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.strip() == (
-        "Error: unknown task 'nope' (registered: add, fetch, fragile, once, rota.cmd, tools.echo); "
+        "Error: unknown task 'nope' (registered: add, fetch, fragile, once, tools.echo); "
         "register it with @app.task(name='nope') in the module the worker loads"
     )
     assert env.store.queues() == []
