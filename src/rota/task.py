@@ -205,8 +205,15 @@ class JobHandle(Generic[R]):
     def cancel(self) -> bool:
         """Cancel the job: a pending one at once, a running one is stopped by its
         worker within about a second and ends cancelled. True if it was
-        cancelled or asked to stop; False if it had finished."""
-        return self.app.store.cancel([self.id])[0]
+        cancelled or asked to stop; False if it had finished. Recorded in the
+        audit log like any operator action (``app.admin.cancel_job``)."""
+        from rota.errors import Conflict
+
+        try:
+            self.app.admin.cancel_job(self.id)
+        except Conflict:
+            return False
+        return True
 
 
 class Task(Generic[P, R]):

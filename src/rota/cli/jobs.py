@@ -1,9 +1,10 @@
-"""``rota jobs ...``: list, show, retry, cancel, delete and export jobs."""
+"""``rota jobs ...``: list, show, logs, retry, cancel, delete and export jobs."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,11 @@ from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
 
 __all__ = ["jobs"]
+
+#: Seconds between two looks at a followed job's log.
+_FOLLOW_POLL = 0.25
+#: States after which a job writes no more output.
+FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 STATE_STYLES = {
     JobState.SCHEDULED: "cyan",
@@ -235,6 +241,47 @@ def show(cli: CliState, job_id: str) -> None:
     console().print(job_details(job, store.now()))
 
 
+@jobs.command("logs")
+@click.argument("job_id", metavar="ID")
+@click.option("--attempt", type=click.IntRange(min=1), help="Only this attempt's output.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --follow: stop after this many seconds even if the job runs on.",
+)
+@url_option
+@pass_state
+def logs(
+    cli: CliState, job_id: str, attempt: int | None, follow: bool, timeout: float | None
+) -> None:
+    """Print what a job wrote (its logger's lines, prints, a command's output),
+    each attempt under a header; --follow prints new lines as they come and
+    returns when the job has ended.
+
+    ID may be a unique prefix (six or more characters) of the job's id."""
+    store = cli.store_app().store
+    job_id = store.resolve_job_id(job_id)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    shown, after = None, 0
+    while True:
+        job = store.get_job(job_id)
+        chunks = store.job_logs(job_id, attempt=attempt, after=after)
+        for chunk in chunks:
+            if attempt is None and chunk.attempt != shown:
+                click.echo(f"--- attempt {chunk.attempt} ---")
+                shown = chunk.attempt
+            click.echo(chunk.data, nl=False)
+            after = max(after, chunk.seq)
+        ended = job is None or job.state in FINISHED_STATES
+        if not follow or (ended and not chunks):
+            return
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+        sys.stdout.flush()
+        time.sleep(_FOLLOW_POLL)
+
+
 # -- retry, cancel, delete ---------------------------------------------------------
 
 
@@ -311,7 +358,8 @@ def retry(
 @url_option
 @pass_state
 def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
-    """Cancel jobs that have not started yet.
+    """Cancel jobs: pending ones at once, running ones are stopped by their
+    worker within about a second.
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()

@@ -239,9 +239,10 @@ def retry_job(request: Request, job_id: Name, identity: Acting) -> Done:
     return Done(message=f"job {full} queued again")
 
 
-@act.post("/jobs/{job_id}/cancel", summary="Cancel a scheduled or queued job")
+@act.post("/jobs/{job_id}/cancel", summary="Cancel a job, or stop a running one")
 def cancel_job(request: Request, job_id: Name, identity: Acting) -> Done:
-    """Running and finished jobs cannot be cancelled (409)."""
+    """A pending job is cancelled at once; a running one is stopped by its
+    worker within about a second. Finished jobs cannot be cancelled (409)."""
     full = _admin(request).cancel_job(job_id, by=_ops.actor(request, identity))
     return Done(message=f"job {full} cancelled")
 
