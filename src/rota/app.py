@@ -14,6 +14,7 @@ from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
 from rota.models import EnqueueResult, LimitInfo, NewJob, Schedule
 from rota.stores import Store, open_store, redact_url
+from rota.stores.base import DEFAULT_LOG_CAP
 from rota.task import JobHandle, Task, TaskOptions
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class App(Registry):
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
         retention: float | str = "7d",
         audit_retention: float | str = "90d",
+        job_log_cap: int = DEFAULT_LOG_CAP,
         name: str = "rota",
         commands: bool = False,
     ) -> None:
@@ -107,6 +109,8 @@ class App(Registry):
         self.payload_cap = _validate.integer(payload_cap, "payload_cap", 1, 2**31 - 1)
         self.retention = parse_duration(retention, what="retention")
         self.audit_retention = parse_duration(audit_retention, what="audit_retention")
+        #: Bytes of output one attempt of a job keeps (the oldest lines go first).
+        self.job_log_cap = _validate.integer(job_log_cap, "job_log_cap", 1, 2**31 - 1)
         self.name = name
         self._store: Store | None = None
         self._store_lock = threading.Lock()

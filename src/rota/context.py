@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rota.errors import JobCancelled
+from rota.errors import InvalidArgument, JobCancelled
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -89,6 +89,10 @@ class JobContext:
     fire_time: float | None = None
 
     cancel_signal: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)
+    #: Where :meth:`log_output` sends the attempt's output (set by the worker).
+    log_sink: Callable[[JobContext, str, str], None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         _signals[self.id] = self.cancel_signal
@@ -108,6 +112,20 @@ class JobContext:
         """Run ``callback`` (from a worker thread) once if the job is cancelled
         while it runs; at once if it already was."""
         self.cancel_signal.add(callback)
+
+    def log_output(self, stream: str, data: bytes | str) -> None:
+        """Keep ``data`` written on ``stream`` (``stdout`` or ``stderr``) in this
+        attempt's log; bytes are decoded as UTF-8. Without a worker, nothing."""
+        if stream not in ("stdout", "stderr"):
+            raise InvalidArgument(f"log_output's stream must be stdout or stderr, not {stream!r}")
+        if self.log_sink is not None:
+            text = data if isinstance(data, str) else data.decode(errors="replace")
+            self.log_sink(self, stream, text)
+
+
+def current_context() -> JobContext | None:
+    """The context of the job the calling code runs for, or None."""
+    return _current.get()
 
 
 def current_job() -> JobContext:

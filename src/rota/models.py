@@ -342,6 +342,26 @@ class AuditEntry:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+#: The streams of a job's log: its ``current_job().logger`` records (``log``),
+#: what it writes to ``stdout`` and ``stderr``, and notes of rota's own
+#: (``rota``, e.g. that the oldest lines were dropped over the cap).
+LOG_STREAMS = ("log", "stdout", "stderr", "rota")
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """A piece of what one attempt of a job wrote: ``data`` (text, usually
+    whole lines) on ``stream`` at ``at``. ``seq`` orders a job's chunks; the
+    store assigns it (0 in a chunk to append)."""
+
+    job_id: str
+    attempt: int
+    stream: str
+    data: str
+    at: float = 0.0
+    seq: int = 0
+
+
 #: The roles of a user, each including the ones before it: ``viewer`` reads,
 #: ``operator`` also acts on queues, jobs, limits and schedules, ``admin``
 #: also manages users.

@@ -18,6 +18,7 @@ from typing import Literal
 
 from rota.errors import AmbiguousJobId, InvalidArgument, JobNotFound
 from rota.models import (
+    LOG_STREAMS,
     QUEUE_MODES,
     AuditEntry,
     ClaimedJob,
@@ -27,6 +28,7 @@ from rota.models import (
     JobQuery,
     LeaseRef,
     LimitInfo,
+    LogChunk,
     MinuteStats,
     NewJob,
     Outcome,
@@ -113,6 +115,50 @@ def check_prefix(prefix: object, limit: object) -> None:
         raise InvalidArgument(f"job id prefix {prefix[:40]!r} is not a job id")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise InvalidArgument(f"limit must be an integer between 1 and 1000, not {limit!r}")
+
+
+#: The default size cap of one attempt's log, in bytes (``App(job_log_cap=...)``).
+DEFAULT_LOG_CAP = 256 * 1024
+#: Most chunks one :meth:`Store.job_logs` call returns.
+MAX_LOG_PAGE = 10_000
+
+
+def check_log_chunks(chunks: Sequence[object], cap: object) -> None:
+    """Refuse what :meth:`Store.append_logs` cannot take: ``InvalidArgument``."""
+    _checks.integer(cap, "log cap", 1, 2**31 - 1)
+    if not isinstance(chunks, Sequence) or isinstance(chunks, str | bytes):
+        raise InvalidArgument(f"log chunks must be a sequence, not {type(chunks).__name__}")
+    for chunk in chunks:
+        if not isinstance(chunk, LogChunk):
+            raise InvalidArgument(f"a log chunk must be a LogChunk, not {type(chunk).__name__}")
+        _checks.text(chunk.job_id, "job id")
+        _checks.integer(chunk.attempt, "attempt", 0, 2**31 - 1, chunk.job_id)
+        if chunk.stream not in LOG_STREAMS:
+            streams = ", ".join(LOG_STREAMS)
+            raise InvalidArgument(f"log stream must be one of {streams}, not {chunk.stream!r}")
+        if not isinstance(chunk.data, str):
+            raise InvalidArgument(f"log data must be text, not {type(chunk.data).__name__}")
+        _checks.number(chunk.at, "log time", 0, _checks.MAX_TIME, job_id=chunk.job_id)
+
+
+def check_log_query(job_id: object, attempt: object, after: object, limit: object) -> None:
+    """Refuse what :meth:`Store.job_logs` cannot take: ``InvalidArgument``."""
+    _checks.text(job_id, "job id")
+    if attempt is not None:
+        _checks.integer(attempt, "attempt", 0, 2**31 - 1, job_id)
+    _checks.integer(after, "after", 0, 2**63 - 1, job_id)
+    _checks.integer(limit, "log page size", 1, MAX_LOG_PAGE, job_id)
+
+
+def dropped_note(nbytes: int) -> str:
+    """The line that stands for the ``nbytes`` oldest bytes dropped over the cap."""
+    return f"[... {nbytes} bytes dropped ...]\n"
+
+
+def dropped_bytes(note: str) -> int:
+    """The byte count a :func:`dropped_note` names (0 for other text)."""
+    parts = note.split()
+    return int(parts[1]) if len(parts) == 5 and parts[1].isdigit() else 0
 
 
 class Store(ABC):
@@ -447,6 +493,25 @@ class Store(ABC):
     def purge_audit(self, older_than: float) -> int:
         """Retention: delete the entries recorded more than ``older_than``
         seconds ago (store clock); return how many."""
+
+    # -- job logs ----------------------------------------------------------
+
+    @abstractmethod
+    def append_logs(self, chunks: Sequence[LogChunk], cap: int = DEFAULT_LOG_CAP) -> None:
+        """Append what running attempts wrote, in order, in one batch. Each
+        attempt keeps at most ``cap`` bytes of data: over it, its oldest
+        chunks are dropped and one first chunk on the ``rota`` stream
+        (:func:`dropped_note`) says how many bytes went. Chunks of jobs that
+        no longer exist are ignored. ``at`` 0 is filled in with :meth:`now`.
+        ``InvalidArgument`` (nothing written) for a malformed batch."""
+
+    @abstractmethod
+    def job_logs(
+        self, job_id: str, attempt: int | None = None, after: int = 0, limit: int = MAX_LOG_PAGE
+    ) -> list[LogChunk]:
+        """The job's log chunks with ``seq`` above ``after`` (follow a log by
+        passing the last seq seen), of one ``attempt`` or of all, by attempt
+        then seq, at most ``limit``. A job without logs, or no such job: []."""
 
     # -- users -------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from rota import __version__
 from rota._wording import attempt_text
 from rota.app import App
 from rota.stores import redact_url
-from rota.web import _api, _forms, _pages
+from rota.web import _api, _forms, _logs, _pages
 from rota.web._auth import Auth, Identity
 from rota.web._deps import Context, api_viewer, context
 from rota.web._errors import install_error_handlers
@@ -206,6 +206,7 @@ def create_app(
     api.state.rota = Context(app, auth, registry_for(lambda: app.store), templates)
     install_error_handlers(api, templates)
     api.include_router(_forms.router)  # first: its paths are more specific than _pages'
+    api.include_router(_logs.router)
     api.include_router(_api.router)
     api.include_router(_pages.router)
     api.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)

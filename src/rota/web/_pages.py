@@ -208,7 +208,8 @@ def jobs_page(
 def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
     """Everything about one job; the id may be a unique prefix of it."""
     job = _ops.get_job(_store(request), job_id)
-    return _render(request, "job.html", identity, job=job)
+    logs = _store(request).job_logs(job.id)
+    return _render(request, "job.html", identity, job=job, logs=logs)
 
 
 @router.post("/jobs/retry-failed")

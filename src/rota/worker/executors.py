@@ -25,7 +25,7 @@ from rota.commands import COMMAND_TASK
 from rota.context import reset_current, set_current
 from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
-from rota.worker import runner
+from rota.worker import joblogs, runner
 from rota.worker.runner import Result
 
 if TYPE_CHECKING:
@@ -258,6 +258,7 @@ def _child_main(
         app.url = url  # the parent's store, even when --url overrode the app's
         if commands:
             app.enable_commands()
+    joblogs.install()
     while True:
         try:
             job = conn.recv()
@@ -464,6 +465,7 @@ class AsyncExecutor(Executor):
             return runner.failure(exc)
         finally:
             reset_current(token)
+            joblogs.end(ctx)
 
     def stop(self) -> None:
         def cancel_all() -> None:

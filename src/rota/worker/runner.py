@@ -19,6 +19,7 @@ from rota.context import JobContext, reset_current, set_current
 from rota.errors import CorruptJob, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import backoff_delay
+from rota.worker import joblogs
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -59,6 +60,7 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
         app=app,
         schedule=job.schedule,
         fire_time=job.fire_time,
+        log_sink=joblogs.write,
     )
     return task.fn, args, kwargs, ctx
 
@@ -147,6 +149,7 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
         return failure(exc)
     finally:
         reset_current(token)
+        joblogs.end(ctx)
     return encode(value)
 
 

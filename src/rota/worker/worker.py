@@ -49,7 +49,7 @@ from rota import commands
 from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
-from rota.worker import joblog, runner
+from rota.worker import joblog, joblogs, runner
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
 
@@ -143,6 +143,7 @@ class Worker:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         store = self.app.store
+        joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
         leading = self._executor.lead(self._lead)
         self._executor.start()

@@ -64,6 +64,8 @@ key                            type    holds
 ``P tokens``                   hash    SHA-256 of an API token's secret -> JSON
                                        ``[user name, label]``
 ``P usertokens:NAME``          hash    one user's token labels -> their hashes
+``P logs:ID:ATTEMPT``          list    one attempt's log chunks, JSON ``[seq, stream,
+                                       at, data]`` (deleted with the job)
 =============================  ======  ==============================================
 
 Queued jobs wait in sub-queues per queue, priority and limit signature (SIG
@@ -135,6 +137,7 @@ KINDS = (
     "idler",
     "inbox",
     "usertokens",
+    "logs",
 )
 
 #: Minute stats live this long (seconds), like the SQLite store's retention of them.
@@ -252,6 +255,10 @@ class Keys:
     def inbox(self, worker_id: str) -> str:
         """Jobs claimed for one idle worker, not yet taken."""
         return f"{self.prefix}inbox:{worker_id}"
+
+    def logs(self, job_id: str, attempt: int) -> str:
+        """The log chunks of one attempt of a job."""
+        return f"{self.prefix}logs:{job_id}:{attempt}"
 
     def usertokens(self, name: str) -> str:
         """One user's API tokens: label -> hash of the secret."""

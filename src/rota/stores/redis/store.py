@@ -37,6 +37,7 @@ from rota.stores.redis import _codec
 from rota.stores.redis._audit import Audit
 from rota.stores.redis._base import RedisBase, guarded
 from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
+from rota.stores.redis._logs import Logs
 from rota.stores.redis._reads import Reads
 from rota.stores.redis._steer import Steering
 from rota.stores.redis._users import Users
@@ -67,7 +68,7 @@ class _Idle:
         )
 
 
-class RedisStore(Reads, Steering, Audit, Users, RedisBase, Store):
+class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store):
     """A :class:`~rota.stores.base.Store` on Redis (``redis://host:port/db?namespace=N``).
 
     Every key of a namespace shares the hash tag ``{rota:N}``, so a namespace

@@ -29,6 +29,7 @@ from rota.stores import _checks
 from rota.stores.base import LeaseStatus, Store
 from rota.stores.sqlite import _limits, _notify
 from rota.stores.sqlite._audit import Audit
+from rota.stores.sqlite._logs import Logs
 from rota.stores.sqlite._modes import DebugPause
 from rota.stores.sqlite._reads import Reads
 from rota.stores.sqlite._schedules import Schedules
@@ -54,7 +55,7 @@ class _Choice(NamedTuple):
     order: tuple[int, float, int]
 
 
-class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Store):
+class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Logs, Store):
     """A :class:`~rota.stores.base.Store` on one SQLite file (``sqlite:///path``)."""
 
     kind = "sqlite"

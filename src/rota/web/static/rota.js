@@ -1,4 +1,5 @@
-// rota dashboard: confirmation prompts and the live overview chart.
+// rota dashboard: confirmation prompts, the job page's live output and the
+// live overview chart.
 // Hand-written, no dependencies. The chart arithmetic mirrors rota/web/_chart.py.
 (function () {
   "use strict";
@@ -9,6 +10,60 @@
       event.preventDefault();
     }
   });
+
+  // The job page's output panel: while the job runs, ask for the lines after
+  // the last one shown every second, until the job has ended.
+  var jobLog = document.getElementById("job-log");
+  if (jobLog && jobLog.getAttribute("data-follow") === "yes") {
+    var logStatus = document.getElementById("job-log-status");
+    var logLast = Number(jobLog.getAttribute("data-last")) || 0;
+    var logAttempt = null;
+    var logUrl = "/api/jobs/" + encodeURIComponent(jobLog.getAttribute("data-job")) + "/logs";
+    var shown = jobLog.querySelectorAll(".joblog-attempt");
+    if (shown.length) {
+      logAttempt = Number(shown[shown.length - 1].textContent.replace(/\D+/g, " ").trim());
+    }
+    var appendLog = function (cls, text) {
+      var span = document.createElement("span");
+      span.className = cls;
+      span.textContent = text;
+      jobLog.appendChild(span);
+    };
+    var followLog = function () {
+      fetch(logUrl + "?after=" + logLast, {credentials: "same-origin"})
+        .then(function (answer) {
+          if (!answer.ok) {
+            throw new Error("HTTP " + answer.status);
+          }
+          return answer.json();
+        })
+        .then(function (body) {
+          var atEnd = jobLog.scrollTop + jobLog.clientHeight >= jobLog.scrollHeight - 4;
+          body.chunks.forEach(function (c) {
+            if (c.attempt !== logAttempt) {
+              appendLog("joblog-attempt", "--- attempt " + c.attempt + " ---\n");
+              logAttempt = c.attempt;
+            }
+            appendLog("joblog-" + c.stream, c.data);
+          });
+          logLast = body.last;
+          if (atEnd) {
+            jobLog.scrollTop = jobLog.scrollHeight;
+          }
+          if (body.ended) {
+            logStatus.textContent = "The job has ended.";
+          } else {
+            logStatus.textContent = "Following while the job runs.";
+            window.setTimeout(followLog, 1000);
+          }
+        })
+        .catch(function (err) {
+          logStatus.textContent = "Following paused (" + err.message + "); retrying.";
+          window.setTimeout(followLog, 5000);
+        });
+    };
+    window.setTimeout(followLog, 1000);
+  }
 
   var chart = document.getElementById("chart");
   if (!chart) {

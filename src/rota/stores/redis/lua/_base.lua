@@ -48,6 +48,7 @@ function K.req(id) return PREFIX .. 'req:' .. id end
 function K.idle(queue) return PREFIX .. 'idle:' .. queue end
 function K.idler(worker) return PREFIX .. 'idler:' .. worker end
 function K.inbox(worker) return PREFIX .. 'inbox:' .. worker end
+function K.logs(id, attempt) return PREFIX .. 'logs:' .. id .. ':' .. attempt end
 
 local STATS_TTL = 2 * 86400
 local SIGNAL_CAP = 64

@@ -176,6 +176,7 @@ function L.remove_job(id, unique, finished_key)
       redis.call('DEL', key)
     end
   end
+  for a = 1, tonumber(redis.call('HGET', K.job(id), 'logmax') or 0) do redis.call('DEL', K.logs(id, a)) end
   redis.call('DEL', K.job(id))
   return job.state
 end

@@ -1,0 +1,75 @@
+"""The job page's output panel and ``GET /api/jobs/{id}/logs`` for following it."""
+
+from __future__ import annotations
+
+import html as html_module
+from collections.abc import Callable
+
+from starlette.testclient import TestClient
+
+from rota.models import LogChunk, Outcome
+from web.support import OPERATOR, VIEWER, Demo, bearer, expect_error, work
+
+
+def test_the_endpoint_follows_a_running_job_until_it_ends(client: TestClient, demo: Demo) -> None:
+    handle = demo.add.send(1, 2)
+    [job] = demo.store.claim("w1", ["default"], 1)
+    demo.store.append_logs([LogChunk(job.id, 1, "stdout", "one\n")])
+    first = client.get(f"/api/jobs/{handle.id[:8]}/logs").json()
+    assert first["job_id"] == handle.id and first["ended"] is False
+    assert [(c["attempt"], c["stream"], c["data"]) for c in first["chunks"]] == [
+        (1, "stdout", "one\n")
+    ]
+    demo.store.append_logs([LogChunk(job.id, 1, "log", "INFO two\n")])
+    second = client.get(f"/api/jobs/{handle.id}/logs", params={"after": first["last"]}).json()
+    assert [c["data"] for c in second["chunks"]] == ["INFO two\n"]
+    assert second["last"] > first["last"] and second["ended"] is False
+    idle = client.get(f"/api/jobs/{handle.id}/logs", params={"after": second["last"]}).json()
+    assert idle["chunks"] == [] and idle["last"] == second["last"] and idle["ended"] is False
+    assert demo.store.finish([Outcome(job.id, job.token, ok=True, result=b"3")]) == [True]
+    done = client.get(f"/api/jobs/{handle.id}/logs", params={"after": second["last"]}).json()
+    assert done["chunks"] == [] and done["ended"] is True
+
+
+def test_the_page_shows_each_attempts_output_and_follows_only_while_running(
+    client: TestClient, demo: Demo
+) -> None:
+    handle = demo.add.send(1, 2)
+    html = client.get(f"/jobs/{handle.id}").text
+    assert 'id="job-log"' in html and 'data-follow="yes"' in html
+    assert "No output yet." in html
+    demo.store.append_logs(
+        [
+            LogChunk(handle.id, 1, "stdout", "<b>printed</b>\n"),
+            LogChunk(handle.id, 2, "stderr", "second try\n"),
+        ]
+    )
+    work(demo.store, ["default"])
+    page = client.get(f"/jobs/{handle.id}").text
+    assert 'data-follow="no"' in page
+    panel = page.split('id="job-log"', 1)[1].split("</pre>", 1)[0]
+    assert "&lt;b&gt;printed&lt;/b&gt;" in panel  # escaped, never markup
+    text = html_module.unescape(panel)
+    assert text.index("--- attempt 1 ---") < text.index("<b>printed</b>")
+    assert text.index("--- attempt 2 ---") < text.index("second try")
+    assert 'class="joblog-stderr"' in panel
+    ended = client.get(f"/api/jobs/{handle.id}/logs").json()
+    assert ended["ended"] is True and len(ended["chunks"]) == 2
+
+
+def test_bad_requests_get_precise_errors(client: TestClient, demo: Demo) -> None:
+    expect_error(client.get("/api/jobs/nosuchjob123/logs"), 404, "nosuchjob123")
+    handle = demo.add.send(1, 2)
+    expect_error(client.get(f"/api/jobs/{handle.id}/logs", params={"after": -1}), 422, "after")
+    expect_error(client.get(f"/api/jobs/{handle.id}/logs", params={"attempt": 0}), 422, "attempt")
+
+
+def test_viewers_read_logs_and_strangers_do_not(
+    secured: Callable[[], TestClient], demo: Demo
+) -> None:
+    handle = demo.add.send(1, 2)
+    demo.store.append_logs([LogChunk(handle.id, 1, "stdout", "hi\n")])
+    c = secured()
+    assert c.get(f"/api/jobs/{handle.id}/logs", headers=bearer(VIEWER)).json()["chunks"]
+    assert c.get(f"/api/jobs/{handle.id}/logs", headers=bearer(OPERATOR)).status_code == 200
+    expect_error(c.get(f"/api/jobs/{handle.id}/logs"), 401)
