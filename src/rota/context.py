@@ -90,7 +90,7 @@ class JobContext:
 
     cancel_signal: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)
     #: Where :meth:`log_output` sends the attempt's output (set by the worker).
-    log_sink: Callable[[JobContext, str, str], None] | None = field(
+    log_sink: Callable[[JobContext, str, bytes | str], None] | None = field(
         default=None, repr=False, compare=False
     )
 
@@ -115,12 +115,12 @@ class JobContext:
 
     def log_output(self, stream: str, data: bytes | str) -> None:
         """Keep ``data`` written on ``stream`` (``stdout`` or ``stderr``) in this
-        attempt's log; bytes are decoded as UTF-8. Without a worker, nothing."""
+        attempt's log; bytes are decoded as UTF-8 (a character split between
+        two writes is kept whole). Without a worker, nothing."""
         if stream not in ("stdout", "stderr"):
             raise InvalidArgument(f"log_output's stream must be stdout or stderr, not {stream!r}")
         if self.log_sink is not None:
-            text = data if isinstance(data, str) else data.decode(errors="replace")
-            self.log_sink(self, stream, text)
+            self.log_sink(self, stream, data)
 
 
 def current_context() -> JobContext | None:

@@ -80,6 +80,20 @@ def test_async_mode_keeps_a_coroutines_output(
     assert "WARNING rota.task.achatty: logged by a coroutine\n" in out
 
 
+def test_a_commands_output_is_kept(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    start_worker(processes, app_path, url)
+    handle = sender.tasks["shout"].send()
+    assert handle.result(timeout=30)["exit_code"] == 0
+    chunks = sender.store.job_logs(handle.id)
+    assert sorted((c.stream, c.data) for c in chunks) == [
+        ("stderr", "err line\n"),
+        ("stdout", "no newline"),
+        ("stdout", "out line\n"),
+    ]
+
+
 def test_over_the_cap_the_oldest_lines_are_dropped_and_noted(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:

@@ -13,6 +13,7 @@ when it returns. An attempt that writes nothing costs one dictionary look-up.
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import sys
@@ -34,6 +35,7 @@ FLUSH_EVERY = 0.5
 #: An unfinished line is cut into a chunk of its own past this many characters.
 MAX_LINE = 8192
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_utf8 = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(slots=True)
@@ -41,6 +43,14 @@ class _Attempt:
     app: App
     chunks: list[LogChunk] = field(default_factory=list)
     partial: dict[str, str] = field(default_factory=dict)
+    decoders: dict[str, codecs.IncrementalDecoder] = field(default_factory=dict)
+
+    def decode(self, stream: str, data: bytes, final: bool = False) -> str:
+        """``data`` as text, holding back a character cut at its end."""
+        decoder = self.decoders.get(stream)
+        if decoder is None:
+            decoder = self.decoders[stream] = _utf8(errors="replace")
+        return decoder.decode(data, final)
 
 
 class _Buffers:
@@ -52,13 +62,14 @@ class _Buffers:
         self.wake = threading.Event()
         self.pid = 0
 
-    def write(self, ctx: JobContext, stream: str, text: str) -> None:
+    def write(self, ctx: JobContext, stream: str, data: bytes | str) -> None:
         assert ctx.app is not None
         now = time.time()
         with self.lock:
             attempt = self.attempts.get((ctx.id, ctx.attempt))
             if attempt is None:
                 attempt = self.attempts[ctx.id, ctx.attempt] = _Attempt(ctx.app)
+            text = data if isinstance(data, str) else attempt.decode(stream, data)
             text = attempt.partial.pop(stream, "") + text
             lines = text.splitlines(keepends=True)
             if lines and not lines[-1].endswith(("\n", "\r")) and len(lines[-1]) < MAX_LINE:
@@ -92,8 +103,12 @@ class _Buffers:
                 if final:
                     del self.attempts[k]
                     now = time.time()
+                    for stream in attempt.decoders:
+                        rest = attempt.decode(stream, b"", final=True)
+                        attempt.partial[stream] = attempt.partial.get(stream, "") + rest
                     for stream, text in attempt.partial.items():
-                        attempt.chunks.append(LogChunk(k[0], k[1], stream, text, now))
+                        if text:
+                            attempt.chunks.append(LogChunk(k[0], k[1], stream, text, now))
                 if attempt.chunks:
                     app, chunks = batches.setdefault(id(attempt.app), (attempt.app, []))
                     chunks += attempt.chunks
@@ -108,9 +123,9 @@ class _Buffers:
 _buffers = _Buffers()
 
 
-def write(ctx: JobContext, stream: str, text: str) -> None:
-    """Keep ``text`` that the attempt of ``ctx`` wrote on ``stream``."""
-    _buffers.write(ctx, stream, text)
+def write(ctx: JobContext, stream: str, data: bytes | str) -> None:
+    """Keep what the attempt of ``ctx`` wrote on ``stream`` (bytes: UTF-8)."""
+    _buffers.write(ctx, stream, data)
 
 
 def end(ctx: JobContext) -> None:

@@ -51,3 +51,6 @@ def slow(gate: str) -> str:
         time.sleep(0.02)
     print("after the gate")
     return "done"
+
+
+shout = app.command("shout", ["sh", "-c", "echo out line; echo err line >&2; printf 'no newline'"])
