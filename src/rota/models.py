@@ -250,13 +250,16 @@ class QueueInfo:
 
 @dataclass(frozen=True, slots=True)
 class MinuteStats:
-    """Jobs that ended in one minute (``minute`` = epoch seconds // 60) for a queue and task."""
+    """Attempts that ended in one minute (``minute`` = epoch seconds // 60) for a
+    queue and task: ``failed`` counts every failed attempt, ``retried`` those
+    of them after which the job was scheduled to run again."""
 
     minute: int
     queue: str
     task: str
     succeeded: int
     failed: int
+    retried: int = 0
 
 
 @dataclass(frozen=True, slots=True)

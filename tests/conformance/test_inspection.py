@@ -187,6 +187,20 @@ def test_throughput_and_totals_count_outcomes(store: Store) -> None:
     assert store.throughput(store.now() + 120) == []
 
 
+def test_failed_attempts_that_are_retried_are_counted_apart(store: Store) -> None:
+    since = store.now() - 1
+    store.enqueue([new_job(i, task="fetch", lease=30.0, max_attempts=2) for i in range(2)])
+    first, second = claim(store, limit=2)
+    assert fail(store, first, retry_in=0.0)
+    assert fail(store, second)  # no retry asked: the job fails for good
+    (again,) = claim(store)
+    assert fail(store, again)  # its last attempt: no retry left
+    totals = [(t.succeeded, t.failed, t.retried) for t in store.totals()]
+    assert totals == [(0, 3, 1)], "three failed attempts, one of them retried"
+    per_minute = [(m.failed, m.retried) for m in store.throughput(since)]
+    assert (sum(f for f, _ in per_minute), sum(r for _, r in per_minute)) == (3, 1)
+
+
 def test_refused_outcomes_are_not_counted(store: Store) -> None:
     enqueue_one(store, new_job(lease=30.0))
     claimed = claim_one(store)

@@ -84,14 +84,16 @@ class WindowCount:
     """Attempts that ended within a window: ``seconds`` None means all time.
 
     ``failed_attempts`` counts every attempt that failed, the ones retried
-    since as well as those that left their job ``failed``; jobs now failed
-    are the ``failed`` count of the queues' states.
+    since as well as those that left their job ``failed``; ``retrying`` counts
+    those after which the job was scheduled to run again. Jobs now failed are
+    the ``failed`` count of the queues' states.
     """
 
     label: str
     seconds: float | None
     succeeded: int = 0
     failed_attempts: int = 0
+    retrying: int = 0
 
     @property
     def processed(self) -> int:
@@ -210,11 +212,12 @@ def _windows(
         else:
             first = int((now - seconds) // 60)
             picked = (r for r in rows if r.minute > first)
-        good = bad = 0
+        good = bad = again = 0
         for r in picked:
             good += r.succeeded
             bad += r.failed
-        result.append(WindowCount(label, seconds, good, bad))
+            again += r.retried
+        result.append(WindowCount(label, seconds, good, bad, again))
     return result
 
 

@@ -178,24 +178,26 @@ def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
     )
 
 
-def stats_field(field: bytes) -> tuple[bool, str, str]:
-    """``(ok, queue, task)`` from a stats hash field: ``s|f`` + ``len(queue):`` + queue + task."""
+#: The column of each kind of stats field: succeeded, failed, retried.
+_STATS_KINDS = {"s": 0, "f": 1, "r": 2}
+
+
+def stats_field(field: bytes) -> tuple[str, str, str]:
+    """``(kind, queue, task)`` from a stats hash field: ``s|f|r`` (succeeded,
+    failed, failed and retried) + ``len(queue):`` + queue + task."""
     text = field.decode()
     length, _, rest = text[1:].partition(":")
     size = int(length)
-    return text[0] == "s", rest[:size], rest[size:]
+    return text[0], rest[:size], rest[size:]
 
 
 def minute_stats(minute: int, counts: Mapping[bytes, bytes]) -> list[MinuteStats]:
     """The rows of one stats hash, one per queue and task."""
     merged: dict[tuple[str, str], list[int]] = {}
     for field, value in counts.items():
-        ok, queue, task = stats_field(field)
-        merged.setdefault((queue, task), [0, 0])[0 if ok else 1] += int(value)
-    return [
-        MinuteStats(minute, queue, task, good, bad)
-        for (queue, task), (good, bad) in sorted(merged.items())
-    ]
+        kind, queue, task = stats_field(field)
+        merged.setdefault((queue, task), [0, 0, 0])[_STATS_KINDS[kind]] += int(value)
+    return [MinuteStats(minute, queue, task, *row) for (queue, task), row in sorted(merged.items())]
 
 
 #: The states a ``queues`` reply counts per queue, in order (see lua/queues.lua).

@@ -189,7 +189,7 @@ class Reads(Connections):
 
     def throughput(self, since: float) -> list[MinuteStats]:
         rows = self._conn().execute(
-            "SELECT minute, queue, task, succeeded, failed FROM stats"
+            "SELECT minute, queue, task, succeeded, failed, retried FROM stats"
             " WHERE minute >= ? AND minute > 0 ORDER BY minute",
             (int(since // 60),),
         )
@@ -197,7 +197,7 @@ class Reads(Connections):
 
     def totals(self) -> list[MinuteStats]:
         rows = self._conn().execute(
-            "SELECT minute, queue, task, succeeded, failed FROM stats WHERE minute = 0"
+            "SELECT minute, queue, task, succeeded, failed, retried FROM stats WHERE minute = 0"
         )
         return [MinuteStats(*row) for row in rows]
 

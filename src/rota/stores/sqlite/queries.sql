@@ -135,9 +135,10 @@ DELETE FROM uniques WHERE key = ? AND job_id = ?
 UPDATE uniques SET until = ? WHERE key = ? AND job_id = ?
 
 -- name: count_stats
-INSERT INTO stats (minute, queue, task, succeeded, failed) VALUES (?, ?, ?, ?, ?)
+INSERT INTO stats (minute, queue, task, succeeded, failed, retried) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (minute, queue, task) DO UPDATE SET
-    succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed
+    succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
+    retried = retried + excluded.retried
 
 -- name: next_due
 SELECT min(run_at) FROM jobs WHERE state = 'scheduled'

@@ -249,6 +249,7 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Logs, Store):
             retries: list[tuple[Any, ...]] = []
             fails: list[tuple[Any, ...]] = []
             counts: Counter[tuple[str, str, bool]] = Counter()
+            retried: Counter[tuple[str, str]] = Counter()
             applied: list[bool] = []
             hosts: dict[str, str | None] = {}
             debug = DebugPause(conn)
@@ -277,6 +278,7 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Logs, Store):
                 tries = row["attempt"] - row["lost"]
                 if o.retry_in is not None and tries < row["max_attempts"]:
                     retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
+                    retried[(row["queue"], row["task"])] += 1
                 else:
                     fails.append((o.error, o.traceback, now, entry, o.job_id))
                     settle_unique(conn, row, now, succeeded=False)
@@ -285,7 +287,7 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Logs, Store):
             conn.executemany(Q["mark_failed"], fails)
             book.save()
             self._unpark(conn, book)
-            self._count(conn, minute, counts)
+            self._count(conn, minute, counts, retried)
         _notify.notify(self.path)  # freed slots and retries may unblock waiters
         return applied
 
@@ -297,15 +299,22 @@ class SQLiteStore(Reads, Steering, Schedules, Audit, Users, Logs, Store):
 
     @staticmethod
     def _count(
-        conn: sqlite3.Connection, minute: int, counts: Counter[tuple[str, str, bool]]
+        conn: sqlite3.Connection,
+        minute: int,
+        counts: Counter[tuple[str, str, bool]],
+        retried: Counter[tuple[str, str]] | None = None,
     ) -> None:
+        """Add attempts to this minute's stats and the all-time totals:
+        ``counts`` by (queue, task, ok), ``retried`` the failed ones retried."""
         merged: dict[tuple[str, str], list[int]] = {}
         for (queue, task, ok), n in counts.items():
-            merged.setdefault((queue, task), [0, 0])[0 if ok else 1] += n
+            merged.setdefault((queue, task), [0, 0, 0])[0 if ok else 1] += n
+        for (queue, task), n in (retried or {}).items():
+            merged.setdefault((queue, task), [0, 0, 0])[2] += n
         rows = []
-        for (queue, task), (good, bad) in merged.items():
-            rows.append((minute, queue, task, good, bad))
-            rows.append((0, queue, task, good, bad))
+        for (queue, task), (good, bad, again) in merged.items():
+            rows.append((minute, queue, task, good, bad, again))
+            rows.append((0, queue, task, good, bad, again))
         conn.executemany(Q["count_stats"], rows)
 
     @staticmethod

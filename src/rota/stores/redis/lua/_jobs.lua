@@ -268,6 +268,11 @@ function L.stats_field(ok, queue, task)
   return (ok and 's' or 'f') .. #queue .. ':' .. queue .. task
 end
 
+-- The stats hash field of a failed attempt after which the job runs again.
+function L.retried_field(queue, task)
+  return 'r' .. #queue .. ':' .. queue .. task
+end
+
 -- Add counts ({field = n}) to this minute's hash (kept two days) and the totals.
 function L.count_stats(counts, now, totals_key)
   if not next(counts) then return end

@@ -101,6 +101,8 @@ for i = 2, #ARGV, 7 do
                      unpack(lease)})
         idx.move(id, job.queue, job.seq, 'running', 'scheduled')
         idx.add(K.delayed(job.queue), run_at, id)
+        local retried = L.retried_field(job.queue, job.task)
+        counts[retried] = (counts[retried] or 0) + 1
         wake[job.queue] = true
       else
         L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb, 'finished_at', stamp,
