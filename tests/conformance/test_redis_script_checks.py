@@ -114,6 +114,17 @@ CASES: dict[str, list[list[str]]] = {
     "delete_user": [[""], []],
     "put_token": [["", "ci", "h"], ["ann", "", "h"], ["ann", "ci", ""], ["ann", "ci"]],
     "delete_token": [["", "ci"], ["ann", ""], ["ann"]],
+    "append_logs": [
+        ["0", "runs", "1", "stdout", "0", "x"],
+        ["nan", "runs", "1", "stdout", "0", "x"],
+        ["100", "", "1", "stdout", "0", "x"],
+        ["100", "runs", "-1", "stdout", "0", "x"],
+        ["100", "runs", "1", "stdin", "0", "x"],
+        ["100", "runs", "1", "stdout", "nan", "x"],
+        ["100", "runs", "1", "stdout", "0"],
+        ["100"],
+        ["100", "runs", "1", "stdout", "0", "x", "runs", "1.5", "stdout", "0", "y"],
+    ],
     "list_jobs": [
         ["0", "", "10", "", "", "", "", "", "1"],
         ["10", "", "nan", "", "", "", "", "", "1"],

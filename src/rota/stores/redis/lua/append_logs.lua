@@ -12,13 +12,17 @@
 -- (the newest is always kept) and a first 'rota' chunk counts the bytes
 -- dropped. Chunks of jobs that no longer exist are ignored. Returns nothing.
 
+local STREAMS = {log = true, stdout = true, stderr = true, rota = true}
+
 -- every argument is checked before the first write (_check.lua)
 local cap = check_num(ARGV[1], 'log cap', 1, 2147483647, true)
 check_groups(2, 5, 'log chunks')
 for i = 2, #ARGV, 5 do
   check_str(ARGV[i], 'job id')
   check_num(ARGV[i + 1], 'attempt', 0, 2147483647, true)
-  check_str(ARGV[i + 2], 'log stream')
+  if not STREAMS[check_str(ARGV[i + 2], 'log stream')] then
+    refuse('log stream must be one of log, stdout, stderr, rota', ARGV[i + 2])
+  end
   check_num(ARGV[i + 3], 'log time', 0, MAX_TIME)
 end
 
