@@ -190,3 +190,39 @@ def test_viewer_sees_neither_form(site: Site, page: Any) -> None:
     assert answer is not None and answer.status == 403
     answer = page.goto(site.base + "/schedules/new")
     assert answer is not None and answer.status == 403
+
+
+def test_a_user_logs_in_sends_a_job_creates_a_schedule_and_finds_both_in_the_audit(
+    site: Site, page: Any
+) -> None:
+    site.app.admin.add_user("mia", "operator", "mia's long passphrase")
+    page.goto(site.base + "/send")
+    page.fill("input[name=user]", "mia")
+    page.fill("input[name=password]", "mia's long passphrase")
+    page.click("form[action='/login'] button[type=submit]")
+    expect(page).to_have_url(site.base + "/send")
+
+    page.select_option("select[name=task]", "shop.total")
+    page.fill("textarea[name=args]", "[[1, 2]]")
+    page.click("#send")
+    expect(page).to_have_url(re.compile(re.escape(site.base) + r"/jobs/[0-9a-f]{32}$"))
+    job_id = page.url.rsplit("/", 1)[1]
+    _reload_until(page, "h1 .state", "succeeded")
+
+    page.goto(site.base + "/schedules/new")
+    page.fill("input[name=name]", "pulse")
+    page.select_option("select[name=task]", "shop.tick")
+    page.select_option("select[name=kind]", "every")
+    page.fill("input[name=interval]", "1")
+    page.fill("textarea[name=args]", "[7]")
+    page.click("#save")
+    expect(page).to_have_url(site.base + "/schedules")
+    _reload_until(page, "tr[data-schedule=pulse] td:nth-child(6)", "succeeded")
+
+    page.goto(site.base + "/audit")
+    for action, target in (("job.send", job_id), ("schedule.add", "pulse")):
+        entry = page.locator(f"#audit tr[data-action='{action}']")
+        expect(entry).to_have_count(1)
+        expect(entry.locator("td").nth(1)).to_have_text("mia")
+        expect(entry.locator("td").nth(2)).to_have_text("operator")
+        expect(entry.locator("td").nth(6)).to_have_text(target)
