@@ -86,7 +86,7 @@ def test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled(
     handle = sender.tasks["polite"].send(str(marker), LONG)
     assert cancel_while_running(handle, handle.cancel) < PROMPT
     assert marker.read_text() == handle.id
-    assert last_entry(handle)["by"] is None
+    assert last_entry(handle)["by"] == "python", "a handle cancels as a Python caller of app.admin"
     assert isinstance(sender.tasks["pid"].send().result(timeout=30), int)
 
 
