@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from rota._validate import MAX_PRIORITY  # priorities fit a signed 32-bit integer
 from rota.errors import InvalidArgument
 from rota.models import (
     BreakerKey,
@@ -27,8 +28,6 @@ from rota.models import (
     Schedule,
 )
 
-#: Priorities fit a signed 32-bit integer.
-MAX_PRIORITY = 2**31 - 1
 #: max_attempts, max_lost, breaker failures: 1 to this.
 MAX_COUNT = 1_000_000
 #: Concurrency limits and rate bursts: up to this.
