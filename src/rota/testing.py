@@ -145,8 +145,19 @@ def run_until_idle(
     suspended, app._inline = app._inline, None  # the worker runs what tasks send
     thread = threading.Thread(target=worker.run, name="rota-run-until-idle", daemon=True)
     thread.start()
+    busy, quiet_since = 0, None
     try:
-        while (busy := _busy(app, names, deadline)) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            # idle for _SETTLE seconds in a row: a job passing between two
+            # structures (an outcome on its way, a retry coming due) is not
+            # mistaken for the end of the work
+            busy = _busy(app, names, deadline)
+            if busy:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= _SETTLE:
+                break
             time.sleep(0.01)
     finally:
         worker.stop()
@@ -160,6 +171,10 @@ def run_until_idle(
         if q.name in names
     )
     return RunSummary(worker.processed, worker.failed, waiting)
+
+
+#: Seconds the store must look idle in a row before run_until_idle stops.
+_SETTLE = 0.2
 
 
 def _all_queues(app: App) -> set[str]:
