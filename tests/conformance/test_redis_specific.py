@@ -840,3 +840,20 @@ def test_the_direct_hand_off_leaves_what_the_long_way_leaves(rstore: RedisStore)
     for job, record in zip((a, b), records, strict=True):
         assert job.token == record[b"token"].decode()
         assert job.started_at == get(rstore, job.id).started_at
+
+
+def test_a_handed_job_whose_lease_ran_out_during_a_stall_is_not_returned(
+    rstore: RedisStore,
+) -> None:
+    """A job handed to an idle worker waits in its inbox; if the worker stalls
+    longer than the lease, the store gives the job to another worker, and the
+    stalled one, popping it late, must drop it rather than run it twice."""
+    enqueue_one(rstore, new_job(lease=0.3))
+    (stale,) = rstore.claim("stalled", ["default"], 1)
+    wait_for(lambda: rstore.recover() != [], 10, 0.05, "the lease to run out")
+    (moved,) = rstore.claim("other", ["default"], 1)
+    assert moved.id == stale.id
+
+    assert rstore._still_held([stale], waited=0.5) == []
+    assert rstore._still_held([stale], waited=0.1) == [stale]  # too short to have lost it
+    assert rstore._still_held([moved], waited=0.5) == [moved]

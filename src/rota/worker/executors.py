@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.worker")
 
 OnDone = Callable[[ClaimedJob, Result], None]
+#: Whether a job handed to a slot may still start (False: its lease ran out
+#: while it waited, and the job is dropped unrun).
+MayStart = Callable[[ClaimedJob], bool]
 #: One claim for the executor's free slots: the jobs (already counted as the
 #: worker's), or None once the worker stops claiming.
 Claim = Callable[[], "list[ClaimedJob] | None"]
@@ -50,6 +53,7 @@ class Executor(ABC):
         self.app = app
         self.size = size
         self.on_done = on_done
+        self.may_start: MayStart = lambda job: True
 
     @abstractmethod
     def start(self) -> None:
@@ -162,6 +166,10 @@ class ThreadExecutor(Executor):
 
     def _slot(self) -> None:
         while (job := self._next()) is not None:
+            if not self.may_start(job):
+                with self._lock:
+                    self._busy -= 1
+                continue
             with self._lock:
                 self._running.add(job.token)
             try:
@@ -385,6 +393,8 @@ class ProcessExecutor(Executor):
 
     def _feed(self, slot: _ProcessSlot) -> None:
         while (job := self._jobs.get()) is not None:
+            if not self.may_start(job):
+                continue
             try:
                 result = runner.check(self.app, job) or slot.run(job)
             except Exception as exc:
@@ -428,6 +438,8 @@ class AsyncExecutor(Executor):
                 task.cancel()
 
     def _spawn(self, job: ClaimedJob) -> None:
+        if not self.may_start(job):
+            return
         task = self._loop.create_task(self._run(job))
         self._tasks[task] = job
         task.add_done_callback(self._forget)

@@ -77,6 +77,7 @@ class _Done:
 class _Inflight:
     job: ClaimedJob
     started: float  # monotonic
+    renewed: float  # monotonic: when the lease was last known to be held
     cancelled: bool = False
 
 
@@ -133,6 +134,7 @@ class Worker:
         self._ack_closing = False
         self._signals = 0
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
+        self._executor.may_start = self._may_start
         self._side: list[threading.Thread] = []
 
     # -- public --------------------------------------------------------------
@@ -217,8 +219,27 @@ class Worker:
         now = time.monotonic()
         with self._lock:
             for job in jobs:
-                self._inflight[job.id] = _Inflight(job, now)
+                self._inflight[job.id] = _Inflight(job, now, now)
         return jobs
+
+    def _may_start(self, job: ClaimedJob) -> bool:
+        """False for a job whose lease ran out before a slot took it up (this
+        process was stalled for longer than the lease, e.g. suspended): the
+        store has handed it out again, so it is dropped unrun."""
+        with self._lock:
+            flight = self._inflight.get(job.id)
+            if flight is None or flight.job.token != job.token:
+                return False  # released at shutdown
+            if time.monotonic() - flight.renewed < job.lease:
+                return True
+            del self._inflight[job.id]
+        log.warning(
+            "job %s not started: its lease ran out while it waited for a slot "
+            "(this process was stalled); the store hands it out again",
+            job.id,
+        )
+        self._slot_freed.set()
+        return False
 
     def _on_done(self, job: ClaimedJob, result: Result) -> None:
         """Report an attempt's result; never raises, so the executor's thread
@@ -348,7 +369,13 @@ class Worker:
             refs = [LeaseRef(f.job.id, f.job.token) for f in self._inflight.values()]
         if not refs:
             return
+        asked = time.monotonic()
         for ref, status in zip(refs, self.app.store.extend(refs), strict=True):
+            if status != "lost":
+                with self._lock:
+                    flight = self._inflight.get(ref.job_id)
+                    if flight is not None and flight.job.token == ref.token:
+                        flight.renewed = asked
             if status == "cancel":
                 self._cancel(ref)
             elif status == "lost" and ref.job_id in self._inflight:

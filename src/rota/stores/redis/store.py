@@ -56,6 +56,7 @@ class _Idle:
     slots: int  # free slots it still offers
     wake_at: float  # monotonic: block no longer (registration ends, or work is due)
     token: str  # the token base of the claim that registered it
+    since: float  # monotonic: when it was made; nothing was handed to it before
     received: set[str] = field(default_factory=set)  # tokens of the jobs popped from the inbox
 
     def matches(self, worker_id: str, queues: list[str], limit: int) -> bool:
@@ -147,8 +148,8 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store):
         _checks.claim(worker_id, queues, limit)
         if limit <= 0 or not queues:
             return []
-        if self._cut is not None and (jobs := self._reclaim(self._cut)):
-            return jobs
+        if (cut := self._cut) is not None and (jobs := self._reclaim(cut)):
+            return self._still_held(jobs, time.monotonic() - cut.since)
         names = list(dict.fromkeys(queues))
         inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
@@ -163,7 +164,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store):
                 until = started + timeout
                 if due is not None:
                     until = min(until, started + max(0.0, due))
-                idle = self._idle = _Idle(worker_id, names, limit, until, token)
+                idle = self._idle = _Idle(worker_id, names, limit, until, token, started)
             remaining = min(deadline, idle.wake_at) - time.monotonic()
             if remaining < 0.001:
                 self._idle = None  # look again: a claim promotes what is due
@@ -176,10 +177,21 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store):
                 idle.received.update(job.token for job in jobs)
                 if idle.slots <= 0:
                     self._idle = None
-                return jobs
+                return self._still_held(jobs, time.monotonic() - idle.since)
             if self._is_news(*popped):
                 self._idle = None  # claim again
         return []
+
+    def _still_held(self, jobs: list[ClaimedJob], waited: float) -> list[ClaimedJob]:
+        """The handed ``jobs`` whose leases still hold. A job waited in the
+        inbox at most ``waited`` seconds (the registration's age), so its lease
+        can have run out only when this process stalled (suspended, swapped
+        out) for about as long as the lease: then each lease is checked, and a
+        lost one is left to the worker the store has since given it to."""
+        if not jobs or waited < min(job.lease for job in jobs) / 2:
+            return jobs
+        statuses = self.extend([LeaseRef(job.id, job.token) for job in jobs])
+        return [job for job, status in zip(jobs, statuses, strict=True) if status != "lost"]
 
     def _block(self, idle: _Idle, inbox: str, block: float) -> Any:
         """BLPOP on the inbox and the queues' signal lists. A failure marks the

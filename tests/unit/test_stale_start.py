@@ -1,0 +1,44 @@
+"""A job whose lease ran out before a slot took it up is not started: after a
+stall longer than the lease (a suspended process), the store has handed the job
+out again, and running it here too would run it twice."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rota import App
+from rota.worker.worker import Worker
+
+
+def test_a_job_whose_lease_ran_out_while_waiting_is_dropped_unrun(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=5.0)
+
+    @app.task(name="echo")
+    def echo(value: int) -> int:
+        return value
+
+    echo.send(1)
+    echo.send(2)
+    worker = Worker(app)
+    fresh, stale = worker._claim(2)
+    worker._inflight[stale.id].renewed = time.monotonic() - stale.lease - 0.1
+
+    assert worker._may_start(fresh)
+    assert not worker._may_start(stale)
+    assert set(worker._inflight) == {fresh.id}  # no longer renewed or reported
+    app.close()
+
+
+def test_a_renewed_lease_keeps_a_waiting_job_startable(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=5.0)
+    app.task(name="echo")(lambda value: value)
+    app.tasks["echo"].send(1)
+    worker = Worker(app)
+    (job,) = worker._claim(1)
+    worker._inflight[job.id].renewed = time.monotonic() - job.lease - 0.1
+
+    worker._renew_leases()
+
+    assert worker._may_start(job)
+    app.close()
