@@ -1,4 +1,4 @@
-"""Schedules in the SQLite store: upsert, list, and the atomic fire."""
+"""Schedules in the SQLite store: upsert, list, look up, and the atomic fire."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from rota.stores import _checks
 from rota.stores.base import FireResult
 from rota.stores.sqlite import _notify
 from rota.stores.sqlite._conn import Connections
+from rota.stores.sqlite._sql import queries
+
+Q = queries()
 
 _COLUMNS = (
     "name, task, trigger, payload, next_fire, enabled, misfire, grace, overlap, jitter,"
@@ -105,6 +108,11 @@ class Schedules(Connections):
     def schedules(self) -> list[Schedule]:
         rows = self._conn().execute(f"SELECT {_COLUMNS} FROM schedules ORDER BY name")
         return [_schedule(row) for row in rows]
+
+    def get_schedule(self, name: str) -> Schedule | None:
+        _checks.text(name, "schedule name")
+        row = self._conn().execute(Q["get_schedule"], (name,)).fetchone()
+        return None if row is None else _schedule(row)
 
     def remove_schedule(self, name: str) -> bool:
         _checks.text(name, "schedule name")

@@ -176,3 +176,8 @@ UPDATE queues SET paused = 1, debug = 0, debug_job = ? WHERE name = ? AND debug 
 
 -- name: queue_modes
 SELECT name, paused, debug, debug_job FROM queues
+
+-- name: get_schedule
+SELECT name, task, trigger, payload, next_fire, enabled, misfire, grace, overlap, jitter,
+       job_options, last_fire, last_job_id, skipped
+FROM schedules WHERE name = ?
