@@ -12,38 +12,45 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from flow_cases import BREAKER_CASES, BreakerCase
-from rota import App, Breaker, InvalidArgument, Limit, Rate
+from flow_cases import (
+    BREAKER_CASES,
+    BREAKER_RUNS,
+    BUCKET_RUNS,
+    BreakerCase,
+    BreakerRun,
+    BucketRun,
+    Rules,
+    breaker_room_of,
+    replay_breaker,
+    replay_bucket,
+)
+from rota import App, Breaker, InvalidArgument, Limit, Rate, flow
 from rota.flow import Bucket, breaker_after, breaker_room, refill, take, virtual_start
 from rota.limits import resolve_key
 from rota.models import BreakerKey, ConcurrencyKey, RateKey
 from rota.retry import backoff_delay
 
-# -- token bucket -------------------------------------------------------------
+# -- the golden cases ------------------------------------------------------------------
+
+RULES: Rules = flow
 
 
-def test_a_new_bucket_starts_full() -> None:
-    assert refill(None, rate=2.0, burst=5, now=100.0) == Bucket(5.0, 100.0)
+@pytest.mark.parametrize("run", BUCKET_RUNS, ids=lambda run: run.name)
+def test_bucket_golden_cases(run: BucketRun) -> None:
+    assert replay_bucket(RULES, run) == list(run.steps)
 
 
-def test_refill_adds_rate_times_elapsed_up_to_burst() -> None:
-    empty = Bucket(0.0, 100.0)
-    assert refill(empty, rate=2.0, burst=5, now=101.0) == Bucket(2.0, 101.0)
-    assert refill(empty, rate=2.0, burst=5, now=101.25) == Bucket(2.5, 101.25)
-    assert refill(empty, rate=2.0, burst=5, now=1000.0) == Bucket(5.0, 1000.0)
+@pytest.mark.parametrize("run", BREAKER_RUNS, ids=lambda run: run.name)
+def test_breaker_golden_cases(run: BreakerRun) -> None:
+    assert replay_breaker(RULES, run) == list(run.steps)
 
 
-def test_take_removes_one_token_or_refuses() -> None:
-    assert take(Bucket(2.5, 7.0)) == Bucket(1.5, 7.0)
-    assert take(Bucket(1.0, 7.0)) == Bucket(0.0, 7.0)
-    assert take(Bucket(0.999, 7.0)) is None
-    assert take(Bucket(0.0, 7.0)) is None
+@pytest.mark.parametrize("case", BREAKER_CASES, ids=lambda case: case.name)
+def test_breaker_room_golden_cases(case: BreakerCase) -> None:
+    assert breaker_room_of(RULES, case, now=1000.0) == case.room
 
 
-def test_a_partly_refilled_token_becomes_takeable_on_time() -> None:
-    bucket = Bucket(0.5, 10.0)
-    assert take(refill(bucket, rate=2.0, burst=1, now=10.2)) is None  # 0.9 tokens
-    assert take(refill(bucket, rate=2.0, burst=1, now=10.25)) == Bucket(0.0, 10.25)
+# -- token bucket over time ---------------------------------------------------------------
 
 
 def drain(rate: float, burst: int, start: float, end: float, step: float) -> list[float]:
@@ -77,40 +84,7 @@ def test_a_burst_is_spent_at_once_then_the_rate_holds() -> None:
     assert all(gap == pytest.approx(0.1, abs=0.0011) for gap in gaps)
 
 
-def test_a_clock_stepping_back_does_not_credit_an_interval_twice() -> None:
-    bucket = Bucket(0.0, 100.0)
-    direct = refill(bucket, rate=1.0, burst=10, now=105.0)
-    via_the_past = refill(refill(bucket, rate=1.0, burst=10, now=95.0), 1.0, 10, now=105.0)
-    assert via_the_past.tokens == direct.tokens == 5.0
-
-
 # -- circuit breaker --------------------------------------------------------------
-
-
-@pytest.mark.parametrize("case", BREAKER_CASES, ids=lambda case: case.name)
-def test_breaker_room_golden_cases(case: BreakerCase) -> None:
-    now = 1000.0
-    open_until = None if case.open_in is None else now + case.open_in
-    room = breaker_room(
-        case.failures, open_until, case.inflight, case.probe_running, case.threshold, now
-    )
-    assert room == case.room
-
-
-def room(failures: int, open_until: float | None, inflight: int = 0, now: float = 50.0) -> int:
-    """The room of a breaker of threshold 3 with no probe running."""
-    return breaker_room(failures, open_until, inflight, False, threshold=3, now=now)
-
-
-def test_breaker_opens_after_threshold_consecutive_failures() -> None:
-    state: tuple[int, float | None] = (0, None)
-    for expected in (1, 2):
-        state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=50.0)
-        assert state == (expected, None)
-        assert room(*state) == 3 - expected
-    state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=50.0)
-    assert state == (3, 60.0)
-    assert room(*state) == 0
 
 
 def test_no_more_than_threshold_failures_whatever_the_interleaving() -> None:
@@ -130,39 +104,6 @@ def test_no_more_than_threshold_failures_whatever_the_interleaving() -> None:
                 )
         assert failed == threshold
         assert inflight == 0
-
-
-def test_a_success_resets_the_failure_count_and_the_room() -> None:
-    state = breaker_after(2, None, ok=True, threshold=3, cooldown=10.0, now=1.0)
-    assert state == (0, None)
-    assert room(*state) == 3
-    state = breaker_after(*state, ok=False, threshold=3, cooldown=10.0, now=2.0)
-    assert state == (1, None), "the count starts over after a success"
-
-
-def test_an_open_breaker_blocks_until_cooldown_then_admits_one_probe() -> None:
-    open_until = 60.0
-    assert room(3, open_until, now=50.0) == 0
-    assert room(3, open_until, now=59.999) == 0
-    assert room(3, open_until, now=60.0) == 1  # half-open
-    assert breaker_room(3, open_until, 1, True, threshold=3, now=60.0) == 0
-    assert breaker_room(3, open_until, 1, True, threshold=3, now=1e9) == 0
-
-
-def test_a_successful_probe_closes_the_breaker() -> None:
-    assert breaker_after(3, 60.0, ok=True, threshold=3, cooldown=10.0, now=61.0) == (0, None)
-
-
-def test_a_failed_probe_reopens_for_another_cooldown() -> None:
-    failures, open_until = breaker_after(3, 60.0, ok=False, threshold=3, cooldown=10.0, now=61.0)
-    assert open_until == 71.0
-    assert failures == 4
-    assert room(failures, open_until, now=70.0) == 0
-    assert room(failures, open_until, now=71.0) == 1
-
-
-def test_a_threshold_of_one_opens_on_the_first_failure() -> None:
-    assert breaker_after(0, None, ok=False, threshold=1, cooldown=5.0, now=1.0) == (1, 6.0)
 
 
 # -- fair virtual time ----------------------------------------------------------

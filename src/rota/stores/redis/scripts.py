@@ -127,7 +127,17 @@ def _library(lib: str, body: str) -> str:
 def load(name: str) -> Script:
     """The script ``lua/NAME.lua``, ready to send."""
     folder = resources.files(__package__).joinpath("lua")
-    body = folder.joinpath(f"{name}.lua").read_text()
+    return assemble(name, folder.joinpath(f"{name}.lua").read_text())
+
+
+def assemble(name: str, body: str) -> Script:
+    """The script ``name`` whose own text is ``body``, ready to send: its fixed
+    keys bound, then the checks and library functions it uses, then ``body``.
+
+    :func:`load` builds every ``lua/`` script with it; a script kept elsewhere
+    (a test harness calling library functions directly) is built the same way.
+    """
+    folder = resources.files(__package__).joinpath("lua")
     lib = _library("\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY), body)
     checks = _library(folder.joinpath(f"{CHECKS}.lua").read_text(), f"{lib}\n{body}")
     if "library()" in body:

@@ -1,7 +1,49 @@
--- _limits.lua: flow-control bookkeeping inside one script (mirrors rota.flow
--- and the SQLite store's LimitBook).
+-- _limits.lua: flow-control rules and their bookkeeping inside one script.
+--
+-- The rules (L.refill, L.take, L.breaker_room, L.breaker_after) are those of
+-- rota.flow, name for name and argument for argument; the golden cases of
+-- tests/flow_cases.py run against both (tests/conformance/test_lua_flow.py
+-- calls these functions directly). The book mirrors the SQLite store's
+-- LimitBook (stores/sqlite/_limits.py).
 
--- flow control (mirrors rota.flow and stores/sqlite/_limits.py) ----------
+-- rules ------------------------------------------------------------------
+
+-- The bucket (tokens, at) at now: refilled at rate tokens/s, capped at burst.
+-- A bucket never seen before (tokens nil) starts full. Its time never goes
+-- back: a clock stepping back credits nothing now, nor the same interval again
+-- once it has caught up.
+function L.refill(tokens, at, rate, burst, now)
+  if tokens == nil or at == nil then return burst, now end
+  local elapsed = math.max(0, now - at)
+  return math.min(burst, tokens + elapsed * rate), math.max(at, now)
+end
+
+-- The bucket (tokens, at) after taking one token, or nil when it has less than one.
+function L.take(tokens, at)
+  if tokens < 1 then return nil end
+  return tokens - 1, at
+end
+
+-- How many more jobs with a breaker key may start now: closed (open_until
+-- nil), its failures left less the jobs in flight; open and cooling down,
+-- none; cooled down (half-open), one probe at a time.
+function L.breaker_room(failures, open_until, inflight, probe_running, threshold, now)
+  if open_until == nil then return math.max(0, threshold - failures - inflight) end
+  if now >= open_until and not probe_running then return 1 end
+  return 0
+end
+
+-- The breaker's failures, open_until after an attempt ended (ok true or
+-- false): a success closes it; a failure counts, and reaching threshold
+-- consecutive failures (or failing while open) opens it for cooldown s.
+function L.breaker_after(failures, open_until, ok, threshold, cooldown, now)
+  if ok then return 0, nil end
+  failures = failures + 1
+  if failures >= threshold or open_until ~= nil then return failures, now + cooldown end
+  return failures, nil
+end
+
+-- the book ---------------------------------------------------------------
 
 local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
                       'tokens_at', 'failures', 'open_until', 'probe', 'inflight'}
@@ -24,19 +66,8 @@ function L.book(now)
     return s
   end
 
-  local function refill(s, rate, burst)
-    if s.tokens == nil or s.tokens_at == nil then return burst, now end
-    local elapsed = math.max(0, now - s.tokens_at)
-    return math.min(burst, s.tokens + elapsed * rate), now
-  end
-
-  -- How many more jobs with the breaker key may start (rota.flow.breaker_room):
-  -- closed, its failures left less the jobs in flight; open, none; half-open,
-  -- one probe at a time.
   local function breaker_room(s, threshold)
-    if s.open_until == nil then return math.max(0, threshold - s.failures - s.inflight) end
-    if now >= s.open_until and s.probe == nil then return 1 end
-    return 0
+    return L.breaker_room(s.failures, s.open_until, s.inflight, s.probe ~= nil, threshold, now)
   end
 
   -- Take the job's slots and tokens if every key allows it; else block the
@@ -58,13 +89,14 @@ function L.book(now)
       local why = book.blocked[r[1]]
       if why then return false, why end
       local s = book.get(r[1])
-      local tokens, at = refill(s, r[2], r[3])
-      if tokens < 1 then
+      local tokens, at = L.refill(s.tokens, s.tokens_at, r[2], r[3], now)
+      local left = L.take(tokens, at)
+      if left == nil then -- (the bucket earns nothing before its own time, at)
         why = {key = r[1], at = at + (1 - tokens) / r[2]}
         book.blocked[r[1]] = why
         return false, why
       end
-      buckets[r[1]] = {tokens - 1, at}
+      buckets[r[1]] = {left, at}
     end
     for _, b in ipairs(limits.b or {}) do
       local why = book.blocked[b[1]]
@@ -115,16 +147,8 @@ function L.book(now)
       s.inflight = math.max(0, s.inflight - 1)
       if s.probe == job_id then s.probe = nil end
       local was_open_until = s.open_until
-      if ok == true then
-        s.failures, s.open_until = 0, nil
-      elseif ok == false then
-        local half_open = s.open_until ~= nil
-        s.failures = s.failures + 1
-        if s.failures >= b[2] or half_open then
-          s.open_until = now + b[3]
-        else
-          s.open_until = nil
-        end
+      if ok ~= nil then
+        s.failures, s.open_until = L.breaker_after(s.failures, s.open_until, ok, b[2], b[3], now)
       end
       -- a cooldown began: a claim parks its sub-queues again until it ends;
       -- else as many come back as jobs may start now
