@@ -3,8 +3,8 @@
 -- The rules (L.refill, L.take, L.breaker_room, L.breaker_after) are those of
 -- rota.flow, name for name and argument for argument; the golden cases of
 -- tests/flow_cases.py run against both (tests/conformance/test_lua_flow.py
--- calls these functions directly). The book mirrors the SQLite store's
--- LimitBook (stores/sqlite/_limits.py).
+-- calls these functions directly). The book mirrors the SQL engine's limit
+-- book (LimitBook).
 
 -- rules ------------------------------------------------------------------
 
