@@ -6,25 +6,25 @@ import sqlite3
 from pathlib import Path
 
 from rota.models import JobState, NewJob
+from rota.stores.sql.queries import migrations
 from rota.stores.sqlite import SQLiteStore
-from rota.stores.sqlite._sql import migrations
 
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
-    numbers = [number for number, _ in migrations()]
+    numbers = [number for number, _ in migrations("rota.stores.sqlite")]
     assert numbers == list(range(1, len(numbers) + 1))
 
 
 def test_a_fresh_database_is_at_the_latest_version(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "new.db"))
     version = store._conn().execute("PRAGMA user_version").fetchone()[0]
-    assert version == migrations()[-1][0]
+    assert version == migrations("rota.stores.sqlite")[-1][0]
     store.close()
 
 
 def test_an_old_database_is_upgraded_and_keeps_its_jobs(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    first = migrations()[0][1]
+    first = migrations("rota.stores.sqlite")[0][1]
     conn = sqlite3.connect(path)
     conn.executescript(first + "\nPRAGMA user_version = 1;")
     conn.execute(

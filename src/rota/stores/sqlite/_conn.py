@@ -1,4 +1,4 @@
-"""Connection handling shared by the parts of the SQLite store.
+"""The SQLite dialect of the SQL engine: connections, transactions, migrations.
 
 Every SQLite error that leaves this layer is a :class:`StoreError` carrying
 SQLite's message (:class:`StoreUnavailable` when the file cannot be opened or
@@ -11,13 +11,30 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
-from rota.stores.sqlite._sql import migrations
+from rota.stores.sql.queries import load, migrations
+from rota.stores.sql.tx import Cursor, Database, Params, Tx
+from rota.stores.sqlite import _notify
+
+#: Every statement of the SQLite store, by name.
+Q = load(
+    "rota.stores.sqlite",
+    "connection.sql",
+    "jobs.sql",
+    "reads.sql",
+    "steer.sql",
+    "schedules.sql",
+    "audit.sql",
+    "logs.sql",
+    "users.sql",
+)
+_CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
@@ -63,7 +80,45 @@ class _Connection(sqlite3.Connection):
             raise store_error(exc, self.path) from exc
 
 
-class Connections:
+class SQLiteTx(Tx):
+    """A connection of the SQLite store, running its named queries."""
+
+    __slots__ = ("_conn", "_lists")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lists: dict[tuple[str, int], str] = {}
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        sql = Q[name]
+        if where:
+            sql = sql.format(where=" AND ".join(Q[fragment] for fragment in where))
+        elif "{where}" in sql:
+            sql = sql.format(where=Q["no_filter"])
+        return self._conn.execute(sql, params)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> None:
+        self._conn.executemany(Q[name], rows)
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        rows: list[Any] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = values[start : start + _CHUNK]
+            sql = self._lists.get((name, len(chunk)))
+            if sql is None:
+                sql = Q[name].format(values=",".join("?" * len(chunk)))
+                self._lists[(name, len(chunk))] = sql
+            rows += self._conn.execute(sql, (*params, *chunk)).fetchall()
+        return rows
+
+    def now(self) -> float:
+        return time.time()
+
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.IntegrityError)
+
+
+class Connections(Database):
     """One connection per thread (and per process after a fork), opened lazily.
 
     ``:memory:`` is one in-memory database shared by every thread of the
@@ -106,13 +161,13 @@ class Connections:
         if conn is None:
             conn = self._open()
             try:
-                conn.execute("PRAGMA journal_mode = WAL")  # in memory: stays "memory"
+                conn.execute(Q["use_wal"])  # in memory: stays "memory"
             except StoreError as exc:
                 conn.close()
                 raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            conn.execute("PRAGMA busy_timeout = 60000")
-            conn.execute("PRAGMA foreign_keys = OFF")
+            conn.execute(Q["set_synchronous"].format(level=self._synchronous))
+            conn.execute(Q["set_busy_timeout"])
+            conn.execute(Q["no_foreign_keys"])
             self._local.conn = conn
             with self._conns_guard:
                 self._all_conns.append(conn)
@@ -134,31 +189,44 @@ class Connections:
         return conn
 
     @contextmanager
-    def _write(self, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        """A write transaction: committed when the block ends, rolled back whole
-        when it raises; SQLite errors that escape it are raised as rota errors."""
+    def _write(self) -> Iterator[Tx]:
+        with self._transaction("begin_write") as conn:
+            yield SQLiteTx(conn)
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        yield SQLiteTx(self._conn())
+
+    def _wake(self) -> None:
+        _notify.notify(self.path)
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """A transaction opened with statement ``begin``: committed when the
+        block ends, rolled back whole when it raises; SQLite errors that
+        escape it are raised as rota errors."""
         conn = self._conn()
-        conn.execute(begin)
+        conn.execute(Q[begin])
         try:
             try:
                 yield conn
-                conn.execute("COMMIT")
+                conn.execute(Q["commit"])
             except BaseException:
                 if conn.in_transaction:  # SQLite may have rolled back already (disk full)
-                    conn.execute("ROLLBACK")
+                    conn.execute(Q["rollback"])
                 raise
         except sqlite3.Error as exc:
             raise store_error(exc, self.path) from exc
 
     def _migrate(self) -> None:
-        with self._write("BEGIN EXCLUSIVE") as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            for number, script in migrations():
+        with self._transaction("begin_exclusive") as conn:
+            version = conn.execute(Q["schema_version"]).fetchone()[0]
+            for number, script in migrations("rota.stores.sqlite"):
                 if number > version:
                     for statement in script.split(";\n"):
                         if statement.strip():
                             conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {number}")
+                    conn.execute(Q["set_schema_version"].format(version=int(number)))
 
     def close(self) -> None:
         with self._conns_guard:

@@ -1,13 +1,9 @@
-"""Queue modes in the SQLite store: the ``queues`` row's ``paused`` and
+"""Queue modes in the SQL engine: the ``queues`` row's ``paused`` and
 ``debug`` flags, and the pause of a debug queue at its first failure."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from rota.stores.sqlite._sql import queries
-
-Q = queries()
+from rota.stores.sql.tx import Tx
 
 
 def mode(paused: object, debug: object) -> str:
@@ -17,11 +13,11 @@ def mode(paused: object, debug: object) -> str:
     return "debug" if debug else "running"
 
 
-def queue_modes(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
+def queue_modes(tx: Tx) -> dict[str, tuple[str, str | None]]:
     """Every queue with a row: its mode and the job that paused it in debug mode."""
     return {
         name: (mode(paused, debug), debug_job)
-        for name, paused, debug, debug_job in conn.execute(Q["queue_modes"])
+        for name, paused, debug, debug_job in tx.execute("queue_modes")
     }
 
 
@@ -29,14 +25,14 @@ class DebugPause:
     """Pauses each debug queue at the first failure recorded in one write
     transaction (the one passed in), linking the failed job."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
         self._armed: set[str] | None = None  # read at the first failure
 
     def failed(self, queue: str, job_id: str) -> None:
         """Record that ``job_id`` of ``queue`` failed an attempt."""
         if self._armed is None:
-            self._armed = {row[0] for row in self._conn.execute(Q["debug_queues"])}
+            self._armed = {row[0] for row in self._tx.execute("debug_queues")}
         if queue in self._armed:
             self._armed.discard(queue)
-            self._conn.execute(Q["debug_pause"], (job_id, queue))
+            self._tx.execute("debug_pause", (job_id, queue))

@@ -1,4 +1,4 @@
--- Named queries of the SQLite store's job logs. Each starts with "-- name: NAME".
+-- Job logs in the SQL engine on SQLite (rota.stores.sql.logs). Each query follows a "-- name: NAME" line.
 -- A chunk is kept only while its job exists; ? IS NULL switches a filter off.
 
 -- name: append_chunk

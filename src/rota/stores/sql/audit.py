@@ -1,29 +1,28 @@
-"""The audit log of the SQLite store: one row per operator action."""
+"""The audit log of the SQL engine: one row per operator action."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rota import _json
 from rota.models import AuditEntry
 from rota.stores import _checks
 from rota.stores.base import check_audit_entry, check_audit_query
-from rota.stores.sqlite._conn import Connections
-from rota.stores.sqlite._sql import queries
-
-Q = queries("audit.sql")
+from rota.stores.sql.tx import Database, Tx
 
 
-class Audit(Connections):
+class Audit(Database):
     """``append_audit``, ``audit`` and ``purge_audit``."""
 
     def append_audit(self, entry: AuditEntry) -> None:
         e = check_audit_entry(entry)
         details = _json.dumps(e.details).decode()
-        row = (e.at or time.time(), e.actor, e.role, e.origin, e.address, e.action, e.target)
-        with self._write() as conn:
-            conn.execute(Q["append_audit"], (*row, details))
+        row = (e.actor, e.role, e.origin, e.address, e.action, e.target, details)
+
+        def work(tx: Tx) -> None:
+            tx.execute("append_audit", (e.at or tx.now(), *row))
+
+        self._transact(work)
 
     def audit(
         self,
@@ -40,7 +39,8 @@ class Audit(Connections):
             "action": action,
             "limit": limit + 1,
         }
-        rows = self._conn().execute(Q["audit_page"], params).fetchall()
+        with self._read() as tx:
+            rows = tx.execute("audit_page", params).fetchall()
         entries = [
             AuditEntry(r[1], r[2], r[3], r[4], r[5], r[6], r[7], _details(r[8])) for r in rows
         ]
@@ -51,8 +51,9 @@ class Audit(Connections):
 
     def purge_audit(self, older_than: float) -> int:
         _checks.retention(older_than, 1)
-        with self._write() as conn:
-            return conn.execute(Q["purge_audit"], (time.time() - older_than,)).rowcount
+        return self._transact(
+            lambda tx: int(tx.execute("purge_audit", (tx.now() - older_than,)).rowcount)
+        )
 
 
 def _details(raw: str | bytes | None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
--- Named queries of the SQLite store. Each starts with "-- name: NAME".
+-- The job verbs of the SQL engine on SQLite (rota.stores.sql.jobs, limits, uniques, modes).
+-- Each query follows a "-- name: NAME" line; {values} takes a list of ? marks.
 
 -- name: insert_job
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
@@ -59,6 +60,20 @@ ON CONFLICT (key) DO UPDATE SET
     failures = excluded.failures, open_until = excluded.open_until, probe = excluded.probe,
     inflight = excluded.inflight
 
+-- name: claim_rows
+-- A lease that is not a sane duration (written by something other than rota)
+-- is taken as the fallback lease (the two ? after the token), and stored.
+UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?,
+    lease_token = ? || ':' || seq,
+    lease = CASE WHEN typeof(lease) IN ('integer', 'real') AND lease > 0 AND lease <= ?
+                 THEN lease ELSE ? END,
+    lease_expires = ? + CASE WHEN typeof(lease) IN ('integer', 'real') AND lease > 0
+                                  AND lease <= ? THEN lease ELSE ? END,
+    started_at = ?
+WHERE seq IN ({values})
+RETURNING id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
+          enqueued_at, run_at, schedule, fire_time
+
 -- name: advance_queue_clock
 UPDATE queues SET vclock = max(vclock, ?) WHERE name = ?
 
@@ -67,10 +82,10 @@ UPDATE jobs SET lease_expires = ? + lease
 WHERE id = ? AND lease_token = ? AND state = 'running'
 RETURNING cancel_at
 
--- name: finish_rows
-SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
-       unique_key, unique_for, enqueued_at, started_at, lease_owner, cancel_at, cancel_by
-FROM jobs WHERE id IN ({ids})
+-- name: held_rows
+SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by
+FROM jobs WHERE id IN ({values})
 
 -- name: worker_host
 SELECT json_extract(info, '$.host') FROM workers WHERE id = ?
@@ -121,9 +136,8 @@ UPDATE jobs SET state = ?, lost = lost + 1, run_at = ?, error = ?, finished_at =
 WHERE id = ?
 
 -- name: expired_leases
-SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, limits,
-       unique_key, unique_for, enqueued_at, started_at, max_lost, lease_owner,
-       cancel_at, cancel_by
+SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by
 FROM jobs INDEXED BY jobs_leases
 WHERE state = 'running' AND lease_expires < ?
 LIMIT 1000
@@ -139,9 +153,6 @@ INSERT INTO stats (minute, queue, task, succeeded, failed, retried) VALUES (?, ?
 ON CONFLICT (minute, queue, task) DO UPDATE SET
     succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
     retried = retried + excluded.retried
-
--- name: next_due
-SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
 
 -- name: save_worker
 INSERT INTO workers (id, heartbeat_at, info) VALUES (?, ?, ?)
@@ -160,8 +171,8 @@ WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_parked_on
               WHERE state = 'parked' AND parked_on = ?
               ORDER BY priority DESC, vtime, seq LIMIT ?)
 
--- name: next_parked
-SELECT min(parked_until) FROM jobs WHERE state = 'parked'
+-- name: delete_worker
+DELETE FROM workers WHERE id = ?
 
 -- name: set_queue_mode
 INSERT INTO queues (name, paused, debug) VALUES (?, ?, ?)
@@ -176,8 +187,3 @@ UPDATE queues SET paused = 1, debug = 0, debug_job = ? WHERE name = ? AND debug 
 
 -- name: queue_modes
 SELECT name, paused, debug, debug_job FROM queues
-
--- name: get_schedule
-SELECT name, task, trigger, payload, next_fire, enabled, misfire, grace, overlap, jitter,
-       job_options, last_fire, last_job_id, skipped
-FROM schedules WHERE name = ?

@@ -1,8 +1,7 @@
-"""Read-only inspection queries of the SQLite store (dashboard, CLI, handles)."""
+"""Read-only inspection of the SQL engine (dashboard, CLI, handles)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -19,18 +18,12 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores.base import check_prefix
-from rota.stores.sqlite._conn import Connections
-from rota.stores.sqlite._modes import queue_modes
-
-_JOB_COLUMNS = (
-    "seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,"
-    " max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,"
-    " error, traceback, history, limits, unique_key, schedule, fire_time"
-)
+from rota.stores.sql.modes import queue_modes
+from rota.stores.sql.tx import Database
 
 
 def job_from_row(row: Sequence[Any], now: float) -> Job:
-    """Build a :class:`Job` from a row selected with ``_JOB_COLUMNS``. Stored
+    """Build a :class:`Job` from a row selected as query ``jobs_by_id`` selects it. Stored
     JSON that cannot be read shows as empty, and says why in ``error`` when
     the job has no error of its own."""
     args, kwargs, bad_payload = _payload.read(row[1], row[5])
@@ -67,86 +60,48 @@ def job_from_row(row: Sequence[Any], now: float) -> Job:
     )
 
 
-class Reads(Connections):
-    """The inspection half of the store protocol."""
+class Reads(Database):
+    """The inspection verbs of the store contract."""
 
     def get_job(self, job_id: str) -> Job | None:
         return self.get_jobs([job_id])[0]
 
     def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
-        now = time.time()
-        found: dict[str, Job] = {}
-        conn = self._conn()
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id IN ({marks})", chunk
-            ):
-                found[row[1]] = job_from_row(row, now)
+        with self._read() as tx:
+            now = tx.now()
+            rows = tx.rows_in("jobs_by_id", job_ids)
+        found = {row[1]: job_from_row(row, now) for row in rows}
         return [found.get(job_id) for job_id in job_ids]
 
     def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
         check_prefix(prefix, limit)
         upper = _next_string(prefix)
-        sql = "SELECT id FROM jobs WHERE id >= ?"  # an index range scan (ids are UNIQUE)
-        params: list[Any] = [prefix]
-        if upper is not None:
-            sql += " AND id < ?"
-            params.append(upper)
-        sql += " AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?"
-        params += [len(prefix), prefix, limit]
-        return [row[0] for row in self._conn().execute(sql, params)]
+        with self._read() as tx:  # an index range scan (ids are unique)
+            if upper is None:
+                rows = tx.execute("ids_from", (prefix, len(prefix), prefix, limit))
+            else:
+                rows = tx.execute("ids_between", (prefix, upper, len(prefix), prefix, limit))
+            return [row[0] for row in rows]
 
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
-        where, params = self._filters(query)
+        before: int | None = None
         if cursor is not None:
             try:
-                where.append("seq < ?")
-                params.append(int(cursor))
+                before = int(cursor)
             except ValueError:
                 raise InvalidArgument(f"bad cursor {cursor!r}") from None
-        sql = f"SELECT {_JOB_COLUMNS} FROM jobs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        rows = self._conn().execute(sql, [*params, limit + 1]).fetchall()
-        now = time.time()
+        with self._read() as tx:
+            now = tx.now()
+            where, params = _filters(query, now)
+            if before is not None:
+                where.append("before_seq")
+                params.append(before)
+            rows = tx.execute("list_jobs", [*params, limit + 1], where=where).fetchall()
         jobs = tuple(job_from_row(row, now) for row in rows[:limit])
         next_cursor = str(rows[limit - 1][0]) if len(rows) > limit else None
         return JobPage(jobs, next_cursor)
-
-    @staticmethod
-    def _filters(query: JobQuery) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        params: list[Any] = []
-        if query.queue is not None:
-            where.append("queue = ?")
-            params.append(query.queue)
-        if query.task is not None:
-            where.append("task = ?")
-            params.append(query.task)
-        if query.state is JobState.QUEUED:  # due scheduled jobs count as queued
-            where.append(
-                "state IN ('queued', 'parked', 'scheduled')"
-                " AND (state != 'scheduled' OR run_at <= ?)"
-            )
-            params.append(time.time())
-        elif query.state is JobState.SCHEDULED:
-            where.append("state = 'scheduled' AND run_at > ?")
-            params.append(time.time())
-        elif query.state is not None:
-            where.append("state = ?")
-            params.append(query.state.value)
-        if query.schedule is not None:
-            where.append("schedule = ?")
-            params.append(query.schedule)
-        if query.search:
-            where.append("instr(payload, ?) > 0")
-            params.append(query.search.encode())
-        return where, params
 
     def iter_results(
         self, queue: str | None = None, task: str | None = None, batch: int = 1000
@@ -161,21 +116,17 @@ class Reads(Connections):
             cursor = page.next_cursor
 
     def queues(self) -> list[QueueInfo]:
-        conn = self._conn()
-        now = time.time()
-        modes = queue_modes(conn)
+        with self._read() as tx:
+            now = tx.now()
+            modes = queue_modes(tx)
+            by_state_rows = tx.execute("count_by_state").fetchall()
+            due_rows = tx.execute("due_by_queue", (now,)).fetchall()
         counts: dict[str, dict[JobState, int]] = {name: {} for name in modes}
-        for queue, state, n in conn.execute(
-            "SELECT queue, state, count(*) FROM jobs GROUP BY queue, state"
-        ):
+        for queue, state, n in by_state_rows:
             by_state = counts.setdefault(queue, {})
             shown = JobState.QUEUED if state == "parked" else JobState(state)
             by_state[shown] = by_state.get(shown, 0) + n
-        for queue, due in conn.execute(
-            "SELECT queue, count(*) FROM jobs INDEXED BY jobs_due"
-            " WHERE state = 'scheduled' AND run_at <= ? GROUP BY queue",
-            (now,),
-        ):
+        for queue, due in due_rows:
             by_state = counts[queue]
             by_state[JobState.SCHEDULED] -= due
             by_state[JobState.QUEUED] = by_state.get(JobState.QUEUED, 0) + due
@@ -188,29 +139,24 @@ class Reads(Connections):
         return infos
 
     def throughput(self, since: float) -> list[MinuteStats]:
-        rows = self._conn().execute(
-            "SELECT minute, queue, task, succeeded, failed, retried FROM stats"
-            " WHERE minute >= ? AND minute > 0 ORDER BY minute",
-            (int(since // 60),),
-        )
+        with self._read() as tx:
+            rows = tx.execute("stats_since", (int(since // 60),)).fetchall()
         return [MinuteStats(*row) for row in rows]
 
     def totals(self) -> list[MinuteStats]:
-        rows = self._conn().execute(
-            "SELECT minute, queue, task, succeeded, failed, retried FROM stats WHERE minute = 0"
-        )
+        with self._read() as tx:
+            rows = tx.execute("stats_totals").fetchall()
         return [MinuteStats(*row) for row in rows]
 
     def workers(self) -> list[WorkerInfo]:
-        rows = self._conn().execute("SELECT info FROM workers ORDER BY heartbeat_at DESC")
+        with self._read() as tx:
+            rows = tx.execute("worker_infos").fetchall()
         return [_worker(_json.loads(row[0])) for row in rows]
 
     def limits(self) -> list[LimitInfo]:
-        rows = self._conn().execute(
-            "SELECT key, running, coalesce(override, concurrency), rate, burst, tokens,"
-            " tokens_at, failures, open_until, override FROM limits ORDER BY key"
-        )
-        now = time.time()
+        with self._read() as tx:
+            now = tx.now()
+            rows = tx.execute("limit_infos").fetchall()
         result = []
         for key, running, conc, rate, burst, tokens, at, failures, open_until, override in rows:
             if tokens is not None and rate is not None:
@@ -219,6 +165,34 @@ class Reads(Connections):
                 LimitInfo(key, running, conc, rate, burst, tokens, failures, open_until, override)
             )
         return result
+
+
+def _filters(query: JobQuery, now: float) -> tuple[list[str], list[Any]]:
+    """The named filter fragments of ``query`` and their parameters."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.queue is not None:
+        where.append("of_queue")
+        params.append(query.queue)
+    if query.task is not None:
+        where.append("of_task")
+        params.append(query.task)
+    if query.state is JobState.QUEUED:  # due scheduled jobs count as queued
+        where.append("is_queued_by")
+        params.append(now)
+    elif query.state is JobState.SCHEDULED:
+        where.append("is_scheduled_after")
+        params.append(now)
+    elif query.state is not None:
+        where.append("in_state")
+        params.append(query.state.value)
+    if query.schedule is not None:
+        where.append("of_schedule")
+        params.append(query.schedule)
+    if query.search:
+        where.append("payload_has")
+        params.append(query.search.encode())
+    return where, params
 
 
 def _next_string(prefix: str) -> str | None:

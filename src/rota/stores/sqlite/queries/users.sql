@@ -1,4 +1,4 @@
--- Named queries of the users verbs (rota.stores.sqlite._users).
+-- Named queries of the users verbs (rota.stores.sql.users).
 
 -- name: upsert_user
 INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)

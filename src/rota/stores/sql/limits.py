@@ -1,16 +1,13 @@
-"""Flow-control bookkeeping of the SQLite store, inside one write transaction."""
+"""Flow-control bookkeeping of the SQL engine, inside one write transaction."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from rota import _json, flow
-from rota.stores.sqlite._sql import queries
-
-Q = queries()
+from rota.stores.sql.tx import Tx
 
 
 @dataclass(slots=True)
@@ -49,8 +46,8 @@ class LimitBook:
     ``{"c": [[key, n]], "r": [[key, rate, burst]], "b": [[key, failures, cooldown]]}``.
     """
 
-    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
-        self._conn = conn
+    def __init__(self, tx: Tx, now: float) -> None:
+        self._tx = tx
         self._now = now
         self._keys: dict[str, _KeyState] = {}
         self._dirty: set[str] = set()
@@ -60,7 +57,7 @@ class LimitBook:
     def _get(self, key: str) -> _KeyState:
         state = self._keys.get(key)
         if state is None:
-            row = self._conn.execute(Q["limit_row"], (key,)).fetchone()
+            row = self._tx.execute("limit_row", (key,)).fetchone()
             state = _KeyState(*row) if row else _KeyState()
             self._keys[key] = state
         return state
@@ -179,7 +176,7 @@ class LimitBook:
                 )
             )
         if rows:
-            self._conn.executemany(Q["save_limit_row"], rows)
+            self._tx.executemany("save_limit_row", rows)
         self._dirty.clear()
 
 

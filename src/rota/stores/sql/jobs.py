@@ -1,0 +1,459 @@
+"""The atomic job verbs of the SQL engine: enqueue, claim, extend, finish,
+release, recover, and the workers' heartbeats.
+
+Every verb is one write transaction (:meth:`Database._transact`), whatever
+the size of its batch. Claims take jobs in priority order, then by each
+queue's virtual clock (fair keys), admitting each through the limit book;
+jobs a busy key blocks are parked until it may let them run.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any, NamedTuple
+
+from rota import _json, flow
+from rota.errors import InvalidArgument, StoreError
+from rota.models import ClaimedJob, EnqueueResult, LeaseRef, NewJob, Outcome, WorkerInfo
+from rota.stores import _checks
+from rota.stores.base import LeaseStatus
+from rota.stores.sql import limits as _limits
+from rota.stores.sql.modes import DebugPause
+from rota.stores.sql.tx import Database, Tx
+from rota.stores.sql.uniques import settle_unique, unique_holder
+
+# A claim takes a job whose stored lease is not a sane duration (written by
+# something other than rota) with the fallback lease, and stores that.
+_LEASE_BOUNDS = (_checks.MAX_SECONDS, _checks.FALLBACK_LEASE)
+
+
+class Held(NamedTuple):
+    """A job row as the verbs that end or hand back an attempt read it
+    (queries ``held_rows`` and ``expired_leases``)."""
+
+    id: str
+    lease_token: str | None
+    state: str
+    queue: str
+    task: str
+    attempt: int
+    lost: int
+    max_attempts: int
+    max_lost: int
+    limits: bytes | None
+    unique_key: str | None
+    unique_for: float | None
+    lease_owner: str | None
+    cancel_at: float | None
+    cancel_by: str | None
+
+
+class _Choice(NamedTuple):
+    seq: int
+    vtime: float
+    queue: str
+    order: tuple[int, float, int]
+
+
+class Jobs(Database):
+    """The job verbs of the store contract, on any SQL dialect."""
+
+    # -- producing ---------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        _checks.new_jobs(jobs)
+        if not jobs:
+            return []
+        results = self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
+        self._wake()
+        return results
+
+    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
+        clocks: dict[str, float] = {}
+        for queue in sorted({job.queue for job in jobs}):
+            tx.execute("ensure_queue", (queue,))
+            clocks[queue] = tx.execute("queue_clock", (queue,)).fetchone()[0]
+        lasts: dict[tuple[str, str], float] = {}
+        rows: list[tuple[Any, ...]] = []
+        results: list[EnqueueResult] = []
+        held: dict[str, str] = {}  # unique keys taken earlier in this batch
+        for job in jobs:
+            if job.unique_key is not None:
+                holder = held.get(job.unique_key) or unique_holder(tx, job.unique_key, now)
+                if holder is not None:
+                    results.append(EnqueueResult(holder, duplicate=True))
+                    continue
+                tx.execute("hold_unique", (job.unique_key, job.id))
+                held[job.unique_key] = job.id
+            fair = (job.queue, job.fair_key)
+            if fair not in lasts:
+                row = tx.execute("fair_key_last", fair).fetchone()
+                lasts[fair] = row[0] if row else 0.0
+            vtime = lasts[fair] = flow.virtual_start(lasts[fair], clocks[job.queue])
+            run_at = job.run_at if job.run_at is not None else now + job.delay
+            rows.append(
+                (
+                    job.id,
+                    job.task,
+                    job.queue,
+                    "scheduled" if run_at > now else "queued",
+                    job.payload,
+                    job.priority,
+                    vtime,
+                    job.fair_key,
+                    run_at,
+                    now,
+                    job.max_attempts,
+                    job.max_lost,
+                    job.lease,
+                    job.timeout,
+                    _limits.encode(job.concurrency, job.rate, job.breaker),
+                    job.unique_key,
+                    job.unique_for,
+                    job.schedule,
+                    job.fire_time,
+                )
+            )
+            results.append(EnqueueResult(job.id))
+        try:
+            tx.executemany("insert_job", rows)
+        except Exception as exc:
+            if not tx.is_constraint_error(exc):
+                raise
+            raise _refusal(tx, [row[0] for row in rows], exc) from None
+        tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
+        return results
+
+    # -- consuming ---------------------------------------------------------
+
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        _checks.claim(worker_id, queues, limit)
+        if limit <= 0 or not queues:
+            return []
+        return self._transact(lambda tx: self._claim(tx, worker_id, queues, limit))
+
+    def _claim(self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        now = tx.now()  # read in the transaction: buckets never go back in time
+        tx.execute("promote_due", (now,))
+        tx.execute("unpark_due", (now,))
+        paused = {row[0] for row in tx.execute("paused_queues")}
+        book = _limits.LimitBook(tx, now)
+        active = [queue for queue in dict.fromkeys(queues) if queue not in paused]
+        chosen, parked = _choose(tx, book, active, limit)
+        tx.executemany("park", parked)
+        if not chosen:
+            return []
+        book.save()
+        token = secrets.token_hex(8)
+        params = (worker_id, token, *_LEASE_BOUNDS, now, *_LEASE_BOUNDS, now)
+        rows = tx.rows_in("claim_rows", [c.seq for c in chosen], params)
+        clocks: dict[str, float] = {}
+        for c in chosen:
+            clocks[c.queue] = max(clocks.get(c.queue, 0.0), c.vtime)
+        tx.executemany("advance_queue_clock", [(v, q) for q, v in sorted(clocks.items())])
+        return [
+            ClaimedJob(
+                id=r[0],
+                task=r[1],
+                queue=r[2],
+                payload=r[3],
+                attempt=r[4],
+                max_attempts=r[5],
+                lost=r[6],
+                token=r[7],
+                lease=r[8],
+                timeout=r[9],
+                enqueued_at=r[10],
+                run_at=r[11],
+                started_at=now,
+                schedule=r[12],
+                fire_time=r[13],
+            )
+            for r in rows
+        ]
+
+    def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
+        _checks.leases(leases)
+        if not leases:
+            return []
+
+        def work(tx: Tx) -> list[LeaseStatus]:
+            now = tx.now()
+            return [
+                lease_status(
+                    tx.execute("extend_lease", (now, lease.job_id, lease.token)).fetchone()
+                )
+                for lease in leases
+            ]
+
+        return self._transact(work)
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        _checks.outcomes(outcomes)
+        if not outcomes:
+            return []
+        applied = self._transact(lambda tx: self._finish(tx, outcomes))
+        self._wake()  # freed slots and retries may unblock waiters
+        return applied
+
+    def _finish(self, tx: Tx, outcomes: Sequence[Outcome]) -> list[bool]:
+        now = tx.now()  # in the transaction: finishes are recorded in time order
+        rows = _held_by_id(tx, [o.job_id for o in outcomes])
+        book = _limits.LimitBook(tx, now)
+        done: list[tuple[Any, ...]] = []
+        retries: list[tuple[Any, ...]] = []
+        fails: list[tuple[Any, ...]] = []
+        counts: Counter[tuple[str, str, bool]] = Counter()
+        retried: Counter[tuple[str, str]] = Counter()
+        applied: list[bool] = []
+        hosts: dict[str, str | None] = {}
+        debug = DebugPause(tx)
+        for o in outcomes:
+            row = rows.get(o.job_id)
+            if row is None or row.state != "running" or row.lease_token != o.token:
+                applied.append(False)
+                continue
+            applied.append(True)
+            limits = _limits.decode(row.limits)
+            if row.cancel_at is not None:  # asked to stop: it ends so, whatever it did
+                if limits:
+                    book.release(limits, o.job_id, None)
+                end_cancelled(tx, hosts, row, now)
+                continue
+            counts[(row.queue, row.task, o.ok)] += 1
+            if limits:
+                book.release(limits, o.job_id, o.ok)
+            if o.ok:
+                entry = attempt_entry(tx, hosts, row, "succeeded", now)
+                done.append((o.result, now, entry, o.job_id))
+                settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=True)
+                continue
+            entry = attempt_entry(tx, hosts, row, "failed", now, error=o.error)
+            debug.failed(row.queue, o.job_id)
+            tries = row.attempt - row.lost
+            if o.retry_in is not None and tries < row.max_attempts:
+                retries.append((now + o.retry_in, o.error, o.traceback, entry, o.job_id))
+                retried[(row.queue, row.task)] += 1
+            else:
+                fails.append((o.error, o.traceback, now, entry, o.job_id))
+                settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=False)
+        tx.executemany("mark_succeeded", done)
+        tx.executemany("mark_retry", retries)
+        tx.executemany("mark_failed", fails)
+        book.save()
+        _unpark(tx, book)
+        count_attempts(tx, int(now // 60), counts, retried)
+        return applied
+
+    def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
+        _checks.leases(leases)
+        if not leases:
+            return []
+        applied = self._transact(lambda tx: self._release(tx, leases))
+        self._wake()
+        return applied
+
+    def _release(self, tx: Tx, leases: Sequence[LeaseRef]) -> list[bool]:
+        now = tx.now()
+        rows = _held_by_id(tx, [lease.job_id for lease in leases])
+        book = _limits.LimitBook(tx, now)
+        applied = []
+        hosts: dict[str, str | None] = {}
+        for lease in leases:
+            row = rows.get(lease.job_id)
+            ok = row is not None and row.state == "running" and row.lease_token == lease.token
+            applied.append(ok)
+            if not ok or row is None:
+                continue
+            limits = _limits.decode(row.limits)
+            if limits:
+                book.release(limits, lease.job_id, None)
+            if row.cancel_at is not None:
+                end_cancelled(tx, hosts, row, now)
+                continue
+            entry = attempt_entry(tx, hosts, row, "released", now)
+            tx.execute("mark_released", (entry, lease.job_id))
+        book.save()
+        _unpark(tx, book)
+        return applied
+
+    def recover(self) -> list[str]:
+        recovered = self._transact(self._recover)
+        if recovered:
+            self._wake()
+        return recovered
+
+    def _recover(self, tx: Tx) -> list[str]:
+        now = tx.now()
+        rows = [Held(*row) for row in tx.execute("expired_leases", (now,))]
+        if not rows:
+            return []
+        book = _limits.LimitBook(tx, now)
+        lost_for_good: Counter[tuple[str, str, bool]] = Counter()
+        hosts: dict[str, str | None] = {}
+        debug = DebugPause(tx)
+        for row in rows:
+            limits = _limits.decode(row.limits)
+            if limits:
+                book.release(limits, row.id, None)
+            if row.cancel_at is not None:
+                end_cancelled(tx, hosts, row, now)
+                continue
+            entry = attempt_entry(tx, hosts, row, "lost", now)
+            final = row.lost + 1 >= row.max_lost
+            if final:
+                lost_for_good[(row.queue, row.task, False)] += 1
+                debug.failed(row.queue, row.id)
+                settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=False)
+            tx.execute(
+                "mark_lost",
+                (
+                    "failed" if final else "queued",
+                    now,
+                    "worker_lost" if final else None,
+                    now if final else None,
+                    entry,
+                    row.id,
+                ),
+            )
+        book.save()
+        _unpark(tx, book)
+        count_attempts(tx, int(now // 60), lost_for_good)
+        return [row.id for row in rows]
+
+    # -- workers -----------------------------------------------------------
+
+    def heartbeat(self, worker: WorkerInfo) -> None:
+        def work(tx: Tx) -> None:
+            now = tx.now()
+            info = asdict(worker) | {"heartbeat_at": now}
+            tx.execute("save_worker", (worker.id, now, _json.dumps(info)))
+
+        self._transact(work)
+
+    def remove_worker(self, worker_id: str) -> None:
+        _checks.text(worker_id, "worker id")
+        self._transact(lambda tx: tx.execute("delete_worker", (worker_id,)))
+
+
+def _choose(
+    tx: Tx, book: _limits.LimitBook, queues: list[str], limit: int
+) -> tuple[list[_Choice], list[tuple[str, float, int]]]:
+    """Pick up to ``limit`` claimable jobs from ``queues``, best first. Slots
+    and tokens are taken only for the jobs picked.
+
+    Jobs found blocked are returned as ``(key, until, seq)`` to park: they
+    leave the ready index until their key may let them run, so the next
+    claims do not scan them again. Each claim scans a bounded number of rows
+    in growing pages."""
+    chosen: list[_Choice] = []
+    parked: list[tuple[str, float, int]] = []
+    page, offset, max_scan = max(16, limit * 2), 0, max(10_000, limit * 32)
+    remaining = list(queues)
+    while remaining and len(chosen) < limit and offset < max_scan:
+        candidates = []
+        for queue in list(remaining):
+            rows = tx.execute("ready_candidates", (queue, page, offset)).fetchall()
+            if len(rows) < page:
+                remaining.remove(queue)
+            for seq, priority, vtime, raw_limits, job_id in rows:
+                candidates.append(
+                    (_Choice(seq, vtime, queue, (-priority, vtime, seq)), raw_limits, job_id)
+                )
+        candidates.sort(key=lambda c: c[0].order)
+        for choice, raw_limits, job_id in candidates:
+            limits = _limits.decode(raw_limits)
+            block = book.admit(limits, job_id) if limits else None
+            if block is not None:
+                parked.append((block.key, block.until, choice.seq))
+                continue
+            chosen.append(choice)
+            if len(chosen) >= limit:
+                break
+        offset += page
+        page *= 2
+    return chosen, parked
+
+
+def _held_by_id(tx: Tx, ids: Sequence[str]) -> dict[str, Held]:
+    return {row[0]: Held(*row) for row in tx.rows_in("held_rows", ids)}
+
+
+def _unpark(tx: Tx, book: _limits.LimitBook) -> None:
+    """Bring back as many parked jobs of each key as it freed slots."""
+    for key, count in sorted(book.freed.items()):
+        tx.execute("unpark_key", (key, count))
+
+
+def count_attempts(
+    tx: Tx,
+    minute: int,
+    counts: Counter[tuple[str, str, bool]],
+    retried: Counter[tuple[str, str]] | None = None,
+) -> None:
+    """Add attempts to this minute's stats and the all-time totals:
+    ``counts`` by (queue, task, ok), ``retried`` the failed ones retried."""
+    merged: dict[tuple[str, str], list[int]] = {}
+    for (queue, task, ok), n in counts.items():
+        merged.setdefault((queue, task), [0, 0, 0])[0 if ok else 1] += n
+    for (queue, task), n in (retried or {}).items():
+        merged.setdefault((queue, task), [0, 0, 0])[2] += n
+    rows = []
+    for (queue, task), (good, bad, again) in sorted(merged.items()):
+        rows.append((minute, queue, task, good, bad, again))
+        rows.append((0, queue, task, good, bad, again))
+    tx.executemany("count_stats", rows)
+
+
+def attempt_entry(
+    tx: Tx,
+    hosts: dict[str, str | None],
+    row: Held,
+    event: str,
+    now: float,
+    **extra: str | float | None,
+) -> bytes:
+    """The history entry of the attempt that ends with ``event``: its number,
+    the worker that held its lease and that worker's host, as its heartbeat
+    record gives it (None once the record is gone). ``hosts`` caches the
+    hosts looked up in one transaction."""
+    worker = row.lease_owner
+    if worker is not None and worker not in hosts:
+        found = tx.execute("worker_host", (worker,)).fetchone()
+        hosts[worker] = found[0] if found and isinstance(found[0], str) else None
+    entry = {"attempt": row.attempt, "event": event, "worker": worker}
+    entry["host"] = hosts.get(worker) if worker is not None else None
+    return _json.dumps(entry | extra | {"at": now})
+
+
+def end_cancelled(tx: Tx, hosts: dict[str, str | None], row: Held, now: float) -> None:
+    """End the running job of ``row``, which was asked to stop, as cancelled,
+    whatever its attempt reported: a history entry names who asked (``by``)
+    and when (``requested_at``); its unique key is freed. The caller frees
+    its limit slots."""
+    entry = attempt_entry(
+        tx, hosts, row, "cancelled", now, by=row.cancel_by, requested_at=row.cancel_at
+    )
+    tx.execute("mark_cancelled", (now, entry, row.id))
+    settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=False)
+
+
+def lease_status(row: tuple[Any, ...] | None) -> LeaseStatus:
+    """What ``extend_lease`` found: lost (no row), cancel (marked), held."""
+    if row is None:
+        return "lost"
+    return "held" if row[0] is None else "cancel"
+
+
+def _refusal(tx: Tx, ids: Sequence[str], exc: Exception) -> Exception:
+    """What an insert of jobs ``ids`` refused by a constraint means: a reused
+    id (named), else the constraint the database reports."""
+    seen: set[str] = set()
+    for job_id in ids:
+        if job_id in seen or tx.execute("job_exists", (job_id,)).fetchone():
+            return InvalidArgument(f"a job with id {job_id!r} already exists")
+        seen.add(job_id)
+    return StoreError(f"the store refused the jobs: {exc}")

@@ -1,0 +1,151 @@
+"""Operator actions of the SQL engine: cancel, retry, delete, queue modes,
+purges, limit overrides. Each is one write transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rota.stores import _checks
+from rota.stores.base import check_mode
+from rota.stores.sql.limits import UNPARK_ALL
+from rota.stores.sql.tx import Database, Tx
+from rota.stores.sql.uniques import rehold_unique
+
+_DAY = 86400.0
+
+
+class Steering(Database):
+    """The steering verbs of the store contract."""
+
+    def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
+        _checks.job_ids(job_ids)
+        _checks.optional_text(by, "by")
+
+        def work(tx: Tx) -> list[bool]:
+            now = tx.now()
+            applied = []
+            for job_id in job_ids:
+                row = tx.execute("cancel_pending", (now, job_id)).fetchone()
+                if row is None:
+                    marked = tx.execute("cancel_running", (now, by, job_id)).rowcount
+                    applied.append(marked == 1)
+                    continue
+                applied.append(True)
+                if row[0] is not None:
+                    tx.execute("release_unique", (row[0], job_id))
+            return applied
+
+        return self._transact(work)
+
+    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
+
+        def work(tx: Tx) -> list[bool]:
+            now = tx.now()
+            applied = [tx.execute("retry_job", (now, job_id)).rowcount == 1 for job_id in job_ids]
+            _rehold_uniques(tx, [j for j, ok in zip(job_ids, applied, strict=True) if ok], now)
+            return applied
+
+        applied = self._transact(work)
+        self._wake()
+        return applied
+
+    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+        _checks.optional_text(queue, "queue")
+        _checks.optional_text(task, "task")
+        where, params = ["is_failed"], []
+        if queue is not None:
+            where.append("of_queue")
+            params.append(queue)
+        if task is not None:
+            where.append("of_task")
+            params.append(task)
+
+        def work(tx: Tx) -> int:
+            now = tx.now()
+            ids = [r[0] for r in tx.execute("retry_where", (now, *params), where=where)]
+            _rehold_uniques(tx, ids, now)
+            return len(ids)
+
+        count = self._transact(work)
+        self._wake()
+        return count
+
+    def delete(self, job_ids: Sequence[str]) -> list[bool]:
+        _checks.job_ids(job_ids)
+
+        def work(tx: Tx) -> list[bool]:
+            applied = []
+            for job_id in job_ids:
+                row = tx.execute("delete_job", (job_id,)).fetchone()
+                applied.append(row is not None)
+                if row is not None and row[0] is not None:
+                    tx.execute("release_pending_unique", (row[0], job_id))
+            return applied
+
+        return self._transact(work)
+
+    def set_queue_mode(self, queue: str, mode: str) -> None:
+        check_mode(queue, mode)
+        flags = (queue, int(mode == "paused"), int(mode == "debug"))
+        self._transact(lambda tx: tx.execute("set_queue_mode", flags))
+        self._wake()
+
+    def pause_queue(self, queue: str) -> None:
+        self.set_queue_mode(queue, "paused")
+
+    def resume_queue(self, queue: str) -> None:
+        self.set_queue_mode(queue, "running")
+
+    def purge_queue(self, queue: str) -> int:
+        _checks.text(queue, "queue")
+
+        def work(tx: Tx) -> int:
+            keys = tx.execute("purge_pending", (queue,)).fetchall()
+            tx.executemany("release_unique", [(k, i) for k, i in keys if k is not None])
+            return len(keys)
+
+        return self._transact(work)
+
+    def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        _checks.retention(older_than, limit)
+
+        def work(tx: Tx) -> int:
+            now = tx.now()
+            removed = tx.execute("purge_finished_jobs", (now - older_than, limit)).rowcount
+            tx.execute("purge_uniques", (now,))
+            tx.execute("purge_stats", (int((now - 2 * _DAY) // 60),))
+            tx.execute("purge_workers", (now - _DAY,))
+            return int(removed)
+
+        return self._transact(work)
+
+    def set_limit(self, key: str, concurrency: int | None) -> None:
+        _checks.concurrency_override(key, concurrency)
+
+        def work(tx: Tx) -> None:
+            tx.execute("set_limit_override", (key, concurrency))
+            tx.execute("unpark_key", (key, UNPARK_ALL))
+
+        self._transact(work)
+        self._wake()
+
+    def reset_breaker(self, key: str) -> bool:
+        _checks.text(key, "limit key")
+
+        def work(tx: Tx) -> bool:
+            changed = tx.execute("reset_breaker", (key,)).rowcount
+            tx.execute("unpark_key", (key, UNPARK_ALL))
+            return bool(changed == 1)
+
+        reset = self._transact(work)
+        self._wake()
+        return reset
+
+
+def _rehold_uniques(tx: Tx, job_ids: Sequence[str], now: float) -> None:
+    """Give the jobs queued again by hand their unique keys back, where free."""
+    for job_id in job_ids:
+        row = tx.execute("job_unique_key", (job_id,)).fetchone()
+        if row and row[0] is not None:
+            rehold_unique(tx, row[0], job_id, now)

@@ -1,0 +1,81 @@
+"""The connection the SQL engine talks to: named queries, the store clock."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+#: Parameters of one statement: positional, or by name.
+Params = Sequence[Any] | Mapping[str, Any]
+T = TypeVar("T")
+
+
+class Cursor(Protocol):
+    """What running a statement gives back (a DB-API cursor)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Tx(ABC):
+    """One connection, inside a write transaction or reading, that runs the
+    dialect's named queries. Rows are tuples in the order the query selects."""
+
+    @abstractmethod
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        """Run query ``name``. A query whose text holds ``{where}`` gets the
+        named fragments ``where`` there, joined by AND (nothing if empty)."""
+
+    @abstractmethod
+    def executemany(self, name: str, rows: Iterable[Params]) -> None:
+        """Run query ``name`` once per parameter row."""
+
+    @abstractmethod
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of query ``name``, which tests a column against the list
+        ``values`` (``{values}`` in its text), with ``params`` before the list.
+        Long lists are split as the database needs."""
+
+    @abstractmethod
+    def now(self) -> float:
+        """The store clock, in Unix seconds. Inside a write transaction it
+        does not go back between transactions that touch the same rows."""
+
+    @abstractmethod
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the database refusing a row for a constraint."""
+
+
+class Database(ABC):
+    """What the SQL engine needs of a dialect's store: transactions and wake-ups."""
+
+    kind: str
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Tx]:
+        """A write transaction: committed when the block ends, rolled back
+        whole when it raises; database errors leave it as rota errors."""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Tx]:
+        """A connection for reads that no state change depends on (a dialect
+        may serve them from a replica)."""
+
+    @abstractmethod
+    def _wake(self) -> None:
+        """Tell idle workers that work may be claimable (after a commit)."""
+
+    def _transact(self, work: Callable[[Tx], T]) -> T:
+        """``work(tx)`` in one write transaction. A dialect whose database may
+        abort a transaction to break a deadlock runs ``work`` again, so it
+        must change nothing outside the transaction."""
+        with self._write() as tx:
+            return work(tx)

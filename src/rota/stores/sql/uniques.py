@@ -1,0 +1,41 @@
+"""Unique keys in the SQL engine: who holds a key, and what a finish does to it."""
+
+from __future__ import annotations
+
+from rota.stores.sql.tx import Tx
+
+_ACTIVE = ("scheduled", "queued", "parked", "running")
+
+
+def unique_holder(tx: Tx, key: str, now: float) -> str | None:
+    """The id of the job holding ``key``: one pending or running, or one that
+    succeeded less than its ``unique_for`` ago. None when the key is free."""
+    row = tx.execute("unique_holder", (key,)).fetchone()
+    if row is None:
+        return None
+    job_id, until, state = row
+    if until is None and state in _ACTIVE:
+        return str(job_id)
+    if until is not None and until > now:
+        return str(job_id)
+    return None
+
+
+def settle_unique(
+    tx: Tx, key: str | None, job_id: str, unique_for: float | None, now: float, *, succeeded: bool
+) -> None:
+    """After job ``job_id`` ended: keep its ``key`` for ``unique_for`` from now
+    if it succeeded, else free the key (if the job still holds it)."""
+    if key is None:
+        return
+    if succeeded and unique_for:
+        tx.execute("keep_unique_until", (now + unique_for, key, job_id))
+    else:
+        tx.execute("release_unique", (key, job_id))
+
+
+def rehold_unique(tx: Tx, key: str, job_id: str, now: float) -> None:
+    """Give ``key`` back to a job queued again by hand, unless another job holds it."""
+    holder = unique_holder(tx, key, now)
+    if holder is None or holder == job_id:
+        tx.execute("hold_unique", (key, job_id))

@@ -1,0 +1,36 @@
+-- Connection set-up, transactions and migrations of the SQLite store
+-- (rota.stores.sqlite._conn). Each statement follows a "-- name: NAME" line;
+-- {level} and {version} are filled from checked values.
+
+-- name: use_wal
+PRAGMA journal_mode = WAL
+
+-- name: set_synchronous
+PRAGMA synchronous = {level}
+
+-- name: set_busy_timeout
+PRAGMA busy_timeout = 60000
+
+-- name: no_foreign_keys
+PRAGMA foreign_keys = OFF
+
+-- name: begin_write
+BEGIN IMMEDIATE
+
+-- name: begin_exclusive
+BEGIN EXCLUSIVE
+
+-- name: commit
+COMMIT
+
+-- name: rollback
+ROLLBACK
+
+-- name: schema_version
+PRAGMA user_version
+
+-- name: set_schema_version
+PRAGMA user_version = {version}
+
+-- name: data_version
+PRAGMA data_version
