@@ -26,7 +26,7 @@ from rota._ids import unique_ids
 from rota._time import parse_duration
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule, User
-from rota.scheduling.define import define_schedule, get_schedule, schedule_job
+from rota.scheduling.define import define_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
 from rota.task import JobHandle, Task
 
@@ -358,7 +358,7 @@ class Admin:
         return task.options(**options)
 
     def _schedule(self, name: str) -> Schedule:
-        found = get_schedule(self._store, _validate.name(name, "schedule name"))
+        found = self._store.get_schedule(_validate.name(name, "schedule name"))
         if found is None:
             raise NotFound(f"schedule {name!r} not found")
         return found

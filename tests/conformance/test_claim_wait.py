@@ -1,9 +1,10 @@
-"""claim_wait: a worker with free slots waits for work and gets it claimed.
+"""claim_or_wait: a worker with free slots waits for work and gets it claimed.
 
-On Redis a waiting worker is registered as idle and new jobs are claimed for
-it by the enqueue itself (lua/_claim.lua); these tests hold on every store:
-a job sent to waiting workers is claimed once, within the waiter's free
-slots, with a lease like any claim.
+On Redis (a store with the WaitingClaims capability) a waiting worker is
+registered as idle and new jobs are claimed for it by the enqueue itself
+(lua/_claim.lua); elsewhere the worker claims, waits and claims again. These
+tests hold on every store: a job sent to waiting workers is claimed once,
+within the waiter's free slots, with a lease like any claim.
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ from helpers import wait_for
 from rota import InvalidArgument
 from rota.models import ClaimedJob, ConcurrencyKey, JobState
 from rota.stores import Store, open_store
+from rota.stores.roles import claim_or_wait, stop_waiting
 
 
 class Waiter:
-    """A thread calling claim_wait in a loop on its own store instance."""
+    """A thread calling claim_or_wait in a loop on its own store instance."""
 
     def __init__(self, url: str, worker: str, queue: str, slots: int) -> None:
         self.store = open_store(url)
         self.worker, self.queue, self.slots = worker, queue, slots
         self.jobs: list[ClaimedJob] = []
-        self.rounds = 0  # claim_wait calls returned
+        self.rounds = 0  # claim_or_wait calls returned
         self.stop = threading.Event()
         self.blocked = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -48,7 +50,7 @@ class Waiter:
             if free <= 0:
                 return
             self.blocked.set()
-            self.jobs += self.store.claim_wait(self.worker, [self.queue], free, 0.5)
+            self.jobs += claim_or_wait(self.store, self.worker, [self.queue], free, 0.5)
             self.rounds += 1
 
     def close(self) -> None:
@@ -58,18 +60,18 @@ class Waiter:
         self.store.close()
 
 
-def test_claim_wait_claims_at_once_when_work_is_there(store: Store) -> None:
+def test_claim_or_wait_claims_at_once_when_work_is_there(store: Store) -> None:
     job_id = enqueue_one(store, new_job())
     started = time.monotonic()
-    jobs = store.claim_wait("w", ["default"], 4, 10.0)
+    jobs = claim_or_wait(store, "w", ["default"], 4, 10.0)
     assert [j.id for j in jobs] == [job_id]
     assert time.monotonic() - started < 2.0
     assert get(store, job_id).state == JobState.RUNNING
 
 
-def test_claim_wait_returns_empty_after_its_timeout(store: Store) -> None:
+def test_claim_or_wait_returns_empty_after_its_timeout(store: Store) -> None:
     started = time.monotonic()
-    assert store.claim_wait("w", ["default"], 4, 0.3) == []
+    assert claim_or_wait(store, "w", ["default"], 4, 0.3) == []
     assert 0.2 <= time.monotonic() - started < 5.0
 
 
@@ -197,12 +199,12 @@ def test_a_send_reusing_a_stored_id_changes_nothing_for_a_waiting_worker(
 
 def test_stop_waiting_leaves_a_worker_that_never_waited_alone(store: Store) -> None:
     job_id = enqueue_one(store, new_job())
-    store.stop_waiting("w")
+    stop_waiting(store, "w")
     assert claim(store)[0].id == job_id
 
 
-def test_a_job_got_through_claim_wait_is_leased_like_any_claim(store: Store, url: str) -> None:
-    """Guarantee 2 through claim_wait: the waiter dies without finishing, the
+def test_a_job_got_through_claim_or_wait_is_leased_like_any_claim(store: Store, url: str) -> None:
+    """Guarantee 2 through claim_or_wait: the waiter dies without finishing, the
     lease expires, the job goes back with a lost attempt, and the dead
     waiter's late finish is refused."""
     waiter = Waiter(url, "doomed", "cw", 1)

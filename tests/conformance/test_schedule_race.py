@@ -23,7 +23,6 @@ from helpers import wait_for
 from rota import App, at, cron, every
 from rota.models import Job, JobQuery, NewJob, Schedule
 from rota.scheduling import Trigger, trigger_from_json
-from rota.scheduling.define import get_schedule
 from rota.scheduling.scheduler import Scheduler
 from rota.stores import Store
 
@@ -51,7 +50,7 @@ def apps(url: str) -> Iterator[Callable[[], App]]:
 
 
 def stored(store: Store, name: str) -> Schedule:
-    found = get_schedule(store, name)
+    found = store.get_schedule(name)
     assert found is not None, f"no schedule {name!r}"
     return found
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from conformance.support import (
     all_jobs,
     claim_one,
@@ -15,6 +17,7 @@ from conformance.support import (
     schedule,
     succeed,
 )
+from rota.errors import InvalidArgument
 from rota.models import JobQuery, JobState, NewJob, Schedule
 from rota.stores import Store
 
@@ -65,6 +68,37 @@ def test_schedules_are_listed_by_name(store: Store) -> None:
     for name in ("b", "c", "a"):
         store.upsert_schedule(schedule(name))
     assert [s.name for s in store.schedules()] == ["a", "b", "c"]
+
+
+def test_get_schedule_finds_one_by_its_exact_name(store: Store) -> None:
+    for name in ("night", "nightly", "nightly:eu", "reports/Ünï"):
+        store.upsert_schedule(schedule(name, T0, task=f"task-{name}"))
+    for name in ("night", "nightly", "nightly:eu", "reports/Ünï"):
+        found = store.get_schedule(name)
+        assert found == stored(store, name)
+        assert found is not None and found.task == f"task-{name}"
+    assert store.get_schedule("nightly:") is None
+    assert store.get_schedule("ghost") is None
+
+
+def test_get_schedule_shows_fires_pauses_and_removal(store: Store) -> None:
+    store.upsert_schedule(schedule("s", T0, overlap="skip"))
+    job = fire_job("s", T0)
+    assert store.fire_schedule("s", T0, T0 + 1, job) == "fired"
+    assert store.fire_schedule("s", T0 + 1, T0 + 2, fire_job("s", T0 + 1)) == "skipped"
+    assert store.set_schedule_enabled("s", False)
+    found = store.get_schedule("s")
+    assert found == stored(store, "s")
+    assert found is not None
+    assert (found.next_fire, found.last_fire, found.last_job_id) == (T0 + 2, T0 + 1, job.id)
+    assert (found.skipped, found.enabled) == (1, False)
+    assert store.remove_schedule("s")
+    assert store.get_schedule("s") is None
+
+
+def test_get_schedule_refuses_an_empty_name(store: Store) -> None:
+    with pytest.raises(InvalidArgument):
+        store.get_schedule("")
 
 
 def test_update_with_the_same_trigger_keeps_next_fire(store: Store) -> None:

@@ -28,7 +28,7 @@ from rota import (
     every,
 )
 from rota.models import Schedule
-from rota.scheduling.define import define_schedule, get_schedule, job_options, schedule_job
+from rota.scheduling.define import define_schedule, job_options, schedule_job
 from rota.stores import Store
 
 
@@ -226,10 +226,10 @@ def test_a_changed_trigger_restarts_from_its_first_fire(app: App) -> None:
 def test_get_schedule_finds_by_name(app: App) -> None:
     app.schedule("a", "refresh", every(60), args=("a",))
     app.schedule("b", "refresh", every(60), args=("b",))
-    found = get_schedule(app.store, "b")
+    found = app.store.get_schedule("b")
     assert found is not None
     assert found.name == "b"
-    assert get_schedule(app.store, "c") is None
+    assert app.store.get_schedule("c") is None
 
 
 # -- validation: precise errors, nothing written ----------------------------------

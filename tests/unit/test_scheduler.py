@@ -18,7 +18,6 @@ from helpers import wait_for
 from rota import App, InvalidArgument, at, every
 from rota.models import Job, JobQuery, JobState, Schedule
 from rota.scheduling import jitter_offset
-from rota.scheduling.define import get_schedule
 from rota.scheduling.scheduler import Scheduler, fire_job_id
 
 
@@ -40,7 +39,7 @@ def app(url: str) -> Iterator[App]:
 
 
 def stored(app: App, name: str) -> Schedule:
-    found = get_schedule(app.store, name)
+    found = app.store.get_schedule(name)
     assert found is not None, f"no schedule {name!r}"
     return found
 

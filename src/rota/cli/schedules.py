@@ -36,7 +36,6 @@ from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, NotFound
 from rota.models import JobState, Schedule
 from rota.scheduling import at, cron, every, trigger_from_json
-from rota.scheduling.define import get_schedule
 from rota.stores import Store, redact_url
 
 __all__ = ["scheduler", "schedules"]
@@ -124,7 +123,7 @@ def _steer(action: Callable[[], T], name: str) -> T:
 
 
 def _find(store: Store, name: str) -> Schedule:
-    found = get_schedule(store, name)
+    found = store.get_schedule(name)
     if found is None:
         raise _unknown(name)
     return found

@@ -22,13 +22,11 @@ from rota.task import Task
 
 if TYPE_CHECKING:
     from rota.app import App
-    from rota.stores import Store
 
 __all__ = [
     "MAX_NAME_LENGTH",
     "OVERLAP_POLICIES",
     "define_schedule",
-    "get_schedule",
     "job_options",
     "schedule_job",
 ]
@@ -109,18 +107,10 @@ def define_schedule(
             job_options=job_options(job),
         )
     )
-    stored = get_schedule(store, name)
+    stored = store.get_schedule(name)
     if stored is None:  # removed by someone else in between
         raise InvalidSchedule(f"schedule {name!r} was removed while it was being defined")
     return stored
-
-
-def get_schedule(store: Store, name: str) -> Schedule | None:
-    """The schedule named ``name`` in ``store``, or None."""
-    for schedule in store.schedules():
-        if schedule.name == name:
-            return schedule
-    return None
 
 
 def job_options(job: NewJob) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from rota.errors import (
     UnknownTask,
 )
 from rota.models import Schedule
-from rota.scheduling.define import OVERLAP_POLICIES, get_schedule
+from rota.scheduling.define import OVERLAP_POLICIES
 from rota.scheduling.triggers import MISFIRE_POLICIES, Trigger
 from rota.web import _form_parse as parse
 from rota.web import _forms_api, _ops
@@ -273,7 +273,7 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
 
 
 def _existing(request: Request, name: str) -> Schedule:
-    found = get_schedule(context(request).store, name)
+    found = context(request).store.get_schedule(name)
     if found is None:
         raise NotFound(f"schedule {name!r} not found")
     return found

@@ -4,8 +4,9 @@ Claiming: in threads mode the idle slot threads take turns claiming
 (leader and followers, see ``executors.ThreadExecutor``), so a claimed job
 runs on the thread that received it; in the other modes one claim loop (the
 thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
-Either way a claim asks for free slots only and waits (``claim_wait``) when
-there is nothing to do. Supervised side threads:
+Either way a claim asks for free slots only and waits (``claim_or_wait``:
+the store's own waiting claim where it has one) when there is nothing to
+do. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
@@ -49,6 +50,7 @@ from rota import commands
 from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
+from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, runner
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.worker")
 
 _ACK_BATCH = 500
-_IDLE_WAIT = 1.0  # seconds one claim_wait call may block
+_IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 _RETENTION_EVERY = 60.0
 
 
@@ -208,7 +210,7 @@ class Worker:
         """Claim up to ``free`` jobs, waiting up to a second for some when there
         are none; they count as running from here on."""
         try:
-            jobs = self.app.store.claim_wait(self.id, self.queues, free, _IDLE_WAIT)
+            jobs = claim_or_wait(self.app.store, self.id, self.queues, free, _IDLE_WAIT)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
@@ -430,7 +432,7 @@ class Worker:
                 "holding back" if over else "resuming",
             )
         if over and not was:
-            self.app.store.stop_waiting(self.id)  # new jobs must not be claimed for us
+            stop_waiting(self.app.store, self.id)  # new jobs must not be claimed for us
 
     def _send_heartbeat(self) -> None:
         self.app.store.heartbeat(

@@ -118,6 +118,12 @@ class Steering(RedisBase):
         return [_codec.schedule_from_hash(h) for h in pipe.execute() if h]
 
     @guarded
+    def get_schedule(self, name: str) -> Schedule | None:
+        _checks.text(name, "schedule name")
+        found: dict[bytes, bytes] = self._client.hgetall(self.keys.schedule(name))  # type: ignore[assignment]
+        return _codec.schedule_from_hash(found) if found else None
+
+    @guarded
     def remove_schedule(self, name: str) -> bool:
         _checks.text(name, "schedule name")
         return bool(self._run("remove_schedule", [name]))

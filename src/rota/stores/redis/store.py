@@ -32,7 +32,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores import _checks
-from rota.stores.base import LeaseStatus, Store
+from rota.stores.base import LeaseStatus, Store, WaitingClaims
 from rota.stores.redis import _codec
 from rota.stores.redis._audit import Audit
 from rota.stores.redis._base import RedisBase, guarded
@@ -69,7 +69,7 @@ class _Idle:
         )
 
 
-class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store):
+class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingClaims):
     """A :class:`~rota.stores.base.Store` on Redis (``redis://host:port/db?namespace=N``).
 
     Every key of a namespace shares the hash tag ``{rota:N}``, so a namespace
