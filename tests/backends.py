@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 REDIS_URL = os.environ.get("ROTA_TEST_REDIS", "redis://127.0.0.1:6379/0")
+POSTGRES_URL = os.environ.get("ROTA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -21,6 +22,8 @@ def available_backends() -> list[str]:
     kinds = ["sqlite"]
     if importlib.util.find_spec("rota.stores.redis") is not None:
         kinds.append("redis")
+    if importlib.util.find_spec("psycopg") is not None:
+        kinds.append("postgres")
     return kinds
 
 
@@ -36,6 +39,29 @@ def redis_reachable() -> bool:
     return True
 
 
+def postgres_reachable() -> bool:
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=2).close()
+    except Exception:
+        return False
+    return True
+
+
+def pg_execute(url: str, sql: str, params: tuple[object, ...] = ()) -> int:
+    """Run one statement in the schema of the PostgreSQL store ``url``, behind
+    the store's back; the number of rows it changed."""
+    import psycopg
+
+    schema = url.split("schema=", 1)[1]
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        return conn.execute(sql, params).rowcount  # type: ignore[arg-type]
+
+
 def store_url(kind: str, tmp_path: Path) -> str:
     """A fresh store URL of ``kind`` that no other test uses."""
     if kind == "sqlite":
@@ -46,11 +72,20 @@ def store_url(kind: str, tmp_path: Path) -> str:
                 pytest.fail(f"Redis is not reachable at {REDIS_URL} (CI=true: must not skip)")
             pytest.skip(f"Redis is not reachable at {REDIS_URL}")
         return f"{REDIS_URL}?namespace=test-{uuid.uuid4().hex[:12]}"
+    if kind == "postgres":
+        if not postgres_reachable():
+            if IN_CI:
+                pytest.fail(f"PostgreSQL is unreachable at {POSTGRES_URL} (CI=true: must not skip)")
+            pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_URL}")
+        return f"{POSTGRES_URL}?schema=test_{uuid.uuid4().hex[:12]}"
     raise ValueError(kind)
 
 
 def drop_store(kind: str, url: str) -> None:
     """Remove what a test left in a shared service."""
+    if kind == "postgres":
+        schema = url.split("schema=", 1)[1]
+        pg_execute(url, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     if kind == "redis":
         import redis
 
@@ -91,5 +126,11 @@ def overwrite_job(kind: str, url: str, job_id: str, raw: bytes, field: str = "pa
         assert client.exists(key), f"no job {job_id} in {url}"
         client.hset(key, field, raw)
         client.close()
+    elif kind == "postgres":
+        if field == "history":  # jsonb: PostgreSQL refuses what is not JSON
+            sql = f"UPDATE jobs SET {field} = convert_from(%s, 'UTF8')::jsonb WHERE id = %s"
+        else:
+            sql = f"UPDATE jobs SET {field} = %s WHERE id = %s"
+        assert pg_execute(url, sql, (raw, job_id)) == 1, f"no job {job_id} in {url}"
     else:
         raise ValueError(kind)

@@ -192,9 +192,19 @@ class App(Registry):
             self._store = None
             self._opened_url = None
 
-    def _enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
-        """Store ``jobs`` (``send`` and friends); in inline mode, run them now."""
-        results = self.store.enqueue(jobs)
+    def _enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+        """Store ``jobs`` (``send`` and friends), in the open transaction of
+        ``connection`` if given; in inline mode, run them now."""
+        if connection is None:
+            results = self.store.enqueue(jobs)
+        else:
+            enqueue_in = getattr(self.store, "enqueue_in", None)
+            if enqueue_in is None:
+                raise InvalidArgument(
+                    f"sending in a database transaction (connection=) needs a PostgreSQL "
+                    f"store; this app's store is {self.store.kind}"
+                )
+            results = enqueue_in(connection, jobs)
         if self._inline is not None:
             self._inline.sent(jobs)
         return results

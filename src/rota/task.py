@@ -266,22 +266,34 @@ class Task(Generic[P, R]):
         Arguments must be exact JSON (None, bool, int, float, str, list, tuple,
         dict with str keys; tuples arrive as lists): anything else, NaN and
         infinities included, raises :class:`~rota.errors.SerializationError`
-        naming the bad value, and nothing is enqueued."""
-        return self._send_one(self.new_job(args, kwargs))
+        naming the bad value, and nothing is enqueued.
+
+        ``connection=conn``, an open database connection (a psycopg one, on a
+        PostgreSQL store), is not an argument of the job: the job is stored in
+        that connection's open transaction, committed or rolled back with it."""
+        connection = _transaction_of(kwargs)
+        return self._send_one(self.new_job(args, kwargs), connection)
 
     def send_in(self, seconds: float, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        """Enqueue a job that becomes runnable ``seconds`` from now (store clock)."""
+        """Enqueue a job that becomes runnable ``seconds`` from now (store clock);
+        ``connection=`` as for :meth:`send`."""
         delay = parse_duration(seconds, what="send_in delay")
-        return self._send_one(self.new_job(args, kwargs, delay=delay))
+        connection = _transaction_of(kwargs)
+        return self._send_one(self.new_job(args, kwargs, delay=delay), connection)
 
     def send_at(self, when: datetime, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        """Enqueue a job that becomes runnable at ``when`` (naive means UTC)."""
-        return self._send_one(self.new_job(args, kwargs, run_at=to_epoch(when)))
+        """Enqueue a job that becomes runnable at ``when`` (naive means UTC);
+        ``connection=`` as for :meth:`send`."""
+        connection = _transaction_of(kwargs)
+        return self._send_one(self.new_job(args, kwargs, run_at=to_epoch(when)), connection)
 
-    def send_many(self, calls: Iterable[Sequence[Any] | dict[str, Any]]) -> list[JobHandle[R]]:
+    def send_many(
+        self, calls: Iterable[Sequence[Any] | dict[str, Any]], *, connection: Any = None
+    ) -> list[JobHandle[R]]:
         """Enqueue many jobs in one round trip. Each item is a tuple of positional
         arguments, or a dict of keyword arguments. All or none are stored: a bad
-        item raises before anything is sent, naming the item."""
+        item raises before anything is sent, naming the item. ``connection``:
+        store them in that connection's open transaction (see :meth:`send`)."""
         jobs = []
         for index, call in enumerate(calls):
             try:
@@ -293,10 +305,10 @@ class Task(Generic[P, R]):
                     raise InvalidArgument(f"items are tuples or dicts, not {call!r}")
             except (InvalidArgument, SerializationError) as exc:
                 raise type(exc)(f"send_many item {index}: {exc}") from None
-        return self._handles(self.app._enqueue(jobs))
+        return self._handles(self.app._enqueue(jobs, connection))
 
-    def _send_one(self, job: NewJob) -> JobHandle[R]:
-        return self._handles(self.app._enqueue([job]))[0]
+    def _send_one(self, job: NewJob, connection: Any = None) -> JobHandle[R]:
+        return self._handles(self.app._enqueue([job], connection))[0]
 
     def _handles(self, results: list[EnqueueResult]) -> list[JobHandle[R]]:
         return [JobHandle(self.app, r.id, r.duplicate) for r in results]
@@ -370,3 +382,15 @@ class Task(Generic[P, R]):
 
 
 __all__ = ["JobHandle", "Task", "TaskOptions"]
+
+
+def _transaction_of(kwargs: dict[str, Any]) -> Any:
+    """Take a ``connection`` keyword that holds a database connection out of
+    a call's keyword arguments and return it (None when there is none). No
+    job argument can be a connection: it is not JSON."""
+    value = kwargs.get("connection")
+    if value is None or isinstance(value, str | bytes | int | float | list | dict | tuple):
+        return None
+    if not callable(getattr(value, "cursor", None)):
+        return None  # not a connection: left as an argument (and refused as not JSON)
+    return kwargs.pop("connection")

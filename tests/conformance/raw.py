@@ -10,8 +10,16 @@ from typing import Any
 from rota.stores import Store
 
 
+def pg_execute(store: Store, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one statement on a PostgreSQL store's own connections (its schema)."""
+    pool: Any = store._pool  # type: ignore[attr-defined]
+    with pool.connection() as conn:
+        conn.execute(sql, params)
+
+
 def set_lease(store: Store, job_id: str, value: str) -> None:
-    """Overwrite a stored job's lease duration with ``value`` as text."""
+    """Overwrite a stored job's lease duration with ``value`` as text (on
+    PostgreSQL, whose column holds numbers only, as the number it reads as)."""
     if store.kind == "sqlite":
         path: str = store.path  # type: ignore[attr-defined]
         with sqlite3.connect(path) as conn:
@@ -19,5 +27,9 @@ def set_lease(store: Store, job_id: str, value: str) -> None:
     elif store.kind == "redis":
         client: Any = store._client  # type: ignore[attr-defined]
         client.hset(store.keys.job(job_id), "lease", value)  # type: ignore[attr-defined]
+    elif store.kind == "postgres":
+        pg_execute(
+            store, "UPDATE jobs SET lease = %s::double precision WHERE id = %s", (value, job_id)
+        )
     else:
         raise ValueError(f"no raw writer for {store.kind}")

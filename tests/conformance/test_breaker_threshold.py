@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conformance.raw import pg_execute
 from conformance.support import (
     claim,
     enqueue_one,
@@ -75,6 +76,13 @@ def set_breaker(
         if probe is not None:
             fields["probe"] = probe
         client.hset(store.keys.limit(key), mapping=fields)  # type: ignore[attr-defined]
+    elif store.kind == "postgres":
+        pg_execute(
+            store,
+            "INSERT INTO limits (key, failures, open_until, probe, inflight)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (key, failures, open_until, probe, inflight),
+        )
     else:
         raise ValueError(f"no raw writer for {store.kind}")
 

@@ -94,6 +94,12 @@ def test_a_corrupt_result_or_history_reads_as_empty_with_a_note(
 ) -> None:
     job_id = enqueue_one(store, new_job(7, task="t"))
     assert succeed(store, claim_one(store), result={"n": 7})
+    if backend == "postgres" and field == "history" and raw == b"{":
+        import psycopg  # PostgreSQL keeps the history as jsonb: it cannot be damaged so
+
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            overwrite_job(backend, url, job_id, raw, field=field)
+        return
     overwrite_job(backend, url, job_id, raw, field=field)
     job = get(store, job_id)
     assert (job.state, job.args) == (JobState.SUCCEEDED, [7])

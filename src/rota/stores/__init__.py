@@ -1,4 +1,5 @@
-"""Store backends, chosen by URL: ``sqlite:///path``, ``redis://host:port/db``."""
+"""Store backends, chosen by URL: ``sqlite:///path``, ``redis://host:port/db``,
+``postgresql://user:pass@host:port/db``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rota.stores.base import Store
 __all__ = ["Store", "check_url", "open_store", "redact_url", "require_file"]
 
 
-_FORMS = "sqlite:///path or redis://host:port/db"
+_FORMS = "sqlite:///path, redis://host:port/db or postgresql://user@host:port/db"
 
 
 def open_store(url: str, *, must_exist: bool = False) -> Store:
@@ -35,6 +36,8 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
         if must_exist:
             require_file(url)
         return SQLiteStore(path or "rota.db", **options)
+    if scheme in ("postgresql", "postgres"):
+        return _open_postgres(url)
     try:
         from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
@@ -45,6 +48,18 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
         raise
     store: Store = RedisStore.from_url(url)
     return store
+
+
+def _open_postgres(url: str) -> Store:
+    try:
+        from rota.stores.postgres import PostgresStore
+    except ImportError as exc:
+        if exc.name in ("psycopg", "psycopg_pool", "rota.stores.postgres"):
+            raise InvalidArgument(
+                "the PostgreSQL store needs the postgres extra: pip install 'rota[postgres]'"
+            ) from None
+        raise
+    return PostgresStore.from_url(url)
 
 
 def require_file(url: str) -> None:
@@ -66,7 +81,7 @@ def require_file(url: str) -> None:
 def check_url(url: str) -> str:
     """Refuse a store URL that is malformed, with what to write instead
     (:class:`InvalidArgument`); return its scheme (``sqlite``, ``redis``,
-    ``rediss`` or ``unix``)."""
+    ``rediss``, ``unix``, ``postgresql`` or ``postgres``)."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidArgument(f"the store URL is empty: use {_FORMS}")
     scheme, sep, rest = url.partition(":")
@@ -74,10 +89,12 @@ def check_url(url: str) -> str:
     shown = redact_url(url)
     if not sep:
         raise InvalidArgument(f"store URL {shown!r} has no scheme: use {_FORMS}")
-    if scheme not in ("sqlite", "redis", "rediss", "unix"):
+    if scheme not in ("sqlite", "redis", "rediss", "unix", "postgresql", "postgres"):
         raise InvalidArgument(f"unsupported store URL scheme {scheme!r}: use {_FORMS}")
     if scheme == "sqlite":
         _check_sqlite(url, rest)
+    elif scheme in ("postgresql", "postgres"):
+        _check_postgres(url, scheme, shown)
     else:
         _check_redis(url, scheme, shown)
     return scheme
@@ -92,6 +109,20 @@ def _check_sqlite(url: str, rest: str) -> None:
         raise InvalidArgument(f"SQLite URL {url!r} names a host, not a file: {hint}")
     if path in ("//", "///"):
         raise InvalidArgument(f"SQLite URL {url!r} names no file: {hint}")
+
+
+def _check_postgres(url: str, scheme: str, shown: str) -> None:
+    parts = urlsplit(url)
+    if not url[len(scheme) + 1 :].startswith("//"):
+        raise InvalidArgument(
+            f"PostgreSQL URL {shown!r} needs '//' after '{scheme}:': use {_FORMS}"
+        )
+    try:
+        parts.port  # noqa: B018  (raises ValueError when it is not a port)
+    except ValueError:
+        raise InvalidArgument(
+            f"PostgreSQL URL {shown!r} has a bad port: use a number from 1 to 65535"
+        ) from None
 
 
 def _check_redis(url: str, scheme: str, shown: str) -> None:

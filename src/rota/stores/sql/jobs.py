@@ -82,7 +82,9 @@ class Jobs(Database):
         held: dict[str, str] = {}  # unique keys taken earlier in this batch
         for job in jobs:
             if job.unique_key is not None:
-                holder = held.get(job.unique_key) or unique_holder(tx, job.unique_key, now)
+                holder = held.get(job.unique_key) or unique_holder(
+                    tx, job.unique_key, now, lock=True
+                )
                 if holder is not None:
                     results.append(EnqueueResult(holder, duplicate=True))
                     continue
@@ -203,6 +205,7 @@ class Jobs(Database):
         now = tx.now()  # in the transaction: finishes are recorded in time order
         rows = _held_by_id(tx, [o.job_id for o in outcomes])
         book = _limits.LimitBook(tx, now)
+        book.load(_limits.decode(row.limits) for row in rows.values() if row.limits)
         done: list[tuple[Any, ...]] = []
         retries: list[tuple[Any, ...]] = []
         fails: list[tuple[Any, ...]] = []
@@ -260,6 +263,7 @@ class Jobs(Database):
         now = tx.now()
         rows = _held_by_id(tx, [lease.job_id for lease in leases])
         book = _limits.LimitBook(tx, now)
+        book.load(_limits.decode(row.limits) for row in rows.values() if row.limits)
         applied = []
         hosts: dict[str, str | None] = {}
         for lease in leases:
@@ -292,6 +296,7 @@ class Jobs(Database):
         if not rows:
             return []
         book = _limits.LimitBook(tx, now)
+        book.load(_limits.decode(row.limits) for row in rows if row.limits)
         lost_for_good: Counter[tuple[str, str, bool]] = Counter()
         hosts: dict[str, str | None] = {}
         debug = DebugPause(tx)
@@ -364,8 +369,9 @@ def _choose(
                     (_Choice(seq, vtime, queue, (-priority, vtime, seq)), raw_limits, job_id)
                 )
         candidates.sort(key=lambda c: c[0].order)
-        for choice, raw_limits, job_id in candidates:
-            limits = _limits.decode(raw_limits)
+        decoded = [_limits.decode(raw) if raw else None for _, raw, _ in candidates]
+        book.load(decoded)
+        for (choice, _, job_id), limits in zip(candidates, decoded, strict=True):
             block = book.admit(limits, job_id) if limits else None
             if block is not None:
                 parked.append((block.key, block.until, choice.seq))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -53,6 +54,16 @@ class LimitBook:
         self._dirty: set[str] = set()
         self.blocked: dict[str, float] = {}  # key -> until when it stays blocked
         self.freed: Counter[str] = Counter()  # key -> parked jobs it may now let run
+
+    def load(self, all_limits: Iterable[dict[str, Any] | None]) -> None:
+        """Read every key of ``all_limits`` now, in key order. On a server
+        database reading a key locks its row, so transactions that take the
+        keys they will need in one order never deadlock over them."""
+        keys = {
+            key for limits in all_limits if limits for group in limits.values() for key, *_ in group
+        }
+        for key in sorted(keys - self._keys.keys()):
+            self._get(key)
 
     def _get(self, key: str) -> _KeyState:
         state = self._keys.get(key)

@@ -57,6 +57,7 @@ class Schedules(Database):
         )
 
         def work(tx: Tx) -> None:
+            tx.execute("lock_schedule", (schedule.name,))  # racing definitions: one inserts
             old = tx.execute("schedule_trigger", (schedule.name,)).fetchone()
             if old is None:
                 tx.execute(

@@ -7,9 +7,14 @@ from rota.stores.sql.tx import Tx
 _ACTIVE = ("scheduled", "queued", "parked", "running")
 
 
-def unique_holder(tx: Tx, key: str, now: float) -> str | None:
+def unique_holder(tx: Tx, key: str, now: float, *, lock: bool = False) -> str | None:
     """The id of the job holding ``key``: one pending or running, or one that
-    succeeded less than its ``unique_for`` ago. None when the key is free."""
+    succeeded less than its ``unique_for`` ago. None when the key is free.
+    With ``lock``, the key is first locked for the rest of the transaction
+    (``lock_unique_key``: a no-op where transactions run one at a time), so
+    two transactions never both find it free."""
+    if lock:
+        tx.execute("lock_unique_key", (key,))
     row = tx.execute("unique_holder", (key,)).fetchone()
     if row is None:
         return None
@@ -36,6 +41,6 @@ def settle_unique(
 
 def rehold_unique(tx: Tx, key: str, job_id: str, now: float) -> None:
     """Give ``key`` back to a job queued again by hand, unless another job holds it."""
-    holder = unique_holder(tx, key, now)
+    holder = unique_holder(tx, key, now, lock=True)
     if holder is None or holder == job_id:
         tx.execute("hold_unique", (key, job_id))

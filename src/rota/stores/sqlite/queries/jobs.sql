@@ -187,3 +187,7 @@ UPDATE queues SET paused = 1, debug = 0, debug_job = ? WHERE name = ? AND debug 
 
 -- name: queue_modes
 SELECT name, paused, debug, debug_job FROM queues
+
+-- name: lock_unique_key
+-- Write transactions run one at a time on SQLite: nothing more to lock.
+SELECT ?

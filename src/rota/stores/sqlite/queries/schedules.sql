@@ -55,3 +55,7 @@ UPDATE meta SET value = value + 1 WHERE key = 'schedules_version'
 
 -- name: schedules_version
 SELECT value FROM meta WHERE key = 'schedules_version'
+
+-- name: lock_schedule
+-- Write transactions run one at a time on SQLite: nothing more to lock.
+SELECT ?

@@ -1,0 +1,5 @@
+"""The PostgreSQL store (the ``rota[postgres]`` extra)."""
+
+from rota.stores.postgres.store import PostgresStore
+
+__all__ = ["PostgresStore"]

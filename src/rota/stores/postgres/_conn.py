@@ -1,0 +1,276 @@
+"""The PostgreSQL dialect of the SQL engine: pooled connections, transactions
+that are run again after a deadlock or a dropped connection, migrations under
+an advisory lock, and wake-ups by LISTEN/NOTIFY.
+
+Every psycopg error that leaves this layer is a rota error:
+:class:`StoreUnavailable` when the server cannot be reached, else
+:class:`StoreError` carrying PostgreSQL's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.stores.sql.queries import load, migrations
+from rota.stores.sql.tx import Cursor, Database, Params, Tx
+
+log = logging.getLogger("rota.store")
+T = TypeVar("T")
+
+#: Every statement of the PostgreSQL store, by name.
+Q = load(
+    "rota.stores.postgres",
+    "connection.sql",
+    "jobs.sql",
+    "reads.sql",
+    "steer.sql",
+    "schedules.sql",
+    "audit.sql",
+    "logs.sql",
+    "users.sql",
+)
+#: A schema name rota accepts: a plain lower-case identifier, used unquoted.
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+#: Errors after which a transaction is simply run again: PostgreSQL broke a
+#: deadlock or a serialization conflict by aborting it.
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+_ATTEMPTS = 8
+
+
+def store_error(exc: BaseException, where: str) -> StoreError:
+    """The rota error for a psycopg or pool error at ``where``."""
+    if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout):
+        return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
+    return StoreError(f"the PostgreSQL store at {where} failed: {exc}")
+
+
+class PgTx(Tx):
+    """A pooled connection of the PostgreSQL store, running its named queries."""
+
+    __slots__ = ("_conn", "_now")
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+        self._now: float | None = None
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        sql = Q[name]
+        if "{where}" in sql:
+            parts = " AND ".join(Q[fragment] for fragment in where) or Q["no_filter"]
+            sql = sql.format(where=parts)
+        return self._conn.execute(sql, params)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        sql = Q[name]
+        with self._conn.cursor() as cursor:
+            if name.startswith("insert_"):  # a refused row leaves the transaction usable
+                with self._conn.transaction():
+                    cursor.executemany(sql, rows)
+            else:
+                cursor.executemany(sql, rows)
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        if not values:
+            return []
+        sql = Q[name].format(values="%s")
+        return self._conn.execute(sql, (*params, list(values))).fetchall()
+
+    def now(self) -> float:
+        """The database's clock, read once per transaction."""
+        if self._now is None:
+            self._now = float(self._conn.execute(Q["clock"]).fetchone()[0])  # type: ignore[index]
+        return self._now
+
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.IntegrityError)
+
+
+class PgConnections(Database):
+    """A pool of connections to one schema of one PostgreSQL database.
+
+    ``read_conninfo`` names a replica for reads no state change depends on;
+    without it they go to the primary.
+    """
+
+    kind = "postgres"
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "rota",
+        where: str = "",
+        read_conninfo: str | None = None,
+        pool_size: int = 8,
+    ) -> None:
+        if not SCHEMA_NAME.fullmatch(schema):
+            raise InvalidArgument(
+                f"PostgreSQL schema name {schema!r} is not a plain identifier: use lower-case "
+                "letters, digits and underscores, starting with a letter (at most 48)"
+            )
+        self.schema = schema
+        self.where = where or "PostgreSQL"
+        self.channel = f"rota_{schema}"
+        self._conninfo = conninfo
+        self._listeners_guard = threading.Lock()
+        self._listeners = threading.local()
+        self._all_listeners: list[psycopg.Connection[Any]] = []
+        self._outage = False
+        self._pool = self._open_pool(conninfo, pool_size)
+        self._read_pool = self._pool
+        if read_conninfo is not None:
+            self._read_pool = self._open_pool(read_conninfo, pool_size)
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_pool(self, conninfo: str, size: int) -> psycopg_pool.ConnectionPool[Any]:
+        options = f"-c search_path={self.schema}"
+        pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=size,
+            kwargs={"autocommit": True, "options": options},
+            timeout=30.0,
+            open=False,
+            name=f"rota-{self.schema}",
+        )
+        try:
+            pool.open(wait=True, timeout=10.0)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            pool.close()
+            raise store_error(exc, self.where) from None
+        return pool
+
+    # -- transactions --------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield PgTx(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise store_error(exc, self.where) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        try:
+            with self._read_pool.connection() as conn:
+                yield PgTx(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise store_error(exc, self.where) from exc
+
+    def _transact(self, work: Callable[[Tx], T]) -> T:
+        """``work`` in one transaction. It runs again when PostgreSQL aborted
+        it to break a deadlock, or when the connection dropped before the
+        commit was sent (a server restart leaves the pool's connections
+        broken); a connection lost during the commit is an outage, since the
+        commit may or may not have happened."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            committing = False
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    result = work(PgTx(conn))
+                    committing = True
+                if self._outage:
+                    self._outage = False
+                    log.warning("the PostgreSQL store at %s is reachable again", self.where)
+                return result
+            except _RETRYABLE:
+                if attempt == _ATTEMPTS:
+                    raise
+                time.sleep(0.005 * attempt)
+            except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+                if committing or attempt == _ATTEMPTS:
+                    raise store_error(exc, self.where) from exc
+                if not self._outage:
+                    self._outage = True
+                    log.warning(
+                        "lost the PostgreSQL store at %s (%s); reconnecting", self.where, exc
+                    )
+                time.sleep(min(1.0, 0.05 * 2**attempt))
+            except psycopg.Error as exc:
+                raise store_error(exc, self.where) from exc
+        raise AssertionError("unreachable")
+
+    # -- wake-ups --------------------------------------------------------------
+
+    def _wake(self) -> None:
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(Q["notify"], (self.channel,))
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            log.debug("could not wake the workers of %s: %s", self.where, exc)
+
+    def _listener(self) -> psycopg.Connection[Any]:
+        """This thread's connection that listens for wake-ups (opened lazily)."""
+        conn: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
+        if conn is None or conn.closed:
+            conn = psycopg.connect(self._conninfo, autocommit=True)
+            conn.execute(Q["listen"].format(channel=self.channel))
+            self._listeners.conn = conn
+            with self._listeners_guard:
+                self._all_listeners.append(conn)
+        return conn
+
+    def _await_wake(self, timeout: float) -> None:
+        """Return at the first wake-up since the last one this thread saw, or
+        after ``timeout`` seconds. A broken listener is dropped (the next call
+        opens another) and counts as a wake-up."""
+        try:
+            conn = self._listener()
+            for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
+                break
+        except psycopg.Error as exc:
+            log.debug("the wake-up listener of %s failed: %s", self.where, exc)
+            broken: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
+            if broken is not None:
+                broken.close()
+                self._listeners.conn = None
+            time.sleep(min(timeout, 0.5))
+
+    # -- schema ------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Bring the schema to the newest version, under an advisory lock:
+        processes starting at once wait for the first one's migration."""
+
+        def work(tx: Tx) -> None:
+            tx.execute("migration_lock", (self.schema,))
+            schema = {"schema": self.schema}
+            conn = cast(PgTx, tx)._conn
+            conn.execute(Q["create_schema"].format(**schema))
+            conn.execute(Q["create_versions"].format(**schema))
+            row = conn.execute(Q["schema_version"].format(**schema))
+            version = int(row.fetchone()[0])  # type: ignore[index]
+            for number, script in migrations("rota.stores.postgres"):
+                if number > version:
+                    conn.execute(script)
+                    conn.execute(Q["record_version"].format(**schema), (number,))
+
+        self._transact(work)
+
+    def close(self) -> None:
+        """Close the pools and this store's listeners."""
+        for conn in self._all_listeners:
+            conn.close()
+        self._all_listeners.clear()
+        self._pool.close()
+        if self._read_pool is not self._pool:
+            self._read_pool.close()

@@ -1,0 +1,36 @@
+-- Connection set-up, the store clock, wake-ups and migrations of the
+-- PostgreSQL store (rota.stores.postgres._conn). Each statement follows a
+-- "-- name: NAME" line; {schema} and {channel} are checked identifiers.
+
+-- name: clock
+SELECT extract(epoch FROM clock_timestamp())::double precision
+
+-- name: migration_lock
+SELECT pg_advisory_xact_lock(hashtext('rota migrations'), hashtext(%s))
+
+-- name: create_schema
+CREATE SCHEMA IF NOT EXISTS {schema}
+
+-- name: create_versions
+CREATE TABLE IF NOT EXISTS {schema}.schema_versions (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) FROM {schema}.schema_versions
+
+-- name: record_version
+INSERT INTO {schema}.schema_versions (version) VALUES (%s)
+
+-- name: search_path
+SELECT current_setting('search_path')
+
+-- name: set_local_search_path
+SELECT set_config('search_path', %s, true)
+
+-- name: notify
+SELECT pg_notify(%s, '')
+
+-- name: listen
+LISTEN {channel}

@@ -1,0 +1,120 @@
+"""The PostgreSQL store: rota on a database many teams already run.
+
+The SQL engine (``rota.stores.sql``) on the PostgreSQL dialect. Claims lock
+the rows they take with ``FOR UPDATE SKIP LOCKED``, so any number of workers
+claim side by side; limit keys are rows locked by the transaction that
+admits or frees through them; idle workers sleep on LISTEN/NOTIFY; the
+database's clock is the store clock. Each app lives in a schema of its own
+(``?schema=NAME``, default ``rota``), created and migrated on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+
+from rota.errors import InvalidArgument
+from rota.models import EnqueueResult, NewJob
+from rota.stores import _checks
+from rota.stores.base import Store
+from rota.stores.postgres._conn import PgConnections, PgTx, store_error
+from rota.stores.sql.audit import Audit
+from rota.stores.sql.jobs import Jobs
+from rota.stores.sql.logs import Logs
+from rota.stores.sql.reads import Reads
+from rota.stores.sql.schedules import Schedules
+from rota.stores.sql.steer import Steering
+from rota.stores.sql.users import Users
+
+#: URL options rota reads itself; every other one goes to libpq (sslmode, ...).
+_OWN_OPTIONS = ("schema", "pool_size")
+
+
+class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConnections, Store):
+    """A :class:`~rota.stores.base.Store` on PostgreSQL
+    (``postgresql://user:pass@host:port/db?schema=NAME``)."""
+
+    kind = "postgres"
+
+    @classmethod
+    def from_url(cls, url: str, *, read_url: str | None = None) -> PostgresStore:
+        """The store a ``postgresql://`` (or ``postgres://``) URL names."""
+        conninfo, options = split_url(url)
+        unknown = sorted(set(options) - set(_OWN_OPTIONS))
+        if unknown:
+            raise InvalidArgument(f"unknown PostgreSQL URL option(s): {', '.join(unknown)}")
+        try:
+            pool_size = int(options.get("pool_size", "8"))
+        except ValueError:
+            raise InvalidArgument("pool_size must be a whole number") from None
+        if not 1 <= pool_size <= 100:
+            raise InvalidArgument(f"pool_size must be between 1 and 100, not {pool_size}")
+        parts = urlsplit(url)
+        where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        read_conninfo = split_url(read_url)[0] if read_url else None
+        return cls(
+            conninfo,
+            schema=options.get("schema", "rota"),
+            where=where,
+            read_conninfo=read_conninfo,
+            pool_size=pool_size,
+        )
+
+    def now(self) -> float:
+        with self._write() as tx:
+            return tx.now()
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block until a wake-up (NOTIFY) reaches this thread's listener,
+        until the next scheduled or parked job is due, or for ``timeout``
+        seconds."""
+        with self._read() as tx:
+            now = tx.now()
+            for query in ("next_due", "next_parked"):
+                row = tx.execute(query).fetchone()
+                if row and row[0] is not None:
+                    timeout = min(timeout, max(0.0, row[0] - now))
+        self._await_wake(timeout)
+
+    def enqueue_in(self, connection: Any, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Store ``jobs`` in the caller's open psycopg transaction on
+        ``connection``: they become visible to workers when it commits, and
+        vanish if it rolls back. The connection must reach this store's
+        database; its transaction is left open."""
+        _checks.new_jobs(jobs)
+        if not isinstance(connection, psycopg.Connection):
+            raise InvalidArgument(
+                f"connection must be a psycopg connection, not {type(connection).__name__}"
+            )
+        if not jobs:
+            return []
+        if connection.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+            raise InvalidArgument(
+                "connection has no open transaction: enqueue inside `with conn.transaction():` "
+                "(or after a statement on a connection that is not in autocommit)"
+            )
+        tx = PgTx(connection)
+        try:
+            caller_path = tx.execute("search_path").fetchone()[0]
+            tx.execute("set_local_search_path", (self.schema,))
+            try:
+                results = self._enqueue(tx, jobs, tx.now())
+            finally:
+                tx.execute("set_local_search_path", (caller_path,))
+            tx.execute("notify", (self.channel,))  # delivered when the caller commits
+        except psycopg.Error as exc:
+            raise store_error(exc, self.where) from exc
+        return results
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """A libpq URL without rota's own options, and those options."""
+    parts = urlsplit(url)
+    scheme = "postgresql" if parts.scheme in ("postgres", "postgresql") else parts.scheme
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in query if k in _OWN_OPTIONS}
+    rest = urlencode([(k, v) for k, v in query if k not in _OWN_OPTIONS])
+    return urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment)), own
