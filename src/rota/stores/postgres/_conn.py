@@ -100,11 +100,7 @@ class PgTx(Tx):
 
 
 class PgConnections(Database):
-    """A pool of connections to one schema of one PostgreSQL database.
-
-    ``read_conninfo`` names a replica for reads no state change depends on;
-    without it they go to the primary.
-    """
+    """A pool of connections to one schema of one PostgreSQL database."""
 
     kind = "postgres"
 
@@ -114,8 +110,8 @@ class PgConnections(Database):
         *,
         schema: str = "rota",
         where: str = "",
-        read_conninfo: str | None = None,
         pool_size: int = 8,
+        replica: bool = False,
     ) -> None:
         if not SCHEMA_NAME.fullmatch(schema):
             raise InvalidArgument(
@@ -125,15 +121,17 @@ class PgConnections(Database):
         self.schema = schema
         self.where = where or "PostgreSQL"
         self.channel = f"rota_{schema}"
+        #: A read-only view on a streaming replica: no migrations, and every
+        #: change is refused by the server.
+        self.replica = replica
         self._conninfo = conninfo
         self._listeners_guard = threading.Lock()
         self._listeners = threading.local()
         self._all_listeners: list[psycopg.Connection[Any]] = []
         self._outage = False
         self._pool = self._open_pool(conninfo, pool_size)
-        self._read_pool = self._pool
-        if read_conninfo is not None:
-            self._read_pool = self._open_pool(read_conninfo, pool_size)
+        if replica:
+            return
         try:
             self._migrate()
         except BaseException:
@@ -171,7 +169,7 @@ class PgConnections(Database):
     @contextmanager
     def _read(self) -> Iterator[Tx]:
         try:
-            with self._read_pool.connection() as conn:
+            with self._pool.connection() as conn:
                 yield PgTx(conn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise store_error(exc, self.where) from exc
@@ -272,5 +270,3 @@ class PgConnections(Database):
             conn.close()
         self._all_listeners.clear()
         self._pool.close()
-        if self._read_pool is not self._pool:
-            self._read_pool.close()

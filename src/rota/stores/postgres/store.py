@@ -40,8 +40,10 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
     kind = "postgres"
 
     @classmethod
-    def from_url(cls, url: str, *, read_url: str | None = None) -> PostgresStore:
-        """The store a ``postgresql://`` (or ``postgres://``) URL names."""
+    def from_url(cls, url: str, *, replica: bool = False) -> PostgresStore:
+        """The store a ``postgresql://`` (or ``postgres://``) URL names; with
+        ``replica``, a read-only view on a streaming replica of it (the URL
+        names the replica server, and the schema the primary's)."""
         conninfo, options = split_url(url)
         unknown = sorted(set(options) - set(_OWN_OPTIONS))
         if unknown:
@@ -54,13 +56,12 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             raise InvalidArgument(f"pool_size must be between 1 and 100, not {pool_size}")
         parts = urlsplit(url)
         where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
-        read_conninfo = split_url(read_url)[0] if read_url else None
         return cls(
             conninfo,
             schema=options.get("schema", "rota"),
             where=where,
-            read_conninfo=read_conninfo,
             pool_size=pool_size,
+            replica=replica,
         )
 
     def now(self) -> float:
