@@ -45,9 +45,10 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         ``replica``, a read-only view on a streaming replica of it (the URL
         names the replica server, and the schema the primary's)."""
         conninfo, options = split_url(url)
-        unknown = sorted(set(options) - set(_OWN_OPTIONS))
-        if unknown:
-            raise InvalidArgument(f"unknown PostgreSQL URL option(s): {', '.join(unknown)}")
+        try:
+            psycopg.conninfo.conninfo_to_dict(conninfo)  # libpq's own check of the rest
+        except psycopg.ProgrammingError as exc:
+            raise InvalidArgument(f"bad PostgreSQL URL option: {exc}") from None
         try:
             pool_size = int(options.get("pool_size", "8"))
         except ValueError:

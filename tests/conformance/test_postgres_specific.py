@@ -1,0 +1,241 @@
+"""What only the PostgreSQL store promises: jobs sent in the caller's own
+transaction, a schema per app, migrations safe when many processes start at
+once, limits that hold under many concurrent claimers, LISTEN/NOTIFY
+wake-ups, and the database's clock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from backends import drop_store, pg_execute, store_url  # noqa: E402
+from conformance.support import claim, enqueue_one, new_job  # noqa: E402
+from helpers import wait_for  # noqa: E402
+from rota import App  # noqa: E402
+from rota.errors import InvalidArgument  # noqa: E402
+from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
+from rota.stores import open_store  # noqa: E402
+from rota.stores.postgres import PostgresStore  # noqa: E402
+
+
+@pytest.fixture
+def pg_url(tmp_path: Path) -> Iterator[str]:
+    url = store_url("postgres", tmp_path)
+    yield url
+    drop_store("postgres", url)
+
+
+@pytest.fixture
+def pstore(pg_url: str) -> Iterator[PostgresStore]:
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def app(pg_url: str) -> Iterator[App]:
+    app = App(pg_url)
+    app.task(name="ship")(lambda order: order)
+    yield app
+    app.close()
+
+
+def business_connection(url: str) -> psycopg.Connection:
+    """The caller's own connection, with a table of its own in the public schema."""
+    conn = psycopg.connect(url.split("?", 1)[0])
+    schema = url.split("schema=", 1)[1]
+    conn.execute(f"CREATE TABLE IF NOT EXISTS public.orders_{schema} (id int)")
+    conn.commit()
+    return conn
+
+
+# -- transactional enqueue -------------------------------------------------------------------
+
+
+def test_a_job_sent_in_a_transaction_appears_at_commit(app: App, pg_url: str) -> None:
+    conn = business_connection(pg_url)
+    table = f"orders_{pg_url.split('schema=', 1)[1]}"
+    try:
+        with conn.transaction():
+            conn.execute(f"INSERT INTO {table} VALUES (1)")
+            handle = app.tasks["ship"].send(1, connection=conn)
+            assert app.store.get_job(handle.id) is None  # not visible outside the transaction
+            assert claim(app.store, limit=10) == []
+            # the caller's search path is as it was
+            assert conn.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+        job = app.store.get_job(handle.id)
+        assert job is not None and job.state is JobState.QUEUED and job.args == [1]
+        assert [c.id for c in claim(app.store, limit=10)] == [handle.id]
+    finally:
+        conn.close()
+
+
+def test_a_job_sent_in_a_transaction_that_rolls_back_never_exists(app: App, pg_url: str) -> None:
+    conn = business_connection(pg_url)
+    table = f"orders_{pg_url.split('schema=', 1)[1]}"
+    try:
+        with pytest.raises(RuntimeError), conn.transaction():
+            conn.execute(f"INSERT INTO {table} VALUES (2)")
+            handles = app.tasks["ship"].send_many([(2,), (3,)], connection=conn)
+            raise RuntimeError("the order failed")
+        assert app.store.get_jobs([h.id for h in handles]) == [None, None]
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+def test_a_worker_waiting_is_woken_when_the_transaction_commits(app: App, pg_url: str) -> None:
+    store = app.store
+    assert claim(store, limit=1) == []
+    store.wait(["default"], 0.01)  # the listener is set up: wake-ups from here on reach it
+    conn = business_connection(pg_url)
+    woke = threading.Event()
+
+    def waiter() -> None:
+        store.wait(["default"], 20.0)
+        woke.set()
+
+    try:
+        with conn.transaction():
+            app.tasks["ship"].send(4, connection=conn)
+            thread = threading.Thread(target=waiter, daemon=True)
+            thread.start()
+            assert not woke.wait(0.3)  # nothing committed yet: it sleeps
+            started = time.monotonic()
+        assert woke.wait(10.0)
+        assert time.monotonic() - started < 2.0
+        thread.join(10)
+    finally:
+        conn.close()
+
+
+def test_sending_in_a_transaction_needs_an_open_one(app: App, pg_url: str) -> None:
+    conn = psycopg.connect(pg_url.split("?", 1)[0], autocommit=True)
+    try:
+        with pytest.raises(InvalidArgument, match="no open transaction"):
+            app.tasks["ship"].send(5, connection=conn)
+    finally:
+        conn.close()
+    assert claim(app.store, limit=10) == []
+
+
+def test_sending_in_a_transaction_needs_a_postgresql_store(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    app.task(name="ship")(lambda order: order)
+    conn = psycopg.connect(store_url("postgres", tmp_path).split("?", 1)[0])
+    try:
+        with pytest.raises(InvalidArgument, match="needs a PostgreSQL store"):
+            app.tasks["ship"].send(6, connection=conn)
+    finally:
+        conn.close()
+        app.close()
+
+
+# -- schemas and migrations ----------------------------------------------------------------------
+
+
+def test_apps_in_two_schemas_of_one_database_see_only_their_own_jobs(
+    pstore: PostgresStore, tmp_path: Path
+) -> None:
+    other_url = store_url("postgres", tmp_path)
+    other = open_store(other_url)
+    try:
+        mine = enqueue_one(pstore, new_job(1))
+        theirs = enqueue_one(other, new_job(2))
+        assert [c.id for c in claim(pstore, limit=10)] == [mine]
+        assert [c.id for c in claim(other, limit=10)] == [theirs]
+    finally:
+        other.close()
+        drop_store("postgres", other_url)
+
+
+def test_a_bad_schema_name_is_refused_before_connecting() -> None:
+    with pytest.raises(InvalidArgument, match="not a plain identifier"):
+        open_store("postgresql://postgres@127.0.0.1:5432/postgres?schema=Robert%27;drop")
+    with pytest.raises(InvalidArgument, match="bad PostgreSQL URL option"):
+        open_store("postgresql://postgres@127.0.0.1:5432/postgres?namespace=x")
+
+
+def test_many_processes_opening_a_new_schema_at_once_migrate_it_once(pg_url: str) -> None:
+    code = "import sys; from rota.stores import open_store; open_store(sys.argv[1]).close()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, pg_url]) for _ in range(6)]
+    try:
+        codes = [proc.wait(60) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    assert codes == [0] * 6
+    schema = pg_url.split("schema=", 1)[1]
+    with psycopg.connect(pg_url.split("?", 1)[0]) as conn:
+        versions = conn.execute(f"SELECT version FROM {schema}.schema_versions").fetchall()
+    assert versions == [(1,)]
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+def test_a_concurrency_limit_holds_under_many_concurrent_claimers(pg_url: str) -> None:
+    """Eight stores (eight connection pools) claim and finish at once; a key
+    allowing two never has more than two running, no claim fails, every job
+    runs once."""
+    first = open_store(pg_url)
+    key = ConcurrencyKey("site:example.org", 2)
+    ids = {enqueue_one(first, new_job(i, concurrency=(key,))) for i in range(120)}
+    running: set[str] = set()
+    peak = 0
+    done: list[str] = []
+    errors: list[BaseException] = []
+    guard = threading.Lock()
+
+    def claimer(n: int) -> None:
+        store = open_store(pg_url)
+        try:
+            while True:
+                with guard:
+                    if len(done) >= len(ids):
+                        return
+                for job in store.claim(f"w{n}", ["default"], 2):
+                    nonlocal peak
+                    with guard:
+                        running.add(job.id)
+                        peak = max(peak, len(running))
+                    time.sleep(0.001)
+                    with guard:
+                        running.discard(job.id)
+                        done.append(job.id)
+                    assert store.finish([Outcome(job.id, job.token, True, result=b"1")]) == [True]
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=claimer, args=(n,), daemon=True) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    wait_for(lambda: not any(t.is_alive() for t in threads), 120, 0.05, "the claimers to finish")
+    first.close()
+    assert errors == []
+    assert peak <= 2
+    assert sorted(done) == sorted(ids)
+
+
+def test_the_store_clock_is_the_databases(pstore: PostgresStore, pg_url: str) -> None:
+    with psycopg.connect(pg_url.split("?", 1)[0]) as conn:
+        server = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0]
+    assert abs(pstore.now() - float(server)) < 1.0
+
+
+def test_a_raw_write_helper_reaches_the_stores_schema(pstore: PostgresStore, pg_url: str) -> None:
+    job_id = enqueue_one(pstore, new_job(9))
+    assert pg_execute(pg_url, "UPDATE jobs SET priority = 3 WHERE id = %s", (job_id,)) == 1
+    job = pstore.get_job(job_id)
+    assert job is not None and job.priority == 3
