@@ -7,20 +7,31 @@ from pathlib import Path
 
 
 def fresh_url(base: str) -> str:
-    """A store URL no earlier run has touched: a new SQLite file, or a new Redis namespace."""
+    """A store URL no earlier run has touched: a new SQLite file, a new
+    PostgreSQL schema, or a new Redis namespace."""
     tag = uuid.uuid4().hex[:8]
     if base.startswith("sqlite:///"):
         path = Path(base[len("sqlite:///") :])
         return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
     sep = "&" if "?" in base else "?"
+    if base.startswith(("postgresql://", "postgres://")):
+        return f"{base}{sep}schema=bench_{tag}"
     return f"{base}{sep}namespace=bench-{tag}"
 
 
 def drop(url: str) -> None:
-    """Remove what a run left: the SQLite files, or the Redis namespace's keys."""
+    """Remove what a run left: the SQLite files, the PostgreSQL schema, or the
+    Redis namespace's keys."""
     if url.startswith("sqlite:///"):
         for suffix in ("", "-wal", "-shm"):
             Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
+        return
+    if url.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        schema = url.rsplit("schema=", 1)[1]
+        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")  # type: ignore[arg-type]
         return
     import redis
 

@@ -4,15 +4,27 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from rota.errors import InvalidArgument, StoreError
 from rota.stores.base import Store
 
-__all__ = ["Store", "check_url", "open_store", "redact_url", "require_file"]
+__all__ = [
+    "Store",
+    "check_url",
+    "open_replica",
+    "open_store",
+    "read_url_of",
+    "redact_url",
+    "replica_url",
+    "require_file",
+]
 
 
 _FORMS = "sqlite:///path, redis://host:port/db or postgresql://user@host:port/db"
+_POSTGRES = ("postgresql", "postgres")
+#: The schema of a PostgreSQL store whose URL names none.
+_DEFAULT_SCHEMA = "rota"
 
 
 def open_store(url: str, *, must_exist: bool = False) -> Store:
@@ -21,6 +33,8 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
     file that does not exist (:class:`StoreError`) rather than create it, for
     commands that only read or steer what is already there."""
     scheme = check_url(url)
+    if scheme not in _POSTGRES and read_url_of(url) is not None:
+        raise _not_postgres(url, scheme)
     if scheme == "sqlite":
         from rota.stores.sqlite import SQLiteStore
 
@@ -36,7 +50,7 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
         if must_exist:
             require_file(url)
         return SQLiteStore(path or "rota.db", **options)
-    if scheme in ("postgresql", "postgres"):
+    if scheme in _POSTGRES:
         return _open_postgres(url)
     try:
         from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
@@ -50,7 +64,7 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
     return store
 
 
-def _open_postgres(url: str) -> Store:
+def _open_postgres(url: str, *, replica: bool = False) -> Store:
     try:
         from rota.stores.postgres import PostgresStore
     except ImportError as exc:
@@ -59,7 +73,73 @@ def _open_postgres(url: str) -> Store:
                 "the PostgreSQL store needs the postgres extra: pip install 'rota[postgres]'"
             ) from None
         raise
-    return PostgresStore.from_url(url)
+    return PostgresStore.from_url(url, replica=replica)
+
+
+def read_url_of(url: str) -> str | None:
+    """The read replica URL a store URL carries in its ``read_url`` query
+    option (percent-encoded there), decoded; None when it has none."""
+    for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if name == "read_url":
+            return value or None
+    return None
+
+
+def replica_url(url: str, read_url: str) -> str:
+    """The URL of the read-only store on ``read_url``, a streaming replica of
+    the PostgreSQL store ``url``: ``read_url`` with the schema of ``url``
+    when it names none. Refuses (:class:`InvalidArgument`) a ``url`` that is
+    not PostgreSQL, a ``read_url`` that is not a PostgreSQL URL, and a
+    ``read_url`` naming another schema than ``url``."""
+    scheme = check_url(url)
+    if scheme not in _POSTGRES:
+        raise _not_postgres(url, scheme)
+    if not isinstance(read_url, str) or check_url(read_url) not in _POSTGRES:
+        raise InvalidArgument(
+            f"the read URL {redact_url(str(read_url))!r} is not a PostgreSQL URL: it names a "
+            "streaming replica of the store's server, postgresql://user@replica-host:port/db"
+        )
+    schema = _schema_of(url)
+    named = _schema_of(read_url)
+    if named is None:
+        return _with_option(read_url, "schema", schema or _DEFAULT_SCHEMA)
+    if named != (schema or _DEFAULT_SCHEMA):
+        raise InvalidArgument(
+            f"the read URL names schema {named!r} but the store is in schema "
+            f"{schema or _DEFAULT_SCHEMA!r}: a replica shows the store's own schema; "
+            "leave schema= out of the read URL"
+        )
+    return read_url
+
+
+def open_replica(url: str, read_url: str) -> Store:
+    """Open a read-only store on ``read_url``, a streaming replica of the
+    PostgreSQL store ``url`` (see :func:`replica_url`). It runs no
+    migrations and the server refuses every change
+    (:class:`StoreError`); what it shows lags the primary by the
+    replication delay."""
+    return _open_postgres(replica_url(url, read_url), replica=True)
+
+
+def _not_postgres(url: str, scheme: str) -> InvalidArgument:
+    kind = "SQLite" if scheme == "sqlite" else "Redis"
+    return InvalidArgument(
+        f"a read URL (read_url=, ROTA_READ_URL) works only with a PostgreSQL store, and "
+        f"{redact_url(url)!r} is a {kind} store: a read replica is a PostgreSQL streaming "
+        "replica; drop the read URL, or use a postgresql:// store"
+    )
+
+
+def _schema_of(url: str) -> str | None:
+    """The ``schema`` option of a PostgreSQL URL, or None."""
+    found = [v for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True) if k == "schema"]
+    return found[-1] if found else None
+
+
+def _with_option(url: str, name: str, value: str) -> str:
+    parts = urlsplit(url)
+    query = [*parse_qsl(parts.query, keep_blank_values=True), (name, value)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def require_file(url: str) -> None:
@@ -93,7 +173,7 @@ def check_url(url: str) -> str:
         raise InvalidArgument(f"unsupported store URL scheme {scheme!r}: use {_FORMS}")
     if scheme == "sqlite":
         _check_sqlite(url, rest)
-    elif scheme in ("postgresql", "postgres"):
+    elif scheme in _POSTGRES:
         _check_postgres(url, scheme, shown)
     else:
         _check_redis(url, scheme, shown)
@@ -176,7 +256,15 @@ def redact_url(url: str) -> str:
         return url
     query, hash_, fragment = rest.partition("#")
     query = "&".join(
-        f"{name}=***" if sep and _is_secret(name) else f"{name}{sep}{value}"
+        f"{name}{sep}{_redact_option(name, value) if sep else value}"
         for name, sep, value in (item.partition("=") for item in query.split("&"))
     )
     return f"{head}?{query}{hash_}{fragment}"
+
+
+def _redact_option(name: str, value: str) -> str:
+    if _is_secret(name):
+        return "***"
+    if unquote(name) == "read_url":  # a whole URL, with its own secrets
+        return quote(redact_url(unquote(value)), safe=":/@*")
+    return value

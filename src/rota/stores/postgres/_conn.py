@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -58,30 +58,31 @@ def store_error(exc: BaseException, where: str) -> StoreError:
 class PgTx(Tx):
     """A pooled connection of the PostgreSQL store, running its named queries."""
 
-    __slots__ = ("_conn", "_now")
+    __slots__ = ("_channel", "_conn", "_now", "_pipeline", "_woken")
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], channel: str, pipeline: psycopg.Pipeline | None = None
+    ) -> None:
         self._conn = conn
+        self._channel = channel
+        self._pipeline = pipeline
         self._now: float | None = None
+        self._woken = False
 
     def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
         sql = Q[name]
         if "{where}" in sql:
             parts = " AND ".join(Q[fragment] for fragment in where) or Q["no_filter"]
             sql = sql.format(where=parts)
-        return self._conn.execute(sql, params)
+        return _Counted(self._pipeline, self._conn.execute(sql, params))
 
-    def executemany(self, name: str, rows: Iterable[Params]) -> None:
+    def executemany(self, name: str, rows: Iterable[Params]) -> int:
         rows = list(rows)
         if not rows:
-            return
-        sql = Q[name]
+            return 0
         with self._conn.cursor() as cursor:
-            if name.startswith("insert_"):  # a refused row leaves the transaction usable
-                with self._conn.transaction():
-                    cursor.executemany(sql, rows)
-            else:
-                cursor.executemany(sql, rows)
+            cursor.executemany(Q[name], rows)
+            return _Counted(self._pipeline, cursor).rowcount
 
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         if not values:
@@ -97,6 +98,39 @@ class PgTx(Tx):
 
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.IntegrityError)
+
+    def wake(self) -> None:
+        """NOTIFY the store's channel in this transaction: PostgreSQL delivers
+        it to the listening workers at commit, and never after a rollback."""
+        if not self._woken:
+            self._woken = True
+            self._conn.execute(Q["notify"], (self._channel,))
+
+
+class _Counted:
+    """A cursor whose ``rowcount`` is exact in pipeline mode: reading it
+    first collects the results the pipeline has pending."""
+
+    __slots__ = ("_cursor", "_pipeline")
+
+    def __init__(self, pipeline: psycopg.Pipeline | None, cursor: psycopg.Cursor[Any]) -> None:
+        self._pipeline = pipeline
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        if self._pipeline is not None:
+            self._pipeline.sync()
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor)
 
 
 class PgConnections(Database):
@@ -161,8 +195,8 @@ class PgConnections(Database):
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield PgTx(conn)
+            with self._pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
+                yield PgTx(conn, self.channel, pipeline)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise store_error(exc, self.where) from exc
 
@@ -170,7 +204,7 @@ class PgConnections(Database):
     def _read(self) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn:
-                yield PgTx(conn)
+                yield PgTx(conn, self.channel)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise store_error(exc, self.where) from exc
 
@@ -183,8 +217,12 @@ class PgConnections(Database):
         for attempt in range(1, _ATTEMPTS + 1):
             committing = False
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    result = work(PgTx(conn))
+                with (
+                    self._pool.connection() as conn,
+                    conn.pipeline() as pipeline,
+                    conn.transaction(),
+                ):
+                    result = work(PgTx(conn, self.channel, pipeline))
                     committing = True
                 if self._outage:
                     self._outage = False
@@ -208,13 +246,6 @@ class PgConnections(Database):
         raise AssertionError("unreachable")
 
     # -- wake-ups --------------------------------------------------------------
-
-    def _wake(self) -> None:
-        try:
-            with self._pool.connection() as conn:
-                conn.execute(Q["notify"], (self.channel,))
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            log.debug("could not wake the workers of %s: %s", self.where, exc)
 
     def _listener(self) -> psycopg.Connection[Any]:
         """This thread's connection that listens for wake-ups (opened lazily)."""
@@ -246,23 +277,23 @@ class PgConnections(Database):
     # -- schema ------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        """Bring the schema to the newest version, under an advisory lock:
-        processes starting at once wait for the first one's migration."""
-
-        def work(tx: Tx) -> None:
-            tx.execute("migration_lock", (self.schema,))
-            schema = {"schema": self.schema}
-            conn = cast(PgTx, tx)._conn
-            conn.execute(Q["create_schema"].format(**schema))
-            conn.execute(Q["create_versions"].format(**schema))
-            row = conn.execute(Q["schema_version"].format(**schema))
-            version = int(row.fetchone()[0])  # type: ignore[index]
-            for number, script in migrations("rota.stores.postgres"):
-                if number > version:
-                    conn.execute(script)
-                    conn.execute(Q["record_version"].format(**schema), (number,))
-
-        self._transact(work)
+        """Bring the schema to the newest version, in one transaction under an
+        advisory lock: processes starting at once wait for the first one's
+        migration. (Not pipelined: a migration script holds many statements.)"""
+        schema = {"schema": self.schema}
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute(Q["migration_lock"], (self.schema,))
+                conn.execute(Q["create_schema"].format(**schema))
+                conn.execute(Q["create_versions"].format(**schema))
+                row = conn.execute(Q["schema_version"].format(**schema)).fetchone()
+                version = int(row[0]) if row else 0
+                for number, script in migrations("rota.stores.postgres"):
+                    if number > version:
+                        conn.execute(script)
+                        conn.execute(Q["record_version"].format(**schema), (number,))
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise store_error(exc, self.where) from exc
 
     def close(self) -> None:
         """Close the pools and this store's listeners."""

@@ -30,7 +30,8 @@ from rota.stores.sql.steer import Steering
 from rota.stores.sql.users import Users
 
 #: URL options rota reads itself; every other one goes to libpq (sslmode, ...).
-_OWN_OPTIONS = ("schema", "pool_size")
+#: ``read_url`` names a read replica for the app (see ``rota.stores.open_replica``).
+_OWN_OPTIONS = ("schema", "pool_size", "read_url")
 
 
 class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConnections, Store):
@@ -98,15 +99,14 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
                 "connection has no open transaction: enqueue inside `with conn.transaction():` "
                 "(or after a statement on a connection that is not in autocommit)"
             )
-        tx = PgTx(connection)
+        tx = PgTx(connection, self.channel)
         try:
             caller_path = tx.execute("search_path").fetchone()[0]
             tx.execute("set_local_search_path", (self.schema,))
             try:
-                results = self._enqueue(tx, jobs, tx.now())
+                results = self._enqueue(tx, jobs, tx.now())  # its wake-up comes at commit
             finally:
                 tx.execute("set_local_search_path", (caller_path,))
-            tx.execute("notify", (self.channel,))  # delivered when the caller commits
         except psycopg.Error as exc:
             raise store_error(exc, self.where) from exc
         return results

@@ -67,9 +67,7 @@ class Jobs(Database):
         _checks.new_jobs(jobs)
         if not jobs:
             return []
-        results = self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
-        self._wake()
-        return results
+        return self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
 
     def _enqueue(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
         clocks: dict[str, float] = {}
@@ -121,12 +119,15 @@ class Jobs(Database):
             )
             results.append(EnqueueResult(job.id))
         try:
-            tx.executemany("insert_job", rows)
+            stored = tx.executemany("insert_job", rows)
         except Exception as exc:
             if not tx.is_constraint_error(exc):
                 raise
-            raise _refusal(tx, [row[0] for row in rows], exc) from None
+            raise StoreError(f"the store refused the jobs: {exc}") from None
+        if stored != len(rows):  # an id already taken: nothing of this batch is kept
+            raise _reused_id(tx, [row[0] for row in rows])
         tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
+        tx.wake()
         return results
 
     # -- consuming ---------------------------------------------------------
@@ -197,9 +198,7 @@ class Jobs(Database):
         _checks.outcomes(outcomes)
         if not outcomes:
             return []
-        applied = self._transact(lambda tx: self._finish(tx, outcomes))
-        self._wake()  # freed slots and retries may unblock waiters
-        return applied
+        return self._transact(lambda tx: self._finish(tx, outcomes))
 
     def _finish(self, tx: Tx, outcomes: Sequence[Outcome]) -> list[bool]:
         now = tx.now()  # in the transaction: finishes are recorded in time order
@@ -249,15 +248,15 @@ class Jobs(Database):
         book.save()
         _unpark(tx, book)
         count_attempts(tx, int(now // 60), counts, retried)
+        if retries or book.freed:  # work that may now start
+            tx.wake()
         return applied
 
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
         _checks.leases(leases)
         if not leases:
             return []
-        applied = self._transact(lambda tx: self._release(tx, leases))
-        self._wake()
-        return applied
+        return self._transact(lambda tx: self._release(tx, leases))
 
     def _release(self, tx: Tx, leases: Sequence[LeaseRef]) -> list[bool]:
         now = tx.now()
@@ -282,13 +281,12 @@ class Jobs(Database):
             tx.execute("mark_released", (entry, lease.job_id))
         book.save()
         _unpark(tx, book)
+        if any(applied):
+            tx.wake()
         return applied
 
     def recover(self) -> list[str]:
-        recovered = self._transact(self._recover)
-        if recovered:
-            self._wake()
-        return recovered
+        return self._transact(self._recover)
 
     def _recover(self, tx: Tx) -> list[str]:
         now = tx.now()
@@ -327,6 +325,7 @@ class Jobs(Database):
         book.save()
         _unpark(tx, book)
         count_attempts(tx, int(now // 60), lost_for_good)
+        tx.wake()
         return [row.id for row in rows]
 
     # -- workers -----------------------------------------------------------
@@ -454,12 +453,13 @@ def lease_status(row: tuple[Any, ...] | None) -> LeaseStatus:
     return "held" if row[0] is None else "cancel"
 
 
-def _refusal(tx: Tx, ids: Sequence[str], exc: Exception) -> Exception:
-    """What an insert of jobs ``ids`` refused by a constraint means: a reused
-    id (named), else the constraint the database reports."""
+def _reused_id(tx: Tx, ids: Sequence[str]) -> InvalidArgument:
+    """The refusal of a batch of jobs ``ids`` of which the store kept fewer
+    than it was given: one reuses an id, of a stored job or of an earlier job
+    of the batch."""
     seen: set[str] = set()
     for job_id in ids:
         if job_id in seen or tx.execute("job_exists", (job_id,)).fetchone():
             return InvalidArgument(f"a job with id {job_id!r} already exists")
         seen.add(job_id)
-    return StoreError(f"the store refused the jobs: {exc}")
+    return InvalidArgument("a job id of this batch is already taken")

@@ -127,10 +127,7 @@ class Schedules(Database):
             tx.execute("schedule_last_job", (result.id, name))
             return "fired"
 
-        fired = self._transact(work)
-        if fired == "fired":
-            self._wake()
-        return fired
+        return self._transact(work)
 
     def schedule_changed_since(self, version: int) -> int:
         with self._read() as tx:

@@ -44,11 +44,10 @@ class Steering(Database):
             now = tx.now()
             applied = [tx.execute("retry_job", (now, job_id)).rowcount == 1 for job_id in job_ids]
             _rehold_uniques(tx, [j for j, ok in zip(job_ids, applied, strict=True) if ok], now)
+            tx.wake()
             return applied
 
-        applied = self._transact(work)
-        self._wake()
-        return applied
+        return self._transact(work)
 
     def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
         _checks.optional_text(queue, "queue")
@@ -65,11 +64,10 @@ class Steering(Database):
             now = tx.now()
             ids = [r[0] for r in tx.execute("retry_where", (now, *params), where=where)]
             _rehold_uniques(tx, ids, now)
+            tx.wake()
             return len(ids)
 
-        count = self._transact(work)
-        self._wake()
-        return count
+        return self._transact(work)
 
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
         _checks.job_ids(job_ids)
@@ -88,8 +86,12 @@ class Steering(Database):
     def set_queue_mode(self, queue: str, mode: str) -> None:
         check_mode(queue, mode)
         flags = (queue, int(mode == "paused"), int(mode == "debug"))
-        self._transact(lambda tx: tx.execute("set_queue_mode", flags))
-        self._wake()
+
+        def work(tx: Tx) -> None:
+            tx.execute("set_queue_mode", flags)
+            tx.wake()
+
+        self._transact(work)
 
     def pause_queue(self, queue: str) -> None:
         self.set_queue_mode(queue, "paused")
@@ -126,9 +128,9 @@ class Steering(Database):
         def work(tx: Tx) -> None:
             tx.execute("set_limit_override", (key, concurrency))
             tx.execute("unpark_key", (key, UNPARK_ALL))
+            tx.wake()
 
         self._transact(work)
-        self._wake()
 
     def reset_breaker(self, key: str) -> bool:
         _checks.text(key, "limit key")
@@ -136,11 +138,10 @@ class Steering(Database):
         def work(tx: Tx) -> bool:
             changed = tx.execute("reset_breaker", (key,)).rowcount
             tx.execute("unpark_key", (key, UNPARK_ALL))
+            tx.wake()
             return bool(changed == 1)
 
-        reset = self._transact(work)
-        self._wake()
-        return reset
+        return self._transact(work)
 
 
 def _rehold_uniques(tx: Tx, job_ids: Sequence[str], now: float) -> None:

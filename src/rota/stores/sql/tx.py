@@ -35,8 +35,8 @@ class Tx(ABC):
         named fragments ``where`` there, joined by AND (nothing if empty)."""
 
     @abstractmethod
-    def executemany(self, name: str, rows: Iterable[Params]) -> None:
-        """Run query ``name`` once per parameter row."""
+    def executemany(self, name: str, rows: Iterable[Params]) -> int:
+        """Run query ``name`` once per parameter row; the rows it changed."""
 
     @abstractmethod
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
@@ -53,9 +53,14 @@ class Tx(ABC):
     def is_constraint_error(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database refusing a row for a constraint."""
 
+    @abstractmethod
+    def wake(self) -> None:
+        """Tell idle workers that work may be claimable, once (and only if)
+        this transaction commits."""
+
 
 class Database(ABC):
-    """What the SQL engine needs of a dialect's store: transactions and wake-ups."""
+    """What the SQL engine needs of a dialect's store: transactions."""
 
     kind: str
 
@@ -68,10 +73,6 @@ class Database(ABC):
     def _read(self) -> AbstractContextManager[Tx]:
         """A connection for reads that no state change depends on (a dialect
         may serve them from a replica)."""
-
-    @abstractmethod
-    def _wake(self) -> None:
-        """Tell idle workers that work may be claimable (after a commit)."""
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
         """``work(tx)`` in one write transaction. A dialect whose database may

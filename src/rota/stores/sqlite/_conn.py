@@ -83,11 +83,13 @@ class _Connection(sqlite3.Connection):
 class SQLiteTx(Tx):
     """A connection of the SQLite store, running its named queries."""
 
-    __slots__ = ("_conn", "_lists")
+    __slots__ = ("_conn", "_lists", "woken")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._lists: dict[tuple[str, int], str] = {}
+        #: Whether waiters are to be woken once the transaction commits.
+        self.woken = False
 
     def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
         sql = Q[name]
@@ -97,8 +99,8 @@ class SQLiteTx(Tx):
             sql = sql.format(where=Q["no_filter"])
         return self._conn.execute(sql, params)
 
-    def executemany(self, name: str, rows: Iterable[Params]) -> None:
-        self._conn.executemany(Q[name], rows)
+    def executemany(self, name: str, rows: Iterable[Params]) -> int:
+        return self._conn.executemany(Q[name], rows).rowcount
 
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         rows: list[Any] = []
@@ -116,6 +118,9 @@ class SQLiteTx(Tx):
 
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
+
+    def wake(self) -> None:
+        self.woken = True
 
 
 class Connections(Database):
@@ -191,14 +196,14 @@ class Connections(Database):
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         with self._transaction("begin_write") as conn:
-            yield SQLiteTx(conn)
+            tx = SQLiteTx(conn)
+            yield tx
+        if tx.woken:
+            _notify.notify(self.path)
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
         yield SQLiteTx(self._conn())
-
-    def _wake(self) -> None:
-        _notify.notify(self.path)
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:

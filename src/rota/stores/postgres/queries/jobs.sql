@@ -6,10 +6,12 @@
 -- verbs wait for each other rather than lose an update.
 
 -- name: insert_job
+-- A reused id stores nothing: the engine counts the rows stored.
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (id) DO NOTHING
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s

@@ -2,10 +2,12 @@
 -- Each query follows a "-- name: NAME" line; {values} takes a list of ? marks.
 
 -- name: insert_job
+-- A reused id stores nothing: the engine counts the rows stored.
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = ?
