@@ -23,7 +23,7 @@ from psycopg import errors as pg_errors
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.sql.queries import load, migrations
-from rota.stores.sql.tx import Cursor, Database, Params, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -74,15 +74,16 @@ class PgTx(Tx):
         if "{where}" in sql:
             parts = " AND ".join(Q[fragment] for fragment in where) or Q["no_filter"]
             sql = sql.format(where=parts)
-        return _Counted(self._pipeline, self._conn.execute(sql, params))
+        return _Counted(self._pipeline, [self._conn.execute(sql, params)])
 
-    def executemany(self, name: str, rows: Iterable[Params]) -> int:
-        rows = list(rows)
-        if not rows:
-            return 0
-        with self._conn.cursor() as cursor:
-            cursor.executemany(Q[name], rows)
-            return _Counted(self._pipeline, cursor).rowcount
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        sql = Q[name]
+        if self._pipeline is None:
+            cursor = self._conn.cursor()
+            cursor.executemany(sql, list(rows))
+            return cursor
+        # in the pipeline each statement is queued: none waits for a reply
+        return _Counted(self._pipeline, [self._conn.execute(sql, row) for row in rows])
 
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         if not values:
@@ -108,29 +109,32 @@ class PgTx(Tx):
 
 
 class _Counted:
-    """A cursor whose ``rowcount`` is exact in pipeline mode: reading it
-    first collects the results the pipeline has pending."""
+    """The cursors of statements sent in a pipeline: reading ``rowcount``
+    first collects the replies the pipeline has pending; rows are read from
+    the last statement."""
 
-    __slots__ = ("_cursor", "_pipeline")
+    __slots__ = ("_cursors", "_pipeline")
 
-    def __init__(self, pipeline: psycopg.Pipeline | None, cursor: psycopg.Cursor[Any]) -> None:
+    def __init__(
+        self, pipeline: psycopg.Pipeline | None, cursors: list[psycopg.Cursor[Any]]
+    ) -> None:
         self._pipeline = pipeline
-        self._cursor = cursor
+        self._cursors = cursors
 
     @property
     def rowcount(self) -> int:
         if self._pipeline is not None:
             self._pipeline.sync()
-        return self._cursor.rowcount
+        return sum(cursor.rowcount for cursor in self._cursors)
 
     def fetchone(self) -> Any:
-        return self._cursor.fetchone()
+        return self._cursors[-1].fetchone()
 
     def fetchall(self) -> list[Any]:
-        return self._cursor.fetchall()
+        return self._cursors[-1].fetchall()
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._cursor)
+        return iter(self._cursors[-1])
 
 
 class PgConnections(Database):

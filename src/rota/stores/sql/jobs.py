@@ -119,7 +119,7 @@ class Jobs(Database):
             )
             results.append(EnqueueResult(job.id))
         try:
-            stored = tx.executemany("insert_job", rows)
+            stored = tx.executemany("insert_job", rows).rowcount
         except Exception as exc:
             if not tx.is_constraint_error(exc):
                 raise

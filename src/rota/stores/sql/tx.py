@@ -12,6 +12,14 @@ Params = Sequence[Any] | Mapping[str, Any]
 T = TypeVar("T")
 
 
+class Changed(Protocol):
+    """What a statement changed (read ``rowcount`` only when it matters: a
+    dialect may have to wait for the database to know it)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+
 class Cursor(Protocol):
     """What running a statement gives back (a DB-API cursor)."""
 
@@ -35,8 +43,9 @@ class Tx(ABC):
         named fragments ``where`` there, joined by AND (nothing if empty)."""
 
     @abstractmethod
-    def executemany(self, name: str, rows: Iterable[Params]) -> int:
-        """Run query ``name`` once per parameter row; the rows it changed."""
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        """Run query ``name`` once per parameter row (its ``rowcount``: the
+        rows changed in all)."""
 
     @abstractmethod
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:

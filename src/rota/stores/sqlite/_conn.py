@@ -19,7 +19,7 @@ from typing import Any
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.sql.queries import load, migrations
-from rota.stores.sql.tx import Cursor, Database, Params, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 from rota.stores.sqlite import _notify
 
 #: Every statement of the SQLite store, by name.
@@ -99,8 +99,8 @@ class SQLiteTx(Tx):
             sql = sql.format(where=Q["no_filter"])
         return self._conn.execute(sql, params)
 
-    def executemany(self, name: str, rows: Iterable[Params]) -> int:
-        return self._conn.executemany(Q[name], rows).rowcount
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        return self._conn.executemany(Q[name], rows)
 
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         rows: list[Any] = []
