@@ -13,7 +13,7 @@ from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
 from rota.models import EnqueueResult, LimitInfo, NewJob, Schedule
-from rota.stores import Store, open_store, redact_url
+from rota.stores import Store, open_replica, open_store, read_url_of, redact_url, replica_url
 from rota.stores.base import DEFAULT_LOG_CAP
 from rota.task import JobHandle, Task, TaskOptions
 
@@ -87,6 +87,10 @@ class App(Registry):
     The store URL is resolved when the store is first used: the ``url``
     given here (or to :meth:`configure`), else ``ROTA_URL`` from the
     environment, else ``sqlite:///rota.db``. Nothing connects until then.
+
+    A PostgreSQL store may have a read replica that serves the dashboard,
+    ``rota status`` and the other displays (:attr:`reader`): ``read_url``,
+    else the store URL's ``read_url`` option, else ``ROTA_READ_URL``.
     """
 
     def __init__(
@@ -100,9 +104,15 @@ class App(Registry):
         job_log_cap: int = DEFAULT_LOG_CAP,
         name: str = "rota",
         commands: bool = False,
+        read_url: str | None = None,
     ) -> None:
         super().__init__()
         self._url = url or None
+        self._read_url = read_url or None
+        if self._url is not None:
+            given = self._read_url or read_url_of(self._url)
+            if given is not None:
+                replica_url(self._url, given)  # refuse a bad pair now, not on first read
         self._opened_url: str | None = None
         self._inline: InlineRunner | None = None
         self.lease = parse_duration(lease, what="lease", positive=True)
@@ -113,6 +123,7 @@ class App(Registry):
         self.job_log_cap = _validate.integer(job_log_cap, "job_log_cap", 1, 2**31 - 1)
         self.name = name
         self._store: Store | None = None
+        self._reader: Store | None = None
         self._store_lock = threading.Lock()
         self.limits = Limits(self)
         if commands:
@@ -153,6 +164,18 @@ class App(Registry):
         # Takes effect when the store next opens; configure() refuses an open store.
         self._url = value or None
 
+    @property
+    def read_url(self) -> str | None:
+        """The URL of the read replica that serves :attr:`reader`, or None:
+        the ``read_url`` given to the app, else the store URL's ``read_url``
+        option, else ``ROTA_READ_URL`` from the environment."""
+        return self._read_url or read_url_of(self.url) or os.environ.get("ROTA_READ_URL") or None
+
+    @read_url.setter
+    def read_url(self, value: str | None) -> None:
+        # Takes effect when the reader next opens.
+        self._read_url = value or None
+
     def configure(self, *, url: str) -> None:
         """Point the app at another store before its first use.
 
@@ -180,13 +203,39 @@ class App(Registry):
                     self._opened_url = url
         return self._store
 
+    @property
+    def reader(self) -> Store:
+        """The store that reads for display: the dashboard and its API,
+        ``rota status``, ``rota jobs list``, exports and metrics.
+
+        With a :attr:`read_url`, a read-only store on that PostgreSQL
+        streaming replica (opened on first use, in the store URL's schema
+        unless the read URL names it); it lags the primary by the
+        replication delay. Without one, :attr:`store` itself. Every change,
+        and every read a change depends on, goes through :attr:`store`.
+        Raises :class:`InvalidArgument` when a read URL is set on a store
+        that is not PostgreSQL."""
+        if self._reader is not None:
+            return self._reader
+        read_url = self.read_url
+        if read_url is None:
+            return self.store
+        with self._store_lock:
+            if self._reader is None:
+                self._reader = open_replica(self.url, read_url)
+        return self._reader
+
     def use_store(self, store: Store) -> None:
         """Use an already opened store (tests, embedding)."""
         self._store = store
         self._opened_url = None
 
     def close(self) -> None:
-        """Close the store's connections; the next use opens the store again."""
+        """Close the store's connections, and the reader's; the next use opens
+        them again."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -1,4 +1,5 @@
-"""What every command shares: the invocation state, ``--url``, consoles, errors, formats.
+"""What every command shares: the invocation state, ``--url`` and ``--read-url``,
+consoles, errors, formats.
 
 Commands read user input through the helpers here so that bad input always
 ends the same way: a one-line ``Error: ...`` on stderr and exit code 2 for
@@ -38,12 +39,15 @@ class CliState:
     """Per-invocation state, stored as the click context object."""
 
     url: str | None = None
+    #: ``--read-url``: the read replica that commands which only show read from.
+    read_url: str | None = None
     apps: list[App] = field(default_factory=list)
     #: ``--traceback``: show the full traceback of an app that fails to import.
     traceback: bool = False
 
     def load_app(self, spec: str) -> App:
-        """The app ``spec`` names (see :func:`rota._loader.load_app`), with ``--url`` applied."""
+        """The app ``spec`` names (see :func:`rota._loader.load_app`), with
+        ``--url`` and ``--read-url`` applied."""
         from rota._loader import load_app
 
         if self.url:
@@ -51,10 +55,15 @@ class CliState:
             # processes of `--mode processes` (which load the app again) all
             # read ROTA_URL: they must reach this store too.
             os.environ["ROTA_URL"] = self.url
+        if self.read_url:
+            os.environ["ROTA_READ_URL"] = self.read_url
         app = load_app(spec)
-        if self.url:
+        if self.url or self.read_url:
             app.close()  # drop a store the module may have opened with its own URL
+        if self.url:
             app.url = self.url
+        if self.read_url:
+            app.read_url = self.read_url
         self._track(app)
         return app
 
@@ -66,7 +75,7 @@ class CliState:
         wrong directory would otherwise read or steer a new, empty store)."""
         from rota.stores import require_file
 
-        app = App(self.url)
+        app = App(self.url, read_url=self.read_url)
         if must_exist:
             require_file(app.url)
         self._track(app)
@@ -94,6 +103,23 @@ def url_option(f: F) -> F:
         expose_value=False,
         callback=_set_url,
         help="Store URL, overriding the app's (also: rota --url, env ROTA_URL).",
+    )(f)
+
+
+def _set_read_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.ensure_object(CliState).read_url = value
+
+
+def read_url_option(f: F) -> F:
+    """``--read-url`` on a command that only shows: read from this replica."""
+    return click.option(
+        "--read-url",
+        metavar="URL",
+        expose_value=False,
+        callback=_set_read_url,
+        help="PostgreSQL read replica to read from (also: env ROTA_READ_URL, or the "
+        "store URL's read_url= option).",
     )(f)
 
 

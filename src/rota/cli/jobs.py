@@ -26,6 +26,7 @@ from rota.cli._support import (
     name_callback,
     note,
     pass_state,
+    read_url_option,
     summary,
     url_option,
 )
@@ -124,6 +125,7 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
 )
 @click.option("--cursor", help="Show the page after the one that printed this cursor.")
 @url_option
+@read_url_option
 @pass_state
 def list_jobs(
     cli: CliState,
@@ -135,7 +137,7 @@ def list_jobs(
     cursor: str | None,
 ) -> None:
     """List jobs, newest first, one page at a time."""
-    store = cli.store_app().store
+    store = cli.store_app().reader
     query = JobQuery(queue=queue, task=task, state=state, search=search or None)
     page = store.list_jobs(query, limit=limit, cursor=cursor)
     if not page.jobs:
@@ -229,12 +231,13 @@ def job_details(job: Job, now: float) -> Group:
 @jobs.command("show")
 @click.argument("job_id", metavar="ID")
 @url_option
+@read_url_option
 @pass_state
 def show(cli: CliState, job_id: str) -> None:
     """Show everything about one job: arguments, result, error, traceback, history.
 
     ID may be a unique prefix (six or more characters) of the job's id."""
-    store = cli.store_app().store
+    store = cli.store_app().reader
     job = store.get_job(store.resolve_job_id(job_id))
     if job is None:  # deleted in between
         raise JobNotFound(job_id)
@@ -251,6 +254,7 @@ def show(cli: CliState, job_id: str) -> None:
     help="With --follow: stop after this many seconds even if the job runs on.",
 )
 @url_option
+@read_url_option
 @pass_state
 def logs(
     cli: CliState, job_id: str, attempt: int | None, follow: bool, timeout: float | None
@@ -260,7 +264,7 @@ def logs(
     returns when the job has ended.
 
     ID may be a unique prefix (six or more characters) of the job's id."""
-    store = cli.store_app().store
+    store = cli.store_app().reader
     job_id = store.resolve_job_id(job_id)
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, after = None, 0
@@ -404,12 +408,13 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
     help="Write to this file instead of standard output (with a progress bar).",
 )
 @url_option
+@read_url_option
 @pass_state
 def export(cli: CliState, queue: str | None, task: str | None, fmt: str, output: str) -> None:
     """Export the results of succeeded jobs, newest first."""
     from rota.cli import _export
 
-    store = cli.store_app().store
+    store = cli.store_app().reader
     results = store.iter_results(queue=queue, task=task)
     if output == "-":
         _export.write(fmt, results, sys.stdout)

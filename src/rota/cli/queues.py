@@ -9,7 +9,15 @@ from rich.table import Table
 from rich.text import Text
 
 from rota.cli._actor import cli_actor
-from rota.cli._support import CliState, console, name_callback, note, pass_state, url_option
+from rota.cli._support import (
+    CliState,
+    console,
+    name_callback,
+    note,
+    pass_state,
+    read_url_option,
+    url_option,
+)
 from rota.models import QUEUE_MODES, JobState, QueueInfo
 
 __all__ = ["queues", "queues_table"]
@@ -48,10 +56,11 @@ def queues() -> None:
 
 @queues.command("list")
 @url_option
+@read_url_option
 @pass_state
 def list_queues(cli: CliState) -> None:
     """Every queue with its job counts by state."""
-    infos = cli.store_app().store.queues()
+    infos = cli.store_app().reader.queues()
     if not infos:
         note("no queues yet: send a job first")
         return

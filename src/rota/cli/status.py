@@ -8,7 +8,14 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rota.cli._support import CliState, console, fmt_duration, pass_state, url_option
+from rota.cli._support import (
+    CliState,
+    console,
+    fmt_duration,
+    pass_state,
+    read_url_option,
+    url_option,
+)
 from rota.cli.queues import queues_table
 from rota.diagnose import diagnose
 from rota.models import MinuteStats, WorkerInfo
@@ -103,13 +110,16 @@ def _heading(title: str) -> Text:
 
 @click.command()
 @url_option
+@read_url_option
 @pass_state
 def status(cli: CliState) -> None:
     """Queues, workers online and throughput."""
     app = cli.store_app()
     out = console()
     out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
-    store = app.store
+    if app.read_url is not None:
+        out.print(f"read from replica: {redact_url(app.read_url)}", soft_wrap=True)
+    store = app.reader
     now = store.now()
     for problem in diagnose(store):
         out.print(Text(f"warning: {problem.message}", style="bold yellow"), soft_wrap=True)

@@ -281,9 +281,10 @@ def resume_schedule(request: Request, name: Name, identity: Acting) -> Done:
 def run_schedule(request: Request, name: Name, identity: Acting) -> Enqueued:
     """Enqueue one job of the schedule's task with its arguments; the schedule's
     own timing is unchanged."""
-    start = _store(request).now()
+    primary = context(request).app.store  # the job just sent may not be on a replica yet
+    start = primary.now()
     job_id = _admin(request).run_schedule_now(name, by=_ops.actor(request, identity))
-    job = _store(request).get_job(job_id)
+    job = primary.get_job(job_id)
     duplicate = job is not None and job.enqueued_at < start  # it was there before
     message = f"schedule {name!r} sent job {job_id}"
     if duplicate:
@@ -335,7 +336,7 @@ def clear_limit(request: Request, key: Name, identity: Acting) -> Done:
 def reset_breaker(request: Request, key: Name, identity: Acting) -> Done:
     """409 when the breaker is not open."""
     if not _admin(request).reset_breaker(key, by=_ops.actor(request, identity)):
-        if not any(info.key == key for info in _store(request).limits()):
+        if not any(info.key == key for info in context(request).app.store.limits()):
             raise NotFound(f"limit key {key!r} not found")
         raise Conflict(f"the breaker of {key!r} is not open")
     return Done(message=f"breaker of {key!r} reset")
@@ -356,7 +357,7 @@ def audit(
 ) -> AuditPage:
     """Who did what, when, through what (python, cli, web, api) and from where;
     filtered by ``actor`` and ``action`` (e.g. ``queue.pause``)."""
-    entries, next_cursor = _admin(request).audit(
+    entries, next_cursor = _store(request).audit(
         limit=limit, cursor=cursor or None, actor=actor or None, action=action or None
     )
     return AuditPage(entries=entries, next_cursor=next_cursor)

@@ -203,7 +203,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    api.state.rota = Context(app, auth, registry_for(lambda: app.store), templates)
+    api.state.rota = Context(app, auth, registry_for(lambda: app.reader), templates)
     install_error_handlers(api, templates)
     api.include_router(_forms.router)  # first: its paths are more specific than _pages'
     api.include_router(_logs.router)

@@ -23,7 +23,11 @@ _bearer = HTTPBearer(auto_error=False, description="An operator or viewer token.
 @dataclass(frozen=True, slots=True)
 class Context:
     """What every request handler needs: the rota app, the access policy,
-    the metrics registry and the page templates."""
+    the metrics registry and the page templates.
+
+    Handlers read what they show through :attr:`store` (the app's reader: a
+    read replica when one is set) and act through ``app.admin``, which works
+    on the primary (``app.store``), as does every read an action depends on."""
 
     app: App
     auth: Auth
@@ -32,8 +36,8 @@ class Context:
 
     @property
     def store(self) -> Store:
-        """The app's store, opened on first use."""
-        return self.app.store
+        """The store that reads for display (``app.reader``), opened on first use."""
+        return self.app.reader
 
 
 def context(request: Request) -> Context:

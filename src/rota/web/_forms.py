@@ -272,8 +272,9 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
     return RedirectResponse("/schedules", status_code=303)
 
 
-def _existing(request: Request, name: str) -> Schedule:
-    found = context(request).store.get_schedule(name)
+def _existing(request: Request, name: str, *, primary: bool = False) -> Schedule:
+    ctx = context(request)
+    found = (ctx.app.store if primary else ctx.store).get_schedule(name)
     if found is None:
         raise NotFound(f"schedule {name!r} not found")
     return found
@@ -299,7 +300,7 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
 
     def update() -> list[str]:
         # Compared with the form as it was shown: a field left alone is not a change.
-        before = _schedule_fields(_stored_form(_existing(request, name)))
+        before = _schedule_fields(_stored_form(_existing(request, name, primary=True)))
         changes = _changes(_schedule_fields(form), before)
         if changes:
             admin.update_schedule(name, by=by, **changes)

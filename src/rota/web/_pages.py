@@ -387,7 +387,7 @@ def audit_page(
     request: Request, identity: Viewer, actor: str = "", action: str = "", cursor: str = ""
 ) -> Response:
     """The audit log: who did what, when, through what and from where; newest first."""
-    entries, next_cursor = _admin(request).audit(
+    entries, next_cursor = _store(request).audit(
         limit=_AUDIT_PAGE, cursor=cursor or None, actor=actor or None, action=action or None
     )
     kept = {k: v for k, v in (("actor", actor), ("action", action)) if v}
