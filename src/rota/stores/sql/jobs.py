@@ -49,6 +49,7 @@ class Held(NamedTuple):
     lease_owner: str | None
     cancel_at: float | None
     cancel_by: str | None
+    host: object  # the lease holder's host from its heartbeat record (a str, if readable)
 
 
 class _Choice(NamedTuple):
@@ -142,10 +143,8 @@ class Jobs(Database):
         now = tx.now()  # read in the transaction: buckets never go back in time
         tx.execute("promote_due", (now,))
         tx.execute("unpark_due", (now,))
-        paused = {row[0] for row in tx.execute("paused_queues")}
         book = _limits.LimitBook(tx, now)
-        active = [queue for queue in dict.fromkeys(queues) if queue not in paused]
-        chosen, parked = _choose(tx, book, active, limit)
+        chosen, parked = _choose(tx, book, list(dict.fromkeys(queues)), limit)
         tx.executemany("park", parked)
         if not chosen:
             return []
@@ -211,7 +210,6 @@ class Jobs(Database):
         counts: Counter[tuple[str, str, bool]] = Counter()
         retried: Counter[tuple[str, str]] = Counter()
         applied: list[bool] = []
-        hosts: dict[str, str | None] = {}
         debug = DebugPause(tx)
         for o in outcomes:
             row = rows.get(o.job_id)
@@ -223,17 +221,17 @@ class Jobs(Database):
             if row.cancel_at is not None:  # asked to stop: it ends so, whatever it did
                 if limits:
                     book.release(limits, o.job_id, None)
-                end_cancelled(tx, hosts, row, now)
+                end_cancelled(tx, row, now)
                 continue
             counts[(row.queue, row.task, o.ok)] += 1
             if limits:
                 book.release(limits, o.job_id, o.ok)
             if o.ok:
-                entry = attempt_entry(tx, hosts, row, "succeeded", now)
+                entry = attempt_entry(row, "succeeded", now)
                 done.append((o.result, now, entry, o.job_id))
                 settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=True)
                 continue
-            entry = attempt_entry(tx, hosts, row, "failed", now, error=o.error)
+            entry = attempt_entry(row, "failed", now, error=o.error)
             debug.failed(row.queue, o.job_id)
             tries = row.attempt - row.lost
             if o.retry_in is not None and tries < row.max_attempts:
@@ -264,7 +262,6 @@ class Jobs(Database):
         book = _limits.LimitBook(tx, now)
         book.load(_limits.decode(row.limits) for row in rows.values() if row.limits)
         applied = []
-        hosts: dict[str, str | None] = {}
         for lease in leases:
             row = rows.get(lease.job_id)
             ok = row is not None and row.state == "running" and row.lease_token == lease.token
@@ -275,9 +272,9 @@ class Jobs(Database):
             if limits:
                 book.release(limits, lease.job_id, None)
             if row.cancel_at is not None:
-                end_cancelled(tx, hosts, row, now)
+                end_cancelled(tx, row, now)
                 continue
-            entry = attempt_entry(tx, hosts, row, "released", now)
+            entry = attempt_entry(row, "released", now)
             tx.execute("mark_released", (entry, lease.job_id))
         book.save()
         _unpark(tx, book)
@@ -296,16 +293,15 @@ class Jobs(Database):
         book = _limits.LimitBook(tx, now)
         book.load(_limits.decode(row.limits) for row in rows if row.limits)
         lost_for_good: Counter[tuple[str, str, bool]] = Counter()
-        hosts: dict[str, str | None] = {}
         debug = DebugPause(tx)
         for row in rows:
             limits = _limits.decode(row.limits)
             if limits:
                 book.release(limits, row.id, None)
             if row.cancel_at is not None:
-                end_cancelled(tx, hosts, row, now)
+                end_cancelled(tx, row, now)
                 continue
-            entry = attempt_entry(tx, hosts, row, "lost", now)
+            entry = attempt_entry(row, "lost", now)
             final = row.lost + 1 >= row.max_lost
             if final:
                 lost_for_good[(row.queue, row.task, False)] += 1
@@ -413,35 +409,21 @@ def count_attempts(
     tx.executemany("count_stats", rows)
 
 
-def attempt_entry(
-    tx: Tx,
-    hosts: dict[str, str | None],
-    row: Held,
-    event: str,
-    now: float,
-    **extra: str | float | None,
-) -> bytes:
+def attempt_entry(row: Held, event: str, now: float, **extra: str | float | None) -> bytes:
     """The history entry of the attempt that ends with ``event``: its number,
-    the worker that held its lease and that worker's host, as its heartbeat
-    record gives it (None once the record is gone). ``hosts`` caches the
-    hosts looked up in one transaction."""
-    worker = row.lease_owner
-    if worker is not None and worker not in hosts:
-        found = tx.execute("worker_host", (worker,)).fetchone()
-        hosts[worker] = found[0] if found and isinstance(found[0], str) else None
-    entry = {"attempt": row.attempt, "event": event, "worker": worker}
-    entry["host"] = hosts.get(worker) if worker is not None else None
+    the worker that held its lease and that worker's host (None once its
+    heartbeat record is gone)."""
+    host = row.host if row.lease_owner is not None and isinstance(row.host, str) else None
+    entry = {"attempt": row.attempt, "event": event, "worker": row.lease_owner, "host": host}
     return _json.dumps(entry | extra | {"at": now})
 
 
-def end_cancelled(tx: Tx, hosts: dict[str, str | None], row: Held, now: float) -> None:
+def end_cancelled(tx: Tx, row: Held, now: float) -> None:
     """End the running job of ``row``, which was asked to stop, as cancelled,
     whatever its attempt reported: a history entry names who asked (``by``)
     and when (``requested_at``); its unique key is freed. The caller frees
     its limit slots."""
-    entry = attempt_entry(
-        tx, hosts, row, "cancelled", now, by=row.cancel_by, requested_at=row.cancel_at
-    )
+    entry = attempt_entry(row, "cancelled", now, by=row.cancel_by, requested_at=row.cancel_at)
     tx.execute("mark_cancelled", (now, entry, row.id))
     settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=False)
 

@@ -43,12 +43,11 @@ UPDATE jobs SET state = 'queued'
 WHERE seq IN (SELECT seq FROM jobs WHERE state = 'scheduled' AND run_at <= %s
               ORDER BY run_at FOR UPDATE SKIP LOCKED)
 
--- name: paused_queues
-SELECT name FROM queues WHERE paused = 1
-
 -- name: ready_candidates
+-- Nothing from a paused queue.
 SELECT seq, priority, vtime, limits, id FROM jobs
 WHERE state = 'queued' AND queue = %s
+  AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
 ORDER BY priority DESC, vtime, seq
 LIMIT %s OFFSET %s
 FOR UPDATE SKIP LOCKED
@@ -93,14 +92,14 @@ WHERE id = %s AND lease_token = %s AND state = 'running'
 RETURNING cancel_at
 
 -- name: held_rows
+-- host: the lease holder's host, as its heartbeat record gives it.
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
-       unique_key, unique_for, lease_owner, cancel_at, cancel_by
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by,
+       (SELECT convert_from(info, 'UTF8')::jsonb ->> 'host' FROM workers
+        WHERE workers.id = jobs.lease_owner)
 FROM jobs WHERE id = ANY({values})
 ORDER BY id
 FOR UPDATE
-
--- name: worker_host
-SELECT convert_from(info, 'UTF8')::jsonb ->> 'host' FROM workers WHERE id = %s
 
 -- name: mark_succeeded
 UPDATE jobs SET state = 'succeeded', result = %s, finished_at = %s,
@@ -149,7 +148,9 @@ WHERE id = %s
 
 -- name: expired_leases
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
-       unique_key, unique_for, lease_owner, cancel_at, cancel_by
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by,
+       (SELECT convert_from(info, 'UTF8')::jsonb ->> 'host' FROM workers
+        WHERE workers.id = jobs.lease_owner)
 FROM jobs
 WHERE state = 'running' AND lease_expires < %s
 ORDER BY lease_expires

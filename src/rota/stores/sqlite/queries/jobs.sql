@@ -37,12 +37,11 @@ ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL
 -- name: promote_due
 UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= ?
 
--- name: paused_queues
-SELECT name FROM queues WHERE paused = 1
-
 -- name: ready_candidates
+-- Nothing from a paused queue.
 SELECT seq, priority, vtime, limits, id FROM jobs INDEXED BY jobs_ready
 WHERE state = 'queued' AND queue = ?
+  AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
 ORDER BY priority DESC, vtime, seq
 LIMIT ? OFFSET ?
 
@@ -85,12 +84,11 @@ WHERE id = ? AND lease_token = ? AND state = 'running'
 RETURNING cancel_at
 
 -- name: held_rows
+-- host: the lease holder's host, as its heartbeat record gives it.
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
-       unique_key, unique_for, lease_owner, cancel_at, cancel_by
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by,
+       (SELECT json_extract(info, '$.host') FROM workers WHERE workers.id = lease_owner)
 FROM jobs WHERE id IN ({values})
-
--- name: worker_host
-SELECT json_extract(info, '$.host') FROM workers WHERE id = ?
 
 -- name: mark_succeeded
 UPDATE jobs SET state = 'succeeded', result = ?, finished_at = ?,
@@ -139,7 +137,8 @@ WHERE id = ?
 
 -- name: expired_leases
 SELECT id, lease_token, state, queue, task, attempt, lost, max_attempts, max_lost, limits,
-       unique_key, unique_for, lease_owner, cancel_at, cancel_by
+       unique_key, unique_for, lease_owner, cancel_at, cancel_by,
+       (SELECT json_extract(info, '$.host') FROM workers WHERE workers.id = lease_owner)
 FROM jobs INDEXED BY jobs_leases
 WHERE state = 'running' AND lease_expires < ?
 LIMIT 1000
