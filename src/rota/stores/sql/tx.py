@@ -20,11 +20,8 @@ class Changed(Protocol):
     def rowcount(self) -> int: ...
 
 
-class Cursor(Protocol):
+class Cursor(Changed, Protocol):
     """What running a statement gives back (a DB-API cursor)."""
-
-    @property
-    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
 
@@ -40,7 +37,8 @@ class Tx(ABC):
     @abstractmethod
     def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
         """Run query ``name``. A query whose text holds ``{where}`` gets the
-        named fragments ``where`` there, joined by AND (nothing if empty)."""
+        named fragments ``where`` there, joined by AND (the fragment
+        ``no_filter`` when there are none)."""
 
     @abstractmethod
     def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
@@ -80,8 +78,7 @@ class Database(ABC):
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:
-        """A connection for reads that no state change depends on (a dialect
-        may serve them from a replica)."""
+        """A connection for reads outside a write transaction."""
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
         """``work(tx)`` in one write transaction. A dialect whose database may
