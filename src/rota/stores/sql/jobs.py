@@ -68,7 +68,21 @@ class Jobs(Database):
         _checks.new_jobs(jobs)
         if not jobs:
             return []
-        return self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
+        try:
+            return self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
+        except _IdTaken as taken:
+            raise self._name_taken_id(taken.ids) from None
+
+    def _name_taken_id(self, ids: Sequence[str]) -> InvalidArgument:
+        """The refusal of a batch ``ids`` that reused an id, of a stored job or
+        of an earlier job of the batch, named (the batch was rolled back)."""
+        seen: set[str] = set()
+        with self._read() as tx:
+            for job_id in ids:
+                if job_id in seen or tx.execute("job_exists", (job_id,)).fetchone():
+                    return InvalidArgument(f"a job with id {job_id!r} already exists")
+                seen.add(job_id)
+        return _IdTaken(ids)
 
     def _enqueue(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
         clocks: dict[str, float] = {}
@@ -126,7 +140,7 @@ class Jobs(Database):
                 raise
             raise StoreError(f"the store refused the jobs: {exc}") from None
         if stored != len(rows):  # an id already taken: nothing of this batch is kept
-            raise _reused_id(tx, [row[0] for row in rows])
+            raise _IdTaken([row[0] for row in rows])
         tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
         tx.wake()
         return results
@@ -435,13 +449,9 @@ def lease_status(row: tuple[Any, ...] | None) -> LeaseStatus:
     return "held" if row[0] is None else "cancel"
 
 
-def _reused_id(tx: Tx, ids: Sequence[str]) -> InvalidArgument:
-    """The refusal of a batch of jobs ``ids`` of which the store kept fewer
-    than it was given: one reuses an id, of a stored job or of an earlier job
-    of the batch."""
-    seen: set[str] = set()
-    for job_id in ids:
-        if job_id in seen or tx.execute("job_exists", (job_id,)).fetchone():
-            return InvalidArgument(f"a job with id {job_id!r} already exists")
-        seen.add(job_id)
-    return InvalidArgument("a job id of this batch is already taken")
+class _IdTaken(InvalidArgument):
+    """A batch of jobs reused an id: fewer rows were stored than given."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        super().__init__("a job id of this batch is already taken")
+        self.ids = ids
