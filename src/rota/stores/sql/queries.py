@@ -6,6 +6,17 @@ import re
 from importlib import resources
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+#: The query files every dialect has, one per part of the engine, beside its
+#: own ``connection.sql``.
+ENGINE_FILES = (
+    "jobs.sql",
+    "reads.sql",
+    "steer.sql",
+    "schedules.sql",
+    "audit.sql",
+    "logs.sql",
+    "users.sql",
+)
 
 
 def load(package: str, *files: str) -> dict[str, str]:

@@ -18,22 +18,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
-from rota.stores.sql.queries import load, migrations
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 from rota.stores.sqlite import _notify
 
 #: Every statement of the SQLite store, by name.
-Q = load(
-    "rota.stores.sqlite",
-    "connection.sql",
-    "jobs.sql",
-    "reads.sql",
-    "steer.sql",
-    "schedules.sql",
-    "audit.sql",
-    "logs.sql",
-    "users.sql",
-)
+Q = load("rota.stores.sqlite", "connection.sql", *ENGINE_FILES)
 _CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
