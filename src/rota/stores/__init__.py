@@ -1,5 +1,5 @@
 """Store backends, chosen by URL: ``sqlite:///path``, ``redis://host:port/db``,
-``postgresql://user:pass@host:port/db``."""
+``postgresql://user:pass@host:port/db``, ``mysql://user:pass@host:port/db``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ __all__ = [
 ]
 
 
-_FORMS = "sqlite:///path, redis://host:port/db or postgresql://user@host:port/db"
+_FORMS = (
+    "sqlite:///path, redis://host:port/db, postgresql://user@host:port/db "
+    "or mysql://user@host:port/db"
+)
 _POSTGRES = ("postgresql", "postgres")
 #: The schema of a PostgreSQL store whose URL names none.
 _DEFAULT_SCHEMA = "rota"
@@ -52,6 +55,8 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
         return SQLiteStore(path or "rota.db", **options)
     if scheme in _POSTGRES:
         return _open_postgres(url)
+    if scheme == "mysql":
+        return _open_mysql(url)
     try:
         from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
@@ -74,6 +79,18 @@ def _open_postgres(url: str, *, replica: bool = False) -> Store:
             ) from None
         raise
     return PostgresStore.from_url(url, replica=replica)
+
+
+def _open_mysql(url: str) -> Store:
+    try:
+        from rota.stores.mysql import MySQLStore
+    except ImportError as exc:
+        if exc.name in ("MySQLdb", "rota.stores.mysql"):
+            raise InvalidArgument(
+                "the MySQL store needs the mysql extra: pip install 'rota[mysql]'"
+            ) from None
+        raise
+    return MySQLStore.from_url(url)
 
 
 def read_url_of(url: str) -> str | None:
@@ -122,7 +139,7 @@ def open_replica(url: str, read_url: str) -> Store:
 
 
 def _not_postgres(url: str, scheme: str) -> InvalidArgument:
-    kind = "SQLite" if scheme == "sqlite" else "Redis"
+    kind = {"sqlite": "SQLite", "mysql": "MySQL"}.get(scheme, "Redis")
     return InvalidArgument(
         f"a read URL (read_url=, ROTA_READ_URL) works only with a PostgreSQL store, and "
         f"{redact_url(url)!r} is a {kind} store: a read replica is a PostgreSQL streaming "
@@ -161,7 +178,7 @@ def require_file(url: str) -> None:
 def check_url(url: str) -> str:
     """Refuse a store URL that is malformed, with what to write instead
     (:class:`InvalidArgument`); return its scheme (``sqlite``, ``redis``,
-    ``rediss``, ``unix``, ``postgresql`` or ``postgres``)."""
+    ``rediss``, ``unix``, ``postgresql``, ``postgres`` or ``mysql``)."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidArgument(f"the store URL is empty: use {_FORMS}")
     scheme, sep, rest = url.partition(":")
@@ -169,12 +186,14 @@ def check_url(url: str) -> str:
     shown = redact_url(url)
     if not sep:
         raise InvalidArgument(f"store URL {shown!r} has no scheme: use {_FORMS}")
-    if scheme not in ("sqlite", "redis", "rediss", "unix", "postgresql", "postgres"):
+    if scheme not in ("sqlite", "redis", "rediss", "unix", "postgresql", "postgres", "mysql"):
         raise InvalidArgument(f"unsupported store URL scheme {scheme!r}: use {_FORMS}")
     if scheme == "sqlite":
         _check_sqlite(url, rest)
     elif scheme in _POSTGRES:
         _check_postgres(url, scheme, shown)
+    elif scheme == "mysql":
+        _check_mysql(url, shown)
     else:
         _check_redis(url, scheme, shown)
     return scheme
@@ -203,6 +222,21 @@ def _check_postgres(url: str, scheme: str, shown: str) -> None:
         raise InvalidArgument(
             f"PostgreSQL URL {shown!r} has a bad port: use a number from 1 to 65535"
         ) from None
+
+
+def _check_mysql(url: str, shown: str) -> None:
+    parts = urlsplit(url)
+    form = "mysql://user:password@host:3306/database"
+    if not url[len("mysql:") :].startswith("//"):
+        raise InvalidArgument(f"MySQL URL {shown!r} needs '//' after 'mysql:': use {form}")
+    try:
+        parts.port  # noqa: B018  (raises ValueError when it is not a port)
+    except ValueError:
+        raise InvalidArgument(
+            f"MySQL URL {shown!r} has a bad port: use a number from 1 to 65535"
+        ) from None
+    if not parts.path.strip("/"):
+        raise InvalidArgument(f"MySQL URL {shown!r} names no database: use {form}")
 
 
 def _check_redis(url: str, scheme: str, shown: str) -> None:

@@ -1,0 +1,437 @@
+"""The MySQL / MariaDB dialect of the SQL engine: pooled connections,
+transactions that are run again after a deadlock, a lock wait timeout or a
+connection dropped before the commit, and migrations under a named lock.
+
+Neither database has ``UPDATE ... RETURNING``: a named query may hold several
+statements, which :class:`MySQLTx` sends in one round trip (see
+``queries/connection.sql`` for how they share the parameters).
+
+Every driver error that leaves this layer is a rota error:
+:class:`StoreUnavailable` when the server cannot be reached, else
+:class:`StoreError` carrying the server's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, TypeVar, cast
+
+import MySQLdb
+from MySQLdb.constants import CLIENT
+
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.stores.mysql._pool import Pool, close_quietly
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
+
+log = logging.getLogger("rota.store")
+T = TypeVar("T")
+
+#: Every statement of the MySQL store, by name.
+Q = load("rota.stores.mysql", "connection.sql", *ENGINE_FILES)
+
+#: Server errors after which a transaction is simply run again: InnoDB broke a
+#: deadlock (1213), or a lock was not granted in time (1205).
+_CONFLICTS = frozenset({1213, 1205})
+#: Errors that mean the connection or the server went away: the client lost
+#: the server (2002, 2003, 2006, 2013, 2055), the server is shutting down
+#: (1053), killed the connection (1927) or closed it for inactivity (4031),
+#: or has no connection left (1040).
+_LOST = frozenset({2002, 2003, 2006, 2013, 2055, 1053, 1927, 4031, 1040})
+#: The database the URL names does not exist.
+NO_DATABASE = 1049
+#: A database name rota accepts: letters, digits and underscores.
+DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+_ATTEMPTS = 10
+_CHUNK = 1000  # values per IN (...) list
+_STATEMENT_END = re.compile(r";[ \t]*\n")
+_PLACEHOLDER = re.compile(r"(?<!%)%s")
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The MySQL error number of a driver error (None for other errors)."""
+    if isinstance(exc, MySQLdb.Error) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return None
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection or the server went away."""
+    return error_code(exc) in _LOST
+
+
+def store_error(exc: BaseException, where: str) -> StoreError:
+    """The rota error for a driver error at ``where``."""
+    if connection_lost(exc):
+        return StoreUnavailable(f"the MySQL store at {where} cannot be reached: {exc}")
+    return StoreError(f"the MySQL store at {where} failed: {exc}")
+
+
+@lru_cache(maxsize=1024)
+def _placeholders(sql: str) -> tuple[int, ...]:
+    """The number of ``%s`` in each statement of ``sql``."""
+    return tuple(len(_PLACEHOLDER.findall(part)) for part in _STATEMENT_END.split(sql))
+
+
+def _arguments(sql: str, params: Params) -> Params | None:
+    """The parameters of ``sql``: each statement takes the last of ``params``,
+    as many as it has placeholders (a mapping is shared by all)."""
+    if isinstance(params, Mapping):
+        return params
+    args: list[Any] = []
+    for count in _placeholders(sql):
+        if count:
+            args += params[len(params) - count :]
+    return args or None
+
+
+class _Rows:
+    """The outcome of a query of several statements: the rows of the last
+    statement that returned rows (``rowcount``: how many), or, when none did,
+    the rows the statements changed."""
+
+    __slots__ = ("_rows", "rowcount")
+
+    def __init__(self, cursor: Any) -> None:
+        rows: list[Any] | None = None
+        changed = 0
+        while True:
+            if cursor.description is not None:
+                rows = list(cursor.fetchall())
+            else:
+                changed += max(0, cursor.rowcount)
+            if not cursor.nextset():
+                break
+        self._rows = rows or []
+        self.rowcount = changed if rows is None else len(rows)
+
+    def fetchone(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+
+class MySQLTx(Tx):
+    """A pooled connection of the MySQL store, running its named queries."""
+
+    __slots__ = ("_conn", "_now", "woken")
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._now: float | None = None
+        #: Whether this transaction makes work claimable (bumps the wake-up
+        #: count as it commits).
+        self.woken = False
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        sql = Q[name]
+        if "{where}" in sql:
+            sql = sql.format(where=" AND ".join(Q[part] for part in where) or Q["no_filter"])
+        return self.run(sql, params)
+
+    def run(self, sql: str, params: Params = ()) -> Cursor:
+        """Run ``sql``, one statement or several in one round trip."""
+        cursor = self._conn.cursor()
+        cursor.execute(sql, _arguments(sql, params))
+        if len(_placeholders(sql)) == 1:
+            return cast(Cursor, cursor)
+        return _Rows(cursor)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        rows = list(rows)
+        cursor = self._conn.cursor()
+        if rows:
+            cursor.executemany(Q[name], rows)  # one multi-row INSERT where it can
+        return _Count(max(0, cursor.rowcount))
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        rows: list[Any] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = values[start : start + _CHUNK]
+            sql = Q[name].format(values=", ".join(["%s"] * len(chunk)))
+            rows += self.run(sql, (*params, *chunk)).fetchall()
+        return rows
+
+    def now(self) -> float:
+        """The database's clock, read once per transaction."""
+        if self._now is None:
+            self._now = float(self.execute("clock").fetchone()[0])
+        return self._now
+
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, MySQLdb.IntegrityError)
+
+    def wake(self) -> None:
+        """Bump the wake-up count when this transaction commits."""
+        self.woken = True
+
+    def commit(self) -> None:
+        """Commit, bumping the wake-up count in the same round trip if asked."""
+        self.execute("wake_and_commit" if self.woken else "commit")
+
+
+class _Count:
+    __slots__ = ("rowcount",)
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
+
+
+def _rollback(conn: Any) -> None:
+    """Roll back what ``conn`` has open; a broken connection has nothing to
+    roll back (the server does it), and is dropped by the caller."""
+    try:
+        conn.rollback()
+    except MySQLdb.Error as exc:
+        log.debug("could not roll back: %s", exc)
+
+
+class MySQLConnections(Database):
+    """A pool of connections to one MySQL or MariaDB database."""
+
+    kind = "mysql"
+
+    def __init__(
+        self,
+        connect: dict[str, Any],
+        *,
+        where: str,
+        pool_size: int = 8,
+        wake_poll: float = 0.05,
+    ) -> None:
+        if not DATABASE_NAME.fullmatch(str(connect.get("database"))):
+            raise InvalidArgument(
+                f"MySQL database name {connect.get('database')!r} is not a plain name: use "
+                "letters, digits and underscores (at most 64), as in mysql://user@host:3306/rota"
+            )
+        self.where = where
+        #: Seconds between two looks of an idle worker at the wake-up count.
+        self.wake_poll = wake_poll
+        self._connect_args = connect
+        self._outage = False
+        self._pool = Pool(self._open, pool_size, where, wait=30.0)
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, with_database: bool = True) -> Any:
+        """A new connection, set up for the store (autocommit: a transaction
+        begins with an explicit statement)."""
+        args = dict(self._connect_args)
+        if not with_database:
+            args.pop("database")
+        conn = MySQLdb.connect(
+            **args,
+            charset="utf8mb4",
+            binary_prefix=True,
+            autocommit=True,
+            client_flag=CLIENT.MULTI_STATEMENTS,
+        )
+        try:
+            MySQLTx(conn).execute("session")
+        except BaseException:
+            close_quietly(conn)
+            raise
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection, given back when the block ends; dropped when
+        the block raised an error that may have broken it."""
+        conn = self._pool.take()
+        try:
+            yield conn
+        except BaseException as exc:
+            if isinstance(exc, Exception) and not connection_lost(exc):
+                self._pool.give(conn)
+            else:
+                self._pool.discard(conn)
+            raise
+        self._pool.give(conn)
+
+    # -- transactions --------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        try:
+            with self._connection() as conn:
+                tx = MySQLTx(conn)
+                tx.execute("begin")
+                try:
+                    yield tx
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                tx.commit()
+        except MySQLdb.Error as exc:
+            raise store_error(exc, self.where) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        try:
+            with self._connection() as conn:
+                yield MySQLTx(conn)
+        except MySQLdb.Error as exc:
+            raise store_error(exc, self.where) from exc
+
+    def _transact(self, work: Callable[[Tx], T]) -> T:
+        """``work`` in one transaction. It runs again, after a short random
+        pause, when InnoDB aborted it to break a deadlock or a lock was not
+        granted in time, and when the connection dropped before the commit
+        was sent (a server restart leaves the pool's connections broken); a
+        connection lost during the commit is an outage, since the commit may
+        or may not have happened."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            committing = False
+            try:
+                with self._connection() as conn:
+                    tx = MySQLTx(conn)
+                    tx.execute("begin")
+                    try:
+                        result = work(tx)
+                        committing = True
+                        tx.commit()
+                    except BaseException as exc:
+                        if not connection_lost(exc):
+                            _rollback(conn)
+                        raise
+                self._reachable()
+                return result
+            except MySQLdb.Error as exc:
+                pause = self._pause_before_retry(exc, attempt, committing)
+                if pause is None:
+                    raise store_error(exc, self.where) from exc
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    def _pause_before_retry(
+        self, exc: MySQLdb.Error, attempt: int, committing: bool
+    ) -> float | None:
+        """How long to wait before running a failed transaction again; None
+        when it must not run again (its error is then raised)."""
+        if attempt == _ATTEMPTS:
+            return None
+        if error_code(exc) in _CONFLICTS:  # rolled back: nothing of it stays
+            level = logging.WARNING if attempt >= 3 else logging.DEBUG
+            log.log(
+                level, "the MySQL store at %s: %s; running the transaction again", self.where, exc
+            )
+            return min(0.25, 0.005 * 2.0**attempt) * random.uniform(0.5, 1.5)
+        if not connection_lost(exc):
+            return None
+        if committing:
+            raise StoreUnavailable(
+                f"the connection to the MySQL store at {self.where} was lost while committing, "
+                f"and whether the commit happened is not known: {exc}"
+            ) from exc
+        if not self._outage:
+            self._outage = True
+            log.warning("lost the MySQL store at %s (%s); reconnecting", self.where, exc)
+        return min(1.0, 0.05 * 2.0**attempt)
+
+    def _reachable(self) -> None:
+        if self._outage:
+            self._outage = False
+            log.warning("the MySQL store at %s is reachable again", self.where)
+
+    # -- wake-ups --------------------------------------------------------------
+
+    def _await_wake(self, timeout: float) -> None:
+        """Return once the wake-up count moved, when the next delayed or
+        parked job is due, or after ``timeout`` seconds, looking at the count
+        every ``wake_poll`` seconds. A failure counts as a wake-up (after a
+        short pause): what the caller does next reports it."""
+        try:
+            with self._read() as tx:
+                now, due, parked, seen = tx.execute("wait_state").fetchone()
+                for at in (due, parked):
+                    if at is not None:
+                        timeout = min(timeout, max(0.0, at - float(now)))
+                deadline = time.monotonic() + timeout
+                while (left := deadline - time.monotonic()) > 0:
+                    time.sleep(min(self.wake_poll, left))
+                    if tx.execute("wakeups").fetchone()[0] != seen:
+                        return
+        except StoreError as exc:
+            log.debug("waiting for work on the MySQL store at %s failed: %s", self.where, exc)
+            time.sleep(min(timeout, 0.5))
+
+    # -- schema ------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Bring the database to the newest schema, under a named lock of the
+        server: processes starting at once wait for the first one's
+        migration. The database is created first if it does not exist."""
+        try:
+            try:
+                conn = self._pool.take()
+            except MySQLdb.OperationalError as exc:
+                if error_code(exc) != NO_DATABASE:
+                    raise
+                self._create_database()
+                conn = self._pool.take()
+            try:
+                self._migrate_on(MySQLTx(conn))
+            finally:
+                self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
+        except MySQLdb.Error as exc:
+            raise store_error(exc, self.where) from exc
+
+    def _migrate_on(self, tx: MySQLTx) -> None:
+        collation = _collation(tx.execute("server").fetchone()[0], self.where)
+        if not tx.execute("migration_lock", (120,)).fetchone()[0]:
+            raise StoreUnavailable(
+                f"the MySQL store at {self.where}: another process held the migration lock "
+                "for 120 s"
+            )
+        try:
+            tx.execute("create_versions")
+            version = int(tx.execute("schema_version").fetchone()[0])
+            for number, script in migrations("rota.stores.mysql"):
+                if number > version:
+                    for statement in _STATEMENT_END.split(script.format(collation=collation)):
+                        if statement.strip():
+                            tx.run(statement)
+                    tx.execute("record_version", (number,))
+        finally:
+            tx.execute("migration_unlock")
+
+    def _create_database(self) -> None:
+        conn = self._open(with_database=False)
+        try:
+            tx = MySQLTx(conn)
+            collation = _collation(tx.execute("server").fetchone()[0], self.where)
+            database = self._connect_args["database"]  # checked: letters, digits, _
+            tx.run(Q["create_database"].format(database=database, collation=collation))
+        finally:
+            close_quietly(conn)
+
+    def close(self) -> None:
+        """Close the pool's idle connections."""
+        self._pool.close()
+
+
+def _collation(version: str, where: str) -> str:
+    """The utf8mb4 collation that compares byte for byte without ignoring
+    trailing spaces on the server of ``version``; refuses a server too old
+    for rota (no SKIP LOCKED, or no such collation)."""
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version.split("-", 1)[0])[:3])
+    if "mariadb" in version.lower():
+        if numbers < (10, 6):
+            raise StoreError(f"the MySQL store at {where} needs MariaDB 10.6 or newer: {version}")
+        return "utf8mb4_nopad_bin"
+    if numbers < (8, 0, 17):
+        raise StoreError(f"the MySQL store at {where} needs MySQL 8.0.17 or newer: {version}")
+    return "utf8mb4_0900_bin"

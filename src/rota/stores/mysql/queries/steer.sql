@@ -1,0 +1,52 @@
+-- Operator actions in the SQL engine on MySQL / MariaDB (rota.stores.sql.steer).
+-- Each query follows a "-- name: NAME" line; {where} takes the named filter
+-- fragments (reads.sql) joined by AND.
+
+-- name: retry_job
+UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
+    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL
+WHERE id = %s AND state IN ('failed', 'cancelled')
+
+-- name: retry_where
+SELECT id FROM jobs WHERE {where} FOR UPDATE;
+UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
+    started_at = NULL, error = NULL, traceback = NULL
+WHERE {where}
+
+-- name: is_failed
+state = 'failed'
+
+-- name: job_unique_key
+SELECT unique_key FROM jobs WHERE id = %s
+
+-- name: delete_job
+SELECT unique_key FROM jobs WHERE id = %s AND state <> 'running' FOR UPDATE;
+DELETE FROM jobs WHERE id = %s AND state <> 'running'
+
+-- name: release_pending_unique
+DELETE FROM uniques WHERE `key` = %s AND job_id = %s AND `until` IS NULL
+
+-- name: purge_pending
+SELECT unique_key, id FROM jobs
+WHERE queue = %s AND state IN ('scheduled', 'queued', 'parked') FOR UPDATE;
+DELETE FROM jobs WHERE queue = %s AND state IN ('scheduled', 'queued', 'parked')
+
+-- name: purge_finished_jobs
+DELETE FROM jobs WHERE finished_at < %s ORDER BY finished_at LIMIT %s
+
+-- name: purge_uniques
+DELETE FROM uniques WHERE `until` IS NOT NULL AND `until` < %s
+
+-- name: purge_stats
+DELETE FROM stats WHERE minute > 0 AND minute < %s
+
+-- name: purge_workers
+DELETE FROM workers WHERE heartbeat_at < %s
+
+-- name: set_limit_override
+INSERT INTO limits (`key`, override) VALUES (%s, %s)
+ON DUPLICATE KEY UPDATE override = VALUES(override)
+
+-- name: reset_breaker
+UPDATE limits SET failures = 0, open_until = NULL, probe = NULL
+WHERE `key` = %s AND open_until IS NOT NULL

@@ -1,0 +1,94 @@
+"""The MySQL / MariaDB store: rota on the MySQL-family server a team runs.
+
+The SQL engine (``rota.stores.sql``) on the MySQL dialect, InnoDB tables in
+one database per store. Transactions run at READ COMMITTED; claims lock the
+rows they take with ``FOR UPDATE SKIP LOCKED``, so any number of workers claim
+side by side; limit keys are rows locked by the transaction that admits or
+frees through them; the database's clock is the store clock. Neither server
+has LISTEN/NOTIFY: a transaction that makes work claimable bumps a counter
+row as it commits, and idle workers look at that row every few milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from rota.errors import InvalidArgument
+from rota.stores.base import Store
+from rota.stores.mysql._conn import MySQLConnections
+from rota.stores.sql.audit import Audit
+from rota.stores.sql.jobs import Jobs
+from rota.stores.sql.logs import Logs
+from rota.stores.sql.reads import Reads
+from rota.stores.sql.schedules import Schedules
+from rota.stores.sql.steer import Steering
+from rota.stores.sql.users import Users
+
+#: The URL options rota reads; the URL accepts no others.
+_OPTIONS = ("pool_size", "wake_poll")
+
+
+class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConnections, Store):
+    """A :class:`~rota.stores.base.Store` on MySQL 8.0.17+ or MariaDB 10.6+
+    (``mysql://user:pass@host:port/database``)."""
+
+    kind = "mysql"
+
+    @classmethod
+    def from_url(cls, url: str) -> MySQLStore:
+        """The store a ``mysql://`` URL names; its database is created if it
+        does not exist (given the right to)."""
+        parts = urlsplit(url)
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise InvalidArgument(
+                f"unknown MySQL URL option(s) {', '.join(unknown)}: rota reads "
+                f"{' and '.join(_OPTIONS)}"
+            )
+        pool_size = _bounded(options, "pool_size", 8.0, 1, 100)
+        if not pool_size.is_integer():
+            raise InvalidArgument("MySQL URL option pool_size must be a whole number")
+        host, port = parts.hostname or "localhost", parts.port or 3306
+        database = unquote(parts.path.lstrip("/"))
+        connect = {
+            "host": host,
+            "port": port,
+            "user": unquote(parts.username or "root"),
+            "password": unquote(parts.password or ""),
+            "database": database,
+            "connect_timeout": 10,
+        }
+        return cls(
+            connect,
+            where=f"{host}:{port}/{database}",
+            pool_size=int(pool_size),
+            wake_poll=_bounded(options, "wake_poll", 0.05, 0.005, 5.0),
+        )
+
+    def now(self) -> float:
+        with self._read() as tx:
+            return tx.now()
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block until a transaction that made work claimable commits (seen
+        within ``wake_poll`` seconds), until the next scheduled or parked job
+        is due, or for ``timeout`` seconds."""
+        self._await_wake(timeout)
+
+
+def _bounded(options: dict[str, str], name: str, default: float, low: float, high: float) -> float:
+    """URL option ``name`` as a number between ``low`` and ``high``."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArgument(f"MySQL URL option {name} must be a number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise InvalidArgument(
+            f"MySQL URL option {name} must be between {low:g} and {high:g}, not {raw}"
+        )
+    return value
