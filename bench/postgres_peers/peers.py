@@ -120,7 +120,7 @@ SYSTEMS: tuple[System, ...] = (
         "procrastinate", "procrastinate",
         ("procrastinate==3.10.0", "psycopg[binary]==3.3.9", "psycopg-pool==3.3.3"),
         ("procrastinate", "psycopg", "psycopg-pool"),
-        lambda: [_procrastinate(n) for n in (10, 1, 50)],
+        lambda: [_procrastinate(n) for n in (50, 10, 1)],
         lambda c: [_procrastinate(c), _procrastinate(c, sync=True)],
         lambda db: db,
     ),
@@ -287,12 +287,19 @@ class Progress:
         report already there."""
         try:
             data = sock.recv(256)
+        except TimeoutError:
+            return
+        timeout = sock.gettimeout()
+        sock.setblocking(False)  # a timeout would wait for the next report too
+        try:
             while True:
                 pid, n, first, last = data.decode().split()
                 self.by_pid[pid] = (int(n), float(first), float(last))
-                data = sock.recv(256, socket.MSG_DONTWAIT)
-        except (TimeoutError, BlockingIOError):
+                data = sock.recv(256)
+        except BlockingIOError:
             return
+        finally:
+            sock.settimeout(timeout)
 
     @property
     def done(self) -> int:
