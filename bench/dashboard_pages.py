@@ -1,4 +1,4 @@
-"""Time the dashboard's pages and API reads on a big store (SQLite or Redis).
+"""Time the dashboard's pages and API reads on a big store (SQLite, Redis or PostgreSQL).
 
 Fills a store with N jobs through ``store.enqueue`` in batches (spread over
 4 queues and 8 tasks), runs a slice of them through ``claim``/``finish`` so
@@ -8,8 +8,16 @@ the median time per page: the time spent in the server, with no network.
 
     .venv/bin/python bench/dashboard_pages.py --jobs 1000000 --db /tmp/rota-bench.db
     .venv/bin/python bench/dashboard_pages.py --jobs 1000000 --url redis://127.0.0.1:6390/0
+    .venv/bin/python bench/dashboard_pages.py --jobs 1000000 \
+        --url 'postgresql://postgres@127.0.0.1:5432/postgres?schema=pages'
 
-A database that already holds the requested number of jobs is reused.
+A database (a PostgreSQL schema) that already holds the requested number of
+jobs is reused; remove it afterwards (``DROP SCHEMA pages CASCADE``). On
+PostgreSQL, libpq options in the URL can log the plan of every slow
+statement to the server's log, to name the query behind a slow page
+(``auto_explain`` ships with PostgreSQL; setting it needs a superuser)::
+
+    --url 'postgresql://postgres@127.0.0.1:5432/postgres?schema=pages&options=-c%20session_preload_libraries%3Dauto_explain%20-c%20auto_explain.log_min_duration%3D100'
 """
 
 from __future__ import annotations
