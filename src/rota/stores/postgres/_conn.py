@@ -2,6 +2,11 @@
 that are run again after a deadlock or a dropped connection, migrations under
 an advisory lock, and wake-ups by LISTEN/NOTIFY.
 
+Calls ride out lost connections (a server restart, terminated backends) for
+up to ``RETRY_FOR`` seconds, and a commit cut off by one is settled by asking
+the server whether it happened (see ``_outages`` and
+:meth:`PgConnections._transact`).
+
 Every psycopg error that leaves this layer is a rota error:
 :class:`StoreUnavailable` when the server cannot be reached, else
 :class:`StoreError` carrying PostgreSQL's message.
@@ -9,19 +14,29 @@ Every psycopg error that leaves this layer is a rota error:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar, cast
 
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.stores.postgres._outages import (
+    IN_CALL,
+    RETRY_FOR,
+    Attempts,
+    Outage,
+    commit_survived,
+    connection_lost,
+    handle_library_logs,
+)
 from rota.stores.sql.queries import load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 
@@ -46,6 +61,9 @@ SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 #: deadlock or a serialization conflict by aborting it.
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _ATTEMPTS = 8
+#: Who rota's connections say they are (pg_stat_activity.application_name),
+#: unless the URL or PGAPPNAME names them.
+_NAME = "rota"
 
 
 def store_error(exc: BaseException, where: str) -> StoreError:
@@ -137,6 +155,88 @@ class _Counted:
         return iter(self._cursors[-1])
 
 
+def _received(reply: psycopg.Cursor[Any] | None) -> tuple[Any, ...] | None:
+    """The row a queued statement returned, if its reply has come (reading
+    it never waits for the server)."""
+    if reply is None or reply.pgresult is None:
+        return None
+    row = reply.fetchone()
+    return None if row is None else tuple(row)
+
+
+class _Session(Tx):
+    """The connection of a :meth:`PgConnections._read` or ``_write`` block,
+    taken from the pool at its first statement. A statement that meets a
+    lost connection runs again on another one where nothing is lost by
+    that: always in a read (each statement runs on its own, in autocommit),
+    and in a write transaction while none of its statements has run yet
+    (it then begins again)."""
+
+    __slots__ = ("_began", "_conn", "_ran", "_store", "_tx", "_write")
+
+    def __init__(self, store: PgConnections, write: bool) -> None:
+        self._store = store
+        self._write = write
+        self._began: ExitStack | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._tx: PgTx | None = None
+        self._ran = False
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        return self._run(lambda tx: tx.execute(name, params, where))
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        rows = list(rows)
+        return self._run(lambda tx: tx.executemany(name, rows))
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        return self._run(lambda tx: tx.rows_in(name, values, params))
+
+    def now(self) -> float:
+        return self._run(PgTx.now)
+
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.IntegrityError)
+
+    def wake(self) -> None:
+        self._run(PgTx.wake)
+
+    def end(self, exc: BaseException | None) -> None:
+        """Commit the transaction (roll it back after ``exc``), or give the
+        connection back to the pool, which drops a broken one."""
+        began, conn, self._began, self._conn, self._tx = self._began, self._conn, None, None, None
+        if began is not None:
+            began.__exit__(None if exc is None else type(exc), exc, None)
+        elif conn is not None:
+            self._store._pool.putconn(conn)
+
+    def _run(self, statement: Callable[[PgTx], T]) -> T:
+        if self._ran:
+            assert self._tx is not None
+            return statement(self._tx)
+
+        def attempt(attempts: Attempts) -> T:
+            tx = self._tx or self._open(attempts.wait_limit())
+            try:
+                result = statement(tx)
+            except psycopg.OperationalError as exc:
+                with contextlib.suppress(psycopg.Error):
+                    self.end(exc)
+                raise
+            self._ran = self._write
+            return result
+
+        return self._store._retrying(attempt)
+
+    def _open(self, wait: float) -> PgTx:
+        if self._write:
+            self._began, self._conn, self._tx = self._store._begin(wait)
+        else:
+            self._conn = self._store._pool.getconn(wait)
+            self._tx = PgTx(self._conn, self._store.channel)
+        return self._tx
+
+
 class PgConnections(Database):
     """A pool of connections to one schema of one PostgreSQL database."""
 
@@ -166,8 +266,9 @@ class PgConnections(Database):
         self._listeners_guard = threading.Lock()
         self._listeners = threading.local()
         self._all_listeners: list[psycopg.Connection[Any]] = []
-        self._outage = False
         self._pool = self._open_pool(conninfo, pool_size)
+        self._outage = Outage(self.where, self._pool)
+        handle_library_logs(self._pool.name, self._outage)
         if replica:
             return
         try:
@@ -177,13 +278,16 @@ class PgConnections(Database):
             raise
 
     def _open_pool(self, conninfo: str, size: int) -> psycopg_pool.ConnectionPool[Any]:
+        """The pool, opened with one connection. Connections are not checked
+        when they leave the pool (that would cost a round trip each time):
+        a call that meets a lost connection renews the pool and runs again."""
         options = f"-c search_path={self.schema}"
         pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
             max_size=size,
-            kwargs={"autocommit": True, "options": options},
-            timeout=30.0,
+            kwargs={"autocommit": True, "options": options, "fallback_application_name": _NAME},
+            timeout=RETRY_FOR,
             open=False,
             name=f"rota-{self.schema}",
         )
@@ -198,56 +302,147 @@ class PgConnections(Database):
 
     @contextmanager
     def _write(self) -> Iterator[Tx]:
-        try:
-            with self._pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
-                yield PgTx(conn, self.channel, pipeline)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise store_error(exc, self.where) from exc
+        with self._session(write=True) as tx:
+            yield tx
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
-        try:
-            with self._pool.connection() as conn:
-                yield PgTx(conn, self.channel)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise store_error(exc, self.where) from exc
+        with self._session(write=False) as tx:
+            yield tx
+
+    @contextmanager
+    def _session(self, write: bool) -> Iterator[Tx]:
+        session = _Session(self, write)
+        with IN_CALL:
+            try:
+                try:
+                    yield session
+                except BaseException as exc:
+                    with contextlib.suppress(psycopg.Error, psycopg_pool.PoolTimeout):
+                        session.end(exc)  # a rollback on a lost connection fails
+                    raise
+                session.end(None)
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                raise store_error(exc, self.where) from exc
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
-        """``work`` in one transaction. It runs again when PostgreSQL aborted
-        it to break a deadlock, or when the connection dropped before the
-        commit was sent (a server restart leaves the pool's connections
-        broken); a connection lost during the commit is an outage, since the
-        commit may or may not have happened."""
-        for attempt in range(1, _ATTEMPTS + 1):
-            committing = False
+        """``work`` in one transaction, run again when PostgreSQL aborted it
+        to break a deadlock, and through lost connections (a restart, a
+        terminated backend) for up to ``RETRY_FOR`` seconds.
+
+        A connection lost during the commit leaves open whether it happened.
+        The transaction's id, asked for first and read with the work's first
+        reply (no round trip of its own), is then looked up once the server
+        answers: the work runs again only if the commit did not happen. Where
+        that cannot be known (the work read no reply before committing, or a
+        restarted server reports the id committed: see
+        :func:`commit_survived`), the call raises :class:`StoreUnavailable`."""
+        with IN_CALL:
             try:
-                with (
-                    self._pool.connection() as conn,
-                    conn.pipeline() as pipeline,
-                    conn.transaction(),
-                ):
-                    result = work(PgTx(conn, self.channel, pipeline))
-                    committing = True
-                if self._outage:
-                    self._outage = False
-                    log.warning("the PostgreSQL store at %s is reachable again", self.where)
-                return result
-            except _RETRYABLE:
-                if attempt == _ATTEMPTS:
-                    raise
-                time.sleep(0.005 * attempt)
-            except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
-                if committing or attempt == _ATTEMPTS:
-                    raise store_error(exc, self.where) from exc
-                if not self._outage:
-                    self._outage = True
-                    log.warning(
-                        "lost the PostgreSQL store at %s (%s); reconnecting", self.where, exc
-                    )
-                time.sleep(min(1.0, 0.05 * 2**attempt))
-            except psycopg.Error as exc:
+                return self._retrying(lambda attempts: self._run(work, attempts))
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise store_error(exc, self.where) from exc
+
+    def _retrying(self, attempt: Callable[[Attempts], T]) -> T:
+        """``attempt`` until it returns, again after each lost connection, for
+        up to ``RETRY_FOR`` seconds from the first; then its error is raised.
+        The outage is logged once, when it begins and when it ends."""
+        attempts = Attempts()
+        while True:
+            try:
+                result = attempt(attempts)
+            except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+                if not connection_lost(exc):
+                    raise
+                self._outage.lost(exc, attempts.started)
+                if not attempts.pause():
+                    raise
+                continue
+            self._outage.ended(attempts.started)
+            return result
+
+    def _run(self, work: Callable[[Tx], T], attempts: Attempts) -> T:
+        """``work`` in a transaction, run again when PostgreSQL aborted it to
+        break a deadlock or a serialization conflict."""
+        for conflict in range(1, _ATTEMPTS + 1):
+            try:
+                return self._attempt(work, attempts)
+            except _RETRYABLE:
+                if conflict == _ATTEMPTS:
+                    raise
+                time.sleep(0.005 * conflict)
         raise AssertionError("unreachable")
+
+    def _attempt(self, work: Callable[[Tx], T], attempts: Attempts) -> T:
+        """``work`` in a transaction, once. A connection lost while committing
+        is settled by :meth:`_committed`: its error is raised only when the
+        commit did not happen."""
+        began, conn, tx = self._begin(attempts.wait_limit())
+        committing, ident = False, None
+        try:
+            with began:
+                # a standby assigns no transaction ids (and commits nothing)
+                reply = None if self.replica else conn.execute(Q["transaction_id"])
+                result = work(tx)
+                ident = _received(reply)
+                committing = True
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            if not (committing and connection_lost(exc)):
+                raise
+            self._outage.lost(exc, attempts.started)
+            if not self._committed(ident, exc):
+                raise
+        return result
+
+    def _begin(self, wait: float) -> tuple[ExitStack, psycopg.Connection[Any], PgTx]:
+        """A pooled connection in a pipelined transaction that has begun; the
+        ``with`` block of the returned stack commits at its end (or rolls back)."""
+        with ExitStack() as stack:
+            conn = stack.enter_context(self._pool.connection(wait))
+            pipeline = stack.enter_context(conn.pipeline())
+            stack.enter_context(conn.transaction())
+            return stack.pop_all(), conn, PgTx(conn, self.channel, pipeline)
+
+    def _committed(self, ident: tuple[Any, ...] | None, exc: BaseException) -> bool:
+        """Whether the transaction ``ident`` (its id and its server's start
+        time), whose commit a lost connection cut off, took effect: asked on
+        another connection once the server answers, after waiting out a
+        terminated backend that is still ending it (see
+        :func:`commit_survived`). Raises :class:`StoreUnavailable` when that
+        cannot be known."""
+        unknown = StoreUnavailable(
+            f"the connection to the PostgreSQL store at {self.where} was lost while committing, "
+            f"and whether the commit happened is not known: {exc}"
+        )
+        if ident is None:
+            raise unknown from exc
+        xid, started = ident
+        deadline = time.monotonic() + RETRY_FOR
+        try:
+            while True:
+                state, now_started = self._retrying(lambda a: self._status(xid, a))
+                restarted = now_started != started
+                if state != "in progress" or restarted or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as failed:
+            raise unknown from failed
+        survived = commit_survived(state, restarted)
+        log.debug("a commit cut off by a lost connection: the server says %s", state)
+        if survived is None:
+            raise unknown from exc
+        return survived
+
+    def _status(self, xid: str, attempts: Attempts) -> tuple[str | None, Any]:
+        """PostgreSQL's word on transaction ``xid`` (committed, aborted, in
+        progress, future; None: too old to know) and when the server started."""
+        with self._pool.connection(attempts.wait_limit()) as conn:
+            try:
+                row = conn.execute(Q["transaction_status"], (xid,)).fetchone()
+            except pg_errors.InvalidParameterValue:  # an id it has not handed out (yet)
+                row = ("future", conn.execute(Q["server_started"]).fetchone()[0])
+        assert row is not None
+        return cast(str | None, row[0]), row[1]
 
     # -- wake-ups --------------------------------------------------------------
 
@@ -255,7 +450,7 @@ class PgConnections(Database):
         """This thread's connection that listens for wake-ups (opened lazily)."""
         conn: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
         if conn is None or conn.closed:
-            conn = psycopg.connect(self._conninfo, autocommit=True)
+            conn = psycopg.connect(self._conninfo, autocommit=True, fallback_application_name=_NAME)
             conn.execute(Q["listen"].format(channel=self.channel))
             self._listeners.conn = conn
             with self._listeners_guard:
@@ -265,18 +460,26 @@ class PgConnections(Database):
     def _await_wake(self, timeout: float) -> None:
         """Return at the first wake-up since the last one this thread saw, or
         after ``timeout`` seconds. A broken listener is dropped (the next call
-        opens another) and counts as a wake-up."""
+        opens another, which listens again) and counts as a wake-up: what
+        was sent while it was down is not missed."""
         try:
             conn = self._listener()
             for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
                 break
         except psycopg.Error as exc:
             log.debug("the wake-up listener of %s failed: %s", self.where, exc)
-            broken: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
-            if broken is not None:
-                broken.close()
-                self._listeners.conn = None
+            self._drop_listener()
             time.sleep(min(timeout, 0.5))
+
+    def _drop_listener(self) -> None:
+        conn: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
+        self._listeners.conn = None
+        if conn is None:
+            return
+        conn.close()
+        with self._listeners_guard:
+            if conn in self._all_listeners:
+                self._all_listeners.remove(conn)
 
     # -- schema ------------------------------------------------------------------
 
@@ -301,7 +504,8 @@ class PgConnections(Database):
 
     def close(self) -> None:
         """Close the pools and this store's listeners."""
-        for conn in self._all_listeners:
+        with self._listeners_guard:
+            listeners, self._all_listeners = self._all_listeners, []
+        for conn in listeners:
             conn.close()
-        self._all_listeners.clear()
         self._pool.close()

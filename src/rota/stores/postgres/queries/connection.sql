@@ -34,3 +34,12 @@ SELECT pg_notify(%s, '')
 
 -- name: listen
 LISTEN {channel}
+
+-- name: transaction_id
+SELECT pg_current_xact_id()::text, pg_postmaster_start_time()
+
+-- name: transaction_status
+SELECT pg_xact_status(%s::xid8), pg_postmaster_start_time()
+
+-- name: server_started
+SELECT pg_postmaster_start_time()
