@@ -164,8 +164,11 @@ class Worker:
             self.mode,
         )
         try:
-            if leading:
-                self._stopping.wait()  # the slot threads claim (threads mode)
+            if leading:  # the slot threads claim (threads mode)
+                # Wait in steps: a signal the OS gives to another thread runs
+                # its Python handler only once this thread runs again.
+                while not self._stopping.wait(0.5):
+                    pass
             else:
                 self._claim_loop()
         finally:
