@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -187,6 +188,61 @@ class _Count:
         self.rowcount = rowcount
 
 
+class _Reads(Tx):
+    """The connection of one read (:meth:`MySQLConnections._read`), taken
+    from the pool at its first statement. Reads run in autocommit, each
+    statement on its own, so a statement that meets a lost connection runs
+    again, once, on a new one."""
+
+    __slots__ = ("_conn", "_pool", "_tx")
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+        self._conn: Any = None
+        self._tx: MySQLTx | None = None
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        return self._run(lambda tx: tx.execute(name, params, where))
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        rows = list(rows)
+        return self._run(lambda tx: tx.executemany(name, rows))
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        return self._run(lambda tx: tx.rows_in(name, values, params))
+
+    def now(self) -> float:
+        return self._run(MySQLTx.now)
+
+    def is_constraint_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, MySQLdb.IntegrityError)
+
+    def wake(self) -> None:
+        """Nothing: a read makes no work claimable."""
+
+    def close(self) -> None:
+        """Give the connection back to the pool."""
+        conn, self._conn, self._tx = self._conn, None, None
+        if conn is not None:
+            self._pool.give(conn)
+
+    def _run(self, statement: Callable[[MySQLTx], T]) -> T:
+        for attempt in (1, 2):
+            if self._tx is None:
+                self._conn = self._pool.take()
+                self._tx = MySQLTx(self._conn)
+            try:
+                return statement(self._tx)
+            except BaseException as exc:
+                if isinstance(exc, Exception) and not connection_lost(exc):
+                    raise
+                conn, self._conn, self._tx = self._conn, None, None
+                self._pool.discard(conn, lost=connection_lost(exc))
+                if attempt == 2 or not connection_lost(exc):
+                    raise
+        raise AssertionError("unreachable")
+
+
 def _rollback(conn: Any) -> None:
     """Roll back what ``conn`` has open; a broken connection has nothing to
     roll back (the server does it), and is dropped by the caller."""
@@ -219,6 +275,7 @@ class MySQLConnections(Database):
         self.wake_poll = wake_poll
         self._connect_args = connect
         self._outage = False
+        self._seen = threading.local()  # the wake-up count each thread saw last
         self._pool = Pool(self._open, pool_size, where, wait=30.0)
         try:
             self._migrate()
@@ -257,7 +314,7 @@ class MySQLConnections(Database):
             if isinstance(exc, Exception) and not connection_lost(exc):
                 self._pool.give(conn)
             else:
-                self._pool.discard(conn)
+                self._pool.discard(conn, lost=connection_lost(exc))
             raise
         self._pool.give(conn)
 
@@ -280,11 +337,13 @@ class MySQLConnections(Database):
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
+        reads = _Reads(self._pool)
         try:
-            with self._connection() as conn:
-                yield MySQLTx(conn)
+            yield reads
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
+        finally:
+            reads.close()
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
         """``work`` in one transaction. It runs again, after a short random
@@ -336,10 +395,10 @@ class MySQLConnections(Database):
                 f"the connection to the MySQL store at {self.where} was lost while committing, "
                 f"and whether the commit happened is not known: {exc}"
             ) from exc
-        if not self._outage:
+        if not self._outage and attempt > 1:  # the first loss may be one stale connection
             self._outage = True
             log.warning("lost the MySQL store at %s (%s); reconnecting", self.where, exc)
-        return min(1.0, 0.05 * 2.0**attempt)
+        return 0.0 if attempt == 1 else min(1.0, 0.05 * 2.0**attempt)
 
     def _reachable(self) -> None:
         if self._outage:
@@ -351,18 +410,24 @@ class MySQLConnections(Database):
     def _await_wake(self, timeout: float) -> None:
         """Return once the wake-up count moved, when the next delayed or
         parked job is due, or after ``timeout`` seconds, looking at the count
-        every ``wake_poll`` seconds. A failure counts as a wake-up (after a
-        short pause): what the caller does next reports it."""
+        every ``wake_poll`` seconds. A count that moved since this thread's
+        last look returns at once: work committed between the caller's last
+        claim and this wait is not slept through. A failure counts as a
+        wake-up (after a short pause): what the caller does next reports it."""
         try:
             with self._read() as tx:
-                now, due, parked, seen = tx.execute("wait_state").fetchone()
+                now, due, parked, count = tx.execute("wait_state").fetchone()
+                last, self._seen.count = getattr(self._seen, "count", count), count
+                if count != last:
+                    return
                 for at in (due, parked):
                     if at is not None:
                         timeout = min(timeout, max(0.0, at - float(now)))
                 deadline = time.monotonic() + timeout
                 while (left := deadline - time.monotonic()) > 0:
                     time.sleep(min(self.wake_poll, left))
-                    if tx.execute("wakeups").fetchone()[0] != seen:
+                    self._seen.count = tx.execute("wakeups").fetchone()[0]
+                    if self._seen.count != count:
                         return
         except StoreError as exc:
             log.debug("waiting for work on the MySQL store at %s failed: %s", self.where, exc)

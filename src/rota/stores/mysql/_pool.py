@@ -59,11 +59,16 @@ class Pool:
                 self._idle.append((conn, time.monotonic()))
             self._slots.release()
 
-    def discard(self, conn: Any) -> None:
-        """Close a connection that may be broken, in place of :meth:`give`."""
-        if self._pid == os.getpid():
-            close_quietly(conn)
-            self._slots.release()
+    def discard(self, conn: Any, lost: bool = False) -> None:
+        """Close a connection that may be broken, in place of :meth:`give`.
+        ``lost``: it lost the server, which then most likely dropped the idle
+        connections too (a restart): they are closed as well."""
+        if self._pid != os.getpid():
+            return
+        close_quietly(conn)
+        self._slots.release()
+        if lost:
+            self.close()
 
     def close(self) -> None:
         """Close the idle connections (those in use close when discarded)."""
