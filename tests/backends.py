@@ -1,4 +1,5 @@
-"""Store URLs for tests: each test gets its own SQLite file or Redis namespace.
+"""Store URLs for tests: each test gets its own SQLite file, Redis namespace,
+PostgreSQL schema or MySQL database.
 
 A backend whose service is missing skips locally and fails in CI (``CI=true``).
 """
@@ -9,11 +10,15 @@ import importlib.util
 import os
 import uuid
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
 REDIS_URL = os.environ.get("ROTA_TEST_REDIS", "redis://127.0.0.1:6379/0")
 POSTGRES_URL = os.environ.get("ROTA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+#: A MySQL or MariaDB server (no database: each test creates its own).
+MYSQL_URL = os.environ.get("ROTA_TEST_MYSQL", "mysql://root@127.0.0.1:3306")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -51,6 +56,46 @@ def postgres_reachable() -> bool:
     return True
 
 
+def mysql_backends() -> list[str]:
+    """``["mysql"]`` when the MySQL driver is installed (the conformance
+    suite runs on it; the other tiers do not yet)."""
+    return ["mysql"] if importlib.util.find_spec("MySQLdb") is not None else []
+
+
+def _mysql_connect(database: str | None = None) -> Any:
+    import MySQLdb
+
+    parts = urlsplit(MYSQL_URL)
+    return MySQLdb.connect(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 3306,
+        user=unquote(parts.username or "root"),
+        password=unquote(parts.password or ""),
+        connect_timeout=2,
+        binary_prefix=True,
+        autocommit=True,
+        **({"database": database} if database else {}),
+    )
+
+
+def mysql_reachable() -> bool:
+    try:
+        _mysql_connect().close()
+    except Exception:
+        return False
+    return True
+
+
+def mysql_execute(url: str, sql: str, params: tuple[object, ...] = ()) -> int:
+    """Run one statement in the database of the MySQL store ``url``, behind
+    the store's back; the number of rows it changed."""
+    conn = _mysql_connect(urlsplit(url).path.strip("/"))
+    try:
+        return int(conn.cursor().execute(sql, params or None))
+    finally:
+        conn.close()
+
+
 def pg_execute(url: str, sql: str, params: tuple[object, ...] = ()) -> int:
     """Run one statement in the schema of the PostgreSQL store ``url``, behind
     the store's back; the number of rows it changed."""
@@ -78,6 +123,16 @@ def store_url(kind: str, tmp_path: Path) -> str:
                 pytest.fail(f"PostgreSQL is unreachable at {POSTGRES_URL} (CI=true: must not skip)")
             pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_URL}")
         return f"{POSTGRES_URL}?schema=test_{uuid.uuid4().hex[:12]}"
+    if kind == "mysql":
+        if not mysql_reachable():
+            if IN_CI:
+                pytest.fail(f"MySQL is unreachable at {MYSQL_URL} (CI=true: must not skip)")
+            pytest.skip(f"MySQL is not reachable at {MYSQL_URL}")
+        database = f"rota_test_{uuid.uuid4().hex[:12]}"
+        conn = _mysql_connect()
+        conn.cursor().execute(f"CREATE DATABASE {database}")
+        conn.close()
+        return f"{MYSQL_URL}/{database}"
     raise ValueError(kind)
 
 
@@ -86,6 +141,10 @@ def drop_store(kind: str, url: str) -> None:
     if kind == "postgres":
         schema = url.split("schema=", 1)[1]
         pg_execute(url, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    if kind == "mysql":
+        conn = _mysql_connect()
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {urlsplit(url).path.strip('/')}")
+        conn.close()
     if kind == "redis":
         import redis
 
@@ -98,7 +157,7 @@ def drop_store(kind: str, url: str) -> None:
 
 
 #: The stored JSON fields of a job that :func:`overwrite_job` may replace
-#: (a column of the SQLite ``jobs`` table, a field of the Redis job hash).
+#: (a column of the SQL stores' ``jobs`` table, a field of the Redis job hash).
 JOB_JSON_FIELDS = ("payload", "result", "history")
 
 
@@ -132,5 +191,8 @@ def overwrite_job(kind: str, url: str, job_id: str, raw: bytes, field: str = "pa
         else:
             sql = f"UPDATE jobs SET {field} = %s WHERE id = %s"
         assert pg_execute(url, sql, (raw, job_id)) == 1, f"no job {job_id} in {url}"
+    elif kind == "mysql":
+        sql = f"UPDATE jobs SET {field} = %s WHERE id = %s"
+        assert mysql_execute(url, sql, (raw, job_id)) == 1, f"no job {job_id} in {url}"
     else:
         raise ValueError(kind)

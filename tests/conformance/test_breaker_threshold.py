@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.raw import pg_execute
+from conformance.raw import mysql_run, pg_execute
 from conformance.support import (
     claim,
     enqueue_one,
@@ -80,6 +80,13 @@ def set_breaker(
         pg_execute(
             store,
             "INSERT INTO limits (key, failures, open_until, probe, inflight)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (key, failures, open_until, probe, inflight),
+        )
+    elif store.kind == "mysql":
+        mysql_run(
+            store,
+            "INSERT INTO limits (`key`, failures, open_until, probe, inflight)"
             " VALUES (%s, %s, %s, %s, %s)",
             (key, failures, open_until, probe, inflight),
         )
