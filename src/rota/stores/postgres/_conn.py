@@ -37,24 +37,14 @@ from rota.stores.postgres._outages import (
     connection_lost,
     handle_library_logs,
 )
-from rota.stores.sql.queries import load, migrations
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
 
 #: Every statement of the PostgreSQL store, by name.
-Q = load(
-    "rota.stores.postgres",
-    "connection.sql",
-    "jobs.sql",
-    "reads.sql",
-    "steer.sql",
-    "schedules.sql",
-    "audit.sql",
-    "logs.sql",
-    "users.sql",
-)
+Q = load("rota.stores.postgres", "connection.sql", *ENGINE_FILES)
 #: A schema name rota accepts: a plain lower-case identifier, used unquoted.
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 #: Errors after which a transaction is simply run again: PostgreSQL broke a
@@ -95,10 +85,15 @@ class PgTx(Tx):
         return _Counted(self._pipeline, [self._conn.execute(sql, params)])
 
     def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        rows = list(rows)
+        columns = Q.get(f"{name}_columns")
+        if columns is not None and len(rows) > 1:  # one statement, one array per column
+            arrays = [list(column) for column in zip(*rows, strict=True)]
+            return _Counted(self._pipeline, [self._conn.execute(columns, arrays)])
         sql = Q[name]
         if self._pipeline is None:
             cursor = self._conn.cursor()
-            cursor.executemany(sql, list(rows))
+            cursor.executemany(sql, rows)
             return cursor
         # in the pipeline each statement is queued: none waits for a reply
         return _Counted(self._pipeline, [self._conn.execute(sql, row) for row in rows])

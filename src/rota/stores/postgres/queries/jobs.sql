@@ -1,6 +1,8 @@
 -- The job verbs of the SQL engine on PostgreSQL (rota.stores.sql.jobs, limits, uniques,
 -- modes). Each query follows a "-- name: NAME" line; %s are parameters, and {values}
 -- (in IN-list queries) is one array parameter.
+-- A query NAME_columns is NAME for many rows in one statement, one array
+-- parameter per column (the dialect uses it for a batch).
 -- Claims lock the rows they take with SKIP LOCKED; every other row a verb
 -- changes is locked by the change itself, in a stable order, so concurrent
 -- verbs wait for each other rather than lose an update.
@@ -11,6 +13,19 @@ INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, ru
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (id) DO NOTHING
+
+-- name: insert_job_columns
+-- insert_job for many rows in one statement: one array per column.
+INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
+                  enqueued_at, max_attempts, max_lost, lease, timeout, limits,
+                  unique_key, unique_for, schedule, fire_time)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[],
+                     %s::integer[], %s::double precision[], %s::text[],
+                     %s::double precision[], %s::double precision[], %s::integer[],
+                     %s::integer[], %s::double precision[], %s::double precision[],
+                     %s::bytea[], %s::text[], %s::double precision[], %s::text[],
+                     %s::double precision[])
 ON CONFLICT (id) DO NOTHING
 
 -- name: job_exists
@@ -106,6 +121,15 @@ UPDATE jobs SET state = 'succeeded', result = %s, finished_at = %s,
     history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(%s, 'UTF8')::jsonb),
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = %s
+
+-- name: mark_succeeded_columns
+-- mark_succeeded for many jobs in one statement: one array per column.
+UPDATE jobs SET state = 'succeeded', result = u.result, finished_at = u.finished_at,
+    history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(u.entry, 'UTF8')::jsonb),
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+FROM unnest(%s::bytea[], %s::double precision[], %s::bytea[], %s::text[])
+     AS u(result, finished_at, entry, id)
+WHERE jobs.id = u.id
 
 -- name: mark_retry
 UPDATE jobs SET state = 'scheduled', run_at = %s, error = %s, traceback = %s,
