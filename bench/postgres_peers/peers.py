@@ -229,7 +229,7 @@ def _env(b: Bench, setting: Setting | None) -> dict[str, str]:
         "ROTA_URL": b.store_url,
         "BENCH_REPORT_ADDR": f"127.0.0.1:{b.reports.getsockname()[1]}",
         "BENCH_STAMP_ADDR": b.stamp_addr,
-        "PYTHONPATH": str(APPS),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(APPS), os.environ.get("PYTHONPATH")])),
     }
     env.pop("VIRTUAL_ENV", None)
     return env | dict(setting.env if setting else ())
