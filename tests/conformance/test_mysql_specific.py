@@ -270,15 +270,18 @@ def test_a_waiting_worker_wakes_when_work_is_committed_elsewhere(
     mstore: MySQLStore, my_url: str
 ) -> None:
     other = open_store(my_url)
-    woke = threading.Event()
+    ready, woke = threading.Event(), threading.Event()
 
     def waiter() -> None:
+        mstore.wait(["default"], 0.01)  # the count this thread saw last
+        ready.set()
         mstore.wait(["default"], 20.0)
         woke.set()
 
     try:
         thread = threading.Thread(target=waiter, daemon=True)
         thread.start()
+        assert ready.wait(10.0)
         assert not woke.wait(0.3), "nothing happened: it sleeps"
         started = time.monotonic()
         enqueue_one(other, new_job(1))
@@ -305,6 +308,37 @@ def test_work_committed_just_before_a_wait_is_not_slept_through(
         assert len(claim(mstore)) == 1
     finally:
         other.close()
+
+
+def test_right_after_work_a_waiting_worker_looks_more_often(my_url: str) -> None:
+    """With wake_poll=2, an idle worker looks every 2 s; one that just saw
+    work looks every few tens of milliseconds at first."""
+    waiting = open_store(f"{my_url}?wake_poll=2")
+    sender = open_store(my_url)
+    try:
+        waiting.wait(["default"], 0.01)
+        enqueue_one(sender, new_job(1))
+        waiting.wait(["default"], 20.0)  # sees the job: work was seen just now
+        assert len(claim(waiting)) == 1
+        ready, done = threading.Event(), threading.Event()
+
+        def waiter() -> None:
+            waiting.wait(["default"], 0.01)  # the count this thread saw last
+            ready.set()
+            waiting.wait(["default"], 20.0)
+            done.set()
+
+        thread = threading.Thread(target=waiter, daemon=True)
+        thread.start()
+        assert ready.wait(10.0)
+        started = time.monotonic()
+        enqueue_one(sender, new_job(2))
+        assert done.wait(10.0)
+        assert time.monotonic() - started < 1.0
+        thread.join(10)
+    finally:
+        waiting.close()
+        sender.close()
 
 
 def test_a_wait_ends_when_the_next_delayed_job_is_due(mstore: MySQLStore) -> None:

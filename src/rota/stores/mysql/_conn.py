@@ -50,6 +50,7 @@ NO_DATABASE = 1049
 #: A database name rota accepts: letters, digits and underscores.
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
+_FAST_POLL = 0.01  # seconds between looks at the wake-up count right after work
 _CHUNK = 1000  # values per IN (...) list
 _STATEMENT_END = re.compile(r";[ \t]*\n")
 _PLACEHOLDER = re.compile(r"(?<!%)%s")
@@ -263,7 +264,7 @@ class MySQLConnections(Database):
         *,
         where: str,
         pool_size: int = 8,
-        wake_poll: float = 0.05,
+        wake_poll: float = 0.1,
     ) -> None:
         if not DATABASE_NAME.fullmatch(str(connect.get("database"))):
             raise InvalidArgument(
@@ -276,6 +277,7 @@ class MySQLConnections(Database):
         self._connect_args = connect
         self._outage = False
         self._seen = threading.local()  # the wake-up count each thread saw last
+        self._active_at = 0.0  # when a wait of this store last saw the count move
         self._pool = Pool(self._open, pool_size, where, wait=30.0)
         try:
             self._migrate()
@@ -410,28 +412,42 @@ class MySQLConnections(Database):
     def _await_wake(self, timeout: float) -> None:
         """Return once the wake-up count moved, when the next delayed or
         parked job is due, or after ``timeout`` seconds, looking at the count
-        every ``wake_poll`` seconds. A count that moved since this thread's
-        last look returns at once: work committed between the caller's last
-        claim and this wait is not slept through. A failure counts as a
-        wake-up (after a short pause): what the caller does next reports it."""
+        every ``wake_poll`` seconds (more often right after work was seen:
+        see :meth:`_poll`). A count that moved since this thread's last look
+        returns at once: work committed between the caller's last claim and
+        this wait is not slept through. A failure counts as a wake-up (after
+        a short pause): what the caller does next reports it."""
         try:
             with self._read() as tx:
                 now, due, parked, count = tx.execute("wait_state").fetchone()
                 last, self._seen.count = getattr(self._seen, "count", count), count
                 if count != last:
+                    self._active_at = time.monotonic()
                     return
                 for at in (due, parked):
                     if at is not None:
                         timeout = min(timeout, max(0.0, at - float(now)))
-                deadline = time.monotonic() + timeout
-                while (left := deadline - time.monotonic()) > 0:
-                    time.sleep(min(self.wake_poll, left))
-                    self._seen.count = tx.execute("wakeups").fetchone()[0]
-                    if self._seen.count != count:
-                        return
-        except StoreError as exc:
+                self._poll(tx.execute("wakeups"), count, time.monotonic() + timeout)
+        except (StoreError, MySQLdb.Error) as exc:
             log.debug("waiting for work on the MySQL store at %s failed: %s", self.where, exc)
             time.sleep(min(timeout, 0.5))
+
+    def _poll(self, cursor: Any, count: int, deadline: float) -> None:
+        """Run the ``wakeups`` query of ``cursor`` again until the count is
+        not ``count`` or ``deadline`` passes. The pause between two looks is
+        a tenth of the time since this store last saw the count move, from
+        10 ms up to ``wake_poll``: work often comes in bursts, and a worker
+        idle for long polls at the slow pace only. (Straight on the driver's
+        cursor: this loop is what an idle worker costs.)"""
+        query = Q["wakeups"]
+        while (left := deadline - time.monotonic()) > 0:
+            idle = time.monotonic() - self._active_at
+            time.sleep(min(self.wake_poll, max(_FAST_POLL, idle / 10), left))
+            cursor.execute(query)
+            self._seen.count = cursor.fetchone()[0]
+            if self._seen.count != count:
+                self._active_at = time.monotonic()
+                return
 
     # -- schema ------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
             connect,
             where=f"{host}:{port}/{database}",
             pool_size=int(pool_size),
-            wake_poll=_bounded(options, "wake_poll", 0.05, 0.005, 5.0),
+            wake_poll=_bounded(options, "wake_poll", 0.1, 0.005, 5.0),
         )
 
     def now(self) -> float:
