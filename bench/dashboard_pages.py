@@ -12,12 +12,10 @@ the median time per page: the time spent in the server, with no network.
         --url 'postgresql://postgres@127.0.0.1:5432/postgres?schema=pages'
 
 A database (a PostgreSQL schema) that already holds the requested number of
-jobs is reused; remove it afterwards (``DROP SCHEMA pages CASCADE``). On
-PostgreSQL, libpq options in the URL can log the plan of every slow
-statement to the server's log, to name the query behind a slow page
-(``auto_explain`` ships with PostgreSQL; setting it needs a superuser)::
-
-    --url 'postgresql://postgres@127.0.0.1:5432/postgres?schema=pages&options=-c%20session_preload_libraries%3Dauto_explain%20-c%20auto_explain.log_min_duration%3D100'
+jobs is reused; remove it afterwards (``DROP SCHEMA pages CASCADE``). To
+see where a slow page's time goes on PostgreSQL, run the store's read
+queries (``src/rota/stores/postgres/queries/reads.sql``) in ``psql`` under
+``EXPLAIN ANALYZE``, after ``SET search_path = pages``.
 """
 
 from __future__ import annotations
