@@ -29,7 +29,7 @@ from MySQLdb.constants import CLIENT
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
-from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -189,7 +189,7 @@ class _Count:
         self.rowcount = rowcount
 
 
-class _Reads(Tx):
+class _Reads(Relay):
     """The connection of one read (:meth:`MySQLConnections._read`), taken
     from the pool at its first statement. Reads run in autocommit, each
     statement on its own, so a statement that meets a lost connection runs
@@ -201,19 +201,6 @@ class _Reads(Tx):
         self._pool = pool
         self._conn: Any = None
         self._tx: MySQLTx | None = None
-
-    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
-        return self._run(lambda tx: tx.execute(name, params, where))
-
-    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
-        rows = list(rows)
-        return self._run(lambda tx: tx.executemany(name, rows))
-
-    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
-        return self._run(lambda tx: tx.rows_in(name, values, params))
-
-    def now(self) -> float:
-        return self._run(MySQLTx.now)
 
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, MySQLdb.IntegrityError)

@@ -38,7 +38,7 @@ from rota.stores.postgres._outages import (
     handle_library_logs,
 )
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
-from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -159,7 +159,7 @@ def _received(reply: psycopg.Cursor[Any] | None) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
-class _Session(Tx):
+class _Session(Relay):
     """The connection of a :meth:`PgConnections._read` or ``_write`` block,
     taken from the pool at its first statement. A statement that meets a
     lost connection runs again on another one where nothing is lost by
@@ -176,19 +176,6 @@ class _Session(Tx):
         self._conn: psycopg.Connection[Any] | None = None
         self._tx: PgTx | None = None
         self._ran = False
-
-    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
-        return self._run(lambda tx: tx.execute(name, params, where))
-
-    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
-        rows = list(rows)
-        return self._run(lambda tx: tx.executemany(name, rows))
-
-    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
-        return self._run(lambda tx: tx.rows_in(name, values, params))
-
-    def now(self) -> float:
-        return self._run(PgTx.now)
 
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.IntegrityError)

@@ -66,6 +66,29 @@ class Tx(ABC):
         this transaction commits."""
 
 
+class Relay(Tx):
+    """A Tx that hands each statement to a dialect's own Tx through
+    :meth:`_run`, where the dialect picks the connection and runs the
+    statement again after a lost connection when nothing is lost by that."""
+
+    @abstractmethod
+    def _run(self, statement: Callable[[Tx], T]) -> T:
+        """``statement(tx)`` on this block's connection."""
+
+    def execute(self, name: str, params: Params = (), where: Sequence[str] = ()) -> Cursor:
+        return self._run(lambda tx: tx.execute(name, params, where))
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        rows = list(rows)
+        return self._run(lambda tx: tx.executemany(name, rows))
+
+    def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
+        return self._run(lambda tx: tx.rows_in(name, values, params))
+
+    def now(self) -> float:
+        return self._run(lambda tx: tx.now())
+
+
 class Database(ABC):
     """What the SQL engine needs of a dialect's store: transactions."""
 
