@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any, NamedTuple
 
@@ -217,7 +217,8 @@ class Jobs(Database):
         now = tx.now()  # in the transaction: finishes are recorded in time order
         rows = _held_by_id(tx, [o.job_id for o in outcomes])
         book = _limits.LimitBook(tx, now)
-        book.load(_limits.decode(row.limits) for row in rows.values() if row.limits)
+        limits_of = _decode_limits(rows.values())
+        book.load(limits_of.values())
         done: list[tuple[Any, ...]] = []
         retries: list[tuple[Any, ...]] = []
         fails: list[tuple[Any, ...]] = []
@@ -231,7 +232,7 @@ class Jobs(Database):
                 applied.append(False)
                 continue
             applied.append(True)
-            limits = _limits.decode(row.limits)
+            limits = limits_of.get(row.id)
             if row.cancel_at is not None:  # asked to stop: it ends so, whatever it did
                 if limits:
                     book.release(limits, o.job_id, None)
@@ -274,7 +275,8 @@ class Jobs(Database):
         now = tx.now()
         rows = _held_by_id(tx, [lease.job_id for lease in leases])
         book = _limits.LimitBook(tx, now)
-        book.load(_limits.decode(row.limits) for row in rows.values() if row.limits)
+        limits_of = _decode_limits(rows.values())
+        book.load(limits_of.values())
         applied = []
         for lease in leases:
             row = rows.get(lease.job_id)
@@ -282,7 +284,7 @@ class Jobs(Database):
             applied.append(ok)
             if not ok or row is None:
                 continue
-            limits = _limits.decode(row.limits)
+            limits = limits_of.get(row.id)
             if limits:
                 book.release(limits, lease.job_id, None)
             if row.cancel_at is not None:
@@ -305,11 +307,12 @@ class Jobs(Database):
         if not rows:
             return []
         book = _limits.LimitBook(tx, now)
-        book.load(_limits.decode(row.limits) for row in rows if row.limits)
+        limits_of = _decode_limits(rows)
+        book.load(limits_of.values())
         lost_for_good: Counter[tuple[str, str, bool]] = Counter()
         debug = DebugPause(tx)
         for row in rows:
-            limits = _limits.decode(row.limits)
+            limits = limits_of.get(row.id)
             if limits:
                 book.release(limits, row.id, None)
             if row.cancel_at is not None:
@@ -391,6 +394,11 @@ def _choose(
         offset += page
         page *= 2
     return chosen, parked
+
+
+def _decode_limits(rows: Iterable[Held]) -> dict[str, dict[str, Any]]:
+    """The limit keys of each row that has some, decoded once, by job id."""
+    return {row.id: _limits.decode(row.limits) or {} for row in rows if row.limits}
 
 
 def _held_by_id(tx: Tx, ids: Sequence[str]) -> dict[str, Held]:
