@@ -9,10 +9,11 @@ from pathlib import Path
 import rota.stores
 
 STORES = Path(rota.stores.__file__).parent
+# A statement's first word in any case; a clause keyword inside a string in
+# capitals, as SQL is written here (English prose says "from" too).
 SQL = re.compile(
-    r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|"
-    r"LISTEN|NOTIFY|WITH|SET)\s|\s(FROM|WHERE|VALUES)\s",
-    re.IGNORECASE,
+    r"(?i:^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|"
+    r"LISTEN|NOTIFY|WITH|SET)\s)|\s(FROM|WHERE|VALUES)\s"
 )
 
 
@@ -45,8 +46,5 @@ def test_the_pattern_finds_sql() -> None:
 
 
 def test_no_sql_string_literal_under_stores() -> None:
-    sql_stores = [STORES / "sql", STORES / "sqlite", STORES / "postgres"]
-    found = [
-        hit for folder in sql_stores for path in folder.rglob("*.py") for hit in sql_literals(path)
-    ]
+    found = [hit for path in sorted(STORES.rglob("*.py")) for hit in sql_literals(path)]
     assert found == []
