@@ -34,7 +34,6 @@ import importlib.util
 import json
 import os
 import platform
-import signal
 import socket
 import statistics
 import subprocess
@@ -51,19 +50,23 @@ import psutil
 import psycopg
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from _peer_procs import (  # noqa: E402  (bench/, beside this folder)
+    VENVS,
+    BenchError,
+    ensure_venv,
+    spawn,
+    stop,
+    stop_all,
+    stop_on_signals,
+)
+
 APPS = HERE / "apps"
 ROOT = HERE.parents[1]
-VENVS = ROOT / "bench" / ".peers-venv"
 
-STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
 STALL = 60.0  # seconds without a job done before a measurement is given up
-PIP_TIMEOUT = 1200.0
 WORKLOADS = ("noop", "latency", "io", "idle")
 IDLE_SETTLE = 15.0  # seconds an idle worker runs before it is watched
-
-
-class BenchError(Exception):
-    """A measurement that could not be made; the system's cell says why."""
 
 
 @dataclass(frozen=True)
@@ -129,30 +132,6 @@ SYSTEMS: tuple[System, ...] = (
 
 
 # -- processes -----------------------------------------------------------------
-
-_live: list[subprocess.Popen[bytes]] = []
-
-
-def _spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    """A child in its own process group, stopped by :func:`_stop` (or at exit)."""
-    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
-    _live.append(proc)
-    return proc
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the child's process group; SIGKILL if it outlives STOP_WAIT."""
-    for sig, wait in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, 10.0)):
-        if proc.poll() is not None:
-            break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(wait)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children left behind by the leader
-    if proc in _live:
-        _live.remove(proc)
 
 
 def _udp() -> socket.socket:
@@ -243,13 +222,13 @@ def client(b: Bench, setting: Setting | None, *args: str, timeout: float) -> dic
     """Run ``apps/client.py`` in the system's interpreter, with the worker's
     environment (so that an async worker gets ``async def`` tasks)."""
     argv = [_python(b.system), str(APPS / "client.py"), b.system.name, *args]
-    proc = _spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(b, setting))
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(b, setting))
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise BenchError(f"client {' '.join(args)} took over {timeout:.0f} s") from None
     finally:
-        _stop(proc)
+        stop(proc)
     if proc.returncode != 0:
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
         raise BenchError(f"client {args[0]} failed: {' / '.join(tail)}")
@@ -263,11 +242,11 @@ def worker(b: Bench, setting: Setting, logs: Path) -> Iterator[psutil.Process]:
     argv = [a.replace("{url}", b.store_url) for a in setting.argv]
     argv[0] = str(b.system.bin / argv[0])
     log = (logs / f"{b.db}.log").open("wb")
-    proc = _spawn(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(b, setting), cwd=APPS)
+    proc = spawn(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(b, setting), cwd=APPS)
     try:
         yield psutil.Process(proc.pid)
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 
@@ -493,23 +472,6 @@ def run_once(out: Outcome, cfg: Config) -> None:
 # -- environments and versions ---------------------------------------------------
 
 
-def ensure_venv(system: System) -> None:
-    """Make ``bench/.peers-venv/NAME`` with the system's packages unless it is there."""
-    if not system.packages:
-        return
-    path = VENVS / system.name
-    marker = path / "bench-requirements.txt"
-    wanted = "\n".join(system.packages) + "\n"
-    if marker.exists() and marker.read_text() == wanted:
-        return
-    print(f"installing {' '.join(system.packages)} into {path}", flush=True)
-    if not (path / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
-    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *system.packages]
-    subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
-    marker.write_text(wanted)
-
-
 def versions(system: System) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json; "
@@ -597,10 +559,6 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
 # -- main ------------------------------------------------------------------------
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(f"interrupted by signal {signum}")
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432",
@@ -647,11 +605,10 @@ def main() -> None:
         args.samples, args.gap, args.idle, args.timeout, logs, workloads,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, _interrupted)  # so that the finally below stops every child
+    stop_on_signals()  # so that the finally below stops every child
     try:
         for out in outs:
-            ensure_venv(out.system)
+            ensure_venv(out.system.name, out.system.packages)
             out.versions = versions(out.system)
         print(f"worker logs in {logs}\nchoosing settings:", flush=True)
         for out in outs:
@@ -661,8 +618,7 @@ def main() -> None:
             for out in outs if n % 2 == 0 else outs[::-1]:  # who goes first alternates
                 run_once(out, cfg)
     finally:
-        for proc in list(_live):
-            _stop(proc)
+        stop_all()
     command = "python bench/postgres_peers/peers.py " + " ".join(sys.argv[1:])
     print("\n" + report(outs, cfg, args.runs, command.strip(), started))
     if args.json:

@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -48,21 +47,25 @@ from typing import Any
 import redis
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from _peer_procs import (  # noqa: E402  (bench/, beside this folder)
+    VENVS,
+    BenchError,
+    ensure_venv,
+    spawn,
+    stop,
+    stop_all,
+    stop_on_signals,
+)
+
 APPS = HERE / "apps"
 ROOT = HERE.parents[1]
-VENVS = ROOT / "bench" / ".peers-venv"
 
 DONE, SPAN = "bench:done", "bench:span"
-STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
 STALL = 60.0  # seconds without a job done before a measurement is given up
-PIP_TIMEOUT = 1200.0
 
 
 WORKLOADS = ("noop", "latency", "io")
-
-
-class BenchError(Exception):
-    """A measurement that could not be made; the system's cell says why."""
 
 
 @dataclass(frozen=True)
@@ -206,30 +209,6 @@ SYSTEMS: tuple[System, ...] = (
 
 # -- processes -----------------------------------------------------------------
 
-_live: list[subprocess.Popen[bytes]] = []
-
-
-def _spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    """A child in its own process group, stopped by :func:`_stop` (or at exit)."""
-    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
-    _live.append(proc)
-    return proc
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the child's process group; SIGKILL if it outlives STOP_WAIT."""
-    for sig, wait in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, 10.0)):
-        if proc.poll() is not None:
-            break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(wait)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children left behind by the leader
-    if proc in _live:
-        _live.remove(proc)
-
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -244,7 +223,7 @@ def redis_server() -> Iterator[redis.Redis]:
     if binary is None:
         raise SystemExit("redis-server is not installed (apt-get install redis-server)")
     port = _free_port()
-    proc = _spawn(
+    proc = spawn(
         [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--daemonize", "no"],
         stdout=subprocess.DEVNULL,
     )
@@ -262,7 +241,7 @@ def redis_server() -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-        _stop(proc)
+        stop(proc)
 
 
 def _url(server: redis.Redis) -> str:
@@ -287,13 +266,13 @@ def client(
     (a setting may change how jobs are sent); its JSON answer."""
     argv = [_python(system), str(APPS / "client.py"), system.name, *args]
     env = _env(system, server, setting)
-    proc = _spawn(argv, cwd=APPS, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = spawn(argv, cwd=APPS, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise BenchError(f"{system.name} client: no answer in {timeout:.0f} s") from None
     finally:
-        _stop(proc)
+        stop(proc)
     if proc.returncode != 0:
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
         raise BenchError(f"{system.name} client failed: {' / '.join(tail)}")
@@ -311,7 +290,7 @@ def worker(
     argv[0] = str(system.bin / argv[0]) if argv[0] != "python" else _python(system)
     path = logs / f"{system.name}-{time.time_ns()}.log"
     log = path.open("wb")
-    proc = _spawn(
+    proc = spawn(
         argv, cwd=APPS, env=_env(system, server, setting), stdout=log, stderr=subprocess.STDOUT
     )
     try:
@@ -319,7 +298,7 @@ def worker(
     except BenchError as exc:
         raise BenchError(f"{exc} (worker log: {path})") from None
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 
@@ -508,23 +487,6 @@ def run_once(out: Outcome, cfg: Config) -> None:
 # -- environments and versions ---------------------------------------------------
 
 
-def ensure_venv(system: System) -> None:
-    """Make ``bench/.peers-venv/NAME`` with the system's packages unless it is there."""
-    if not system.packages:
-        return
-    path = VENVS / system.name
-    marker = path / "bench-requirements.txt"
-    wanted = "\n".join(system.packages) + "\n"
-    if marker.exists() and marker.read_text() == wanted:
-        return
-    print(f"installing {' '.join(system.packages)} into {path}", flush=True)
-    if not (path / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
-    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *system.packages]
-    subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
-    marker.write_text(wanted)
-
-
 def versions(system: System) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, sys; "
@@ -653,10 +615,6 @@ def _ok(met: bool) -> str:
 # -- main ------------------------------------------------------------------------
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(f"interrupted by signal {signum}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--systems", default=",".join(s.name for s in SYSTEMS))
@@ -708,11 +666,10 @@ def main() -> None:
         latency_budget=60.0, timeout=args.timeout, logs=logs, workloads=workloads,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, _interrupted)  # so that the finally below stops every child
+    stop_on_signals()  # so that the finally below stops every child
     try:
         for out in outs:
-            ensure_venv(out.system)
+            ensure_venv(out.system.name, out.system.packages)
             out.versions = versions(out.system)
         print(f"worker logs in {logs}\nchoosing settings:", flush=True)
         for out in outs:
@@ -722,8 +679,7 @@ def main() -> None:
             for out in outs:
                 run_once(out, cfg)
     finally:
-        for proc in list(_live):
-            _stop(proc)
+        stop_all()
     command = "python bench/redis_peers/peers.py " + " ".join(sys.argv[1:])
     print("\n" + report(outs, cfg, args.runs, command.strip(), started))
     if args.json:

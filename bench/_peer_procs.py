@@ -1,0 +1,81 @@
+"""What the peer comparisons (``bench/redis_peers``, ``bench/postgres_peers``)
+share: child processes that are always stopped, and a virtualenv per peer
+under ``bench/.peers-venv/`` (never part of rota's environment)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+VENVS = Path(__file__).resolve().parent / ".peers-venv"
+STOP_WAIT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
+PIP_TIMEOUT = 1200.0
+
+_live: list[subprocess.Popen[bytes]] = []
+
+
+class BenchError(Exception):
+    """A measurement that could not be made; the system's cell says why."""
+
+
+def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """A child in its own process group, stopped by :func:`stop` (or by
+    :func:`stop_all`)."""
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    _live.append(proc)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the child's process group; SIGKILL if it outlives STOP_WAIT."""
+    for sig, wait in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children left behind by the leader
+    if proc in _live:
+        _live.remove(proc)
+
+
+def stop_all() -> None:
+    """Stop every child still running."""
+    for proc in list(_live):
+        stop(proc)
+
+
+def stop_on_signals() -> None:
+    """Turn SIGTERM, SIGHUP and SIGINT into SystemExit, so that ``finally``
+    blocks stop every child."""
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise SystemExit(f"interrupted by signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, interrupted)
+
+
+def ensure_venv(name: str, packages: Sequence[str]) -> None:
+    """Make ``bench/.peers-venv/NAME`` with ``packages`` unless it is there."""
+    if not packages:
+        return
+    path = VENVS / name
+    marker = path / "bench-requirements.txt"
+    wanted = "\n".join(packages) + "\n"
+    if marker.exists() and marker.read_text() == wanted:
+        return
+    print(f"installing {' '.join(packages)} into {path}", flush=True)
+    if not (path / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *packages]
+    subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
+    marker.write_text(wanted)
