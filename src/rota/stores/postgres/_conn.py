@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -37,6 +36,7 @@ from rota.stores.postgres._outages import (
     connection_lost,
     handle_library_logs,
 )
+from rota.stores.postgres._wakeups import WakeUps
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx
 
@@ -245,9 +245,7 @@ class PgConnections(Database):
         #: change is refused by the server.
         self.replica = replica
         self._conninfo = conninfo
-        self._listeners_guard = threading.Lock()
-        self._listeners = threading.local()
-        self._all_listeners: list[psycopg.Connection[Any]] = []
+        self._wake_ups = WakeUps(self._listening_connection, self.where)
         self._pool = self._open_pool(conninfo, pool_size)
         self._outage = Outage(self.where, self._pool)
         handle_library_logs(self._pool.name, self._outage)
@@ -428,40 +426,20 @@ class PgConnections(Database):
 
     # -- wake-ups --------------------------------------------------------------
 
-    def _listener(self) -> psycopg.Connection[Any]:
-        """This thread's connection that listens for wake-ups (opened lazily)."""
-        conn: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
-        if conn is None or conn.closed:
-            conn = psycopg.connect(self._conninfo, autocommit=True, fallback_application_name=_NAME)
+    def _listening_connection(self) -> psycopg.Connection[Any]:
+        """A new connection that listens on the store's channel."""
+        conn = psycopg.connect(self._conninfo, autocommit=True, fallback_application_name=_NAME)
+        try:
             conn.execute(Q["listen"].format(channel=self.channel))
-            self._listeners.conn = conn
-            with self._listeners_guard:
-                self._all_listeners.append(conn)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _await_wake(self, timeout: float) -> None:
-        """Return at the first wake-up since the last one this thread saw, or
-        after ``timeout`` seconds. A broken listener is dropped (the next call
-        opens another, which listens again) and counts as a wake-up: what
-        was sent while it was down is not missed."""
-        try:
-            conn = self._listener()
-            for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
-                break
-        except psycopg.Error as exc:
-            log.debug("the wake-up listener of %s failed: %s", self.where, exc)
-            self._drop_listener()
-            time.sleep(min(timeout, 0.5))
-
-    def _drop_listener(self) -> None:
-        conn: psycopg.Connection[Any] | None = getattr(self._listeners, "conn", None)
-        self._listeners.conn = None
-        if conn is None:
-            return
-        conn.close()
-        with self._listeners_guard:
-            if conn in self._all_listeners:
-                self._all_listeners.remove(conn)
+        """Return at the first wake-up since this thread last waited, or after
+        ``timeout`` seconds (see :class:`WakeUps`)."""
+        self._wake_ups.wait(timeout)
 
     # -- schema ------------------------------------------------------------------
 
@@ -485,9 +463,6 @@ class PgConnections(Database):
             raise store_error(exc, self.where) from exc
 
     def close(self) -> None:
-        """Close the pools and this store's listeners."""
-        with self._listeners_guard:
-            listeners, self._all_listeners = self._all_listeners, []
-        for conn in listeners:
-            conn.close()
+        """Close the pools and stop listening for wake-ups."""
+        self._wake_ups.close()
         self._pool.close()

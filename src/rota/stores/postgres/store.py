@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from rota.errors import InvalidArgument
-from rota.models import EnqueueResult, NewJob
+from rota.models import ClaimedJob, EnqueueResult, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.postgres._conn import PgConnections, PgTx, store_error
@@ -69,6 +69,10 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
     def now(self) -> float:
         with self._write() as tx:
             return tx.now()
+
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        self._wake_ups.mark()  # a wake-up from here on ends this thread's next wait
+        return super().claim(worker_id, queues, limit)
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block until a wake-up (NOTIFY) reaches this thread's listener,
