@@ -165,6 +165,20 @@ def test_a_bad_schema_name_is_refused_before_connecting() -> None:
         open_store("postgresql://postgres@127.0.0.1:5432/postgres?namespace=x")
 
 
+def test_libpq_options_in_the_url_reach_the_server(pg_url: str) -> None:
+    url = f"{pg_url}&application_name=nightly%20cron&options=-c%20statement_timeout%3D4321"
+    store = open_store(url)
+    assert isinstance(store, PostgresStore)
+    try:
+        assert store.get_job("absent") is None  # the store's schema, beside the given options
+        with store._pool.connection() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "4321ms"
+            assert conn.execute("SHOW application_name").fetchone()[0] == "nightly cron"
+            assert conn.execute("SHOW search_path").fetchone()[0] == store.schema
+    finally:
+        store.close()
+
+
 def test_many_processes_opening_a_new_schema_at_once_migrate_it_once(pg_url: str) -> None:
     code = "import sys; from rota.stores import open_store; open_store(sys.argv[1]).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, pg_url]) for _ in range(6)]

@@ -66,14 +66,21 @@ def store_error(exc: BaseException, where: str) -> StoreError:
 class PgTx(Tx):
     """A pooled connection of the PostgreSQL store, running its named queries."""
 
-    __slots__ = ("_channel", "_conn", "_now", "_pipeline", "_woken")
+    __slots__ = ("_channel", "_conn", "_identity", "_now", "_opening", "_pipeline", "_woken")
 
     def __init__(
-        self, conn: psycopg.Connection[Any], channel: str, pipeline: psycopg.Pipeline | None = None
+        self,
+        conn: psycopg.Connection[Any],
+        channel: str,
+        pipeline: psycopg.Pipeline | None = None,
+        opening: psycopg.Cursor[Any] | None = None,
     ) -> None:
         self._conn = conn
         self._channel = channel
         self._pipeline = pipeline
+        #: The reply to ``transaction_id``, sent first in a write transaction.
+        self._opening = opening
+        self._identity: tuple[Any, ...] | None = None
         self._now: float | None = None
         self._woken = False
 
@@ -105,10 +112,22 @@ class PgTx(Tx):
         return self._conn.execute(sql, (*params, list(values))).fetchall()
 
     def now(self) -> float:
-        """The database's clock, read once per transaction."""
+        """The database's clock, read once per transaction (with the
+        transaction's id where it was asked for)."""
         if self._now is None:
-            self._now = float(self._conn.execute(Q["clock"]).fetchone()[0])  # type: ignore[index]
+            if self._opening is not None:
+                self._identity = tuple(self._opening.fetchone())  # type: ignore[arg-type]
+                self._now = float(self._identity[2])
+            else:
+                self._now = float(self._conn.execute(Q["clock"]).fetchone()[0])  # type: ignore[index]
         return self._now
+
+    def identity(self) -> tuple[Any, ...] | None:
+        """The transaction's id, its server's start time and the clock, once
+        they were received (asking never waits for the server), or None."""
+        if self._identity is None and self._opening is not None:
+            self._identity = _received(self._opening)
+        return self._identity
 
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.IntegrityError)
@@ -157,6 +176,22 @@ def _received(reply: psycopg.Cursor[Any] | None) -> tuple[Any, ...] | None:
         return None
     row = reply.fetchone()
     return None if row is None else tuple(row)
+
+
+@contextmanager
+def _transaction(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """A transaction on ``conn``, in pipeline mode: its BEGIN and COMMIT are
+    queued with its statements, so neither costs a round trip of its own
+    (psycopg's own transaction blocks wait for the BEGIN's reply). The
+    enclosing pipeline's end sends them."""
+    conn.execute(Q["begin"])
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):  # a lost connection is dropped by the pool
+            conn.execute(Q["rollback"])
+        raise
+    conn.execute(Q["commit"])
 
 
 class _Session(Relay):
@@ -261,7 +296,8 @@ class PgConnections(Database):
         """The pool, opened with one connection. Connections are not checked
         when they leave the pool (that would cost a round trip each time):
         a call that meets a lost connection renews the pool and runs again."""
-        options = f"-c search_path={self.schema}"
+        given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+        options = " ".join(filter(None, [str(given or ""), f"-c search_path={self.schema}"]))
         pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
@@ -357,14 +393,12 @@ class PgConnections(Database):
         """``work`` in a transaction, once. A connection lost while committing
         is settled by :meth:`_committed`: its error is raised only when the
         commit did not happen."""
-        began, conn, tx = self._begin(attempts.wait_limit())
+        began, _, tx = self._begin(attempts.wait_limit())
         committing, ident = False, None
         try:
             with began:
-                # a standby assigns no transaction ids (and commits nothing)
-                reply = None if self.replica else conn.execute(Q["transaction_id"])
                 result = work(tx)
-                ident = _received(reply)
+                ident = tx.identity()
                 committing = True
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             if not (committing and connection_lost(exc)):
@@ -380,8 +414,10 @@ class PgConnections(Database):
         with ExitStack() as stack:
             conn = stack.enter_context(self._pool.connection(wait))
             pipeline = stack.enter_context(conn.pipeline())
-            stack.enter_context(conn.transaction())
-            return stack.pop_all(), conn, PgTx(conn, self.channel, pipeline)
+            stack.enter_context(_transaction(conn))
+            # a standby assigns no transaction ids (and commits nothing)
+            opening = None if self.replica else conn.execute(Q["transaction_id"])
+            return stack.pop_all(), conn, PgTx(conn, self.channel, pipeline, opening)
 
     def _committed(self, ident: tuple[Any, ...] | None, exc: BaseException) -> bool:
         """Whether the transaction ``ident`` (its id and its server's start
@@ -396,7 +432,7 @@ class PgConnections(Database):
         )
         if ident is None:
             raise unknown from exc
-        xid, started = ident
+        xid, started = ident[:2]
         deadline = time.monotonic() + RETRY_FOR
         try:
             while True:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -108,7 +108,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             caller_path = tx.execute("search_path").fetchone()[0]
             tx.execute("set_local_search_path", (self.schema,))
             try:
-                results = self._enqueue(tx, jobs, tx.now())  # its wake-up comes at commit
+                results = self._enqueue(tx, jobs)  # its wake-up comes at commit
             finally:
                 tx.execute("set_local_search_path", (caller_path,))
         except psycopg.Error as exc:
@@ -122,5 +122,6 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
     scheme = "postgresql" if parts.scheme in ("postgres", "postgresql") else parts.scheme
     query = parse_qsl(parts.query, keep_blank_values=True)
     own = {k: v for k, v in query if k in _OWN_OPTIONS}
-    rest = urlencode([(k, v) for k, v in query if k not in _OWN_OPTIONS])
+    # %20 for a space: libpq reads a "+" in a URL as itself
+    rest = urlencode([(k, v) for k, v in query if k not in _OWN_OPTIONS], quote_via=quote)
     return urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment)), own

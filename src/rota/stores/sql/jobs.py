@@ -69,7 +69,7 @@ class Jobs(Database):
         if not jobs:
             return []
         try:
-            return self._transact(lambda tx: self._enqueue(tx, jobs, tx.now()))
+            return self._transact(lambda tx: self._enqueue(tx, jobs))
         except _IdTaken as taken:
             raise self._name_taken_id(taken.ids) from None
 
@@ -84,12 +84,19 @@ class Jobs(Database):
                 seen.add(job_id)
         return _IdTaken(ids)
 
-    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
-        clocks: dict[str, float] = {}
-        for queue in sorted({job.queue for job in jobs}):
+    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        # Every read is sent before the first is read (and before the clock):
+        # a dialect that pipelines statements reads them in one round trip.
+        queues = sorted({job.queue for job in jobs})
+        for queue in queues:
             tx.execute("ensure_queue", (queue,))
-            clocks[queue] = tx.execute("queue_clock", (queue,)).fetchone()[0]
-        lasts: dict[tuple[str, str], float] = {}
+        clock_rows = {queue: tx.execute("queue_clock", (queue,)) for queue in queues}
+        fairs = dict.fromkeys((job.queue, job.fair_key) for job in jobs)
+        last_rows = {fair: tx.execute("fair_key_last", fair) for fair in fairs}
+        now = tx.now()
+        clocks: dict[str, float] = {q: cursor.fetchone()[0] for q, cursor in clock_rows.items()}
+        known = {fair: row[0] if (row := c.fetchone()) else 0.0 for fair, c in last_rows.items()}
+        lasts: dict[tuple[str, str], float] = {}  # the fair keys of the jobs stored
         rows: list[tuple[Any, ...]] = []
         results: list[EnqueueResult] = []
         held: dict[str, str] = {}  # unique keys taken earlier in this batch
@@ -104,10 +111,8 @@ class Jobs(Database):
                 tx.execute("hold_unique", (job.unique_key, job.id))
                 held[job.unique_key] = job.id
             fair = (job.queue, job.fair_key)
-            if fair not in lasts:
-                row = tx.execute("fair_key_last", fair).fetchone()
-                lasts[fair] = row[0] if row else 0.0
-            vtime = lasts[fair] = flow.virtual_start(lasts[fair], clocks[job.queue])
+            last = lasts.get(fair, known[fair])
+            vtime = lasts[fair] = flow.virtual_start(last, clocks[job.queue])
             run_at = job.run_at if job.run_at is not None else now + job.delay
             rows.append(
                 (
@@ -372,8 +377,11 @@ def _choose(
     remaining = list(queues)
     while remaining and len(chosen) < limit and offset < max_scan:
         candidates = []
-        for queue in list(remaining):
-            rows = tx.execute("ready_candidates", (queue, page, offset)).fetchall()
+        # every queue's page is asked for before any is read: one round trip
+        # where the dialect pipelines
+        pages = [(q, tx.execute("ready_candidates", (q, page, offset))) for q in remaining]
+        for queue, reply in pages:
+            rows = reply.fetchall()
             if len(rows) < page:
                 remaining.remove(queue)
             for seq, priority, vtime, raw_limits, job_id in rows:

@@ -39,7 +39,7 @@ class Schedules(Database):
     schedules version that schedulers watch."""
 
     @abstractmethod
-    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
+    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Store ``jobs`` in ``tx`` (the job verbs provide it)."""
 
     def upsert_schedule(self, schedule: Schedule) -> None:
@@ -123,7 +123,7 @@ class Schedules(Database):
             if _overlaps(tx, overlap, last_job_id):
                 tx.execute("schedule_skipped", (name,))
                 return "skipped"
-            result = self._enqueue(tx, [job], tx.now())[0]
+            result = self._enqueue(tx, [job])[0]
             tx.execute("schedule_last_job", (result.id, name))
             return "fired"
 

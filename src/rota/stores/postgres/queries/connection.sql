@@ -29,6 +29,16 @@ SELECT current_setting('search_path')
 -- name: set_local_search_path
 SELECT set_config('search_path', %s, true)
 
+-- name: begin
+-- Sent in the pipeline with the transaction's first statements.
+BEGIN
+
+-- name: commit
+COMMIT
+
+-- name: rollback
+ROLLBACK
+
 -- name: notify
 SELECT pg_notify(%s, '')
 
@@ -36,7 +46,10 @@ SELECT pg_notify(%s, '')
 LISTEN {channel}
 
 -- name: transaction_id
-SELECT pg_current_xact_id()::text, pg_postmaster_start_time()
+-- Sent first in a write transaction: its id and its server's start time (to
+-- settle a commit cut off by a lost connection), and the store clock.
+SELECT pg_current_xact_id()::text, pg_postmaster_start_time(),
+       extract(epoch FROM clock_timestamp())::double precision
 
 -- name: transaction_status
 SELECT pg_xact_status(%s::xid8), pg_postmaster_start_time()
