@@ -102,11 +102,14 @@ def overdue_schedules(schedules: Sequence[Schedule], now: float) -> list[Problem
     ]
 
 
-def diagnose(store: Store) -> list[Problem]:
-    """Every unserved queue and overdue schedule of ``store``, queues first."""
+def diagnose(store: Store, queues: list[QueueInfo] | None = None) -> list[Problem]:
+    """Every unserved queue and overdue schedule of ``store``, queues first;
+    ``queues`` are its queues when the caller has just read them."""
     now = store.now()
     workers = store.workers()
-    return unserved_queues(store.queues(), workers, now) + overdue_schedules(store.schedules(), now)
+    if queues is None:
+        queues = store.queues()
+    return unserved_queues(queues, workers, now) + overdue_schedules(store.schedules(), now)
 
 
 def queue_problem(store: Store, queue: str) -> str | None:

@@ -252,14 +252,15 @@ def live(store: Store) -> Live:
     return _live(store, day, store.totals())
 
 
-def overview(store: Store) -> Overview:
-    """The overview: :func:`live` plus every queue's counts and throughput."""
+def overview(store: Store, infos: list[QueueInfo] | None = None) -> Overview:
+    """The overview: :func:`live` plus every queue's counts and throughput
+    (``infos``: the store's queues, when the caller has just read them)."""
     day = store.throughput(store.now() - 86400)
     totals = store.totals()
     summary = _live(store, day, totals)
     queues = []
     counts: dict[JobState, int] = {}
-    for info in store.queues():
+    for info in store.queues() if infos is None else infos:
         mine = [r for r in day if r.queue == info.name]
         mine_totals = [r for r in totals if r.queue == info.name]
         queues.append(

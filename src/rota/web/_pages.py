@@ -139,8 +139,10 @@ async def logout(request: Request) -> Response:
 @router.get("/")
 def overview_page(request: Request, identity: Viewer) -> Response:
     """Queues, throughput windows, the live chart and workers."""
-    ov = _ops.overview(_store(request))
-    problems = diagnose(_store(request))
+    store = _store(request)
+    infos = store.queues()  # counts every job: read once for both
+    ov = _ops.overview(store, infos)
+    problems = diagnose(store, infos)
     return _render(
         request,
         "overview.html",
