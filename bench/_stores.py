@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def drop(url: str) -> None:
     if url.startswith("sqlite:///"):
         for suffix in ("", "-wal", "-shm"):
             Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
+        shutil.rmtree(url[len("sqlite:///") :] + "-wake", ignore_errors=True)  # wake-up sockets
         return
     if url.startswith(("postgresql://", "postgres://")):
         import psycopg

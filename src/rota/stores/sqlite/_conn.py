@@ -20,7 +20,7 @@ from typing import Any
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
-from rota.stores.sqlite import _notify
+from rota.stores.sqlite._wakeups import WakeUps, open_wake_ups
 
 #: Every statement of the SQLite store, by name.
 Q = load("rota.stores.sqlite", "connection.sql", *ENGINE_FILES)
@@ -143,6 +143,8 @@ class Connections(Database):
         self._pid = os.getpid()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_guard = threading.Lock()
+        self._wakes: WakeUps | None = None
+        self._wakes_pid = 0
         if self._uri:
             self._keepalive = self._open()  # the database lives while one connection does
         self._migrate()
@@ -189,7 +191,7 @@ class Connections(Database):
             tx = SQLiteTx(conn)
             yield tx
         if tx.woken:
-            _notify.notify(self.path)
+            self._wake_ups().wake()
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
@@ -223,8 +225,20 @@ class Connections(Database):
                             conn.execute(statement)
                     conn.execute(Q["set_schema_version"].format(version=int(number)))
 
+    def _wake_ups(self) -> WakeUps:
+        """This process's wake-ups of the database (see ``_wakeups``)."""
+        with self._conns_guard:
+            if self._wakes is None or self._wakes_pid != os.getpid():  # first use, or forked
+                connect = None if self._uri else self._open
+                self._wakes = open_wake_ups(self.path, connect, Q["data_version"])
+                self._wakes_pid = os.getpid()
+            return self._wakes
+
     def close(self) -> None:
         with self._conns_guard:
+            if self._wakes is not None and self._wakes_pid == os.getpid():
+                self._wakes.release()
+            self._wakes = None
             for conn in self._all_conns:
                 conn.close()
             self._all_conns.clear()
@@ -232,14 +246,3 @@ class Connections(Database):
                 self._keepalive.close()  # an in-memory database is freed here
                 self._keepalive = None
         self._local = threading.local()
-
-    def _waiter_conn(self) -> sqlite3.Connection:
-        # data_version ignores the connection's own commits, so waiting uses
-        # a connection that never writes.
-        conn: sqlite3.Connection | None = getattr(self._local, "waiter", None)
-        if conn is None:
-            conn = self._open()
-            self._local.waiter = conn
-            with self._conns_guard:
-                self._all_conns.append(conn)
-        return conn

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from rota.models import ClaimedJob
 from rota.stores.base import Store
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
@@ -20,8 +21,7 @@ from rota.stores.sql.reads import Reads
 from rota.stores.sql.schedules import Schedules
 from rota.stores.sql.steer import Steering
 from rota.stores.sql.users import Users
-from rota.stores.sqlite import _notify
-from rota.stores.sqlite._conn import Connections, Q
+from rota.stores.sqlite._conn import Connections
 
 
 class SQLiteStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, Connections, Store):
@@ -32,18 +32,17 @@ class SQLiteStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, Connecti
     def now(self) -> float:
         return time.time()
 
+    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        self._wake_ups().mark()  # a wake-up from here on ends this thread's next wait
+        return super().claim(worker_id, queues, limit)
+
     def wait(self, queues: Sequence[str], timeout: float) -> None:
-        """Block until another transaction commits (this process: at once; other
-        processes: seen within a few milliseconds), until the next scheduled or
-        parked job is due, or for ``timeout`` seconds."""
-        conn = self._waiter_conn()
-        for query in ("next_due", "next_parked"):
-            row = conn.execute(Q[query]).fetchone()
-            if row and row[0] is not None:
-                timeout = min(timeout, max(0.0, row[0] - time.time()))
-        version = conn.execute(Q["data_version"]).fetchone()[0]
-
-        def changed() -> bool:
-            return bool(conn.execute(Q["data_version"]).fetchone()[0] != version)
-
-        _notify.wait(self.path, timeout, changed)
+        """Block until a commit that may give work (in any process of this
+        machine: see ``_wakeups``), until the next scheduled or parked job is
+        due, or for ``timeout`` seconds."""
+        with self._read() as tx:
+            for query in ("next_due", "next_parked"):
+                row = tx.execute(query).fetchone()
+                if row and row[0] is not None:
+                    timeout = min(timeout, max(0.0, row[0] - time.time()))
+        self._wake_ups().wait(timeout)
