@@ -5,28 +5,41 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 
 def fresh_url(base: str) -> str:
     """A store URL no earlier run has touched: a new SQLite file, a new
-    PostgreSQL schema, or a new Redis namespace."""
+    PostgreSQL schema, a new MySQL database, or a new Redis namespace."""
     tag = uuid.uuid4().hex[:8]
     if base.startswith("sqlite:///"):
         path = Path(base[len("sqlite:///") :])
         return f"sqlite:///{path.with_name(f'{path.stem}-{tag}{path.suffix}')}"
     sep = "&" if "?" in base else "?"
+    if base.startswith("mysql://"):  # a new database, which the store creates
+        head, _, query = base.partition("?")
+        server = head.rsplit("/", 1)[0]
+        return f"{server}/rota_bench_{tag}" + (f"?{query}" if query else "")
     if base.startswith(("postgresql://", "postgres://")):
         return f"{base}{sep}schema=bench_{tag}"
     return f"{base}{sep}namespace=bench-{tag}"
 
 
 def drop(url: str) -> None:
-    """Remove what a run left: the SQLite files, the PostgreSQL schema, or the
-    Redis namespace's keys."""
+    """Remove what a run left: the SQLite files, the PostgreSQL schema, the
+    MySQL database, or the Redis namespace's keys."""
     if url.startswith("sqlite:///"):
         for suffix in ("", "-wal", "-shm"):
             Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
         shutil.rmtree(url[len("sqlite:///") :] + "-wake", ignore_errors=True)  # wake-up sockets
+        return
+    if url.startswith("mysql://"):
+        import MySQLdb
+
+        parts = urlsplit(url)
+        conn = MySQLdb.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username)
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {parts.path.strip('/')}")
+        conn.close()
         return
     if url.startswith(("postgresql://", "postgres://")):
         import psycopg

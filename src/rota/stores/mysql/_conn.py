@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 
 import MySQLdb
 from MySQLdb.constants import CLIENT
+from MySQLdb.cursors import RE_INSERT_VALUES
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.mysql._pool import Pool, close_quietly
@@ -52,6 +53,7 @@ DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
 _FAST_POLL = 0.01  # seconds between looks at the wake-up count right after work
 _CHUNK = 1000  # values per IN (...) list
+_BATCH = 64  # statements of an executemany per round trip
 _STATEMENT_END = re.compile(r";[ \t]*\n")
 _PLACEHOLDER = re.compile(r"(?<!%)%s")
 
@@ -151,10 +153,21 @@ class MySQLTx(Tx):
 
     def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
         rows = list(rows)
+        sql = Q[name]
         cursor = self._conn.cursor()
-        if rows:
-            cursor.executemany(Q[name], rows)  # one multi-row INSERT where it can
-        return _Count(max(0, cursor.rowcount))
+        if not rows:
+            return _Count(0)
+        if RE_INSERT_VALUES.match(sql):
+            cursor.executemany(sql, rows)  # one multi-row INSERT
+            return _Count(max(0, cursor.rowcount))
+        # any other statement: a batch of copies of it per round trip
+        # (the driver's executemany would send one round trip per row)
+        changed = 0
+        for start in range(0, len(rows), _BATCH):
+            batch = rows[start : start + _BATCH]
+            cursor.execute(";\n".join([sql] * len(batch)), [v for row in batch for v in row])
+            changed += _Rows(cursor).rowcount
+        return _Count(changed)
 
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         rows: list[Any] = []
