@@ -285,6 +285,9 @@ class WorkerInfo:
     errors: int = 0
     #: Timed-out jobs still running on threads that gave their slot away.
     stuck: int = 0
+    #: The worker process's share of the machine's CPU (0 to 1; see
+    #: ``rota.worker.load``), None before its first reading.
+    load: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ do. Supervised side threads:
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
 - **keeper**: renews the leases of running jobs (and stops the ones the
-  store says were cancelled), sends the heartbeat with host load, and gates
+  store says were cancelled), sends the heartbeat with host load and the
+  worker's own, reads its peers' loads (a worker busier than an idle peer
+  waits a little before each claim: see ``rota.worker.load``), and gates
   claiming while the host is over its CPU or memory threshold;
 - **reaper**: returns jobs whose lease expired (dead workers) and applies
   the retention policy;
@@ -51,7 +53,7 @@ from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
-from rota.worker import joblog, joblogs, runner
+from rota.worker import joblog, joblogs, load, runner
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
 
@@ -126,6 +128,9 @@ class Worker:
         self.holding_back = False
         self._cpu: float | None = None
         self._mem: float | None = None
+        self._load_meter = load.LoadMeter()
+        self._load = 0.0
+        self._idlest_peer: float | None = None  # see rota.worker.load
         self._inflight: dict[str, _Inflight] = {}
         self._lock = threading.Lock()
         self._slot_freed = threading.Event()
@@ -207,6 +212,9 @@ class Worker:
             self._slot_freed.wait(1.0)
             self._slot_freed.clear()
             return []
+        delay = load.claim_delay(self._load, self._idlest_peer)
+        if delay and self._stopping.wait(delay):  # an idler peer claims first
+            return None
         return self._claim(free)
 
     def _claim(self, free: int) -> list[ClaimedJob]:
@@ -421,6 +429,7 @@ class Worker:
             self._on_done(flight.job, runner.failure(error))
 
     def _measure_load(self) -> None:
+        self._load = self._load_meter.read()
         self._cpu = psutil.cpu_percent(interval=None)
         self._mem = psutil.virtual_memory().percent
         over = (self.max_cpu is not None and self._cpu > self.max_cpu) or (
@@ -456,7 +465,11 @@ class Worker:
                 failed=self.failed,
                 errors=self.errors,
                 stuck=self._executor.stuck(),
+                load=self._load,
             )
+        )
+        self._idlest_peer = load.idlest_peer_load(
+            self.id, self.queues, self.app.store.workers(), 3 * self.heartbeat_every
         )
 
     def _reaper_loop(self) -> None:

@@ -1,0 +1,87 @@
+"""Dispatch by load: a worker busier than an idle peer waits a little before
+each claim, so that the idlest worker serving the same queues claims new
+work first.
+
+A worker's load is its process's share of the machine's CPU time over the
+last second or so (1.0: every core busy with this worker). Each heartbeat
+reports it, and each heartbeat the worker reads its peers' records: the
+load of the idlest live peer that serves one of its queues, has a free slot
+and is not stopping or holding back. Before each claim the worker then
+waits ``YIELD_AT_FULL_LOAD`` seconds times how much busier it is than that
+peer (nothing when no peer is idler, or when it works alone), so the delay
+grows with the gap and never slows a worker that has no idler peer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+
+import psutil
+
+from rota.models import WorkerInfo
+
+#: The wait before a claim of a worker busier than its idlest peer by the
+#: whole machine (load 1.0 against 0.0); smaller gaps wait in proportion.
+YIELD_AT_FULL_LOAD = 0.05
+
+
+class LoadMeter:
+    """This process's share of the machine's CPU time between two readings."""
+
+    def __init__(
+        self,
+        process: psutil.Process | None = None,
+        cores: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._process = process or psutil.Process()
+        self._cores = cores or os.cpu_count() or 1
+        self._clock = clock
+        self._last = (clock(), self._cpu_seconds())
+
+    def read(self) -> float:
+        """The load since the last reading (since creation, the first time)."""
+        now, cpu = self._clock(), self._cpu_seconds()
+        then, before = self._last
+        self._last = (now, cpu)
+        if now <= then:
+            return 0.0
+        return max(0.0, min(1.0, (cpu - before) / ((now - then) * self._cores)))
+
+    def _cpu_seconds(self) -> float:
+        times = self._process.cpu_times()
+        return float(times.user + times.system)
+
+
+def idlest_peer_load(
+    me: str, queues: Iterable[str], workers: Iterable[WorkerInfo], stale_after: float
+) -> float | None:
+    """The load of the idlest live peer of worker ``me`` that serves one of
+    ``queues`` and could take a job now; None when there is none. A record
+    older than ``stale_after`` seconds next to ``me``'s own is not live."""
+    records = list(workers)
+    mine = next((w for w in records if w.id == me), None)
+    if mine is None:
+        return None
+    wanted = set(queues)
+    loads = [
+        w.load
+        for w in records
+        if w.id != me
+        and w.load is not None
+        and mine.heartbeat_at - w.heartbeat_at < stale_after
+        and wanted.intersection(w.queues)
+        and w.running < w.concurrency
+        and not (w.stopping or w.holding_back)
+    ]
+    return min(loads, default=None)
+
+
+def claim_delay(own: float, idlest_peer: float | None) -> float:
+    """Seconds to wait before claiming, for a worker at load ``own`` whose
+    idlest peer is at ``idlest_peer`` (None: no peer could take the work)."""
+    if idlest_peer is None:
+        return 0.0
+    return YIELD_AT_FULL_LOAD * max(0.0, min(1.0, own - idlest_peer))

@@ -1,0 +1,76 @@
+"""Dispatch by load (rota.worker.load): the wait before a claim grows with
+how much busier a worker is than its idlest peer, and is nothing when no
+peer could take the work."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rota.models import WorkerInfo
+from rota.worker.load import YIELD_AT_FULL_LOAD, LoadMeter, claim_delay, idlest_peer_load
+
+
+def worker(name: str, load: float | None, **fields: object) -> WorkerInfo:
+    info = WorkerInfo(
+        id=name,
+        host="h",
+        pid=1,
+        queues=("default",),
+        concurrency=4,
+        mode="threads",
+        running=0,
+        started_at=0.0,
+        heartbeat_at=100.0,
+        load=load,
+    )
+    return replace(info, **fields)  # type: ignore[arg-type]
+
+
+def test_a_busier_worker_waits_in_proportion_to_the_gap() -> None:
+    assert claim_delay(0.9, 0.1) == pytest.approx(0.8 * YIELD_AT_FULL_LOAD)
+    assert claim_delay(0.5, 0.5) == 0.0
+    assert claim_delay(0.1, 0.9) == 0.0  # the idler one never waits
+    assert claim_delay(1.0, None) == 0.0  # alone: no wait at all
+
+
+def test_the_idlest_peer_is_one_that_could_take_the_work() -> None:
+    me = worker("me", 0.8)
+    peers = [
+        me,
+        worker("busy", 0.6),
+        worker("full", 0.0, running=4),  # no free slot
+        worker("elsewhere", 0.0, queues=("other",)),
+        worker("stopping", 0.0, stopping=True),
+        worker("gated", 0.0, holding_back=True),
+        worker("silent", 0.0, heartbeat_at=50.0),  # last seen long before me
+        worker("new", None),  # no reading yet
+    ]
+    assert idlest_peer_load("me", ("default",), peers, stale_after=15.0) == 0.6
+    assert idlest_peer_load("me", ("default",), [me], stale_after=15.0) is None
+    assert idlest_peer_load("gone", ("default",), peers, stale_after=15.0) is None
+
+
+class _Times:
+    def __init__(self) -> None:
+        self.user, self.system = 0.0, 0.0
+
+
+class _Process:
+    def __init__(self) -> None:
+        self.times = _Times()
+
+    def cpu_times(self) -> _Times:
+        return self.times
+
+
+def test_the_load_is_the_share_of_every_core_since_the_last_reading() -> None:
+    now = [0.0]
+    process = _Process()
+    meter = LoadMeter(process, cores=2, clock=lambda: now[0])  # type: ignore[arg-type]
+    now[0], process.times.user = 1.0, 1.0  # one core busy for a second of two cores
+    assert meter.read() == pytest.approx(0.5)
+    now[0], process.times.system = 2.0, 0.5  # and then half a core
+    assert meter.read() == pytest.approx(0.25)
+    assert meter.read() == 0.0  # no time passed
