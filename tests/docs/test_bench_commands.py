@@ -23,6 +23,7 @@ COMMANDS = [
     ("bench/bench.py --url {sqlite} --jobs 200 --samples 20 --runs 1", "drain_per_s"),
     ("bench/bench.py --url {redis} --jobs 200 --samples 20 --runs 1 --concurrency 32", "p99_ms"),
     ("bench/dashboard_pages.py --jobs 2000 --db {db} --finish 200 --repeat 1", "/metrics"),
+    ("bench/idle_cost.py --url {sqlite} --settle 0.5 --window 0.5 --windows 1", "idle worker"),
     ("bench/limits_bench.py claims --url {sqlite} --jobs 200 --runs 1", "empty claim ms"),
     (
         "bench/limits_bench.py unique --url {redis} --urls 1000 --batch-send 500 --runs 1",
