@@ -6,7 +6,7 @@ Times are seconds since the epoch on the store's clock (guarantee 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -288,6 +288,17 @@ class WorkerInfo:
     #: The worker process's share of the machine's CPU (0 to 1; see
     #: ``rota.worker.load``), None before its first reading.
     load: float | None = None
+
+    @classmethod
+    def from_record(cls, info: dict[str, Any]) -> WorkerInfo:
+        """The record a heartbeat stored (decoded JSON); fields this version
+        does not know (from a newer worker of a mixed fleet) are left out."""
+        known = {name: value for name, value in info.items() if name in _WORKER_FIELDS}
+        known["queues"] = tuple(known["queues"])
+        return cls(**known)
+
+
+_WORKER_FIELDS = frozenset(field.name for field in fields(WorkerInfo))
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,7 +211,7 @@ def test_refused_outcomes_are_not_counted(store: Store) -> None:
 
 def test_workers_after_heartbeat_and_removal(store: Store) -> None:
     assert store.workers() == []
-    store.heartbeat(worker_info("w-1", queues=("a", "b"), running=2, cpu_percent=12.5))
+    store.heartbeat(worker_info("w-1", queues=("a", "b"), running=2, cpu_percent=12.5, load=0.25))
     first_beat = store.now()
     wait_until(store, first_beat + 0.02)
     store.heartbeat(worker_info("w-2", host="host-b", pid=7))
@@ -219,12 +219,13 @@ def test_workers_after_heartbeat_and_removal(store: Store) -> None:
     workers = store.workers()
     assert [w.id for w in workers] == ["w-2", "w-1"]  # newest heartbeat first
     w1 = workers[1]
-    assert (w1.host, w1.pid, w1.queues, w1.running, w1.cpu_percent) == (
+    assert (w1.host, w1.pid, w1.queues, w1.running, w1.cpu_percent, w1.load) == (
         "host-a",
         4242,
         ("a", "b"),
         2,
         12.5,
+        0.25,
     )
     assert w1.heartbeat_at == pytest.approx(first_beat, abs=0.5)
 

@@ -74,3 +74,20 @@ def test_the_load_is_the_share_of_every_core_since_the_last_reading() -> None:
     now[0], process.times.system = 2.0, 0.5  # and then half a core
     assert meter.read() == pytest.approx(0.25)
     assert meter.read() == 0.0  # no time passed
+
+
+def test_a_heartbeat_record_of_a_newer_worker_is_read_without_its_new_fields() -> None:
+    record = {
+        "id": "w",
+        "host": "h",
+        "pid": 1,
+        "queues": ["default"],
+        "concurrency": 4,
+        "mode": "threads",
+        "running": 0,
+        "started_at": 0.0,
+        "load": 0.5,
+        "a_field_of_a_later_version": 1,
+    }
+    info = WorkerInfo.from_record(record)
+    assert (info.queues, info.load) == (("default",), 0.5)

@@ -225,9 +225,8 @@ def worker_record(worker: WorkerInfo) -> bytes:
 def worker_from_record(raw: bytes, heartbeat_at: float) -> WorkerInfo:
     """A :class:`WorkerInfo` from a heartbeat record and its time."""
     info: dict[str, Any] = _json.loads(raw)
-    info["queues"] = tuple(info["queues"])
     info["heartbeat_at"] = heartbeat_at
-    return WorkerInfo(**info)
+    return WorkerInfo.from_record(info)
 
 
 def schedule_args(schedule: Schedule) -> list[bytes | str]:

@@ -151,7 +151,7 @@ class Reads(Database):
     def workers(self) -> list[WorkerInfo]:
         with self._read() as tx:
             rows = tx.execute("worker_infos").fetchall()
-        return [_worker(_json.loads(row[0])) for row in rows]
+        return [WorkerInfo.from_record(_json.loads(row[0])) for row in rows]
 
     def limits(self) -> list[LimitInfo]:
         with self._read() as tx:
@@ -206,11 +206,6 @@ def _next_string(prefix: str) -> str | None:
     if 0xD800 <= following <= 0xDFFF:  # surrogates are not characters
         following = 0xE000
     return prefix[:-1] + chr(following)
-
-
-def _worker(info: dict[str, Any]) -> WorkerInfo:
-    info["queues"] = tuple(info["queues"])
-    return WorkerInfo(**info)
 
 
 __all__ = ["Reads", "job_from_row"]
