@@ -248,12 +248,13 @@ def test_workers_page(client: TestClient, demo: Demo) -> None:
             cpu_percent=93.0,
             mem_percent=51.25,
             holding_back=True,
+            load=0.375,
         )
     )
     html = client.get("/workers").text
     assert _rows(html, "workers") == ["node-7:991"]
     row = html.split('data-worker="node-7:991"', 1)[1].split("</tr>", 1)[0]
-    for text in ("node-7", "991", "5 / 16", "93%", "51.25%", "holding back"):
+    for text in ("node-7", "991", "5 / 16", "93%", "51.25%", "37.5%", "holding back"):
         assert text in row
 
 
