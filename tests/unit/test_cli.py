@@ -724,6 +724,7 @@ def _worker(running: int = 1, **changes: Any) -> WorkerInfo:
         "started_at": time.time(),
         "cpu_percent": 12.4,
         "mem_percent": 56.6,
+        "load": 0.31,
     }
     return WorkerInfo(**(base | changes))
 
@@ -755,6 +756,7 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
         "stuck",
         "cpu",
         "mem",
+        "load",
         "errors",
         "heartbeat",
         "state",
@@ -769,6 +771,7 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
         "0",
         "12%",
         "57%",
+        "31%",
         "0",
         "0s",
         "ago",

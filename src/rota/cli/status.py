@@ -56,7 +56,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("host", "pid", "queues", "mode", "concurrency", "running"):
         table.add_column(column, justify="right" if column in ("pid", "running") else "left")
-    for column in ("stuck", "cpu", "mem", "errors", "heartbeat", "state"):
+    for column in ("stuck", "cpu", "mem", "load", "errors", "heartbeat", "state"):
         table.add_column(column, justify="right" if column != "state" else "left")
     for info in infos:
         table.add_row(
@@ -69,6 +69,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
             str(info.stuck),
             _percent(info.cpu_percent),
             _percent(info.mem_percent),
+            _percent(None if info.load is None else info.load * 100),
             str(info.errors),
             f"{fmt_duration(now - info.heartbeat_at)} ago",
             worker_state(info, now),
