@@ -182,7 +182,7 @@ class WakeUps:
             listening.bind(address)
         except OSError as exc:
             listening.close()
-            log.debug("no wake-up socket at %s (%s): looking every %s s", address, exc, _SAFETY)
+            log.info("no wake-up socket at %s (%s): looking every %s s", address, exc, _SAFETY)
             return None
         atexit.register(_unlink, address)
         listening.setblocking(False)
