@@ -2,74 +2,37 @@
 thread of its own, shared by every thread that waits.
 
 Each NOTIFY (and each time the listener starts listening again after a lost
-connection) adds one to a count. A thread notes the count when it claims
-(:meth:`WakeUps.mark`), and a wait returns as soon as the count moved since
-that thread last claimed or waited: a job sent between a claim that found
-nothing and the wait that follows it is not missed.
+connection) adds one to the store's wake-up count (``rota.stores._wake_count``).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
+from rota.stores._wake_count import WakeCount
+
 log = logging.getLogger("rota.store")
 #: Seconds the listener waits for a notification before it looks whether
-#: its store was closed; also the longest a claim waits for it to listen.
+#: its store was closed.
 _TICK = 1.0
 
 
-class WakeUps:
+class WakeUps(WakeCount):
     """The wake-ups of one store (see the module docstring). ``listen``
     opens a connection that listens on the store's channel."""
 
     def __init__(self, listen: Callable[[], psycopg.Connection[Any]], where: str) -> None:
+        super().__init__()
         self._listen = listen
         self._where = where
-        self._changed = threading.Condition()
-        self._count = 0
-        self._seen = threading.local()
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()  # listening, or failed to: nobody waits for it
-        self._closed = threading.Event()
-
-    def mark(self) -> None:
-        """Note, before this thread claims, the wake-ups so far."""
-        self._start(_TICK)
-        with self._changed:
-            self._seen.count = self._count
-
-    def wait(self, timeout: float) -> None:
-        """Return once a wake-up came since this thread last claimed or
-        waited (since now, if it never did), or after ``timeout`` seconds."""
-        self._start(timeout)
-        with self._changed:
-            seen = getattr(self._seen, "count", self._count)
-            if seen == self._count:
-                self._changed.wait_for(lambda: self._count != seen, max(0.0, timeout))
-            self._seen.count = self._count
 
     def close(self) -> None:
         """Stop listening (the listener closes its connection within a second)."""
         self._closed.set()
-
-    def _start(self, bound: float) -> None:
-        """Start the listener unless it runs, and give it up to ``bound``
-        seconds to listen."""
-        with self._changed:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="rota-listen", daemon=True)
-                self._thread.start()
-        self._ready.wait(max(0.0, bound))
-
-    def _bump(self) -> None:
-        with self._changed:
-            self._count += 1
-            self._changed.notify_all()
 
     def _run(self) -> None:
         failures = 0

@@ -9,10 +9,8 @@ database; a commit that may give work sends one empty datagram to every
 other socket there. A socket left behind by a process that died is removed
 by the first sender it refuses.
 
-Each wake-up adds one to a count. A thread notes the count when it claims
-(:meth:`WakeUps.mark`), and a wait returns as soon as the count moved since
-that thread last claimed or waited: a commit between a claim that found
-nothing and the wait that follows it is not missed.
+Each wake-up adds one to the wake-up count (``rota.stores._wake_count``),
+which a claim marks and a wait watches.
 
 The listener also reads ``PRAGMA data_version`` once a second (every 50 ms
 where there are no Unix sockets), so a commit whose sender could not reach
@@ -33,6 +31,8 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable
+
+from rota.stores._wake_count import WakeCount
 
 log = logging.getLogger("rota.store")
 #: Seconds between two looks at ``data_version`` (the safety net).
@@ -72,10 +72,11 @@ def wake_directory(path: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"rota-wake-{digest}")
 
 
-class WakeUps:
+class WakeUps(WakeCount):
     """The wake-ups of one database in one process (see the module docstring)."""
 
     def __init__(self, path: str, connect: Connect | None, version_query: str) -> None:
+        super().__init__()
         self.users = 0
         self._key = (os.getpid(), path)
         self._connect = connect
@@ -83,29 +84,6 @@ class WakeUps:
         unix = connect is not None and hasattr(socket, "AF_UNIX")
         self._directory = wake_directory(path) if unix else None
         self._name = f"{os.getpid()}-{id(self):x}.sock"
-        self._changed = threading.Condition()
-        self._count = 0
-        self._seen = threading.local()
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._closed = threading.Event()
-
-    def mark(self) -> None:
-        """Note, before this thread claims, the wake-ups so far (the
-        listener starts first, so a commit after the claim wakes its wait)."""
-        self._start(_SAFETY)
-        with self._changed:
-            self._seen.count = self._count
-
-    def wait(self, timeout: float) -> None:
-        """Return once a wake-up came since this thread last claimed or
-        waited (since now, if it never did), or after ``timeout`` seconds."""
-        self._start(timeout)
-        with self._changed:
-            seen = getattr(self._seen, "count", self._count)
-            if seen == self._count:
-                self._changed.wait_for(lambda: self._count != seen, max(0.0, timeout))
-            self._seen.count = self._count
 
     def wake(self) -> None:
         """A commit may have given work: wake the waiters of this process
@@ -127,21 +105,9 @@ class WakeUps:
         if self._directory is not None:  # the listener is blocked on its socket
             _send_one(os.path.join(self._directory, self._name))
 
-    def _bump(self) -> None:
-        with self._changed:
-            self._count += 1
-            self._changed.notify_all()
-
-    def _start(self, bound: float) -> None:
-        """Start the listener unless it runs, and give it up to ``bound``
-        seconds to listen."""
-        if self._connect is None or self._closed.is_set():
-            return  # in memory (every writer is in this process), or closed
-        with self._changed:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="rota-wake", daemon=True)
-                self._thread.start()
-        self._ready.wait(max(0.0, bound))
+    def _listens(self) -> bool:
+        # in memory, every writer is in this process
+        return self._connect is not None and super()._listens()
 
     def _run(self) -> None:
         assert self._connect is not None
