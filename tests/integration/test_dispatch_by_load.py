@@ -69,6 +69,6 @@ def test_a_busy_worker_leaves_new_jobs_to_an_idle_one(
         idle = sum(ran.values()) - busy
         print(f"{store.kind}: the idle worker ran {idle} jobs, the busy one {busy}")
         assert idle + busy == JOBS
-        assert idle >= 3 * busy, f"the idle worker ran {idle} jobs, the busy one {busy}"
+        assert idle >= 2 * busy, f"the idle worker ran {idle} jobs, the busy one {busy}"
     finally:
         sender.close()
