@@ -161,8 +161,9 @@ def _received(listening: socket.socket | None, closed: threading.Event) -> bool:
     if listening is None:
         closed.wait(_SAFETY)
         return False
-    readable, _, _ = select.select([listening], [], [], _SAFETY)
-    if not readable:
+    poller = select.poll()  # not select(): a process may hold more than 1,024 files
+    poller.register(listening, select.POLLIN)
+    if not poller.poll(_SAFETY * 1000):
         return False
     with contextlib.suppress(BlockingIOError):
         while True:
