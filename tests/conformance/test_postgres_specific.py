@@ -20,7 +20,7 @@ from backends import drop_store, pg_execute, store_url  # noqa: E402
 from conformance.support import claim, enqueue_one, new_job  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
-from rota.errors import InvalidArgument  # noqa: E402
+from rota.errors import InvalidArgument, StoreError  # noqa: E402
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
@@ -163,6 +163,25 @@ def test_a_bad_schema_name_is_refused_before_connecting() -> None:
         open_store("postgresql://postgres@127.0.0.1:5432/postgres?schema=Robert%27;drop")
     with pytest.raises(InvalidArgument, match="bad PostgreSQL URL option"):
         open_store("postgresql://postgres@127.0.0.1:5432/postgres?namespace=x")
+
+
+def test_a_failed_statement_rolls_its_transaction_back_and_leaves_the_connection_clean(
+    pstore: PostgresStore,
+) -> None:
+    job_id = enqueue_one(pstore, new_job(1))
+
+    def work(tx: object) -> None:
+        tx._conn.execute("UPDATE jobs SET priority = 7 WHERE id = %s", (job_id,))  # type: ignore[attr-defined]
+        tx._conn.execute("SELECT 1 / 0").fetchone()  # type: ignore[attr-defined]
+
+    with pytest.raises(StoreError, match="division by zero"):
+        pstore._transact(work)
+    job = pstore.get_job(job_id)
+    assert job is not None and job.priority != 7  # the update before the failure is undone
+    for _ in range(3):  # every pooled connection is usable, outside any transaction
+        with pstore._pool.connection() as conn:
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert claim(pstore, limit=1)[0].id == job_id
 
 
 def test_libpq_options_in_the_url_reach_the_server(pg_url: str) -> None:
