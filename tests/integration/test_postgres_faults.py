@@ -31,9 +31,15 @@ import pytest
 
 from conformance.support import claim_one, get, lease, new_job
 from helpers import wait_for
+from integration.crash_runs import (
+    all_succeeded,
+    executions,
+    producer,
+    ride_out_a_crash,
+    send_records,
+)
 from pg_cluster import PgCluster, pg_cluster
 from procs import Processes
-from rota import App, every
 from rota.models import Job, JobQuery, JobState, Outcome
 from rota.stores import Store, open_store
 
@@ -61,48 +67,8 @@ def pstore(pg_url: str) -> Iterator[Store]:
     store.close()
 
 
-def send_records(app: App, n: int, pause: float) -> dict[str, int]:
-    """Send ``record(i)`` for i < n through ``app``; return job id -> i."""
-    ids: dict[str, int] = {}
-    for first in range(0, n, 5_000):
-        numbers = range(first, min(n, first + 5_000))
-        handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in numbers])
-        ids.update({h.id: i for h, i in zip(handles, numbers, strict=True)})
-    return ids
-
-
-def producer(url: str, lease: float = 30.0) -> App:
-    """An app that sends the counting app's ``record`` jobs, leased for ``lease`` seconds."""
-    app = App(url, lease=lease)
-    app.task(name="record")(lambda i, pause=0.0: i)
-    return app
-
-
-def executions(log: Path) -> list[tuple[str, int, int]]:
-    """``(job id, attempt, pid)`` per execution the task recorded (a line
-    still being written is left for the next look)."""
-    if not log.exists():
-        return []
-    text = log.read_text()
-    rows = []
-    for line in text[: text.rfind("\n") + 1].splitlines():
-        job_id, attempt, pid = line.split()
-        rows.append((job_id, int(attempt), int(pid)))
-    return rows
-
-
 def ran_on(log: Path, pid: int) -> int:
     return sum(1 for _, _, p in executions(log) if p == pid)
-
-
-def counts(store: Store) -> dict[JobState, int]:
-    """Jobs of the default queue by state (states without jobs left out)."""
-    found = {q.name: q.counts for q in store.queues()}.get("default", {})
-    return {state: n for state, n in found.items() if n}
-
-
-def all_succeeded(store: Store, total: int) -> bool:
-    return counts(store) == {JobState.SUCCEEDED: total}
 
 
 def backends(cluster: PgCluster, app_name: str) -> list[int]:
@@ -217,53 +183,16 @@ def test_workers_and_a_scheduler_ride_out_a_server_crash(
     tmp_path: Path,
 ) -> None:
     started = time.monotonic()
-    n = 3_000
-    log = tmp_path / "executions.log"
-    app = producer(pg_url, lease=5.0)
-    ids = send_records(app, n, pause=0.005)
-    app.schedule("tick", "record", every(0.2), kwargs={"i": -1})
-    app.close()
-    env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "5"}
-    args = ("worker", app_path("counting"), "--url", pg_url, "--concurrency", "4", "--quiet")
-    workers = [processes.rota(*args, env=env) for _ in range(2)]
-    scheduler = processes.rota("scheduler", app_path("counting"), "--url", pg_url, env=env)
-    wait_for(lambda: len(executions(log)) >= 500, 60, 0.05, "work")
-
-    store = open_store(pg_url)
-    try:
-        acknowledged = succeeded_of(store, ids)
-        fired = fires(store)
-        assert 0 < len(acknowledged) < n, "the crash must come mid-run"
-        assert fired, "the scheduler fired nothing before the crash"
-
-        pg_cluster.restart("immediate")
-
-        # every finish committed before the crash survived it
-        assert acknowledged <= succeeded_of(store, ids)
-        wait_for(lambda: fires(store) >= fired + 10, 30, 0.1, "the scheduler to fire again")
-        scheduler.send_signal(signal.SIGTERM)
-        assert scheduler.wait(15) == 0, processes.output(scheduler)
-        total = n + fires(store)
-        wait_for(lambda: all_succeeded(store, total), 60, 0.25, "every job to succeed")
-
-        # every job succeeded with its own result, and ran once
-        jobs = [j for j in store.get_jobs(list(ids)) if j is not None]
-        assert len(jobs) == n
-        assert all(j.state is JobState.SUCCEEDED and j.result == ids[j.id] for j in jobs)
-        runs = Counter(job_id for job_id, _, _ in executions(log))
-        assert set(ids) <= set(runs)
-        assert max(runs.values()) == 1
-    finally:
-        store.close()
-
-    outputs = [processes.output(proc) for proc in [*workers, scheduler]]
+    run = ride_out_a_crash(
+        pg_url, lambda: pg_cluster.restart("immediate"), processes, app_path, tmp_path,
+        n=3_000, before=500,
+    )  # fmt: skip
+    outputs = [processes.output(proc) for proc in [*run.workers, run.scheduler]]
     for out in outputs:
         assert_one_outage_report(out)
     # no attempt was lost, unless a claim's commit was left in doubt: its
     # jobs then wait for their lease to run out (and run once, elsewhere)
-    assert sum(j.lost for j in jobs) == 0 or any(UNKNOWN in out for out in outputs)
-    for worker in workers:
-        assert worker.poll() is None, processes.output(worker)
+    assert sum(j.lost for j in run.jobs) == 0 or any(UNKNOWN in out for out in outputs)
     assert time.monotonic() - started < 120
 
 
@@ -283,23 +212,6 @@ def assert_one_outage_report(out: str) -> None:
         assert len(outage_lines(out)) == 2, "\n".join(outage_lines(out))
     errors = [line for line in out.splitlines() if " ERROR " in line]
     assert len(errors) <= doubts, out
-
-
-def succeeded_of(store: Store, ids: dict[str, int]) -> set[str]:
-    """Which of the jobs ``ids`` have succeeded."""
-    jobs = store.get_jobs(list(ids))
-    return {j.id for j in jobs if j is not None and j.state is JobState.SUCCEEDED}
-
-
-def fires(store: Store) -> int:
-    """Jobs the schedule ``tick`` has made so far."""
-    total, cursor = 0, None
-    while True:
-        page = store.list_jobs(JobQuery(schedule="tick"), limit=500, cursor=cursor)
-        total += len(page.jobs)
-        cursor = page.next_cursor
-        if cursor is None:
-            return total
 
 
 @pytest.mark.slow

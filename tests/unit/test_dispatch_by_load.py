@@ -35,12 +35,12 @@ def test_a_busier_worker_waits_in_proportion_to_the_gap() -> None:
     assert claim_delay(1.0, None) == 0.0  # alone: no wait at all
 
 
-def test_the_idlest_peer_is_one_that_could_take_the_work() -> None:
+def test_the_idlest_peer_is_an_idle_one_that_could_take_the_work() -> None:
     me = worker("me", 0.8)
     peers = [
         me,
         worker("busy", 0.6),
-        worker("full", 0.0, running=4),  # no free slot
+        worker("working", 0.0, running=1),  # busy with jobs of its own
         worker("elsewhere", 0.0, queues=("other",)),
         worker("stopping", 0.0, stopping=True),
         worker("gated", 0.0, holding_back=True),

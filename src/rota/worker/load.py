@@ -5,8 +5,9 @@ work first.
 A worker's load is its process's share of the machine's CPU time over the
 last second or so (1.0: every core busy with this worker). Each heartbeat
 reports it, and each heartbeat the worker reads its peers' records: the
-load of the idlest live peer that serves one of its queues, has a free slot
-and is not stopping or holding back. Before each claim the worker then
+load of the idlest live peer that serves one of its queues, runs no job
+and is not stopping or holding back (a peer busy with a backlog is not
+waited for: every worker then claims as fast as it can). Before each claim the worker then
 waits ``YIELD_AT_FULL_LOAD`` seconds times how much busier it is than that
 peer (nothing when no peer is idler, or when it works alone), so the delay
 grows with the gap and never slows a worker that has no idler peer.
@@ -59,8 +60,8 @@ def idlest_peer_load(
     me: str, queues: Iterable[str], workers: Iterable[WorkerInfo], stale_after: float
 ) -> float | None:
     """The load of the idlest live peer of worker ``me`` that serves one of
-    ``queues`` and could take a job now; None when there is none. A record
-    older than ``stale_after`` seconds next to ``me``'s own is not live."""
+    ``queues`` and runs no job; None when there is none. A record older
+    than ``stale_after`` seconds next to ``me``'s own is not live."""
     records = list(workers)
     mine = next((w for w in records if w.id == me), None)
     if mine is None:
@@ -73,7 +74,7 @@ def idlest_peer_load(
         and w.load is not None
         and mine.heartbeat_at - w.heartbeat_at < stale_after
         and wanted.intersection(w.queues)
-        and w.running < w.concurrency
+        and w.running == 0
         and not (w.stopping or w.holding_back)
     ]
     return min(loads, default=None)
