@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -23,6 +25,11 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+#: A function run in each worker process when it starts or stops (see
+#: :meth:`App.on_worker_start`).
+WorkerHook = TypeVar("WorkerHook", bound=Callable[[], object])
+
+_log = logging.getLogger("rota.worker")
 
 DEFAULT_URL = "sqlite:///rota.db"
 
@@ -125,6 +132,8 @@ class App(Registry):
         self._store: Store | None = None
         self._reader: Store | None = None
         self._store_lock = threading.Lock()
+        self._on_start: list[Callable[[], object]] = []
+        self._on_stop: list[Callable[[], object]] = []
         self.limits = Limits(self)
         if commands:
             self.enable_commands()
@@ -143,6 +152,44 @@ class App(Registry):
 
     def _bound_app(self) -> App | None:
         return self
+
+    def on_worker_start(self, fn: WorkerHook) -> WorkerHook:
+        """Run ``fn()`` once in each worker process, before it claims its
+        first job: ``@app.on_worker_start``.
+
+        The place for what a process keeps for every job it runs (an HTTP
+        client, a connection pool), set up once instead of once per job;
+        close it in an :meth:`on_worker_stop` hook. Hooks run in the order
+        they were registered. One that raises stops the worker before it
+        claims anything, with that error. Jobs of ``--mode processes`` run
+        in child processes, which do not run the hooks: there, make the
+        resource on first use.
+        """
+        self._on_start.append(_hook(fn, "on_worker_start"))
+        return fn
+
+    def on_worker_stop(self, fn: WorkerHook) -> WorkerHook:
+        """Run ``fn()`` once in each worker process as it stops, after its
+        running jobs finished or were released: ``@app.on_worker_stop``.
+
+        Hooks run in the reverse order of registration; one that raises is
+        logged and the others still run.
+        """
+        self._on_stop.append(_hook(fn, "on_worker_stop"))
+        return fn
+
+    def _worker_started(self) -> None:
+        """Run the :meth:`on_worker_start` hooks (the worker calls this)."""
+        for fn in self._on_start:
+            fn()
+
+    def _worker_stopped(self) -> None:
+        """Run the :meth:`on_worker_stop` hooks, last registered first."""
+        for fn in reversed(self._on_stop):
+            try:
+                fn()
+            except Exception:
+                _log.exception("worker stop hook %s failed", getattr(fn, "__qualname__", fn))
 
     @cached_property
     def admin(self) -> Admin:
@@ -361,6 +408,22 @@ class App(Registry):
     def handle(self, job_id: str) -> JobHandle[Any]:
         """A handle on an existing job."""
         return JobHandle(self, job_id)
+
+
+def _hook(fn: object, what: str) -> Callable[[], object]:
+    """``fn`` if it can be called without arguments, else :class:`InvalidArgument`."""
+    if not callable(fn):
+        raise InvalidArgument(f"{what} takes a function, not {fn!r}")
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        raise InvalidArgument(
+            f"{what} takes a function called without arguments; "
+            f"{getattr(fn, '__qualname__', fn)}{inspect.signature(fn)} needs some"
+        ) from None
+    except ValueError:  # not introspectable (some builtins): taken as it is
+        pass
+    return fn
 
 
 class Limits:

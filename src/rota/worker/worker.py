@@ -25,7 +25,9 @@ Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop`:
 2. wait up to ``grace`` seconds for running jobs to finish and be reported;
 3. release the jobs still running back to the queue, without counting the
    attempt (their late results are refused by token fencing);
-4. flush the acker, stop the side threads, remove the heartbeat record.
+4. flush the acker, stop the side threads, remove the heartbeat record;
+5. run the app's ``on_worker_stop`` hooks (its ``on_worker_start`` hooks ran
+   before the first claim).
 
 A second signal exits at once; the leases of running jobs then expire and
 another worker's reaper recovers them.
@@ -152,6 +154,7 @@ class Worker:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         store = self.app.store
+        self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
         leading = self._executor.lead(self._lead)
@@ -179,6 +182,7 @@ class Worker:
         finally:
             self._shutdown()
             store.remove_worker(self.id)
+            self.app._worker_stopped()
             log.info("worker %s stopped", self.id)
 
     def stop(self) -> None:
