@@ -1,0 +1,188 @@
+"""The :class:`Crawler`: a polite, cluster-wide crawl declared in a few lines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from rota import Breaker
+from rota.app import App
+from rota.crawl.adapt import Adaptive
+from rota.crawl.jobs import Callback, CrawlJobs
+from rota.crawl.response import Response
+from rota.crawl.settings import DEFAULT_MAX_BYTES, DEFAULT_USER_AGENT, Settings, seed_urls
+from rota.crawl.urls import origin
+from rota.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from rota.task import JobHandle, Task
+
+__all__ = ["Crawler"]
+
+ParseFn = TypeVar("ParseFn", bound=Callable[[Response], object])
+
+
+class Crawler:
+    """A crawl run by the app's workers: ``Crawler(app, "site", seeds=[...])``.
+
+    Declaring it registers its tasks on ``app`` (``site.fetch``,
+    ``site.admit``, ``site.robots``, ``site.recrawl``, ``site.resume``, all
+    on ``queue``), so workers that load the app run it; :meth:`start` sends
+    the seeds. Pages are fetched by ``site.fetch`` jobs, whose results are
+    the items (``rota jobs export --task site.fetch``).
+
+    - ``seeds``: where the crawl starts (absolute http(s) URLs, depth 0);
+    - ``allow`` / ``deny``: regular expressions a followed link must match
+      (one of) / must not match (any);
+    - ``domains``: host names whose hosts are followed (subdomains too);
+      default: only the seeds' hosts;
+    - ``max_depth``: links more than this many hops from a seed are not
+      followed (default: no limit);
+    - ``recrawl``: the recrawl age (seconds or ``"1d"``): a page is not sent
+      again within it, and is fetched again (conditionally) once it is over;
+      None (the default): each page is fetched once;
+    - ``per_host``, ``rate``, ``burst``: at most ``per_host`` fetches of a
+      host at once and ``rate`` a second (``"2/s"``, ``"30/m"``, a number),
+      across the cluster; a host's ``Crawl-delay`` slows its rate further;
+    - ``breaker``: a :class:`rota.Breaker` without key, applied per host;
+    - ``retries``: attempts after the first for a fetch that fails;
+    - ``adapt``: True (default), False, or :class:`~rota.crawl.Adaptive`
+      settings: each host's level of concurrency follows how it answers
+      (see :mod:`rota.crawl.adapt`);
+    - ``user_agent``, ``timeout``, ``max_bytes`` (largest body read),
+      ``robots_ttl`` (how long a robots.txt is used), ``queue`` and
+      ``priority`` of the fetch jobs.
+
+    Every argument is checked here: a bad one raises
+    :class:`~rota.errors.InvalidArgument` and registers nothing.
+    """
+
+    def __init__(
+        self,
+        app: App,
+        name: str,
+        *,
+        seeds: str | Iterable[str] = (),
+        allow: str | Iterable[str] = (),
+        deny: str | Iterable[str] = (),
+        domains: Iterable[str] | None = None,
+        max_depth: int | None = None,
+        recrawl: float | str | None = None,
+        queue: str = "crawl",
+        priority: int = 0,
+        per_host: int = 2,
+        rate: str | float = "1/s",
+        burst: int = 1,
+        breaker: Breaker | None = None,
+        retries: int = 5,
+        adapt: bool | Adaptive = True,
+        user_agent: str = DEFAULT_USER_AGENT,
+        timeout: float | str = 30.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        robots_ttl: float | str = "1d",
+    ) -> None:
+        if not isinstance(app, App):
+            raise InvalidArgument(f"a crawler needs a rota.App, not {app!r}")
+        self.app = app
+        self.settings = Settings.build(
+            name,
+            seeds=seeds,
+            allow=allow,
+            deny=deny,
+            domains=domains,
+            max_depth=max_depth,
+            recrawl=recrawl,
+            queue=queue,
+            priority=priority,
+            per_host=per_host,
+            rate=rate,
+            burst=burst,
+            breaker=breaker or Breaker(failures=max(5, per_host), cooldown="5m"),
+            retries=retries,
+            user_agent=user_agent,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            robots_ttl=robots_ttl,
+            retention=app.retention,
+            adapt=adapt,
+        )
+        taken = [f"{name}.{job}" for job in _JOBS if f"{name}.{job}" in app.tasks]
+        if taken:
+            raise InvalidArgument(f"the app already has a task named {taken[0]!r}")
+        self._callbacks: list[Callback] = []
+        self._jobs = CrawlJobs(app, self.settings, self._callbacks)
+
+    def __repr__(self) -> str:
+        return f"<rota.crawl.Crawler {self.name} seeds={len(self.settings.seeds)}>"
+
+    @property
+    def name(self) -> str:
+        """The crawler's name, the prefix of its task names."""
+        return self.settings.name
+
+    @property
+    def fetch_task(self) -> Task[..., dict[str, Any]]:
+        """The task whose jobs fetch pages; their results hold the items."""
+        return self._jobs.fetch_task
+
+    @overload
+    def parse(self, fn: ParseFn, /) -> ParseFn: ...
+
+    @overload
+    def parse(self, fn: None = None, /, *, match: str) -> Callable[[ParseFn], ParseFn]: ...
+
+    def parse(
+        self, fn: ParseFn | None = None, /, *, match: str | None = None
+    ) -> ParseFn | Callable[[ParseFn], ParseFn]:
+        """Register a parse callback: ``@crawler.parse``, or
+        ``@crawler.parse(match=r"/products/")`` for the pages whose URL
+        matches a regular expression (``re.search``).
+
+        A callback gets each successfully fetched page whose content changed
+        since its last fetch (a :class:`~rota.crawl.Response`) and returns,
+        or yields, items (dicts of JSON values, kept in order as the fetch
+        job's result) and links to follow (:class:`~rota.crawl.Link`, from
+        ``response.follow(href)`` or ``response.links()``). Callbacks run in
+        the order they were registered. A crawler without callbacks follows
+        every link of every page and keeps no items.
+        """
+        pattern = _pattern(match)
+
+        def register(func: ParseFn) -> ParseFn:
+            if not callable(func):
+                raise InvalidArgument(f"parse takes a function, not {func!r}")
+            self._callbacks.append(Callback(func, pattern))
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def start(self, urls: str | Iterable[str] | None = None) -> list[JobHandle[Any]]:
+        """Send the seeds (or ``urls``) to be fetched: one admit job per
+        origin, which reads its robots.txt and sends the allowed pages.
+        Seeds fetched within the recrawl age (or ever, without one) are not
+        fetched again, so starting twice is harmless. Returns the admit
+        jobs' handles; :class:`InvalidArgument` for a URL that is not an
+        absolute http(s) URL, before anything is sent."""
+        seeds = self.settings.seeds if urls is None else seed_urls(urls)
+        if not seeds:
+            raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
+        by_origin: dict[str, list[tuple[str, int]]] = {}
+        for url in seeds:
+            by_origin.setdefault(origin(url), []).append((url, 0))
+        handles = [self._jobs.frontier.admit(key, pairs) for key, pairs in by_origin.items()]
+        return [handle for handle in handles if handle is not None]
+
+
+_JOBS = ("fetch", "admit", "recrawl", "robots", "resume")
+
+
+def _pattern(match: str | None) -> re.Pattern[str] | None:
+    if match is None:
+        return None
+    if not isinstance(match, str) or not match:
+        raise InvalidArgument(f"match takes a regular expression (a string), not {match!r}")
+    try:
+        return re.compile(match)
+    except re.error as exc:
+        raise InvalidArgument(f"match pattern {match!r} is not valid: {exc}") from None

@@ -1,0 +1,34 @@
+"""Why a crawl job did not end with a page: each fails the attempt with a
+message naming the URL or host, and says whether the job is tried again."""
+
+from __future__ import annotations
+
+from rota.errors import RotaError
+
+__all__ = ["CrawlError", "FetchFailed", "ParseFailed", "Throttled", "TryLater"]
+
+
+class CrawlError(RotaError):
+    """Base class of the crawler's errors."""
+
+
+class TryLater(CrawlError):
+    """Not now: the job is tried again after the task's backoff (robots.txt
+    of its origin is not read yet, or a recrawl came before the last fetch
+    let go of the URL)."""
+
+
+class Throttled(TryLater):
+    """The host answered 429 or 503: it is paused (see
+    :mod:`rota.crawl.pacing`), and the job tried again once the pause is over."""
+
+
+class FetchFailed(CrawlError):
+    """No usable answer: a 5xx other than 503, or a network error or timeout.
+    Tried again with backoff; counts towards the host's breaker."""
+
+
+class ParseFailed(CrawlError):
+    """A parse callback raised, or returned something that is neither an
+    item (a dict) nor a :class:`~rota.crawl.Link`. Not tried again: the
+    code needs fixing first (then ``rota jobs retry``)."""

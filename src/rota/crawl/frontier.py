@@ -1,0 +1,95 @@
+"""Sending pages to fetch: each fetch job carries its host's politeness.
+
+A fetch job carries its host (``urls.host_key``) as the key of a
+concurrency limit (``per_host``, or the level the store holds for it), of a
+rate (the crawler's, or slower for a ``Crawl-delay``) and of a breaker, so
+the store enforces them at claim time across the cluster, and the host is
+the job's fair key: claims rotate over hosts. Its unique key is the URL,
+held for the recrawl age after a fetch: a URL found again within that time
+is not sent again.
+
+Links whose origin's robots.txt this process does not know yet go to an
+admit job of that origin instead, which reads robots.txt first (waiting for
+it if need be) and sends the allowed ones at the host's rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rota import Breaker, Limit, Rate
+from rota.crawl.hostrules import RobotsBook
+from rota.crawl.robots import Rules
+from rota.crawl.settings import Settings
+from rota.crawl.urls import host_key, origin
+
+if TYPE_CHECKING:
+    from rota.task import JobHandle, Task
+
+__all__ = ["Frontier"]
+
+#: One fetch job's call: URL, depth, the validators of its last fetch.
+Call = tuple[str, int, dict[str, Any] | None]
+
+
+class Frontier:
+    """Sends fetch and admit jobs for one crawler."""
+
+    def __init__(self, settings: Settings, robots: RobotsBook) -> None:
+        self._settings = settings
+        self._robots = robots
+        self.fetch_task: Task[..., dict[str, Any]] | None = None  # set once registered
+        self.admit_task: Task[..., dict[str, Any]] | None = None
+
+    def fetch(self, host: str, rate: float, calls: list[Call]) -> list[JobHandle[Any]]:
+        """Send one fetch job per call, all of ``host``, at ``rate`` fetches
+        per second; duplicates (a URL fetched within the recrawl age, or
+        pending) come back with ``duplicate`` set."""
+        assert self.fetch_task is not None
+        if not calls:
+            return []
+        s = self._settings
+        breaker = Breaker(s.breaker.failures, s.breaker.cooldown, key=host)
+        task = self.fetch_task.options(
+            concurrency=Limit(host, s.per_host),
+            rate=Rate(rate, burst=s.burst, key=host),
+            breaker=breaker,
+        )
+        return task.send_many([list(call) for call in calls])
+
+    def admit(self, origin_: str, urls: list[tuple[str, int]]) -> JobHandle[Any] | None:
+        """Send the admit job of ``urls``, all of origin ``origin_``."""
+        assert self.admit_task is not None
+        if not urls:
+            return None
+        return self.admit_task.send(origin_, [[url, depth] for url, depth in urls])
+
+    def allowed(self, rules: Rules, urls: list[tuple[str, int]]) -> list[Call]:
+        """The calls for the ``urls`` that ``rules`` allow."""
+        return [(url, depth, None) for url, depth in urls if rules.allows(url)]
+
+    def follow(self, links: Iterable[str], depth: int, known: Mapping[str, Rules]) -> int:
+        """Send the ``links`` of a page, found at ``depth`` (the page's depth
+        plus one): each once, in scope and not deeper than ``max_depth``;
+        robots.txt is applied now for origins whose rules are ``known`` (or
+        this process has), by an admit job for the others. Returns how many
+        were sent on."""
+        s = self._settings
+        if s.max_depth is not None and depth > s.max_depth:
+            return 0
+        by_origin: dict[str, list[tuple[str, int]]] = {}
+        for url in dict.fromkeys(links):
+            if s.scope.follows(url):
+                by_origin.setdefault(origin(url), []).append((url, depth))
+        sent = 0
+        for key, urls in by_origin.items():
+            rules = known.get(key) or self._robots.known(key)
+            if rules is None:
+                self.admit(key, urls)
+                sent += len(urls)
+                continue
+            calls = self.allowed(rules, urls)
+            self.fetch(host_key(key), s.host_rate(rules), calls)
+            sent += len(calls)
+        return sent

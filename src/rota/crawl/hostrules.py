@@ -1,0 +1,112 @@
+"""robots.txt, fetched once per origin for the whole cluster and kept as a
+job result.
+
+The robots job of an origin has the unique key of the origin, held for
+``robots_ttl`` after it succeeded, so sending it again within that time
+returns the job that fetched it (whose result is the file): the store's
+uniqueness is the cache and its TTL. Each process keeps the rules it read
+until the TTL is over (by the store's clock), and sends the robots job
+again after that; the first to send it makes the one fetch of the next
+period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from rota.crawl import fetching, robots
+from rota.crawl.errors import FetchFailed, TryLater
+from rota.crawl.robots import Rules
+from rota.crawl.settings import Settings
+from rota.errors import JobFailed, JobTimeout
+from rota.models import Job, JobState
+
+if TYPE_CHECKING:
+    from rota.task import Task
+
+__all__ = ["RobotsBook"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    rules: Rules
+    until: float  # time.monotonic()
+
+
+class RobotsBook:
+    """The robots.txt rules of each origin, as this process knows them."""
+
+    def __init__(self, settings: Settings, clients: fetching.Clients) -> None:
+        self._settings = settings
+        self._clients = clients
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self.task: Task[[str], dict[str, Any]] | None = None  # set once registered
+
+    def known(self, origin: str) -> Rules | None:
+        """The rules of ``origin`` if this process has them and they are
+        within their TTL; no store access."""
+        with self._lock:
+            entry = self._entries.get(origin)
+        if entry is None or entry.until <= time.monotonic():
+            return None
+        return entry.rules
+
+    def rules(self, origin: str) -> Rules:
+        """The rules of ``origin``: this process's copy, else the robots job's
+        result (sending that job if no fetch of the file is within its TTL,
+        and waiting up to ``robots_wait`` seconds for one being fetched).
+        :class:`TryLater` when the file is not read yet or is unreachable:
+        nothing of the origin is fetched meanwhile."""
+        known = self.known(origin)
+        if known is not None:
+            return known
+        assert self.task is not None
+        handle = self.task.send(origin)
+        job = handle.job()
+        if job.state in (JobState.QUEUED, JobState.RUNNING):
+            with contextlib.suppress(JobTimeout, JobFailed):
+                handle.result(timeout=self._settings.robots_wait)
+            job = handle.job()
+        if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
+            raise TryLater(f"robots.txt of {origin} is not read yet: {_why(job)}")
+        rules = Rules.from_result(job.result, self._settings.agent)
+        store = self.task.app.store
+        left = (job.finished_at or store.now()) + self._settings.robots_ttl - store.now()
+        with self._lock:
+            self._entries[origin] = _Entry(rules, time.monotonic() + max(1.0, left))
+        return rules
+
+    def fetch(self, origin: str) -> dict[str, Any]:
+        """Fetch ``origin``'s robots.txt (the robots job): what to keep for a
+        usable answer, or :class:`FetchFailed` (429, 5xx, no answer), which
+        fails the attempt; the job is tried again with backoff."""
+        url = f"{origin}/robots.txt"
+        try:
+            got = fetching.get(
+                self._clients.get(),
+                url,
+                max_bytes=robots.MAX_ROBOTS_BYTES,
+                follow_redirects=True,
+            )
+        except httpx.TooManyRedirects:
+            return {"status": 310, "text": ""}  # more than five redirects: unavailable
+        except httpx.HTTPError as exc:
+            raise FetchFailed(f"{url}: {type(exc).__name__}: {exc}") from exc
+        if not robots.reachable(got.status):
+            raise FetchFailed(f"{url} answered {got.status}: nothing of {origin} is fetched yet")
+        return robots.stored(got.status, got.content)
+
+
+def _why(job: Job) -> str:
+    if job.state in (JobState.QUEUED, JobState.RUNNING):
+        return "it is being fetched"
+    if job.state is JobState.SCHEDULED:
+        return f"its fetch is tried again shortly (last error: {job.error})"
+    return f"its fetch failed ({job.error})"

@@ -1,0 +1,297 @@
+"""The jobs of a crawl, registered as tasks of the app.
+
+For a crawler named ``site``:
+
+- ``site.fetch(url, depth, previous)``: one page. Carries its host's
+  politeness keys (see :mod:`rota.crawl.frontier`); reads robots.txt first,
+  fetches (conditionally when ``previous`` has validators), runs the parse
+  callbacks on a changed page, sends its links, keeps the items as its
+  result and schedules the page's recrawl;
+- ``site.admit(origin, urls)``: links of an origin whose robots.txt the
+  sender did not know: reads it, then sends the allowed ones;
+- ``site.robots(origin)``: the one fetch of an origin's robots.txt per
+  ``robots_ttl`` (see :mod:`rota.crawl.hostrules`);
+- ``site.recrawl(url, depth, previous, after)``: sent by a fetch to run
+  once the recrawl age is over; sends the page's next fetch with the
+  validators of the last one;
+- ``site.resume(host, level)``: ends a host's pause (see
+  :mod:`rota.crawl.pacing`).
+
+Jobs other than fetches carry no host limits, so they run while a host is
+paused or busy; they have higher priorities than fetches (robots and resume
+highest), so a host's robots.txt is read before its pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from re import Pattern
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from rota import Rate, _validate
+from rota.app import App
+from rota.context import current_job
+from rota.crawl import fetching
+from rota.crawl.adapt import parse_retry_after
+from rota.crawl.errors import FetchFailed, ParseFailed, Throttled, TryLater
+from rota.crawl.frontier import Frontier
+from rota.crawl.hostrules import RobotsBook
+from rota.crawl.pacing import Pacer
+from rota.crawl.response import Link, Response
+from rota.crawl.robots import Rules
+from rota.crawl.settings import Settings
+from rota.crawl.urls import host_key, origin, resolve
+
+__all__ = ["Callback", "CrawlJobs"]
+
+#: Seconds after the recrawl age at which a page's recrawl job runs: its last
+#: fetch holds the URL until its finish (a little after it returns) plus the age.
+RECRAWL_MARGIN = 1.0
+#: How long a page fetched once is not sent again without a recrawl age: for good.
+NEVER = _validate.MAX_DURATION
+#: Retries of jobs that only wait for something (robots.txt, the end of a hold).
+_PATIENT = {"retries": 20, "backoff": (1.0, 600.0)}
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    """A parse callback and the URLs it is for (None: every page)."""
+
+    fn: Callable[[Response], object]
+    match: Pattern[str] | None = None
+
+
+def url_key(url: str) -> str:
+    """The unique value of a page's URL (a hash of a very long one)."""
+    if len(url) <= 160:
+        return url
+    return "blake2b:" + hashlib.blake2b(url.encode(), digest_size=20).hexdigest()
+
+
+def _origin_host(origin: str) -> str:
+    return urlsplit(origin).netloc
+
+
+class CrawlJobs:
+    """A crawler's tasks and the state each process keeps for them."""
+
+    def __init__(self, app: App, settings: Settings, callbacks: list[Callback]) -> None:
+        self.app = app
+        self.settings = s = settings
+        self.callbacks = callbacks
+        self.clients = fetching.Clients(s.user_agent, s.timeout)
+        self.robots = RobotsBook(s, self.clients)
+        self.frontier = Frontier(s, self.robots)
+        self.pacer = Pacer(app, s.per_host, s.adapt, self._send_resume)
+        app.on_worker_start(self.clients.open)
+        app.on_worker_stop(self.clients.close)
+        name, queue, p = s.name, s.queue, s.priority
+        self.fetch_task = app.task(
+            name=f"{name}.fetch",
+            queue=queue,
+            priority=p,
+            retries=s.retries,
+            backoff=(1.0, 300.0),
+            unique=url_key,
+            unique_for=s.recrawl or NEVER,
+            no_retry_on=ParseFailed,
+        )(self.fetch)
+        self.admit_task = app.task(name=f"{name}.admit", queue=queue, priority=p + 1, **_PATIENT)(
+            self.admit
+        )
+        self.recrawl_task = app.task(
+            name=f"{name}.recrawl", queue=queue, priority=p + 1, unique=url_key, **_PATIENT
+        )(self.recrawl)
+        self.robots.task = app.task(
+            name=f"{name}.robots",
+            queue=queue,
+            priority=p + 2,
+            retries=3,
+            backoff=(2.0, 60.0),
+            rate=Rate(s.rate, burst=s.burst, key=_origin_host),
+            unique=lambda origin: origin,
+            unique_for=s.robots_ttl,
+        )(self.robots.fetch)
+        self.resume_task = app.task(
+            name=f"{name}.resume",
+            queue=queue,
+            priority=p + 2,
+            retries=10,
+            backoff=(1.0, 60.0),
+            unique=lambda host: host,
+        )(self.pacer.resume)
+        self.frontier.fetch_task = self.fetch_task
+        self.frontier.admit_task = self.admit_task
+
+    # -- jobs ----------------------------------------------------------------
+
+    def fetch(
+        self, url: str, depth: int = 0, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Fetch one page (the fetch job): see the module's docstring."""
+        rules = self.robots.rules(origin(url))
+        result: dict[str, Any] = {"url": url, "depth": depth}
+        if not rules.allows(url):
+            return result | {"skipped": "disallowed by robots.txt"}
+        host = host_key(url)
+        try:
+            got = fetching.get(
+                self.clients.get(),
+                url,
+                max_bytes=self.settings.max_bytes,
+                headers=fetching.conditional_headers(previous),
+            )
+        except httpx.HTTPError as exc:
+            self.pacer.record(host, None, 0.0)
+            raise FetchFailed(f"{url}: {type(exc).__name__}: {exc}") from exc
+        if got.status in (429, 503):
+            asked = parse_retry_after(got.headers.get("retry-after"), time.time())
+            pause = self.pacer.throttle(host, asked)
+            raise Throttled(f"{url} answered {got.status}: {host} is paused for {pause:.1f} s")
+        self.pacer.record(host, got.status, got.seconds)
+        if got.status >= 500:
+            raise FetchFailed(f"{url} answered {got.status}")
+        return result | {"status": got.status} | self._answer(url, depth, previous, rules, got)
+
+    def admit(self, origin_: str, urls: list[list[Any]]) -> dict[str, Any]:
+        """Send the pages of ``urls`` (``[url, depth]`` pairs, all of
+        ``origin_``) that its robots.txt allows (the admit job)."""
+        rules = self.robots.rules(origin_)
+        pairs = [(str(url), int(depth)) for url, depth in urls]
+        calls = self.frontier.allowed(rules, pairs)
+        handles = self.frontier.fetch(host_key(origin_), self.settings.host_rate(rules), calls)
+        new = sum(not h.duplicate for h in handles)
+        return {"origin": origin_, "sent": new, "disallowed": len(pairs) - len(calls)}
+
+    def recrawl(
+        self, url: str, depth: int, previous: dict[str, Any] | None, after: str
+    ) -> dict[str, Any]:
+        """Send the next fetch of ``url`` with the validators of its last
+        fetch, job ``after`` (the recrawl job)."""
+        s = self.settings
+        if not (s.is_seed(url) or s.scope.follows(url)):
+            return {"url": url, "skipped": "no longer in the crawl"}
+        rules = self.robots.rules(origin(url))
+        if not rules.allows(url):
+            return {"url": url, "skipped": "disallowed by robots.txt"}
+        [handle] = self.frontier.fetch(host_key(url), s.host_rate(rules), [(url, depth, previous)])
+        if handle.duplicate and handle.id == after:
+            raise TryLater(f"the last fetch of {url} ({after}) still holds it")
+        return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
+
+    def _send_resume(self, host: str, level: int, delay: float) -> None:
+        self.resume_task.send_in(delay, host, level)
+
+    # -- one answer ------------------------------------------------------------
+
+    def _answer(
+        self,
+        url: str,
+        depth: int,
+        previous: dict[str, Any] | None,
+        rules: Rules,
+        got: fetching.Fetched,
+    ) -> dict[str, Any]:
+        """What a fetch job keeps of an answer that is not an error, after
+        acting on it (parse and follow, redirect, recrawl)."""
+        known = {origin(url): rules}
+        if got.status == 304:
+            kept = _validators(got.headers, previous, (previous or {}).get("hash"))
+            self._schedule_recrawl(url, depth, kept)
+            return {"changed": False}
+        if 300 <= got.status < 400:
+            target = resolve(url, got.headers.get("location", ""))
+            if target is None:
+                return {}
+            self._schedule_recrawl(url, depth, None)
+            return {"redirect": target, "links": self.frontier.follow([target], depth, known)}
+        if got.status >= 400:
+            return {}  # gone or refused: not fetched again
+        kept = _validators(got.headers, None, fetching.content_hash(got.content))
+        if previous and previous.get("hash") == kept["hash"]:
+            self._schedule_recrawl(url, depth, kept)
+            return {"changed": False} | kept
+        response = Response(
+            url,
+            got.status,
+            got.headers,
+            got.content,
+            depth=depth,
+            seconds=got.seconds,
+            truncated=got.truncated,
+        )
+        items, links = self._parse(response)
+        followed = self.frontier.follow(links, depth + 1, known)
+        self._schedule_recrawl(url, depth, kept)
+        return {"changed": True, "items": items, "links": followed} | kept
+
+    def _schedule_recrawl(self, url: str, depth: int, kept: dict[str, Any] | None) -> None:
+        age = self.settings.recrawl
+        if age is not None:
+            job = current_job()
+            self.recrawl_task.send_in(age + RECRAWL_MARGIN, url, depth, kept, job.id)
+
+    def _parse(self, response: Response) -> tuple[list[Any], list[str]]:
+        """Run the parse callbacks that match the page: its items and links."""
+        items: list[Any] = []
+        links: list[str] = []
+        for callback in self.callbacks or [Callback(_follow_all)]:
+            if callback.match is not None and not callback.match.search(response.url):
+                continue
+            name = getattr(callback.fn, "__qualname__", repr(callback.fn))
+            try:
+                for value in _values(callback.fn(response)):
+                    if isinstance(value, dict):
+                        items.append(value)
+                    elif isinstance(value, Link):
+                        links.append(value.url)
+                    elif value is not None:
+                        raise ParseFailed(
+                            f"parse callback {name} gave {value!r} ({type(value).__name__}) for "
+                            f"{response.url}: give items as dicts and links as "
+                            "response.follow(...) or response.links()"
+                        )
+            except ParseFailed:
+                raise
+            except Exception as exc:
+                raise ParseFailed(
+                    f"parse callback {name} failed on {response.url}: {type(exc).__name__}: {exc}"
+                ) from exc
+        return items, links
+
+
+def _follow_all(response: Response) -> list[Link]:
+    """The parse of a crawler without callbacks: follow every link."""
+    return response.links()
+
+
+def _values(returned: object) -> Iterable[object]:
+    """What a callback gave, as values: nothing, one item or link, or many."""
+    if returned is None:
+        return ()
+    if isinstance(returned, dict | Link | str | bytes):
+        return (returned,)
+    if isinstance(returned, Iterable):
+        return returned
+    return (returned,)
+
+
+def _validators(
+    headers: httpx.Headers, previous: dict[str, Any] | None, digest: str | None
+) -> dict[str, Any]:
+    """What the next fetch of a page sends back (its ``previous``): the
+    answer's ``ETag`` and ``Last-Modified`` (those of the last fetch when a
+    304 leaves them out) and the hash of the content."""
+    old = previous or {}
+    kept = {
+        "etag": headers.get("etag") or old.get("etag"),
+        "last_modified": headers.get("last-modified") or old.get("last_modified"),
+        "hash": digest,
+    }
+    return {key: value for key, value in kept.items() if value is not None}

@@ -1,0 +1,110 @@
+"""Each host's level, held by the store, moved by what the worker processes see.
+
+The level of a host is the concurrency override of its key
+(``app.store.set_limit``): ``rota limits list`` and the dashboard's limits
+view show it as ``running/level (set)``, and the store applies it at claim
+time on every worker. No override means the host runs at the ceiling
+(``per_host``). A pause is the override 0 (the store holds every job of the
+host) plus a resume job, sent to run when the pause ends, that sets the
+level the host comes back at.
+
+Each process reads the levels from the store at most once a second and
+writes one only when it changes. Two processes that decide at once both
+write the same or neighbouring levels; the next decision starts from what
+the store holds. The crawler owns the overrides of its hosts' keys: a level
+set by hand is moved by the next change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from rota.app import App
+from rota.crawl import adapt
+from rota.crawl.adapt import Adaptive, Event, Health
+
+__all__ = ["Pacer"]
+
+log = logging.getLogger("rota.crawl")
+
+#: Seconds a process trusts its copy of the levels.
+_FRESH = 1.0
+
+#: Sends the resume job of ``host``: ``resume(host, level, delay)``.
+Resume = Callable[[str, int, float], None]
+
+
+class Pacer:
+    """Per-host levels for one crawler in one process."""
+
+    def __init__(self, app: App, ceiling: int, config: Adaptive | None, resume: Resume) -> None:
+        self._app = app
+        self._ceiling = ceiling
+        self._config = config or Adaptive()
+        self._adaptive = config is not None
+        self._resume = resume
+        self._lock = threading.Lock()
+        self._health: dict[str, Health] = {}
+        self._levels: dict[str, int] = {}
+        self._read_at = -_FRESH
+
+    def record(self, host: str, status: int | None, seconds: float) -> Event:
+        """Take one response (``status`` None: none came) that took
+        ``seconds``; move the host's level if it calls for it. A throttle
+        is :meth:`throttle`'s, not this method's."""
+        with self._lock:
+            health = self._health.get(host, Health())
+            if status is not None:
+                health = adapt.observe(health, seconds, self._config)
+            event = adapt.classify(status, health, self._config)
+            level = self._level(host)
+            new, health = adapt.next_level(level, self._ceiling, event, health, self._config)
+            self._health[host] = health
+        if self._adaptive and new != level:
+            self._set(host, new, f"{event.value} response")
+        return event
+
+    def throttle(self, host: str, retry_after: float | None) -> float:
+        """Pause ``host`` (it answered 429 or 503) for as long as it asked, or
+        for a pause that doubles with each throttle in a row; returns the
+        pause in seconds. The resume job brings it back at half its level."""
+        with self._lock:
+            health = self._health.get(host, Health())
+            level = self._level(host)
+            new, health = adapt.next_level(
+                level, self._ceiling, Event.THROTTLED, health, self._config
+            )
+            self._health[host] = health
+            seconds = adapt.pause_seconds(retry_after, health.throttles, self._config)
+        back = new if self._adaptive and level > 0 else self._ceiling
+        if level > 0:
+            self._set(host, 0, f"throttled; paused for {seconds:.1f} s")
+        self._resume(host, max(1, back), seconds)
+        return seconds
+
+    def resume(self, host: str, level: int) -> None:
+        """End the pause of ``host`` at ``level`` (the resume job runs this)."""
+        self._set(host, max(1, min(level, self._ceiling)), "pause over")
+
+    def _set(self, host: str, level: int, why: str) -> None:
+        value = None if level >= self._ceiling else level
+        self._app.store.set_limit(host, value)
+        with self._lock:
+            self._levels[host] = level
+        shown = "the ceiling" if value is None else str(level)
+        log.info("host %s: %s; at most %s fetch(es) at once", host, why, shown)
+
+    def _level(self, host: str) -> int:
+        """The level in force for ``host`` (the lock is held)."""
+        now = time.monotonic()
+        if now - self._read_at >= _FRESH:
+            self._levels = {
+                info.key: info.override
+                for info in self._app.store.limits()
+                if info.override is not None
+            }
+            self._read_at = now
+        return min(self._levels.get(host, self._ceiling), self._ceiling)

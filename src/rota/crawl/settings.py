@@ -1,0 +1,160 @@
+"""A crawler's configuration, checked once when the crawler is declared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rota import Breaker, Rate, __version__, _validate
+from rota._time import parse_duration
+from rota.crawl.adapt import Adaptive
+from rota.crawl.robots import Rules, agent_token
+from rota.crawl.urls import Scope, canonical
+from rota.errors import InvalidArgument
+
+__all__ = ["DEFAULT_USER_AGENT", "Settings"]
+
+DEFAULT_USER_AGENT = f"rota-crawler/{__version__}"
+#: Largest body read of one page, by default.
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+
+def seed_urls(seeds: str | Iterable[str]) -> tuple[str, ...]:
+    """Seeds in canonical form, each once; :class:`InvalidArgument` for one
+    that is not an absolute http(s) URL."""
+    items = [seeds] if isinstance(seeds, str) else list(seeds)
+    found: dict[str, None] = {}
+    for item in items:
+        url = canonical(item) if isinstance(item, str) else None
+        if url is None:
+            raise InvalidArgument(f"a seed must be an absolute http(s) URL, not {item!r}")
+        found[url] = None
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a crawler's jobs need to know, validated."""
+
+    name: str
+    seeds: tuple[str, ...]
+    scope: Scope
+    max_depth: int | None
+    recrawl: float | None
+    queue: str
+    priority: int
+    per_host: int
+    rate: float
+    burst: int
+    breaker: Breaker
+    retries: int
+    user_agent: str
+    timeout: float
+    max_bytes: int
+    robots_ttl: float
+    robots_wait: float
+    adapt: Adaptive | None
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        *,
+        seeds: str | Iterable[str],
+        allow: str | Iterable[str],
+        deny: str | Iterable[str],
+        domains: Iterable[str] | None,
+        max_depth: int | None,
+        recrawl: float | str | None,
+        queue: str,
+        priority: int,
+        per_host: int,
+        rate: str | float,
+        burst: int,
+        breaker: Breaker,
+        retries: int,
+        user_agent: str,
+        timeout: float | str,
+        max_bytes: int,
+        robots_ttl: float | str,
+        retention: float,
+        adapt: bool | Adaptive,
+    ) -> Settings:
+        """Settings from a crawler's arguments; :class:`InvalidArgument` names
+        the first bad one."""
+        _validate.name(name, "crawler name")
+        if "/" in name or " " in name:
+            raise InvalidArgument(f"a crawler name has no '/' or spaces: {name!r}")
+        urls = seed_urls(seeds)
+        per_host = _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
+        if not isinstance(breaker, Breaker) or breaker.key is not None:
+            raise InvalidArgument(
+                f"breaker takes rota.Breaker(failures, cooldown) without a key (the "
+                f"host is its key), not {breaker!r}"
+            )
+        if breaker.failures < per_host:
+            raise InvalidArgument(
+                f"breaker failures ({breaker.failures}) must be at least per_host "
+                f"({per_host}): a closed breaker lets only that many fetches run at once"
+            )
+        ttl = parse_duration(robots_ttl, what="robots_ttl", positive=True)
+        if ttl > retention:
+            raise InvalidArgument(
+                f"robots_ttl ({ttl:g} s) must not be longer than the app's retention "
+                f"({retention:g} s): robots.txt is kept as a job result"
+            )
+        if isinstance(adapt, bool):
+            adaptive: Adaptive | None = Adaptive() if adapt else None
+        elif isinstance(adapt, Adaptive):
+            adaptive = adapt
+        else:
+            raise InvalidArgument(f"adapt takes True, False or rota.crawl.Adaptive, not {adapt!r}")
+        if not isinstance(user_agent, str) or not user_agent.strip():
+            raise InvalidArgument(f"user_agent must be a non-empty string, not {user_agent!r}")
+        return cls(
+            name=name,
+            seeds=urls,
+            scope=Scope.build(urls, allow, deny, domains),
+            max_depth=None
+            if max_depth is None
+            else _validate.integer(max_depth, "max_depth", 0, 10_000),
+            recrawl=None
+            if recrawl is None
+            else parse_duration(recrawl, what="recrawl", positive=True),
+            queue=_validate.name(queue, "queue"),
+            priority=_validate.integer(
+                priority, "priority", _validate.MIN_PRIORITY, _validate.MAX_PRIORITY - 2
+            ),
+            per_host=per_host,
+            rate=Rate(rate, burst=burst).per_second,
+            burst=burst,
+            breaker=breaker,
+            retries=_validate.integer(retries, "retries", 0, _validate.MAX_RETRIES),
+            user_agent=user_agent.strip(),
+            timeout=parse_duration(timeout, what="timeout", positive=True),
+            max_bytes=_validate.integer(max_bytes, "max_bytes", 1, 2**31 - 1),
+            robots_ttl=ttl,
+            robots_wait=min(10.0, parse_duration(timeout, what="timeout", positive=True)),
+            adapt=adaptive,
+        )
+
+    @property
+    def agent(self) -> str:
+        """The token robots.txt groups are matched against."""
+        return agent_token(self.user_agent)
+
+    def host_rate(self, rules: Rules | None) -> float:
+        """A host's fetches per second: the crawler's ``rate``, or less when
+        its robots.txt asks for a ``Crawl-delay`` (or ``Request-rate``)."""
+        delay = rules.delay() if rules is not None else None
+        if not delay:
+            return self.rate
+        return max(_validate.MIN_RATE, min(self.rate, 1.0 / delay))
+
+    def is_seed(self, url: str) -> bool:
+        """Whether ``url`` is one of the seeds (seeds are fetched whatever the scope)."""
+        return url in self.seeds
+
+    def in_scope(self, urls: Sequence[str]) -> list[str]:
+        """The URLs of ``urls`` the crawl follows."""
+        return [url for url in urls if self.scope.follows(url)]

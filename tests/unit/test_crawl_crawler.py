@@ -1,0 +1,205 @@
+"""The Crawler API: declaring a crawl (bad input refused, nothing
+registered), and a small crawl run by an in-process worker against a
+loopback site: items as results, links followed once, callbacks by URL,
+a failing callback not retried."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawl_site import HostSpec, Site, serving
+from rota import App, Breaker, export
+from rota.crawl import Adaptive, Crawler, Link, Response
+from rota.errors import InvalidArgument
+from rota.models import JobQuery, JobState
+from rota.testing import run_until_idle
+
+TREE = {
+    "/": [("a", "/menu"), ("a", "/about"), ("a", "/private/kitchen")],
+    "/menu": [("a", "/menu/soup"), ("a", "/menu/tea"), ("a", "/")],
+    "/menu/soup": [("a", "/menu/tea")],
+    "/menu/tea": [("a", "/menu/soup"), ("b", "/")],
+    "/about": [("a", "/about/deep")],
+    "/about/deep": [("a", "/about/deeper")],
+    "/about/deeper": [],
+    "/private/kitchen": [],
+}
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    hosts = {
+        "a": HostSpec(TREE, robots=[(200, "User-agent: *\nDisallow: /private/\n")]),
+        "b": HostSpec({"/": []}),  # not a seed: outside the crawl
+    }
+    with serving(hosts) as serving_site:
+        yield serving_site
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    value = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    yield value
+    value.close()
+
+
+def results(app: App, task: str) -> list[dict[str, Any]]:
+    return [job.result for job in app.store.iter_results(task=task)]
+
+
+def test_a_crawl_keeps_items_as_results_and_fetches_each_page_once(app: App, site: Site) -> None:
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=2, rate=100)
+    seen: list[str] = []
+
+    @crawler.parse
+    def page(response: Response) -> Iterator[dict[str, Any] | Link | None]:
+        seen.append(response.url)
+        title = response.css_first("title")
+        yield {"url": response.url, "title": title.text() if title else None}
+        yield from response.links()
+        yield response.follow("mailto:chef@example.com")  # None: ignored
+
+    crawler.start()
+    crawler.start()  # again: the seed is a duplicate
+    summary = run_until_idle(app, timeout=30)
+
+    assert summary.failed == 0
+    paths = Counter(r.path for r in site.requests("a"))
+    expected = ["/robots.txt", "/", "/menu", "/about", "/menu/soup", "/menu/tea", "/about/deep"]
+    assert paths == Counter(expected), "each once; /about/deeper is 3 links deep"
+    assert site.requests("b") == [], "a host that is not a seed's is outside the crawl"
+    assert sorted(seen) == sorted(site.url("a", p) for p in paths if p != "/robots.txt")
+    by_url = {r["url"]: r for r in results(app, "cafe.fetch")}
+    home = by_url[site.url("a")]
+    assert home["items"] == [{"url": site.url("a"), "title": "a/ v1"}]
+    assert home["depth"] == 0 and home["status"] == 200 and home["changed"] is True
+    assert home["links"] == 2, "the disallowed link is not sent"
+    assert home["etag"] == '"a/-v1"' and len(home["hash"]) == 32
+    assert by_url[site.url("a", "/about/deep")]["links"] == 0, "/about/deeper is at depth 3"
+    rows = "".join(export.lines("jsonl", app.store.iter_results(task="cafe.fetch")))
+    assert rows.count("\n") == 6 and '"title":"a/menu v1"' in rows
+
+
+def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(
+    app: App, site: Site
+) -> None:
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], rate=100)
+    order: list[tuple[str, str]] = []
+
+    @crawler.parse(match=r"/menu/")
+    def dish(response: Response) -> dict[str, Any]:
+        order.append((response.url, "dish"))
+        return {"dish": response.url.rsplit("/", 1)[1]}
+
+    @crawler.parse
+    def links(response: Response) -> list[Link]:
+        order.append((response.url, "links"))
+        return response.links()
+
+    crawler.start()
+    run_until_idle(app, timeout=30)
+    items = sorted(item["dish"] for r in results(app, "cafe.fetch") for item in r["items"])
+    assert items == ["soup", "tea"]
+    dishes = [url for url, name in order if name == "dish"]
+    assert len(dishes) == 2
+    assert all(order.index((url, "dish")) < order.index((url, "links")) for url in dishes)
+
+    other = App(f"sqlite:///{Path(app.url.removeprefix('sqlite:///')).parent / 'b.db'}")
+    plain = Crawler(other, "plain", seeds=[site.url("a")], rate=100)
+    plain.start()
+    run_until_idle(other, timeout=30)
+    fetched = {r["url"] for r in results(other, "plain.fetch")}
+    assert site.url("a", "/about/deeper") in fetched, "every link, at any depth"
+    assert all(r["items"] == [] for r in results(other, "plain.fetch"))
+    other.close()
+
+
+def test_a_failing_callback_fails_its_page_without_retries(app: App, site: Site) -> None:
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], rate=100, retries=3)
+
+    @crawler.parse
+    def broken(response: Response) -> object:
+        if response.url.endswith("/"):
+            return [response.links(), 42]  # a list of links is not a Link
+        return None
+
+    [admit] = crawler.start()
+    run_until_idle(app, timeout=30)
+    failed = [j for j in _jobs(app, "cafe.fetch") if j.state is JobState.FAILED]
+    assert len(failed) == 1 and failed[0].attempt == 1, "not retried"
+    assert "parse callback" in (failed[0].error or "") and "broken" in (failed[0].error or "")
+    assert "ParseFailed" in (failed[0].error or "")
+    assert admit.status() == "succeeded"
+
+
+def _jobs(app: App, task: str) -> list[Any]:
+    return list(app.store.list_jobs(JobQuery(task=task), limit=100).jobs)
+
+
+def test_the_crawler_registers_its_tasks_and_its_worker_hooks(app: App) -> None:
+    crawler = Crawler(app, "news", seeds="https://news.example/")
+    assert {"news.fetch", "news.admit", "news.recrawl", "news.robots", "news.resume"} <= set(
+        app.tasks
+    )
+    assert crawler.fetch_task is app.tasks["news.fetch"]
+    assert crawler.name == "news" and crawler.settings.seeds == ("https://news.example/",)
+    assert len(app._on_start) == 1 and len(app._on_stop) == 1
+    fetch = app.tasks["news.fetch"].opts
+    assert fetch.queue == "crawl" and fetch.retries == 5 and fetch.unique is not None
+    assert app.tasks["news.robots"].opts.priority > app.tasks["news.admit"].opts.priority
+    assert app.tasks["news.admit"].opts.priority > fetch.priority
+    with pytest.raises(InvalidArgument, match=r"already has a task named 'news\.fetch'"):
+        Crawler(app, "news", seeds="https://news.example/")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"seeds": ["news.example"]}, "a seed must be an absolute http.s. URL, not 'news.example'"),
+        ({"seeds": ["ftp://news.example/"]}, "a seed must be an absolute http"),
+        ({"per_host": 0}, "per_host must be at least 1"),
+        ({"rate": "fast"}, "rate 'fast' is not valid"),
+        ({"burst": 0}, "rate burst must be at least 1"),
+        ({"max_depth": -1}, "max_depth must be a non-negative integer"),
+        ({"recrawl": "soon"}, "recrawl 'soon' is not a duration"),
+        ({"recrawl": 0}, "recrawl must be above 0"),
+        ({"queue": ""}, "queue must be a non-empty string"),
+        ({"breaker": Breaker(5, 60, key="x")}, "breaker takes rota.Breaker"),
+        ({"per_host": 8, "breaker": Breaker(3, 60)}, r"breaker failures \(3\) must be at least"),
+        ({"robots_ttl": "30d"}, r"robots_ttl .* must not be longer than the app's retention"),
+        ({"adapt": "yes"}, "adapt takes True, False or rota.crawl.Adaptive"),
+        ({"user_agent": " "}, "user_agent must be a non-empty string"),
+        ({"allow": ["("]}, "allow pattern"),
+        ({"timeout": -1}, "timeout must not be negative"),
+        ({"max_bytes": 0}, "max_bytes must be at least 1"),
+    ],
+)
+def test_bad_settings_are_refused_and_register_nothing(
+    app: App, kwargs: dict[str, Any], message: str
+) -> None:
+    settings = {"seeds": ["https://news.example/"]} | kwargs
+    with pytest.raises(InvalidArgument, match=message):
+        Crawler(app, "news", **settings)
+    assert app.tasks == {} and app._on_start == []
+
+
+def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:
+    with pytest.raises(InvalidArgument, match="crawler name has no '/' or spaces"):
+        Crawler(app, "my site")
+    with pytest.raises(InvalidArgument, match=r"a crawler needs a rota\.App"):
+        Crawler("sqlite:///x.db", "site")  # type: ignore[arg-type]
+    crawler = Crawler(app, "site", adapt=Adaptive(ramp_every=5))
+    with pytest.raises(InvalidArgument, match="has no seeds"):
+        crawler.start()
+    with pytest.raises(InvalidArgument, match="match pattern '\\[' is not valid"):
+        crawler.parse(match="[")
+    with pytest.raises(InvalidArgument, match="parse takes a function"):
+        crawler.parse(match="x")("not a function")  # type: ignore[type-var]
+    with pytest.raises(InvalidArgument, match=r"not 'mailto:x@example\.com'"):
+        crawler.start(["https://ok.example/", "mailto:x@example.com"])
+    assert app.store.queues() == [], "nothing was sent"
