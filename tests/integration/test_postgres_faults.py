@@ -14,14 +14,11 @@ neither loses nor repeats the change.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
 import signal
-import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -29,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from commit_cutter import POSTGRES, CommitCutter
 from conformance.support import claim_one, get, lease, new_job
 from helpers import wait_for
 from integration.crash_runs import (
@@ -265,59 +263,9 @@ def test_a_worker_whose_connections_are_terminated_recovers(
     assert len(outage_lines(out)) == 2 * out.count(LOST), "\n".join(outage_lines(out))
 
 
-class CommitCutter:
-    """A TCP proxy in front of a PostgreSQL server. Armed with ``"request"``,
-    it closes the first connection that sends a COMMIT instead of passing it
-    on (the commit never happens); armed with ``"reply"``, the first one
-    whose server reports a COMMIT done, instead of passing the report on (it
-    happened, and the client cannot tell)."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        self.armed: str | None = None
-        self.cut = threading.Event()
-        self._socks: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target_port))
-            self._socks += [client, server]
-            for args in (
-                (client, server, "request", b"COMMIT"),
-                (server, client, "reply", b"COMMIT\0"),
-            ):
-                threading.Thread(target=self._pass, args=args, daemon=True).start()
-
-    def _pass(self, src: socket.socket, dst: socket.socket, side: str, mark: bytes) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                if self.armed == side and mark in data and not self.cut.is_set():
-                    self.cut.set()
-                    break  # dropped with the connection
-                dst.sendall(data)
-        self._close(src, dst)
-
-    @staticmethod
-    def _close(*socks: socket.socket) -> None:
-        for sock in socks:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def close(self) -> None:
-        self._close(self.listener, *self._socks)
-
-
 @pytest.fixture
 def cutter(pg_cluster: PgCluster) -> Iterator[CommitCutter]:
-    proxy = CommitCutter(pg_cluster.port)
+    proxy = CommitCutter(pg_cluster.port, POSTGRES)
     yield proxy
     proxy.close()
 
