@@ -205,13 +205,16 @@ class _Count:
 class _Reads(Relay):
     """The connection of one read (:meth:`MySQLConnections._read`), taken
     from the pool at its first statement. Reads run in autocommit, each
-    statement on its own, so a statement that meets a lost connection runs
-    again, once, on a new one."""
+    statement on its own, so a statement that meets a lost connection (or
+    cannot connect) runs again on a new one, up to ``attempts`` times, with
+    the pauses and the outage report of a transaction (see
+    :meth:`MySQLConnections._pause_before_retry`)."""
 
-    __slots__ = ("_conn", "_pool", "_tx")
+    __slots__ = ("_attempts", "_conn", "_store", "_tx")
 
-    def __init__(self, pool: Pool) -> None:
-        self._pool = pool
+    def __init__(self, store: MySQLConnections, attempts: int) -> None:
+        self._store = store
+        self._attempts = attempts
         self._conn: Any = None
         self._tx: MySQLTx | None = None
 
@@ -225,22 +228,30 @@ class _Reads(Relay):
         """Give the connection back to the pool."""
         conn, self._conn, self._tx = self._conn, None, None
         if conn is not None:
-            self._pool.give(conn)
+            self._store._pool.give(conn)
 
     def _run(self, statement: Callable[[MySQLTx], T]) -> T:
-        for attempt in (1, 2):
-            if self._tx is None:
-                self._conn = self._pool.take()
-                self._tx = MySQLTx(self._conn)
+        for attempt in range(1, self._attempts + 1):
             try:
-                return statement(self._tx)
+                if self._tx is None:
+                    self._conn = self._store._pool.take()
+                    self._tx = MySQLTx(self._conn)
+                result = statement(self._tx)
             except BaseException as exc:
                 if isinstance(exc, Exception) and not connection_lost(exc):
                     raise
                 conn, self._conn, self._tx = self._conn, None, None
-                self._pool.discard(conn, lost=connection_lost(exc))
-                if attempt == 2 or not connection_lost(exc):
+                if conn is not None:
+                    self._store._pool.discard(conn, lost=connection_lost(exc))
+                if attempt == self._attempts or not isinstance(exc, MySQLdb.Error):
                     raise
+                pause = self._store._pause_before_retry(exc, attempt, committing=False)
+                if pause is None:
+                    raise
+                time.sleep(pause)
+                continue
+            self._store._reachable()
+            return result
         raise AssertionError("unreachable")
 
 
@@ -338,8 +349,10 @@ class MySQLConnections(Database):
             raise store_error(exc, self.where) from exc
 
     @contextmanager
-    def _read(self) -> Iterator[Tx]:
-        reads = _Reads(self._pool)
+    def _read(self, attempts: int = _ATTEMPTS) -> Iterator[Tx]:
+        """Reads, each statement run again through a lost connection up to
+        ``attempts`` times."""
+        reads = _Reads(self, attempts)
         try:
             yield reads
         except MySQLdb.Error as exc:
@@ -418,7 +431,7 @@ class MySQLConnections(Database):
         this wait is not slept through. A failure counts as a wake-up (after
         a short pause): what the caller does next reports it."""
         try:
-            with self._read() as tx:
+            with self._read(attempts=2) as tx:  # a wait does not ride out an outage
                 now, due, parked, count = tx.execute("wait_state").fetchone()
                 last, self._seen.count = getattr(self._seen, "count", count), count
                 if count != last:
