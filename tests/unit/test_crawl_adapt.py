@@ -76,6 +76,10 @@ def test_healthy_answers_ramp_up_one_step_every_ramp_every_never_past_the_ceilin
         level, health = next_level(level, 3, Event.OK, health, CONFIG)
         seen.append(level)
     assert seen == [1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3]
+    assert health.streak == 0, "healthy answers at the ceiling bank nothing"
+    level, health = next_level(3, 3, Event.ERROR, health, CONFIG)
+    level, health = next_level(level, 3, Event.OK, health, CONFIG)
+    assert (level, health.streak) == (1, 1), "after a fall the climb starts afresh"
 
 
 def test_errors_halve_slowness_steps_down_and_neither_goes_below_one() -> None:

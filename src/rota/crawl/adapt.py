@@ -14,7 +14,7 @@ level:
   ``slow_factor`` times and ``slow_margin`` seconds more than the best it
   has shown): one less;
 - **ok**: every ``ramp_every`` healthy responses in a row, one more, up to
-  the ceiling.
+  the ceiling (healthy responses at the ceiling bank nothing for later).
 
 Levels never go below 1 except while paused (0), nor above the ceiling.
 """
@@ -149,10 +149,12 @@ def next_level(
         return max(1, level // 2), replace(health, streak=0, throttles=0)
     if event is Event.SLOW:
         return max(1, level - 1), replace(health, streak=0, throttles=0)
+    if level >= ceiling:  # no credit banked at the top for after a fall
+        return ceiling, replace(health, streak=0, throttles=0)
     streak = health.streak + 1
-    if streak >= config.ramp_every and level < ceiling:
+    if streak >= config.ramp_every:
         return level + 1, replace(health, streak=0, throttles=0)
-    return min(level, ceiling), replace(health, streak=streak, throttles=0)
+    return level, replace(health, streak=streak, throttles=0)
 
 
 def after_pause(level: int, ceiling: int) -> int:

@@ -50,9 +50,10 @@ from rota.crawl.urls import host_key, origin, resolve
 
 __all__ = ["Callback", "CrawlJobs"]
 
-#: Seconds after the recrawl age at which a page's recrawl job runs: its last
-#: fetch holds the URL until its finish (a little after it returns) plus the age.
-RECRAWL_MARGIN = 1.0
+#: Seconds a recrawl job waits, asking every :data:`_HOLD_POLL` seconds, for
+#: the page's last fetch to let go of its URL: the fetch holds it until its
+#: finish (a moment after it sent the recrawl job) plus the age.
+_HOLD_WAIT, _HOLD_POLL = 5.0, 0.02
 #: How long a page fetched once is not sent again without a recrawl age: for good.
 NEVER = _validate.MAX_DURATION
 #: Retries of jobs that only wait for something (robots.txt, the end of a hold).
@@ -72,6 +73,11 @@ def url_key(url: str) -> str:
     if len(url) <= 160:
         return url
     return "blake2b:" + hashlib.blake2b(url.encode(), digest_size=20).hexdigest()
+
+
+def _after_key(url: str, after: str) -> str:
+    """The unique value of a recrawl job: one per page and last fetch."""
+    return f"{url_key(url)}@{after}"
 
 
 def _origin_host(origin: str) -> str:
@@ -106,7 +112,7 @@ class CrawlJobs:
             self.admit
         )
         self.recrawl_task = app.task(
-            name=f"{name}.recrawl", queue=queue, priority=p + 1, unique=url_key, **_PATIENT
+            name=f"{name}.recrawl", queue=queue, priority=p + 1, unique=_after_key, **_PATIENT
         )(self.recrawl)
         self.robots.task = app.task(
             name=f"{name}.robots",
@@ -173,17 +179,26 @@ class CrawlJobs:
         self, url: str, depth: int, previous: dict[str, Any] | None, after: str
     ) -> dict[str, Any]:
         """Send the next fetch of ``url`` with the validators of its last
-        fetch, job ``after`` (the recrawl job)."""
+        fetch, job ``after`` (the recrawl job). It runs as the recrawl age of
+        that fetch ends, and sends as soon as the fetch lets go of the URL.
+        A fetch of the URL sent by someone else meanwhile (the page found
+        again the moment its age was over) takes its place."""
         s = self.settings
         if not (s.is_seed(url) or s.scope.follows(url)):
             return {"url": url, "skipped": "no longer in the crawl"}
         rules = self.robots.rules(origin(url))
         if not rules.allows(url):
             return {"url": url, "skipped": "disallowed by robots.txt"}
-        [handle] = self.frontier.fetch(host_key(url), s.host_rate(rules), [(url, depth, previous)])
-        if handle.duplicate and handle.id == after:
-            raise TryLater(f"the last fetch of {url} ({after}) still holds it")
-        return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
+        deadline = time.monotonic() + _HOLD_WAIT
+        while True:
+            [handle] = self.frontier.fetch(
+                host_key(url), s.host_rate(rules), [(url, depth, previous)]
+            )
+            if not (handle.duplicate and handle.id == after):
+                return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
+            if time.monotonic() >= deadline:
+                raise TryLater(f"the last fetch of {url} ({after}) still holds it")
+            time.sleep(_HOLD_POLL)
 
     def _send_resume(self, host: str, level: int, delay: float) -> None:
         self.resume_task.send_in(delay, host, level)
@@ -235,7 +250,7 @@ class CrawlJobs:
         age = self.settings.recrawl
         if age is not None:
             job = current_job()
-            self.recrawl_task.send_in(age + RECRAWL_MARGIN, url, depth, kept, job.id)
+            self.recrawl_task.send_in(age, url, depth, kept, job.id)
 
     def _parse(self, response: Response) -> tuple[list[Any], list[str]]:
         """Run the parse callbacks that match the page: its items and links."""

@@ -8,11 +8,12 @@ time on every worker. No override means the host runs at the ceiling
 host) plus a resume job, sent to run when the pause ends, that sets the
 level the host comes back at.
 
-Each process reads the levels from the store at most once a second and
-writes one only when it changes. Two processes that decide at once both
-write the same or neighbouring levels; the next decision starts from what
-the store holds. The crawler owns the overrides of its hosts' keys: a level
-set by hand is moved by the next change.
+Each process reads the levels from the store at most once a second, and
+again right before it writes one (only when it changes), so a decision
+never lifts a pause set meanwhile by another process. Two processes that
+decide at once write the same or neighbouring levels; the next decision
+starts from what the store holds. The crawler owns the overrides of its
+hosts' keys: a level set by hand is moved by the next change.
 """
 
 from __future__ import annotations
@@ -61,8 +62,13 @@ class Pacer:
                 health = adapt.observe(health, seconds, self._config)
             event = adapt.classify(status, health, self._config)
             level = self._level(host)
-            new, health = adapt.next_level(level, self._ceiling, event, health, self._config)
-            self._health[host] = health
+            new, after = adapt.next_level(level, self._ceiling, event, health, self._config)
+            if self._adaptive and new != level:
+                # decided on a copy up to a second old: decide again on what
+                # the store holds now, so a pause set meanwhile is never lifted
+                level = self._level(host, fresh=True)
+                new, after = adapt.next_level(level, self._ceiling, event, health, self._config)
+            self._health[host] = after
         if self._adaptive and new != level:
             self._set(host, new, f"{event.value} response")
         return event
@@ -70,19 +76,20 @@ class Pacer:
     def throttle(self, host: str, retry_after: float | None) -> float:
         """Pause ``host`` (it answered 429 or 503) for as long as it asked, or
         for a pause that doubles with each throttle in a row; returns the
-        pause in seconds. The resume job brings it back at half its level."""
+        pause in seconds. The resume job brings it back at half its level
+        (at its ceiling without adaptation). A host already paused stays so;
+        its pending resume job ends the pause."""
         with self._lock:
             health = self._health.get(host, Health())
-            level = self._level(host)
+            level = self._level(host, fresh=True)
             new, health = adapt.next_level(
                 level, self._ceiling, Event.THROTTLED, health, self._config
             )
             self._health[host] = health
             seconds = adapt.pause_seconds(retry_after, health.throttles, self._config)
-        back = new if self._adaptive and level > 0 else self._ceiling
         if level > 0:
             self._set(host, 0, f"throttled; paused for {seconds:.1f} s")
-        self._resume(host, max(1, back), seconds)
+        self._resume(host, new if self._adaptive and new > 0 else self._ceiling, seconds)
         return seconds
 
     def resume(self, host: str, level: int) -> None:
@@ -97,10 +104,12 @@ class Pacer:
         shown = "the ceiling" if value is None else str(level)
         log.info("host %s: %s; at most %s fetch(es) at once", host, why, shown)
 
-    def _level(self, host: str) -> int:
-        """The level in force for ``host`` (the lock is held)."""
+    def _level(self, host: str, *, fresh: bool = False) -> int:
+        """The level in force for ``host`` (the lock is held): from this
+        process's copy of the store's overrides, read again when ``fresh``
+        or when it is a second old."""
         now = time.monotonic()
-        if now - self._read_at >= _FRESH:
+        if fresh or now - self._read_at >= _FRESH:
             self._levels = {
                 info.key: info.override
                 for info in self._app.store.limits()
