@@ -1,0 +1,389 @@
+"""rota.crawl with two real ``rota worker`` processes, on SQLite and Redis,
+against a generated site served over several loopback hosts
+(tests/crawl_site.py) that logs every request.
+
+From the servers' logs: every allowed page is fetched exactly once, no
+disallowed or out-of-scope page ever, robots.txt once per host (a host
+whose robots.txt answers 503 has none of its pages fetched until it answers
+200), no host ever has more fetches at once than its level nor more a
+second than its rate (Crawl-delay included), and a host answering 429 with
+Retry-After gets no request until the pause is over, then comes back at a
+lower level and recovers (seen in the store's limits, as ``rota limits``
+shows them). A recrawl after the age sends conditional requests and parses
+only the pages that changed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import subprocess
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from backends import drop_store, store_url
+from crawl_site import HostSpec, Request, Site, Target, serving
+from helpers import wait_for
+from procs import Processes
+from rota.models import JobQuery, JobState
+from rota.stores import Store, open_store
+
+APPS = Path(__file__).parent / "apps"
+PER_HOST = 2  # the app's per_host
+RATE = 10.0  # the app's rate, fetches a second
+MAX_DEPTH = 6  # the app's max_depth
+#: Seconds the server may see two requests closer than their claims were
+#: (the time from a claim to its request varies from one fetch to the next).
+JITTER = 0.2
+
+
+Pages = dict[str, list[Target]]
+
+
+def tree(label: str, n: int, extra: Pages | None = None) -> Pages:
+    """``/`` links to /p0../p2; /pi links to /p(2i+3), /p(2i+4) and back to /."""
+    pages: Pages = {"/": [(label, f"/p{i}") for i in range(3)]}
+    for i in range(n):
+        kids = [(label, f"/p{j}") for j in (2 * i + 3, 2 * i + 4) if j < n]
+        pages[f"/p{i}"] = [*kids, (label, "/")]
+    for path, links in (extra or {}).items():
+        pages.setdefault(path, []).extend(links)
+    return pages
+
+
+def politeness_site() -> dict[str, HostSpec]:
+    return {
+        # robots.txt rules and a Crawl-delay; links out of scope and denied
+        "a": HostSpec(
+            tree(
+                "a",
+                30,
+                {
+                    "/": [
+                        ("a", "/private/secret"),
+                        ("a", "/skip/this"),
+                        ("e", "/"),
+                        ("b", "/"),
+                        ("c", "/p1"),
+                    ],
+                    "/p0": [("a", "/private/other")],
+                    "/private/secret": [],
+                    "/private/other": [],
+                    "/skip/this": [],
+                },
+            ),
+            robots=[(200, "User-agent: *\nDisallow: /private/\nCrawl-delay: 0.2\n")],
+        ),
+        # 429 with Retry-After on its 4th and 11th page requests; a little slow
+        "b": HostSpec(
+            tree("b", 30, {"/p5": [("a", "/p7")]}),
+            throttle=frozenset({4, 11}),
+            retry_after=2,
+            delay=0.12,
+        ),
+        # slow answers
+        "c": HostSpec(tree("c", 24), robots=[(200, "User-agent: *\nAllow: /\n")], delay=0.15),
+        # robots.txt unreachable twice, then a rule; a chain deeper than max_depth
+        "d": HostSpec(
+            tree(
+                "d",
+                16,
+                {
+                    "/": [("d", "/hidden"), ("d", "/c1")],
+                    "/hidden": [],
+                    **{f"/c{i}": [("d", f"/c{i + 1}")] for i in range(1, 10)},
+                },
+            ),
+            robots=[(503, ""), (503, ""), (200, "User-agent: *\nDisallow: /hidden\n")],
+        ),
+        # not a seed's host: never fetched
+        "e": HostSpec(tree("e", 3)),
+    }
+
+
+def expected_pages(site: Site, seeds: list[str]) -> dict[tuple[str, str], int]:
+    """The pages the crawl should fetch, with their depths: breadth first
+    from the seeds, in scope, not denied, allowed by robots.txt."""
+    disallowed = {"a": ("/private/",), "d": ("/hidden",)}
+    in_scope = {"a", "b", "c", "d"}
+    depths: dict[tuple[str, str], int] = {}
+    queue = deque((label, "/", 0) for label in seeds)
+    while queue:
+        label, path, depth = queue.popleft()
+        if (label, path) in depths or depth > MAX_DEPTH:
+            continue
+        if label not in in_scope or path.startswith("/skip/"):
+            continue
+        if path.startswith(disallowed.get(label, ("\0",))):
+            continue
+        depths[(label, path)] = depth
+        for target in site.hosts[label].spec.pages.get(path, []):
+            queue.append((*target, depth + 1))
+    return depths
+
+
+def load_app(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The workers' app module, loaded here with the same environment."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    spec = importlib.util.spec_from_file_location(
+        f"rota_test_crawling_{time.monotonic_ns()}", APPS / "crawling.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Lab:
+    """A site, the crawl app and its store, and two workers."""
+
+    def __init__(
+        self,
+        url: str,
+        site: Site,
+        processes: Processes,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        recrawl: float | None = None,
+    ) -> None:
+        self.url, self.site, self.processes = url, site, processes
+        self.parsed = tmp_path / "parsed.log"
+        self.parsed.touch()
+        seeds = [site.url(label) for label in ("a", "b", "c", "d") if label in site.hosts]
+        self.env = {"ROTA_TEST_SEEDS": json.dumps(seeds), "ROTA_TEST_PARSED": str(self.parsed)}
+        if recrawl is not None:
+            self.env["ROTA_TEST_RECRAWL"] = str(recrawl)
+        self.module = load_app(self.env, monkeypatch)
+        self.module.app.configure(url=url)
+        self.store: Store = open_store(url)
+
+    def close(self) -> None:
+        self.module.app.close()
+        self.store.close()
+
+    def workers(self, n: int = 2) -> list[subprocess.Popen[bytes]]:
+        args = ["worker", f"{APPS / 'crawling.py'}:app", "--url", self.url, "--queues", "crawl"]
+        args += ["--concurrency", "8", "--log-level", "WARNING"]
+        started = [self.processes.rota(*args, env=self.env) for _ in range(n)]
+        wait_for(lambda: len(self.store.workers()) >= n, timeout=30, what="workers up")
+        return started
+
+    def pending(self) -> int:
+        """Crawl jobs scheduled, queued or running."""
+        counts = {q.name: q.counts for q in self.store.queues()}.get("crawl", {})
+        active = (JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING)
+        return sum(counts.get(state, 0) for state in active)
+
+    def fetched(self, label: str, path: str) -> list[Request]:
+        return [r for r in self.site.requests(label) if r.path == path and r.status in (200, 304)]
+
+    def parses(self) -> Counter[str]:
+        return Counter(line.split()[1] for line in self.parsed.read_text().splitlines())
+
+    def results(self) -> list[dict[str, Any]]:
+        return [job.result for job in self.store.iter_results(task="site.fetch")]
+
+    def failed(self) -> list[str]:
+        page = self.store.list_jobs(JobQuery(queue="crawl", state=JobState.FAILED), limit=100)
+        return [f"{job.task} {job.args} {job.error}" for job in page.jobs]
+
+
+class Overrides:
+    """Samples the store's override of one key in the background, as ``rota
+    limits list`` would show it."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.samples: list[tuple[float, int | None]] = []
+        self._store, self._key = store, key
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            info = next((i for i in self._store.limits() if i.key == self._key), None)
+            self.samples.append((time.time(), info.override if info else None))
+
+    def __enter__(self) -> Overrides:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def changes(self) -> list[int | None]:
+        """The values it took, each run of equal samples once."""
+        return [value for value, _ in itertools.groupby(v for _, v in self.samples)]
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def crawl_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    value = store_url(str(request.param), tmp_path)
+    yield value
+    drop_store(str(request.param), value)
+
+
+@pytest.fixture
+def make_lab(
+    crawl_url: str, processes: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Lab]]:
+    labs: list[Lab] = []
+
+    def make(site: Site, recrawl: float | None = None) -> Lab:
+        lab = Lab(crawl_url, site, processes, tmp_path, monkeypatch, recrawl)
+        labs.append(lab)
+        return lab
+
+    yield make
+    processes.stop_all()
+    for lab in labs:
+        lab.close()
+
+
+def max_overlap(requests: list[Request]) -> int:
+    """The most requests the server was answering at one instant."""
+    edges = sorted([(r.start, 1) for r in requests] + [(r.end, -1) for r in requests])
+    now = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def worst_window(starts: list[float], rate: float, burst: int = 1) -> float:
+    """How far the busiest window of ``starts`` goes past ``rate`` a second
+    with ``burst`` (allowing :data:`JITTER`): <= 0 when the rate held."""
+    starts = sorted(starts)
+    worst = -float("inf")
+    for i, j in itertools.combinations(range(len(starts)), 2):
+        allowed = rate * (starts[j] - starts[i] + JITTER) + burst
+        worst = max(worst, (j - i + 1) - allowed)
+    return worst
+
+
+def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., Lab]) -> None:
+    with serving(politeness_site()) as site:
+        lab = make_lab(site)
+        expected = expected_pages(site, ["a", "b", "c", "d"])
+        with Overrides(lab.store, site.key("b")) as overrides:
+            lab.workers()
+            lab.module.crawler.start()
+            wait_for(
+                lambda: all(lab.fetched(*page) for page in expected) and lab.pending() == 0,
+                timeout=90,
+                interval=0.1,
+                what="the crawl to end",
+            )
+        log = site.requests()
+
+    assert lab.failed() == []
+    # every allowed page exactly once; nothing else but robots.txt
+    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
+    assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
+    asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
+    assert asked == set(expected), "no disallowed, denied, too deep or out-of-scope page"
+    assert ("a", "/p7") in expected and ("d", "/c6") in expected and ("d", "/c7") not in asked
+    assert [r for r in log if r.host == "e"] == []
+    retried = [(r.host, r.path) for r in log if r.status == 429]
+    assert len(retried) == 2 and all(host == "b" for host, _ in retried)
+
+    # robots.txt once per host; a host whose robots.txt is unreachable waits for it
+    robots = Counter(r.host for r in log if r.path == "/robots.txt")
+    assert robots == Counter({"a": 1, "b": 1, "c": 1, "d": 3})
+    d_robots = [r for r in site.requests("d") if r.path == "/robots.txt"]
+    assert [r.status for r in d_robots] == [503, 503, 200]
+    d_pages = [r for r in site.requests("d") if r.path != "/robots.txt"]
+    assert min(r.start for r in d_pages) > d_robots[-1].end
+
+    # per host: never more at once than its level, never faster than its rate
+    for label in ("a", "b", "c", "d"):
+        requests = site.requests(label)
+        assert max_overlap(requests) <= PER_HOST, label
+        rate = 5.0 if label == "a" else RATE  # a's Crawl-delay: 0.2
+        assert worst_window([r.start for r in requests], rate) <= 0, label
+    assert max_overlap(site.requests("c")) == PER_HOST, "the slow host used its two slots"
+
+    # b answered 429 + Retry-After: 2: paused cluster-wide, then back at 1, then 2
+    b_log = site.requests("b")
+    for throttle in (r for r in b_log if r.status == 429):
+        during = [r for r in b_log if throttle.end + 0.3 < r.start < throttle.end + 1.95]
+        assert during == [], f"requests to b during its pause: {during}"
+        first, second = sorted((r for r in b_log if r.start >= throttle.end + 1.95), key=start)[:2]
+        assert second.start >= first.end, "back at one fetch at a time after the pause"
+    changes = overrides.changes()
+    paused = [i for i, value in enumerate(changes) if value == 0]
+    assert len(paused) == 2, f"each pause shows as b's limit override 0: {changes}"
+    assert all(changes[i + 1] == 1 for i in paused), "then b's level is 1"
+    assert changes[-1] is None, "and b recovered to the ceiling (no override)"
+    assert max_overlap(b_log) == PER_HOST
+
+
+def start(request: Request) -> float:
+    return request.start
+
+
+def recrawl_site() -> dict[str, HostSpec]:
+    return {
+        "a": HostSpec(tree("a", 8, {"/new": []}), validator="etag"),
+        "b": HostSpec(tree("b", 8), validator="last-modified"),
+        "c": HostSpec(tree("c", 8), validator=None),
+    }
+
+
+def test_a_recrawl_asks_conditionally_and_parses_only_what_changed(
+    make_lab: Callable[..., Lab],
+) -> None:
+    age = 8.0
+    with serving(recrawl_site()) as site:
+        lab = make_lab(site, recrawl=age)
+        pages = [(label, path) for label in "abc" for path in site.hosts[label].spec.pages]
+        pages.remove(("a", "/new"))  # linked only once /p1 changes
+        lab.workers()
+        lab.module.crawler.start()
+        wait_for(lambda: all(lab.fetched(*p) for p in pages), timeout=60, what="first round")
+        first_round_end = max(r.end for r in site.requests())
+        # before any recrawl (each comes `age` after its page's fetch)
+        assert first_round_end < min(r.start for r in site.requests()) + age
+        site.change("a", "/p1", link=("a", "/new"))
+        site.change("b", "/p2")
+        site.change("c", "/p3")
+        wait_for(
+            lambda: all(len(lab.fetched(*p)) >= 2 for p in pages) and lab.fetched("a", "/new"),
+            timeout=60,
+            interval=0.1,
+            what="second round",
+        )
+        log = site.requests()
+
+    changed = {("a", "/p1"), ("b", "/p2"), ("c", "/p3")}
+    for label, path in pages:
+        first, second = [r for r in log if (r.host, r.path) == (label, path)][:2]
+        assert not first.conditional, (label, path)
+        assert second.start >= first.end + age - 0.5, "not before the recrawl age"
+        if label == "a":
+            assert second.if_none_match == f'"a{path}-v1"'
+        elif label == "b":
+            assert second.if_modified_since is not None and second.if_none_match is None
+        else:
+            assert not second.conditional, "c gives no validators: a plain GET"
+        unchanged_status = 200 if label == "c" else 304
+        assert second.status == (200 if (label, path) in changed else unchanged_status)
+
+    parses = lab.parses()
+    assert parses[site.url("a", "/new")] == 1
+    for label, path in pages:
+        times = 2 if (label, path) in changed else 1
+        assert parses[site.url(label, path)] == times, (label, path, "parsed")
+    unchanged = [r for r in lab.results() if r.get("changed") is False]
+    assert {r["url"] for r in unchanged} >= {site.url("c", "/p4"), site.url("a", "/p2")}
+    assert all("items" not in r for r in unchanged), "no parse, no items"
+    assert lab.failed() == []
