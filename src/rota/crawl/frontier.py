@@ -46,17 +46,21 @@ class Frontier:
         """Send one fetch job per call, all of ``host``, at ``rate`` fetches
         per second; duplicates (a URL fetched within the recrawl age, or
         pending) come back with ``duplicate`` set."""
-        assert self.fetch_task is not None
         if not calls:
             return []
+        return self.fetch_task_for(host, rate).send_many([list(call) for call in calls])
+
+    def fetch_task_for(self, host: str, rate: float) -> Task[..., dict[str, Any]]:
+        """The fetch task with ``host``'s politeness keys: its concurrency
+        limit (``per_host``; the store applies the host's level), its rate
+        and its breaker. The concurrency key is the job's fair key."""
+        assert self.fetch_task is not None
         s = self._settings
-        breaker = Breaker(s.breaker.failures, s.breaker.cooldown, key=host)
-        task = self.fetch_task.options(
+        return self.fetch_task.options(
             concurrency=Limit(host, s.per_host),
             rate=Rate(rate, burst=s.burst, key=host),
-            breaker=breaker,
+            breaker=Breaker(s.breaker.failures, s.breaker.cooldown, key=host),
         )
-        return task.send_many([list(call) for call in calls])
 
     def admit(self, origin_: str, urls: list[tuple[str, int]]) -> JobHandle[Any] | None:
         """Send the admit job of ``urls``, all of origin ``origin_``."""

@@ -1,0 +1,120 @@
+"""Each host's level in the store (rota.crawl.pacing), moved by what one
+process sees, and shown by ``rota limits list`` as the host key's override;
+and the keys every fetch job carries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rota import App
+from rota.cli import main
+from rota.crawl import Adaptive, Crawler
+from rota.crawl.pacing import Pacer
+
+HOST = "shop.example:8080"
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    value = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    yield value
+    value.close()
+
+
+class Resumes:
+    """The resume jobs a pacer asks for: (host, level, delay)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, float]] = []
+
+    def __call__(self, host: str, level: int, delay: float) -> None:
+        self.sent.append((host, level, delay))
+
+
+def override(app: App, key: str = HOST) -> int | None:
+    return next((i.override for i in app.store.limits() if i.key == key), None)
+
+
+def test_errors_halve_the_level_in_the_store_and_health_brings_it_back(app: App) -> None:
+    pacer = Pacer(app, 4, Adaptive(ramp_every=2), Resumes())
+    pacer.record(HOST, 500, 0.1)
+    assert override(app) == 2
+    pacer.record(HOST, None, 0.0)  # no answer at all
+    assert override(app) == 1
+    pacer.record(HOST, None, 0.0)
+    assert override(app) == 1, "never below one"
+    for expected in (1, 2, 2, 3, 3, None):  # None: back at the ceiling, no override
+        pacer.record(HOST, 200, 0.1)
+        assert override(app) == expected
+
+
+def test_a_slowing_host_steps_down(app: App) -> None:
+    pacer = Pacer(app, 4, Adaptive(ramp_every=100, slow_margin=0.2), Resumes())
+    for _ in range(10):
+        pacer.record(HOST, 200, 0.05)
+    assert override(app) is None
+    for _ in range(3):
+        pacer.record(HOST, 200, 2.0)
+    assert override(app) is not None and override(app) < 4
+
+
+def test_a_throttle_pauses_the_host_and_asks_for_its_resume(app: App) -> None:
+    resumes = Resumes()
+    pacer = Pacer(app, 4, Adaptive(pause=5, max_pause=60), resumes)
+    assert pacer.throttle(HOST, 12.0) == 12.0
+    assert override(app) == 0, "the store holds every fetch of the host"
+    assert resumes.sent == [(HOST, 2, 12.0)], "back at half its level after 12 s"
+    assert pacer.throttle(HOST, None) == 10.0, "no Retry-After: 5 s, doubled for the 2nd"
+    assert override(app) == 0
+    pacer.record(HOST, 200, 0.1)
+    assert override(app) == 0, "nothing but the resume lifts a pause"
+    pacer.resume(HOST, 2)
+    assert override(app) == 2
+    pacer.resume(HOST, 9)
+    assert override(app) is None, "never above the ceiling"
+
+
+def test_without_adaptation_only_pauses_move_the_level(app: App) -> None:
+    resumes = Resumes()
+    pacer = Pacer(app, 3, None, resumes)
+    pacer.record(HOST, 500, 0.1)
+    assert override(app) is None
+    pacer.throttle(HOST, 2.0)
+    assert override(app) == 0 and resumes.sent == [(HOST, 3, 2.0)]
+
+
+def test_rota_limits_list_shows_a_paused_and_a_slowed_host(app: App, tmp_path: Path) -> None:
+    pacer = Pacer(app, 4, Adaptive(), Resumes())
+    pacer.throttle(HOST, 30.0)
+    pacer.record("slow.example", 502, 0.1)
+    result = CliRunner().invoke(main, ["limits", "list", "--url", app.url])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
+    assert "0/0 (set)" in lines[HOST], "paused: no fetch of the host may start"
+    assert "0/2 (set)" in lines["slow.example"], "an error halved the level"
+
+
+def test_each_fetch_carries_its_hosts_keys_and_rotates_over_hosts(app: App) -> None:
+    crawler = Crawler(
+        app, "shop", seeds=["http://shop.example:8080/"], per_host=3, rate="4/s", recrawl="2h"
+    )
+    frontier = crawler._jobs.frontier
+    calls = [("http://shop.example:8080/a", 1, None), ("http://shop.example:8080/b", 1, None)]
+    handles = frontier.fetch(HOST, 0.5, calls)
+    again = frontier.fetch(HOST, 0.5, calls[:1])
+    assert [h.duplicate for h in handles + again] == [False, False, True]
+    assert again[0].id == handles[0].id, "a URL pending or fetched within the age is not sent"
+    job = app.store.get_job(handles[0].id)
+    assert job is not None and job.task == "shop.fetch" and job.queue == "crawl"
+    assert job.limit_keys == (HOST,), "concurrency, rate and breaker all on the host"
+    assert job.unique_key == "shop.fetch:http://shop.example:8080/a"
+    new = frontier.fetch_task_for(HOST, 0.5).new_job(("http://shop.example:8080/c",), {})
+    assert new.fair_key == HOST, "claims rotate over hosts"
+    assert [(c.key, c.limit) for c in new.concurrency] == [(HOST, 3)]
+    assert [(r.key, r.rate, r.burst) for r in new.rate] == [(HOST, 0.5, 1)]
+    assert [(b.key, b.failures) for b in new.breaker] == [(HOST, 5)]
+    assert new.unique_for == 7200.0, "the recrawl age"
