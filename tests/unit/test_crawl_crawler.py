@@ -203,3 +203,17 @@ def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:
     with pytest.raises(InvalidArgument, match=r"not 'mailto:x@example\.com'"):
         crawler.start(["https://ok.example/", "mailto:x@example.com"])
     assert app.store.queues() == [], "nothing was sent"
+
+
+def test_many_seeds_go_out_in_admit_jobs_of_at_most_500_urls_each(app: App) -> None:
+    crawler = Crawler(app, "big")
+    seeds = [f"https://big.example/item/{n}" for n in range(1200)]
+    handles = crawler.start([*seeds, "https://other.example/"])
+    jobs = [handle.job() for handle in handles]
+    assert [(job.args[0], len(job.args[1])) for job in jobs] == [
+        ("https://big.example", 500),
+        ("https://big.example", 500),
+        ("https://big.example", 200),
+        ("https://other.example", 1),
+    ]
+    assert [url for job in jobs[:3] for url, depth in job.args[1]] == seeds

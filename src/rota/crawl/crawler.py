@@ -158,8 +158,9 @@ class Crawler:
         return register(fn) if fn is not None else register
 
     def start(self, urls: str | Iterable[str] | None = None) -> list[JobHandle[Any]]:
-        """Send the seeds (or ``urls``) to be fetched: one admit job per
-        origin, which reads its robots.txt and sends the allowed pages.
+        """Send the seeds (or ``urls``) to be fetched: an admit job per
+        origin (per 500 URLs), which reads its robots.txt and sends the
+        allowed pages.
         Seeds fetched within the recrawl age (or ever, without one) are not
         fetched again, so starting twice is harmless. Returns the admit
         jobs' handles; :class:`InvalidArgument` for a URL that is not an
@@ -170,8 +171,8 @@ class Crawler:
         by_origin: dict[str, list[tuple[str, int]]] = {}
         for url in seeds:
             by_origin.setdefault(origin(url), []).append((url, 0))
-        handles = [self._jobs.frontier.admit(key, pairs) for key, pairs in by_origin.items()]
-        return [handle for handle in handles if handle is not None]
+        frontier = self._jobs.frontier
+        return [handle for key, pairs in by_origin.items() for handle in frontier.admit(key, pairs)]
 
 
 _JOBS = ("fetch", "admit", "recrawl", "robots", "resume")

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Frontier"]
 
+#: Most URLs one admit job carries.
+ADMIT_BATCH = 500
 #: One fetch job's call: URL, depth, the validators of its last fetch.
 Call = tuple[str, int, dict[str, Any] | None]
 
@@ -62,12 +64,13 @@ class Frontier:
             breaker=Breaker(s.breaker.failures, s.breaker.cooldown, key=host),
         )
 
-    def admit(self, origin_: str, urls: list[tuple[str, int]]) -> JobHandle[Any] | None:
-        """Send the admit job of ``urls``, all of origin ``origin_``."""
+    def admit(self, origin_: str, urls: list[tuple[str, int]]) -> list[JobHandle[Any]]:
+        """Send the admit jobs of ``urls``, all of origin ``origin_``: one per
+        :data:`ADMIT_BATCH` URLs, so each stays far below the payload cap."""
         assert self.admit_task is not None
-        if not urls:
-            return None
-        return self.admit_task.send(origin_, [[url, depth] for url, depth in urls])
+        pairs = [[url, depth] for url, depth in urls]
+        batches = [pairs[i : i + ADMIT_BATCH] for i in range(0, len(pairs), ADMIT_BATCH)]
+        return self.admit_task.send_many([(origin_, batch) for batch in batches])
 
     def allowed(self, rules: Rules, urls: list[tuple[str, int]]) -> list[Call]:
         """The calls for the ``urls`` that ``rules`` allow."""

@@ -14,6 +14,10 @@ never lifts a pause set meanwhile by another process. Two processes that
 decide at once write the same or neighbouring levels; the next decision
 starts from what the store holds. The crawler owns the overrides of its
 hosts' keys: a level set by hand is moved by the next change.
+
+The store has no read of one key's limits, so a read is of every key
+(``store.limits()``): its cost grows with the number of keys the store
+knows, once a second per worker process that is fetching.
 """
 
 from __future__ import annotations
