@@ -40,6 +40,7 @@ APPS = Path(__file__).parent / "apps"
 PER_HOST = 2  # the app's per_host
 RATE = 10.0  # the app's rate, fetches a second
 MAX_DEPTH = 6  # the app's max_depth
+SEEDS = ("a", "b", "c", "d", "f", "g")  # the hosts whose root is a seed
 #: Seconds the server may see two requests closer than their claims were
 #: (the time from a claim to its request varies from one fetch to the next).
 JITTER = 0.2
@@ -106,14 +107,17 @@ def politeness_site() -> dict[str, HostSpec]:
         ),
         # not a seed's host: never fetched
         "e": HostSpec(tree("e", 3)),
+        # more sites of the same crawl, each with its own limits
+        "f": HostSpec(tree("f", 45, {"/p44": [("g", "/p44")]})),
+        "g": HostSpec(tree("g", 45), robots=[(200, "User-agent: *\nDisallow: /p4\n")]),
     }
 
 
 def expected_pages(site: Site, seeds: list[str]) -> dict[tuple[str, str], int]:
     """The pages the crawl should fetch, with their depths: breadth first
     from the seeds, in scope, not denied, allowed by robots.txt."""
-    disallowed = {"a": ("/private/",), "d": ("/hidden",)}
-    in_scope = {"a", "b", "c", "d"}
+    disallowed = {"a": ("/private/",), "d": ("/hidden",), "g": ("/p4",)}
+    in_scope = set(SEEDS)
     depths: dict[tuple[str, str], int] = {}
     queue = deque((label, "/", 0) for label in seeds)
     while queue:
@@ -158,7 +162,7 @@ class Lab:
         self.url, self.site, self.processes = url, site, processes
         self.parsed = tmp_path / "parsed.log"
         self.parsed.touch()
-        seeds = [site.url(label) for label in ("a", "b", "c", "d") if label in site.hosts]
+        seeds = [site.url(label) for label in SEEDS if label in site.hosts]
         self.env = {"ROTA_TEST_SEEDS": json.dumps(seeds), "ROTA_TEST_PARSED": str(self.parsed)}
         if recrawl is not None:
             self.env["ROTA_TEST_RECRAWL"] = str(recrawl)
@@ -273,7 +277,7 @@ def worst_window(starts: list[float], rate: float, burst: int = 1) -> float:
 def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., Lab]) -> None:
     with serving(politeness_site()) as site:
         lab = make_lab(site)
-        expected = expected_pages(site, ["a", "b", "c", "d"])
+        expected = expected_pages(site, list(SEEDS))
         with Overrides(lab.store, site.key("b")) as overrides:
             lab.workers()
             lab.module.crawler.start()
@@ -298,14 +302,14 @@ def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., 
 
     # robots.txt once per host; a host whose robots.txt is unreachable waits for it
     robots = Counter(r.host for r in log if r.path == "/robots.txt")
-    assert robots == Counter({"a": 1, "b": 1, "c": 1, "d": 3})
+    assert robots == Counter({"a": 1, "b": 1, "c": 1, "d": 3, "f": 1, "g": 1})
     d_robots = [r for r in site.requests("d") if r.path == "/robots.txt"]
     assert [r.status for r in d_robots] == [503, 503, 200]
     d_pages = [r for r in site.requests("d") if r.path != "/robots.txt"]
     assert min(r.start for r in d_pages) > d_robots[-1].end
 
     # per host: never more at once than its level, never faster than its rate
-    for label in ("a", "b", "c", "d"):
+    for label in SEEDS:
         requests = site.requests(label)
         assert max_overlap(requests) <= PER_HOST, label
         rate = 5.0 if label == "a" else RATE  # a's Crawl-delay: 0.2
