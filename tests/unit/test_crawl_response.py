@@ -72,6 +72,21 @@ def test_text_is_decoded_by_the_declared_charset() -> None:
     assert "Caf\u00e9" in undeclared.text, "UTF-8 when no charset is given"
     broken = html(b"<p>\xff\xfe</p>", "text/html; charset=utf-8")
     assert "\ufffd" in broken.text
+    quoted = html("<p>Caf\u00e9</p>".encode("cp1252"), 'text/html; Charset="windows-1252"')
+    assert "Caf\u00e9" in quoted.text
+    unknown = html("<p>Caf\u00e9</p>".encode(), "text/html; charset=klingon")
+    assert "Caf\u00e9" in unknown.text, "an unknown charset: UTF-8"
+
+
+def test_a_compressed_answer_is_read_as_the_client_decompressed_it() -> None:
+    page = Response(
+        "http://cafe.example/",
+        200,
+        {"Content-Type": "text/html; charset=utf-8", "Content-Encoding": "gzip"},
+        "<title>Caf\u00e9</title>".encode(),
+    )
+    title = page.css_first("title")
+    assert title is not None and title.text() == "Caf\u00e9"
 
 
 def test_what_is_not_html_has_no_links() -> None:

@@ -7,6 +7,8 @@ callback first asks for it.
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,6 +19,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from rota.crawl.urls import resolve
 
 __all__ = ["Link", "Response"]
+
+_CHARSET = re.compile(r"charset\s*=\s*([^;\s]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +75,15 @@ class Response:
     @cached_property
     def text(self) -> str:
         """The body decoded by the charset of its ``Content-Type`` (UTF-8
-        when none is given); undecodable bytes become U+FFFD."""
-        decoded: str = httpx.Response(self.status, headers=self.headers, content=self.content).text
-        return decoded
+        when none, or an unknown one, is given); undecodable bytes become
+        U+FFFD."""
+        match = _CHARSET.search(str(self.headers.get("content-type") or ""))
+        encoding = match.group(1).strip("\"'") if match else "utf-8"
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            encoding = "utf-8"
+        return self.content.decode(encoding, errors="replace")
 
     @cached_property
     def html(self) -> LexborHTMLParser:
