@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import rota.testing
 from crawl_site import HostSpec, Site, serving
 from rota import App, Breaker, export
 from rota.crawl import Adaptive, Crawler, Link, Response
@@ -217,3 +218,14 @@ def test_many_seeds_go_out_in_admit_jobs_of_at_most_500_urls_each(app: App) -> N
         ("https://other.example", 1),
     ]
     assert [url for job in jobs[:3] for url, depth in job.args[1]] == seeds
+
+
+def test_a_crawl_runs_inline_in_the_calling_thread(site: Site) -> None:
+    app = App()
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000)
+    with rota.testing.inline(app):
+        [admit] = crawler.start()
+        assert admit.status() == "succeeded"
+        fetched = sorted(r["url"] for r in results(app, "cafe.fetch"))
+    assert fetched == sorted(site.url("a", p) for p in ("/", "/menu", "/about"))
+    assert site.requests("a")[0].path == "/robots.txt"
