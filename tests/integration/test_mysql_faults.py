@@ -71,7 +71,7 @@ def admin(server: MariaDB, statement: str, params: tuple[Any, ...] = ()) -> list
         cursor.execute(statement, params or None)
         return list(cursor.fetchall())
     finally:
-        conn.close()
+        conn.close()  # type: ignore[no-untyped-call]
 
 
 def as_user(server: MariaDB, name: str) -> str:
@@ -88,18 +88,25 @@ def connections(server: MariaDB, user: str) -> list[int]:
     return sorted(int(row[0]) for row in rows)
 
 
-def kill_connections(server: MariaDB, user: str) -> list[int]:
-    """End every connection of ``user`` (``KILL CONNECTION``); their ids."""
+def kill_connections(server: MariaDB, user: str) -> None:
+    """End every connection of ``user`` (``KILL CONNECTION``), and wait
+    until the server has ended them all."""
     import MySQLdb
 
-    ids = connections(server, user)
+    ids = set(connections(server, user))
+    assert ids, f"{user} has no connection"
     for ident in ids:
         try:
             admin(server, f"KILL CONNECTION {ident}")
         except MySQLdb.OperationalError as exc:
             if exc.args[0] != 1094:  # unknown thread: it ended meanwhile
                 raise
-    return ids
+    wait_for(lambda: not ids & set(connections(server, user)), 10, 0.05, "them to end")
+
+
+def ran(log: Path, count: int) -> Callable[[], bool]:
+    """A condition to wait for: ``count`` executions are in ``log``."""
+    return lambda: len(executions(log)) >= count
 
 
 def unfinished(store: Store, log: Path, pid: int) -> set[str]:
@@ -280,16 +287,9 @@ def test_a_worker_whose_connections_are_killed_recovers(
     worker = processes.rota("worker", app_path("counting"), "--url", url, "--concurrency", "8",
                             env=env)  # fmt: skip
 
-    for cut in (1, 2):
-        wait_for(lambda c=cut: len(executions(log)) >= 500 * c, 60, 0.02, "work")
-        before = kill_connections(mariadb_server, "cut")
-        assert before, "the worker has no connection"
-        wait_for(
-            lambda b=before: not set(b) & set(connections(mariadb_server, "cut")),
-            10,
-            0.05,
-            "the connections to end",
-        )
+    for count in (500, 1_000):
+        wait_for(ran(log, count), 60, 0.02, "work")
+        kill_connections(mariadb_server, "cut")
 
     wait_for(lambda: all_succeeded(mstore, n), 60, 0.25, "every job to succeed")
     jobs = mstore.get_jobs(list(ids))
