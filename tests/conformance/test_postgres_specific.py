@@ -93,6 +93,25 @@ def test_a_job_sent_in_a_transaction_that_rolls_back_never_exists(app: App, pg_u
         conn.close()
 
 
+def test_a_reused_id_in_a_transaction_is_refused_and_leaves_it_usable(
+    app: App, pg_url: str
+) -> None:
+    existing = app.tasks["ship"].send(0).id
+    conn = business_connection(pg_url)
+    table = f"orders_{pg_url.split('schema=', 1)[1]}"
+    try:
+        with conn.transaction():
+            conn.execute(f"INSERT INTO {table} VALUES (7)")
+            with pytest.raises(InvalidArgument, match=f"a job with id '{existing}' already exists"):
+                app.store.enqueue_in(conn, [app.tasks["ship"].new_job((7,), {}, job_id=existing)])
+            kept = app.tasks["ship"].send(8, connection=conn)  # the transaction goes on
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 1
+        assert app.store.get_job(kept.id) is not None
+        assert app.store.get_job(existing).args == [0]  # type: ignore[union-attr]
+    finally:
+        conn.close()
+
+
 def test_a_worker_waiting_is_woken_when_the_transaction_commits(app: App, pg_url: str) -> None:
     store = app.store
     assert claim(store, limit=1) == []

@@ -38,7 +38,7 @@ from rota.stores.postgres._outages import (
 )
 from rota.stores.postgres._wakeups import WakeUps
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
-from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Refused, Relay, Tx
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -60,6 +60,8 @@ def store_error(exc: BaseException, where: str) -> StoreError:
     """The rota error for a psycopg or pool error at ``where``."""
     if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout):
         return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
+    if isinstance(exc, psycopg.IntegrityError):  # pipelined: raised at the commit
+        return Refused(f"the PostgreSQL store at {where} refused a row: {exc}")
     return StoreError(f"the PostgreSQL store at {where} failed: {exc}")
 
 
@@ -110,6 +112,24 @@ class PgTx(Tx):
             return []
         sql = Q[name].format(values="%s")
         return self._conn.execute(sql, (*params, list(values))).fetchall()
+
+    def rows_in_later(
+        self, name: str, values: Sequence[Any], params: Sequence[Any] = ()
+    ) -> Callable[[], list[Any]]:
+        if not values:
+            return list
+        reply = self._conn.execute(Q[name].format(values="%s"), (*params, list(values)))
+
+        def rows() -> list[Any]:
+            try:
+                return reply.fetchall()
+            except psycopg.Error as exc:  # committed, but its reply lost with the connection
+                raise StoreUnavailable(
+                    f"the connection to the PostgreSQL store was lost before the rows of "
+                    f"{name} were received (the transaction committed): {exc}"
+                ) from exc
+
+        return rows
 
     def now(self) -> float:
         """The database's clock, read once per transaction (with the

@@ -27,6 +27,7 @@ from rota.stores.sql.logs import Logs
 from rota.stores.sql.reads import Reads
 from rota.stores.sql.schedules import Schedules
 from rota.stores.sql.steer import Steering
+from rota.stores.sql.tx import Refused
 from rota.stores.sql.users import Users
 
 #: URL options rota reads itself; every other one goes to libpq (sslmode, ...).
@@ -108,11 +109,16 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             caller_path = tx.execute("search_path").fetchone()[0]
             tx.execute("set_local_search_path", (self.schema,))
             try:
-                results = self._enqueue(tx, jobs)  # its wake-up comes at commit
+                # in a savepoint: jobs the store refuses leave the caller's
+                # transaction as it was, and usable
+                with connection.transaction():
+                    results = self._enqueue(tx, jobs)  # its wake-up comes at commit
             finally:
                 tx.execute("set_local_search_path", (caller_path,))
         except psycopg.Error as exc:
             raise store_error(exc, self.where) from exc
+        except Refused as refused:
+            raise self._name_taken_id([job.id for job in jobs], refused) from None
         return results
 
 

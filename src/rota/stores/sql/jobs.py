@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any, NamedTuple
 
 from rota import _json, flow
-from rota.errors import InvalidArgument, StoreError
+from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.models import ClaimedJob, EnqueueResult, LeaseRef, NewJob, Outcome, WorkerInfo
 from rota.stores import _checks
 from rota.stores.base import LeaseStatus
 from rota.stores.sql import limits as _limits
 from rota.stores.sql.modes import DebugPause
-from rota.stores.sql.tx import Database, Tx
+from rota.stores.sql.tx import Database, Refused, Tx
 from rota.stores.sql.uniques import settle_unique, unique_holder
 
 # A claim takes a job whose stored lease is not a sane duration (written by
@@ -52,6 +52,15 @@ class Held(NamedTuple):
     host: object  # the lease holder's host from its heartbeat record (a str, if readable)
 
 
+class _Taken(NamedTuple):
+    """The jobs a claim took: their rows, to be read once it committed."""
+
+    rows: Callable[[], list[Any]]
+    seqs: list[int]
+    token: str
+    now: float
+
+
 class _Choice(NamedTuple):
     seq: int
     vtime: float
@@ -70,19 +79,20 @@ class Jobs(Database):
             return []
         try:
             return self._transact(lambda tx: self._enqueue(tx, jobs))
-        except _IdTaken as taken:
-            raise self._name_taken_id(taken.ids) from None
+        except Refused as refused:
+            raise self._name_taken_id([job.id for job in jobs], refused) from None
 
-    def _name_taken_id(self, ids: Sequence[str]) -> InvalidArgument:
-        """The refusal of a batch ``ids`` that reused an id, of a stored job or
-        of an earlier job of the batch, named (the batch was rolled back)."""
+    def _name_taken_id(self, ids: Sequence[str], refused: Refused) -> RotaError:
+        """Why the store refused a batch ``ids`` (rolled back whole): the id it
+        reused, of a stored job or of an earlier job of the batch, named; or
+        ``refused`` itself when no id was reused."""
         seen: set[str] = set()
         with self._read() as tx:
             for job_id in ids:
                 if job_id in seen or tx.execute("job_exists", (job_id,)).fetchone():
                     return InvalidArgument(f"a job with id {job_id!r} already exists")
                 seen.add(job_id)
-        return _IdTaken(ids)
+        return refused
 
     def _enqueue(self, tx: Tx, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         # Every read is sent before the first is read (and before the clock):
@@ -138,16 +148,16 @@ class Jobs(Database):
                 )
             )
             results.append(EnqueueResult(job.id))
+        tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
+        tx.wake()
+        # Nothing is read back: a reused id makes the insert fail (and the
+        # transaction with it), here or, where the dialect pipelines, at commit.
         try:
-            stored = tx.executemany("insert_job", rows).rowcount
+            tx.executemany("insert_job", rows)
         except Exception as exc:
             if not tx.is_constraint_error(exc):
                 raise
-            raise StoreError(f"the store refused the jobs: {exc}") from None
-        if stored != len(rows):  # an id already taken: nothing of this batch is kept
-            raise _IdTaken([row[0] for row in rows])
-        tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
-        tx.wake()
+            raise Refused(f"the store refused the jobs: {exc}") from None
         return results
 
     # -- consuming ---------------------------------------------------------
@@ -156,45 +166,36 @@ class Jobs(Database):
         _checks.claim(worker_id, queues, limit)
         if limit <= 0 or not queues:
             return []
-        return self._transact(lambda tx: self._claim(tx, worker_id, queues, limit))
+        taken = self._transact(lambda tx: self._claim(tx, worker_id, queues, limit))
+        if taken is None:
+            return []
+        try:
+            rows = taken.rows()  # where the dialect pipelines: received with the commit
+        except StoreUnavailable:  # the claim committed, but its reply was lost
+            with self._read() as tx:
+                rows = tx.rows_in("claimed_rows", taken.seqs, (taken.token,))
+        return _claimed_jobs(rows, taken.now)
 
-    def _claim(self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
-        now = tx.now()  # read in the transaction: buckets never go back in time
-        tx.execute("promote_due", (now,))
-        tx.execute("unpark_due", (now,))
-        book = _limits.LimitBook(tx, now)
-        chosen, parked = _choose(tx, book, list(dict.fromkeys(queues)), limit)
+    def _claim(self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int) -> _Taken | None:
+        # Both read the store clock themselves, no later than the claim's own
+        # read: they go out with the first candidates, and nothing waits for
+        # the clock where the dialect pipelines.
+        tx.execute("promote_due")
+        tx.execute("unpark_due")
+        chosen, parked, book = _choose(tx, list(dict.fromkeys(queues)), limit)
         tx.executemany("park", parked)
         if not chosen:
-            return []
+            return None
         book.save()
-        token = secrets.token_hex(8)
-        params = (worker_id, token, *_LEASE_BOUNDS, now, *_LEASE_BOUNDS, now)
-        rows = tx.rows_in("claim_rows", [c.seq for c in chosen], params)
+        now = book.now
         clocks: dict[str, float] = {}
         for c in chosen:
             clocks[c.queue] = max(clocks.get(c.queue, 0.0), c.vtime)
         tx.executemany("advance_queue_clock", [(v, q) for q, v in sorted(clocks.items())])
-        return [
-            ClaimedJob(
-                id=r[0],
-                task=r[1],
-                queue=r[2],
-                payload=r[3],
-                attempt=r[4],
-                max_attempts=r[5],
-                lost=r[6],
-                token=r[7],
-                lease=r[8],
-                timeout=r[9],
-                enqueued_at=r[10],
-                run_at=r[11],
-                started_at=now,
-                schedule=r[12],
-                fire_time=r[13],
-            )
-            for r in rows
-        ]
+        token = secrets.token_hex(8)
+        params = (worker_id, token, *_LEASE_BOUNDS, now, *_LEASE_BOUNDS, now)
+        seqs = [c.seq for c in chosen]
+        return _Taken(tx.rows_in_later("claim_rows", seqs, params), seqs, token, now)
 
     def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
         _checks.leases(leases)
@@ -361,11 +362,36 @@ class Jobs(Database):
         self._transact(lambda tx: tx.execute("delete_worker", (worker_id,)))
 
 
+def _claimed_jobs(rows: list[Any], now: float) -> list[ClaimedJob]:
+    """The jobs a claim took, from the rows of ``claim_rows``."""
+    return [
+        ClaimedJob(
+            id=r[0],
+            task=r[1],
+            queue=r[2],
+            payload=r[3],
+            attempt=r[4],
+            max_attempts=r[5],
+            lost=r[6],
+            token=r[7],
+            lease=r[8],
+            timeout=r[9],
+            enqueued_at=r[10],
+            run_at=r[11],
+            started_at=now,
+            schedule=r[12],
+            fire_time=r[13],
+        )
+        for r in rows
+    ]
+
+
 def _choose(
-    tx: Tx, book: _limits.LimitBook, queues: list[str], limit: int
-) -> tuple[list[_Choice], list[tuple[str, float, int]]]:
-    """Pick up to ``limit`` claimable jobs from ``queues``, best first. Slots
-    and tokens are taken only for the jobs picked.
+    tx: Tx, queues: list[str], limit: int
+) -> tuple[list[_Choice], list[tuple[str, float, int]], _limits.LimitBook]:
+    """Pick up to ``limit`` claimable jobs from ``queues``, best first, with
+    the limit book (at the store clock, read in the transaction with the
+    first candidates) that took their slots and tokens.
 
     Jobs found blocked are returned as ``(key, until, seq)`` to park: they
     leave the ready index until their key may let them run, so the next
@@ -375,7 +401,8 @@ def _choose(
     parked: list[tuple[str, float, int]] = []
     page, offset, max_scan = max(16, limit * 2), 0, max(10_000, limit * 32)
     remaining = list(queues)
-    while remaining and len(chosen) < limit and offset < max_scan:
+    book: _limits.LimitBook | None = None
+    while book is None or (remaining and len(chosen) < limit and offset < max_scan):
         candidates = []
         # every queue's page is asked for before any is read: one round trip
         # where the dialect pipelines
@@ -388,6 +415,8 @@ def _choose(
                 candidates.append(
                     (_Choice(seq, vtime, queue, (-priority, vtime, seq)), raw_limits, job_id)
                 )
+        if book is None:  # read in the transaction: buckets never go back in time
+            book = _limits.LimitBook(tx, tx.now())
         candidates.sort(key=lambda c: c[0].order)
         decoded = [_limits.decode(raw) if raw else None for _, raw, _ in candidates]
         book.load(decoded)
@@ -401,7 +430,7 @@ def _choose(
                 break
         offset += page
         page *= 2
-    return chosen, parked
+    return chosen, parked, book
 
 
 def _decode_limits(rows: Iterable[Held]) -> dict[str, dict[str, Any]]:
@@ -463,11 +492,3 @@ def lease_status(row: tuple[Any, ...] | None) -> LeaseStatus:
     if row is None:
         return "lost"
     return "held" if row[0] is None else "cancel"
-
-
-class _IdTaken(InvalidArgument):
-    """A batch of jobs reused an id: fewer rows were stored than given."""
-
-    def __init__(self, ids: Sequence[str]) -> None:
-        super().__init__("a job id of this batch is already taken")
-        self.ids = ids

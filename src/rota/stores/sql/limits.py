@@ -49,7 +49,7 @@ class LimitBook:
 
     def __init__(self, tx: Tx, now: float) -> None:
         self._tx = tx
-        self._now = now
+        self.now = now
         self._keys: dict[str, _KeyState] = {}
         self._dirty: set[str] = set()
         self.blocked: dict[str, float] = {}  # key -> until when it stays blocked
@@ -82,25 +82,25 @@ class LimitBook:
             state = self._get(key)
             cap = state.override if state.override is not None else n
             if key in self.blocked or state.running >= cap:
-                return self._block(key, self._now + PARK_SAFETY)
+                return self._block(key, self.now + PARK_SAFETY)
         for key, rate, burst in limits.get("r", ()):
             if key in self.blocked:
-                return self._block(key, self._now)
+                return self._block(key, self.now)
             state = self._get(key)
             old = None
             if state.tokens is not None and state.tokens_at is not None:
                 old = flow.Bucket(state.tokens, state.tokens_at)
-            bucket = flow.refill(old, rate, burst, self._now)
+            bucket = flow.refill(old, rate, burst, self.now)
             taken = flow.take(bucket)
             if taken is None:
-                return self._block(key, self._now + (1.0 - bucket.tokens) / rate)
+                return self._block(key, self.now + (1.0 - bucket.tokens) / rate)
             buckets[key] = taken
         for key, threshold, _cooldown in limits.get("b", ()):
             state = self._get(key)
             if key in self.blocked or self._breaker_room(state, threshold) == 0:
                 # a cooling breaker may pass at open_until; else a finish frees room
-                until = self._now + PARK_SAFETY
-                if state.open_until is not None and self._now < state.open_until:
+                until = self.now + PARK_SAFETY
+                if state.open_until is not None and self.now < state.open_until:
                     until = state.open_until
                 return self._block(key, until)
         self._apply_admission(limits, buckets, job_id)
@@ -113,7 +113,7 @@ class LimitBook:
             state.inflight,
             state.probe is not None,
             threshold,
-            self._now,
+            self.now,
         )
 
     def _block(self, key: str, until: float) -> Block:
@@ -156,7 +156,7 @@ class LimitBook:
             was_open_until = state.open_until
             if ok is not None:
                 state.failures, state.open_until = flow.breaker_after(
-                    state.failures, state.open_until, ok, threshold, cooldown, self._now
+                    state.failures, state.open_until, ok, threshold, cooldown, self.now
                 )
             if state.open_until is not None and state.open_until != was_open_until:
                 # a cooldown began: a claim parks its jobs again until it ends

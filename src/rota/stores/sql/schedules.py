@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rota import _json
+from rota.errors import RotaError
 from rota.models import EnqueueResult, NewJob, Schedule
 from rota.stores import _checks
 from rota.stores.base import FireResult
-from rota.stores.sql.tx import Database, Tx
+from rota.stores.sql.tx import Database, Refused, Tx
 
 _PENDING = ("scheduled", "queued", "parked")
 
@@ -41,6 +42,10 @@ class Schedules(Database):
     @abstractmethod
     def _enqueue(self, tx: Tx, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Store ``jobs`` in ``tx`` (the job verbs provide it)."""
+
+    @abstractmethod
+    def _name_taken_id(self, ids: Sequence[str], refused: Refused) -> RotaError:
+        """Why the store refused jobs ``ids`` (the job verbs provide it)."""
 
     def upsert_schedule(self, schedule: Schedule) -> None:
         _checks.schedule(schedule)
@@ -127,7 +132,10 @@ class Schedules(Database):
             tx.execute("schedule_last_job", (result.id, name))
             return "fired"
 
-        return self._transact(work)
+        try:
+            return self._transact(work)
+        except Refused as refused:  # the fire's job id is taken: InvalidArgument, named
+            raise self._name_taken_id([job.id] if job else [], refused) from None
 
     def schedule_changed_since(self, version: int) -> int:
         with self._read() as tx:

@@ -7,6 +7,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
+from rota.errors import StoreError
+
+
+class Refused(StoreError):
+    """The database refused a row for one of its constraints (the
+    transaction was rolled back)."""
+
+
 #: Parameters of one statement: positional, or by name.
 Params = Sequence[Any] | Mapping[str, Any]
 T = TypeVar("T")
@@ -50,6 +58,16 @@ class Tx(ABC):
         """Rows of query ``name``, which tests a column against the list
         ``values`` (``{values}`` in its text), with ``params`` before the list.
         Long lists are split as the database needs."""
+
+    def rows_in_later(
+        self, name: str, values: Sequence[Any], params: Sequence[Any] = ()
+    ) -> Callable[[], list[Any]]:
+        """:meth:`rows_in`, whose rows are read when the returned function is
+        called, which may be after the transaction has committed: a dialect
+        that pipelines sends the statement now and receives its rows with the
+        commit's reply, saving a round trip. Send nothing after it."""
+        rows = self.rows_in(name, values, params)
+        return lambda: rows
 
     @abstractmethod
     def now(self) -> float:

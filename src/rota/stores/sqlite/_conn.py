@@ -183,6 +183,8 @@ class Connections(Database):
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
         conn.path = self.path
+        # the store clock, for the queries that read it themselves
+        conn.create_function("rota_now", 0, time.time)
         return conn
 
     @contextmanager

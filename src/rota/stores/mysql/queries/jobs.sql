@@ -7,15 +7,13 @@
 -- Claims lock the rows they take with SKIP LOCKED; every other row a verb
 -- changes is locked by the change itself, in a stable order, so concurrent
 -- verbs wait for each other rather than lose an update.
--- A reused id stores nothing (insert_job counts 0 for its row: no column
--- changes), and the engine counts the rows stored.
+-- A reused id fails insert_job (and the transaction).
 
 -- name: insert_job
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON DUPLICATE KEY UPDATE id = id
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -53,7 +51,8 @@ INSERT INTO uniques (`key`, job_id, `until`) VALUES (%s, '', 0)
 ON DUPLICATE KEY UPDATE `key` = `key`
 
 -- name: promote_due
-UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= %s
+-- Reads the store clock itself (run before the claim reads it: never later).
+UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= UNIX_TIMESTAMP(NOW(6))
 
 -- name: ready_candidates
 -- Nothing from a paused queue.
@@ -95,6 +94,13 @@ WHERE seq IN ({values});
 SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
        enqueued_at, run_at, schedule, fire_time
 FROM jobs WHERE seq IN ({values})
+
+-- name: claimed_rows
+-- The jobs of a committed claim (by its token), read again when the claim's
+-- own reply was lost with its connection.
+SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
+       enqueued_at, run_at, schedule, fire_time FROM jobs
+WHERE lease_token = CONCAT(%s, ':', seq) AND state = 'running' AND seq IN ({values})
 
 -- name: advance_queue_clock
 UPDATE queues SET vclock = GREATEST(vclock, %s) WHERE name = %s
@@ -199,7 +205,7 @@ UPDATE jobs SET state = 'parked', parked_on = %s, parked_until = %s WHERE seq = 
 
 -- name: unpark_due
 UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
-WHERE state = 'parked' AND parked_until <= %s
+WHERE state = 'parked' AND parked_until <= UNIX_TIMESTAMP(NOW(6))
 
 -- name: unpark_key
 UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL

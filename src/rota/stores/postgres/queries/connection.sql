@@ -47,9 +47,11 @@ LISTEN {channel}
 
 -- name: transaction_id
 -- Sent first in a write transaction: its id and its server's start time (to
--- settle a commit cut off by a lost connection), and the store clock.
+-- settle a commit cut off by a lost connection), and the store clock, also
+-- kept as the transaction's setting rota.now for the queries that read it.
 SELECT pg_current_xact_id()::text, pg_postmaster_start_time(),
-       extract(epoch FROM clock_timestamp())::double precision
+       set_config('rota.now', extract(epoch FROM clock_timestamp())::text, true)
+           ::double precision
 
 -- name: transaction_status
 SELECT pg_xact_status(%s::xid8), pg_postmaster_start_time()

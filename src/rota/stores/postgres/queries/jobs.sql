@@ -8,12 +8,11 @@
 -- verbs wait for each other rather than lose an update.
 
 -- name: insert_job
--- A reused id stores nothing: the engine counts the rows stored.
+-- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (id) DO NOTHING
 
 -- name: insert_job_columns
 -- insert_job for many rows in one statement: one array per column.
@@ -26,7 +25,6 @@ SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]
                      %s::integer[], %s::double precision[], %s::double precision[],
                      %s::bytea[], %s::text[], %s::double precision[], %s::text[],
                      %s::double precision[])
-ON CONFLICT (id) DO NOTHING
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -54,8 +52,10 @@ INSERT INTO uniques (key, job_id, until) VALUES (%s, %s, NULL)
 ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL
 
 -- name: promote_due
+-- Reads the transaction's clock itself (set by transaction_id).
 UPDATE jobs SET state = 'queued'
-WHERE seq IN (SELECT seq FROM jobs WHERE state = 'scheduled' AND run_at <= %s
+WHERE seq IN (SELECT seq FROM jobs
+              WHERE state = 'scheduled' AND run_at <= current_setting('rota.now')::double precision
               ORDER BY run_at FOR UPDATE SKIP LOCKED)
 
 -- name: ready_candidates
@@ -97,6 +97,13 @@ UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = %s,
 WHERE seq = ANY({values})
 RETURNING id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
           enqueued_at, run_at, schedule, fire_time
+
+-- name: claimed_rows
+-- The jobs of a committed claim (by its token), read again when the claim's
+-- own reply was lost with its connection.
+SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
+       enqueued_at, run_at, schedule, fire_time FROM jobs
+WHERE lease_token = %s || ':' || seq AND state = 'running' AND seq = ANY({values})
 
 -- name: advance_queue_clock
 UPDATE queues SET vclock = greatest(vclock, %s) WHERE name = %s
@@ -203,7 +210,9 @@ UPDATE jobs SET state = 'parked', parked_on = %s, parked_until = %s WHERE seq = 
 
 -- name: unpark_due
 UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
-WHERE seq IN (SELECT seq FROM jobs WHERE state = 'parked' AND parked_until <= %s
+WHERE seq IN (SELECT seq FROM jobs
+              WHERE state = 'parked'
+                AND parked_until <= current_setting('rota.now')::double precision
               ORDER BY parked_until FOR UPDATE SKIP LOCKED)
 
 -- name: unpark_key

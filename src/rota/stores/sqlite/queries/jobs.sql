@@ -2,12 +2,11 @@
 -- Each query follows a "-- name: NAME" line; {values} takes a list of ? marks.
 
 -- name: insert_job
--- A reused id stores nothing: the engine counts the rows stored.
+-- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
                   unique_key, unique_for, schedule, fire_time)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO NOTHING
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = ?
@@ -35,7 +34,8 @@ INSERT INTO uniques (key, job_id, until) VALUES (?, ?, NULL)
 ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL
 
 -- name: promote_due
-UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= ?
+-- Reads the store clock itself (rota_now(), the connection's Python clock).
+UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= rota_now()
 
 -- name: ready_candidates
 -- Nothing from a paused queue.
@@ -74,6 +74,13 @@ UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?,
 WHERE seq IN ({values})
 RETURNING id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
           enqueued_at, run_at, schedule, fire_time
+
+-- name: claimed_rows
+-- The jobs of a committed claim (by its token), read again when the claim's
+-- own reply was lost with its connection.
+SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
+       enqueued_at, run_at, schedule, fire_time FROM jobs
+WHERE lease_token = ? || ':' || seq AND state = 'running' AND seq IN ({values})
 
 -- name: advance_queue_clock
 UPDATE queues SET vclock = max(vclock, ?) WHERE name = ?
@@ -164,7 +171,7 @@ UPDATE jobs SET state = 'parked', parked_on = ?, parked_until = ? WHERE seq = ?
 
 -- name: unpark_due
 UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
-WHERE state = 'parked' AND parked_until <= ?
+WHERE state = 'parked' AND parked_until <= rota_now()
 
 -- name: unpark_key
 UPDATE jobs SET state = 'queued', parked_on = NULL, parked_until = NULL
