@@ -32,8 +32,8 @@ class Processes(Protocol):
 
 
 SCHEDULERS = 3
-KILL_AFTER = 1_000
-FIRES = 2_100
+KILL_AFTER = 400
+FIRES = 1_000
 
 
 def all_jobs(store: Store) -> list[Job]:

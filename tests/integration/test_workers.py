@@ -20,8 +20,8 @@ from rota.stores import Store
 N = 5_000
 
 
-def send_records(url: str, n: int, pause: float = 0.0) -> list[str]:
-    app = App(url)
+def send_records(url: str, n: int, pause: float = 0.0, lease: float = 30.0) -> list[str]:
+    app = App(url, lease=lease)
     app.task(name="record")(lambda i, pause=0.0: i)
     handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in range(n)])
     app.close()
@@ -70,7 +70,7 @@ def test_killed_worker_loses_nothing(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
 ) -> None:
     log = tmp_path / "executions.log"
-    ids = send_records(url, N, pause=0.01)
+    ids = send_records(url, N, pause=0.01, lease=2)  # the killed worker's jobs come back soon
     env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
     victim = processes.rota(
         "worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env
