@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 from doc_blocks import ROOT
 
-from backends import REDIS_URL, store_url
+from backends import MYSQL_URL, REDIS_URL, drop_store, store_url
 
-# (documented command, the figure its output must show); {sqlite} and {redis}
-# name a fresh SQLite file and the test Redis (each benchmark run makes and
-# removes a namespace of its own).
+# (documented command, the figure its output must show); {sqlite}, {redis} and
+# {mysql} name a fresh SQLite file, the test Redis and the test MySQL server
+# (each benchmark run makes and removes a namespace or database of its own).
 COMMANDS = [
     ("bench/bench.py --url {sqlite} --jobs 200 --samples 20 --runs 1", "drain_per_s"),
     ("bench/bench.py --url {redis} --jobs 200 --samples 20 --runs 1 --concurrency 32", "p99_ms"),
+    ("bench/bench.py --url {mysql} --jobs 200 --samples 20 --runs 1 --concurrency 64", "p50_ms"),
     ("bench/dashboard_pages.py --jobs 2000 --db {db} --finish 200 --repeat 1", "/metrics"),
     ("bench/idle_cost.py --url {sqlite} --settle 0.5 --window 0.5 --windows 1", "idle worker"),
     ("bench/limits_bench.py claims --url {sqlite} --jobs 200 --runs 1", "empty claim ms"),
@@ -34,10 +35,16 @@ COMMANDS = [
 
 @pytest.mark.parametrize(("command", "figure"), COMMANDS, ids=[c for c, _ in COMMANDS])
 def test_benchmark_runs_small(command: str, figure: str, tmp_path: Path) -> None:
+    # fail in CI, skip locally, when the server is missing
     if "{redis}" in command:
-        store_url("redis", tmp_path)  # fails in CI, skips locally, when Redis is missing
+        store_url("redis", tmp_path)
+    if "{mysql}" in command:
+        drop_store("mysql", store_url("mysql", tmp_path))  # the benchmark makes its own
     args = command.format(
-        sqlite=f"sqlite:///{tmp_path / 'bench.db'}", db=tmp_path / "pages.db", redis=REDIS_URL
+        sqlite=f"sqlite:///{tmp_path / 'bench.db'}",
+        db=tmp_path / "pages.db",
+        redis=REDIS_URL,
+        mysql=f"{MYSQL_URL}/rota_bench",
     ).split()
     done = subprocess.run(
         [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120

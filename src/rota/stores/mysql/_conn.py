@@ -51,7 +51,7 @@ NO_DATABASE = 1049
 #: A database name rota accepts: letters, digits and underscores.
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
-_FAST_POLL = 0.01  # seconds between looks at the wake-up count right after work
+_FAST_POLL = 0.005  # seconds between looks at the wake-up count right after work
 _CHUNK = 1000  # values per IN (...) list
 _BATCH = 64  # statements of an executemany per round trip
 _STATEMENT_END = re.compile(r";[ \t]*\n")
