@@ -1,4 +1,5 @@
-"""rota on PostgreSQL against procrastinate, side by side, on one server.
+"""rota on PostgreSQL against procrastinate, side by side, on one server
+(or rota alone on MySQL / MariaDB: ``--server mysql://... --systems rota``).
 
 procrastinate runs in a virtualenv of its own under ``bench/.peers-venv/``
 (made on first use, never part of rota's environment); rota runs from the
@@ -47,7 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -60,6 +60,7 @@ from _peer_procs import (  # noqa: E402  (bench/, beside this folder)
     stop_all,
     stop_on_signals,
 )
+from _servers import Server, server_for  # noqa: E402  (beside this script)
 
 APPS = HERE / "apps"
 ROOT = HERE.parents[1]
@@ -115,10 +116,10 @@ def _procrastinate(n: int, sync: bool = False) -> Setting:
 
 SYSTEMS: tuple[System, ...] = (
     System(
-        "rota", "**rota**", (), ("rota", "psycopg", "psycopg-pool"),
+        "rota", "**rota**", (), ("rota", "psycopg", "psycopg-pool", "mysqlclient"),
         lambda: [_rota("threads", n) for n in (64, 32, 8)] + [_rota("async", 32)],
         lambda c: [_rota("threads", c), _rota("async", c)],
-        lambda db: f"{db}?schema=rota",
+        lambda db: db if db.startswith("mysql://") else f"{db}?schema=rota",
     ),
     System(
         "procrastinate", "procrastinate",
@@ -151,7 +152,7 @@ def _free_udp_port() -> int:
 
 @dataclass
 class Config:
-    server: str  # a libpq URL without a database name
+    server: Server  # without a database name
     jobs: int
     io_jobs: int
     sleep: float
@@ -179,27 +180,22 @@ class Bench:
         return self.system.url(self.db_url)
 
 
-def _admin(server: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(f"{server}/postgres", autocommit=True)
-
-
 @contextlib.contextmanager
 def bench(system: System, cfg: Config) -> Iterator[Bench]:
     """A fresh database for one measurement (dropped afterwards), with the
     system's schema applied outside every timing."""
     name = f"bench_{system.name}_{uuid.uuid4().hex[:8]}"
-    with _admin(cfg.server) as conn:
-        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    cfg.server.create(name)
     reports = _udp()
     reports.settimeout(0.05)
-    found = Bench(system, name, f"{cfg.server}/{name}", reports, f"127.0.0.1:{_free_udp_port()}")
+    stamp_addr = f"127.0.0.1:{_free_udp_port()}"
+    found = Bench(system, name, f"{cfg.server.url}/{name}", reports, stamp_addr)
     try:
         client(found, None, "prepare", timeout=120)
         yield found
     finally:
         reports.close()
-        with _admin(cfg.server) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+        cfg.server.drop(name)
 
 
 def _env(b: Bench, setting: Setting | None) -> dict[str, str]:
@@ -362,14 +358,6 @@ def measure_io(system: System, setting: Setting, cfg: Config) -> dict[str, float
     return {"io_per_s": cfg.io_jobs / (last - first)}
 
 
-def _commits(server: str, db: str) -> int:
-    with _admin(server) as conn:
-        row = conn.execute(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (db,)
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def measure_idle(system: System, setting: Setting, cfg: Config) -> dict[str, float]:
     """An idle worker: its CPU use (% of one core) and its database's committed
     transactions per second over ``cfg.idle`` seconds, after IDLE_SETTLE s.
@@ -380,10 +368,10 @@ def measure_idle(system: System, setting: Setting, cfg: Config) -> dict[str, flo
     autovacuum's visits to it count too."""
     with bench(system, cfg) as b, worker(b, setting, cfg.logs) as proc:
         time.sleep(IDLE_SETTLE)
-        cpu, commits, started = cpu_seconds(proc), _commits(cfg.server, b.db), time.monotonic()
+        cpu, commits, started = cpu_seconds(proc), cfg.server.commits(b.db), time.monotonic()
         time.sleep(cfg.idle)
         cpu = cpu_seconds(proc) - cpu
-        commits = _commits(cfg.server, b.db) - commits
+        commits = cfg.server.commits(b.db) - commits
         wall = time.monotonic() - started
     return {"idle_cpu_pct": cpu / wall * 100, "idle_tx_per_s": commits / wall}
 
@@ -484,16 +472,14 @@ def versions(system: System) -> dict[str, str]:
     return found
 
 
-def machine(server: str) -> str:
-    with _admin(server) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
+def machine(server: Server) -> str:
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True, text=True, timeout=30,
     ).stdout.strip()  # fmt: skip
     return (
         f"{os.cpu_count()} CPUs, Linux {platform.release()}, Python {platform.python_version()}, "
-        f"PostgreSQL {row[0] if row else '?'}, rota at {commit or '?'}"
+        f"{server.version()}, rota at {commit or '?'}"
     )
 
 
@@ -552,7 +538,8 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
     minutes = (time.monotonic() - started) / 60
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     lines += ["", f"Machine: {machine(cfg.server)}; load average at the end {load}; "
-              f"took {minutes:.1f} min.", "", f"Command: `{command}`"]  # fmt: skip
+              f"took {minutes:.1f} min; transactions committed counted: "
+              f"{cfg.server.commits_scope}.", "", f"Command: `{command}`"]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -562,7 +549,8 @@ def report(outs: list[Outcome], cfg: Config, runs: int, command: str, started: f
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432",
-                        help="libpq URL of the server, without a database name")  # fmt: skip
+                        help="URL of the server, without a database name: postgresql://... "
+                        "or, for rota alone, mysql://...")  # fmt: skip
     parser.add_argument("--systems", default=",".join(s.name for s in SYSTEMS))
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--io-jobs", type=int, default=2_000)
@@ -596,13 +584,15 @@ def main() -> None:
     workloads = tuple(args.workloads.split(","))
     if set(workloads) - set(WORKLOADS):
         parser.error(f"unknown workloads: {args.workloads}; expected some of {WORKLOADS}")
+    if args.server.startswith("mysql://") and names != ["rota"]:
+        parser.error("on a MySQL server only rota runs: --systems rota")
     if "rota" in names and importlib.util.find_spec("rota") is None:
         parser.error("run this script with rota's environment: .venv/bin/python")
     started = time.monotonic()
     logs = Path(tempfile.mkdtemp(prefix="rota-pg-peers-"))
     cfg = Config(
-        args.server.rstrip("/"), args.jobs, args.io_jobs, args.sleep, args.io_concurrency,
-        args.samples, args.gap, args.idle, args.timeout, logs, workloads,
+        server_for(args.server.rstrip("/")), args.jobs, args.io_jobs, args.sleep,
+        args.io_concurrency, args.samples, args.gap, args.idle, args.timeout, logs, workloads,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
     stop_on_signals()  # so that the finally below stops every child
