@@ -39,11 +39,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 import psutil
 
-from rota import _validate
+from rota import _json, _validate
 from rota._time import parse_duration
 from rota.context import JobContext, current_job
 from rota.errors import InvalidArgument, RotaError
-from rota.models import NewJob
+from rota.models import NewJob, Schedule
 from rota.task import Task, TaskOptions
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ __all__ = [
     "CommandSpec",
     "CommandTask",
     "Tail",
+    "command_line",
+    "parse_command_line",
     "register",
     "run",
     "terminate_all",
@@ -476,6 +478,28 @@ def _fixed_spec(spec: CommandSpec) -> SpecOf:
         return spec.extended(extra_args(kwargs.get("extra_args")))
 
     return spec_of
+
+
+def command_line(schedule: Schedule) -> str:
+    """The command line a schedule of ``rota.cmd`` runs (shell-quoted), else ``""``."""
+    if schedule.task != COMMAND_TASK:
+        return ""
+    call: Any = _json.loads(schedule.payload)
+    argv = (call.get("args") or [None])[0] if isinstance(call, dict) else None
+    if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
+        return shlex.join(argv)
+    return argv if isinstance(argv, str) else ""
+
+
+def parse_command_line(text: str) -> list[str]:
+    """The argv of a command line typed as in a shell (quotes kept together,
+    no shell run), checked as :meth:`CommandSpec.build` checks it."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"command line {text!r} cannot be split: {exc}") from None
+    CommandSpec.build(argv)
+    return argv
 
 
 def register(app: App, name: str, spec: CommandSpec | None, options: dict[str, Any]) -> CommandTask:

@@ -6,6 +6,7 @@ beside its field with the precise message and writes nothing; viewers get 403.
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -100,7 +101,10 @@ BAD_SENDS = [
     ({"args": '{"a": 1}'}, "args", "args must be a list or a tuple, not dict"),
     ({"kwargs": "[1]"}, "kwargs", "kwargs must be a dict, not list"),
     ({"task": "nope"}, "task", "unknown task 'nope' (registered: crawl.fetch, guarded.call"),
-    ({"task": ""}, "task", "task name must be a non-empty string"),
+    ({"task": ""}, "task", "choose a task, or type a command line"),
+    ({"task": "", "command": "echo 'open"}, "command", "cannot be split: No closing quotation"),
+    ({"command": "echo hi"}, "task", "a command line runs as rota.cmd: leave the task empty"),
+    ({"task": "rota.cmd"}, "command", "rota.cmd needs a command line"),
     ({"priority": "high"}, "priority", "priority must be an integer, not 'high'"),
     ({"retries": "-1"}, "retries", "retries must be a non-negative integer, not -1"),
     ({"queue": "q" * 201}, "queue", "is 201 characters; at most 200 are allowed"),
@@ -120,6 +124,40 @@ def test_send_form_refuses_bad_input_beside_its_field(
     assert message in errors[field]
     assert data["args"].strip() in html.unescape(answer.text)  # the form keeps what was typed
     assert _jobs(demo) == []
+
+
+def test_send_form_sends_a_command_line_as_a_rota_cmd_job(client: TestClient, demo: Demo) -> None:
+    data = {"csrf": _csrf(client), "task": "", "args": "[]", "kwargs": '{"timeout": 30}'}
+    answer = client.post("/send", data=data | {"command": "python crawl.py --site 'a b'"})
+    assert answer.status_code == 303
+    job = demo.store.get_job(answer.headers["location"].removeprefix("/jobs/"))
+    assert job is not None
+    assert (job.task, job.args, job.kwargs) == (
+        "rota.cmd",
+        [["python", "crawl.py", "--site", "a b"]],
+        {"timeout": 30},
+    )
+
+
+def test_schedule_form_keeps_a_command_schedule_as_a_line(client: TestClient, demo: Demo) -> None:
+    data = SCHEDULE_FORM | {"task": "", "command": "sh -c 'echo $HOME'"}
+    answer = client.post("/schedules/new", data=data | {"csrf": _csrf(client, "/schedules/new")})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    [stored] = demo.store.schedules()
+    assert (stored.task, json.loads(stored.payload)["args"]) == (
+        "rota.cmd",
+        [["sh", "-c", "echo $HOME"]],
+    )
+    page = client.get("/schedules/nightly/edit")
+    assert 'name="command" value="sh -c &#39;echo $HOME&#39;"' in page.text
+    values = dict(re.findall(r'<input name="(\w+)" value="([^"]*)"', page.text))
+    form = SCHEDULE_FORM | {k: html.unescape(v) for k, v in values.items()}
+    form |= {"task": "rota.cmd", "args": "[]", "csrf": csrf_of(page.text)}
+    assert client.post("/schedules/nightly/edit", data=form).status_code == 303
+    assert _flashes(client, "/schedules") == ["Schedule nightly is unchanged."]
+    changed = client.post("/schedules/nightly/edit", data=form | {"command": "true"})
+    assert changed.status_code == 303
+    assert json.loads(demo.store.schedules()[0].payload)["args"] == [["true"]]
 
 
 def test_api_send_a_job(client: TestClient, demo: Demo) -> None:

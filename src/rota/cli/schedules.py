@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import signal
 import sys
 import threading
@@ -31,7 +30,7 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
-from rota.commands import COMMAND_TASK, CommandSpec
+from rota.commands import COMMAND_TASK, CommandSpec, command_line
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, NotFound
 from rota.models import JobState, Schedule
@@ -353,14 +352,3 @@ def _iso(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="'--at'") from None
-
-
-def command_line(schedule: Schedule) -> str:
-    """The command line a schedule of ``rota.cmd`` runs, else ``""``."""
-    if schedule.task != COMMAND_TASK:
-        return ""
-    call: Any = _json.loads(schedule.payload)
-    argv = (call.get("args") or [None])[0] if isinstance(call, dict) else None
-    if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
-        return shlex.join(argv)
-    return argv if isinstance(argv, str) else ""

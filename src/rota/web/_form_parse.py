@@ -17,6 +17,7 @@ from typing import Any
 
 from rota import _json
 from rota._time import parse_duration
+from rota.commands import COMMAND_TASK, parse_command_line
 from rota.errors import InvalidArgument, RotaError, UnknownTask
 from rota.scheduling.triggers import Trigger, at, cron, every
 
@@ -24,6 +25,7 @@ __all__ = [
     "OPTION_FIELDS",
     "TRIGGER_KINDS",
     "FieldError",
+    "call",
     "field_of",
     "json_field",
     "next_fires",
@@ -81,6 +83,25 @@ def json_field(form: Mapping[str, Any], name: str, empty: Any) -> Any:
         return _json.parse(raw, what=name)
     except RotaError as exc:
         raise FieldError(name, str(exc)) from None
+
+
+def call(form: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """The task and positional arguments a form names: its task and ``args``,
+    or, when it has a command line, the built-in command task and that line's
+    argv (split as a shell would, never run through one)."""
+    task, line = text(form, "task"), text(form, "command")
+    if not line:
+        if task == COMMAND_TASK:
+            raise FieldError("command", f"{COMMAND_TASK} needs a command line")
+        if not task:
+            raise FieldError("task", "choose a task, or type a command line")
+        return task, json_field(form, "args", [])
+    if task not in ("", COMMAND_TASK):
+        raise FieldError("task", f"a command line runs as {COMMAND_TASK}: leave the task empty")
+    try:
+        return COMMAND_TASK, [parse_command_line(line)]
+    except InvalidArgument as exc:
+        raise FieldError("command", str(exc)) from None
 
 
 def _typed(raw: str) -> Any:

@@ -18,6 +18,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from rota import _json
+from rota.commands import COMMAND_TASK, command_line
 from rota.errors import (
     InvalidArgument,
     InvalidSchedule,
@@ -54,9 +55,9 @@ REFUSED = (
     PayloadTooLarge,
     UnknownTask,
 )
-SEND_FIELDS = ("task", "args", "kwargs", "delay", *parse.OPTION_FIELDS)
+SEND_FIELDS = ("task", "command", "args", "kwargs", "delay", *parse.OPTION_FIELDS)
 SCHEDULE_FIELDS = (
-    *("name", "task", "kind", "interval", "cron", "tz", "at", "args", "kwargs"),
+    *("name", "task", "command", "kind", "interval", "cron", "tz", "at", "args", "kwargs"),
     *("jitter", "misfire", "grace", "overlap", "enabled", *parse.OPTION_FIELDS),
 )
 
@@ -94,6 +95,14 @@ def _form_values(form: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, 
     return {name: parse.text(form, name) for name in fields}
 
 
+def _define(request: Request, task: str) -> None:
+    """Before a job or schedule of the built-in command task is written, the
+    dashboard's app defines that task, as ``rota send --cmd`` does (only
+    workers started with ``--commands`` run it)."""
+    if task == COMMAND_TASK:
+        context(request).app.enable_commands()
+
+
 # -- send a job --------------------------------------------------------------------
 
 
@@ -113,9 +122,11 @@ async def send_action(request: Request, identity: Operator) -> Response:
     by = _ops.actor(request, identity)
 
     def send() -> tuple[str, bool]:
+        task, args = parse.call(form)
+        _define(request, task)
         handle = admin.send(
-            parse.text(form, "task"),
-            parse.json_field(form, "args", []),
+            task,
+            args,
             parse.json_field(form, "kwargs", {}),
             options=parse.options(form) or None,
             delay=parse.seconds(form, "delay"),
@@ -150,15 +161,17 @@ def _stored_form(schedule: Schedule) -> dict[str, str]:
     kind = str(trigger.get("type", ""))
     at_time = trigger.get("time") if kind == "at" else None
     retries = max(0, int(opts.get("max_attempts") or 1) - 1)
+    command = command_line(schedule)  # shown as a line, not as args
     return {
         "name": schedule.name,
         "task": schedule.task,
+        "command": command,
         "kind": kind,
         "interval": _plain(trigger["interval"]) if kind == "every" else "",
         "cron": str(trigger.get("expr", "")) if kind == "cron" else "",
         "tz": str(trigger.get("tz", "UTC")) if kind == "cron" else "UTC",
         "at": datetime.fromtimestamp(at_time, UTC).isoformat() if at_time is not None else "",
-        "args": _json.dumps(payload.get("args", [])).decode(),
+        "args": _json.dumps([] if command else payload.get("args", [])).decode(),
         "kwargs": _json.dumps(payload.get("kwargs", {})).decode(),
         "jitter": _plain(schedule.jitter),
         "misfire": schedule.misfire,
@@ -186,10 +199,11 @@ _NEW_SCHEDULE = dict.fromkeys(SCHEDULE_FIELDS, "") | {
 
 def _schedule_fields(form: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``app.admin.add_schedule`` the form gives."""
+    task, args = parse.call(form)
     return {
-        "task": parse.text(form, "task"),
+        "task": task,
         "trigger": parse.trigger(form),
-        "args": parse.json_field(form, "args", []),
+        "args": args,
         "kwargs": parse.json_field(form, "kwargs", {}),
         "jitter": parse.seconds(form, "jitter") or 0.0,
         "misfire": parse.text(form, "misfire"),
@@ -263,6 +277,7 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
 
     def add() -> Schedule:
         fields = _schedule_fields(form)
+        _define(request, fields["task"])
         return admin.add_schedule(parse.text(form, "name"), by=by, **fields)
 
     stored, errors = await _attempt(add, SCHEDULE_FIELDS)
@@ -302,6 +317,7 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
         # Compared with the form as it was shown: a field left alone is not a change.
         before = _schedule_fields(_stored_form(_existing(request, name, primary=True)))
         changes = _changes(_schedule_fields(form), before)
+        _define(request, changes.get("task", ""))
         if changes:
             admin.update_schedule(name, by=by, **changes)
         return sorted(changes)
