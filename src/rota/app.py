@@ -161,9 +161,9 @@ class App(Registry):
         client, a connection pool), set up once instead of once per job;
         close it in an :meth:`on_worker_stop` hook. Hooks run in the order
         they were registered. One that raises stops the worker before it
-        claims anything, with that error. Jobs of ``--mode processes`` run
-        in child processes, which do not run the hooks: there, make the
-        resource on first use.
+        claims anything, with that error. In ``--mode processes`` each child
+        process that runs jobs runs the hooks too, when it starts (and the
+        stop hooks when the worker closes it), so every process has its own.
         """
         self._on_start.append(_hook(fn, "on_worker_start"))
         return fn

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,32 @@ def test_a_second_signal_exits_at_once_and_the_lease_brings_the_job_back(
     start_worker(processes, app_path, url)
     wait_for(lambda: job.job().lost == 1, timeout=30, what="the lost attempt to be recovered")
     assert job.job().history[0]["event"] == "lost"
+
+
+def test_processes_mode_children_run_the_worker_hooks(
+    url: str, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "hooks.log"
+    app = App(url)
+    app.task(name="work")(lambda n: n)
+    app.tasks["work"].send_many([(n,) for n in range(6)])
+    worker = processes.rota(
+        "worker", app_path("hooked"), "--url", url, "--mode", "processes", "--concurrency", "2",
+        env={"ROTA_TEST_LOG": str(log)},
+    )  # fmt: skip
+
+    def lines() -> list[tuple[str, int]]:
+        text = log.read_text() if log.exists() else ""
+        return [(event, int(pid)) for event, pid in (line.split() for line in text.splitlines())]
+
+    wait_for(lambda: sum(e == "job" for e, _ in lines()) == 6, timeout=60, what="the jobs to run")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    app.close()
+    seen = lines()
+    runners = {pid for event, pid in seen if event == "job"}
+    assert worker.pid not in runners, "the jobs ran in child processes"
+    for pid in runners | {worker.pid}:
+        events = [event for event, p in seen if p == pid]
+        assert events[0] == "start" and events.count("start") == 1, (pid, events)
+        assert events[-1] == "stop" and events.count("stop") == 1, (pid, events)

@@ -10,6 +10,7 @@ with no hand-over to another thread on the way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import multiprocessing
@@ -239,6 +240,9 @@ class ThreadExecutor(Executor):
 
 
 _BATON = object()
+#: Seconds the children of a stopping processes-mode worker get to run their
+#: stop hooks and exit, all together, before they are killed.
+_CHILD_EXIT = 5.0
 
 
 def _child_main(
@@ -251,7 +255,10 @@ def _child_main(
 ) -> None:
     """A child process: run jobs sent over ``conn`` until it closes. A spawned
     child logs as its parent does (``logs``: the root level and formatter) and
-    runs command-line jobs if its parent does (``commands``)."""
+    runs command-line jobs if its parent does (``commands``). The app's worker
+    hooks run here too: the start hooks before the first job, the stop hooks
+    as it ends (what a hook opened in the parent is not
+    shared with a child). A ``None`` sent in place of a job ends the child."""
     if app is None:
         from rota._loader import load_app
 
@@ -267,16 +274,22 @@ def _child_main(
         if commands:
             app.enable_commands()
     joblogs.install()
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        try:
-            result = runner.run_sync(app, job)
-        except Exception as exc:
-            result = runner.internal_failure(exc, "a child process")
-        conn.send(result)
+    app._worker_started()
+    try:
+        while True:
+            try:
+                job = conn.recv()
+            except (EOFError, KeyboardInterrupt):
+                return
+            if job is None:
+                return
+            try:
+                result = runner.run_sync(app, job)
+            except Exception as exc:
+                result = runner.internal_failure(exc, "a child process")
+            conn.send(result)
+    finally:
+        app._worker_stopped()
 
 
 def _parent_logs() -> tuple[int, logging.Formatter | None]:
@@ -352,6 +365,20 @@ class _ProcessSlot:
                 self._cancelled = True
                 proc.kill()
 
+    def end(self) -> None:
+        """Ask an idle child to end (its stop hooks run); see :meth:`close`."""
+        with self._guard:
+            idle = self._job is None
+        if self._conn is not None and idle:
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+
+    def close(self, wait: float) -> None:
+        """Wait up to ``wait`` seconds for a child asked to :meth:`end`, then kill it."""
+        if self._proc is not None:
+            self._proc.join(wait)
+        self.kill()
+
     def kill(self) -> None:
         if self._proc is not None:
             self._proc.kill()
@@ -406,7 +433,10 @@ class ProcessExecutor(Executor):
         for _ in self._threads:
             self._jobs.put(None)
         for slot in self._slots:
-            slot.kill()
+            slot.end()
+        deadline = time.monotonic() + _CHILD_EXIT
+        for slot in self._slots:
+            slot.close(max(0.0, deadline - time.monotonic()))
 
 
 class AsyncExecutor(Executor):
