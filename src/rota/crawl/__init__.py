@@ -22,6 +22,7 @@ from rota.crawl.adapt import Adaptive
 from rota.crawl.crawler import Crawler
 from rota.crawl.errors import CrawlError, FetchFailed, ParseFailed, Throttled, TryLater
 from rota.crawl.response import Link, Response
+from rota.crawl.seen import SeenSet
 
 __all__ = [
     "Adaptive",
@@ -31,6 +32,7 @@ __all__ = [
     "Link",
     "ParseFailed",
     "Response",
+    "SeenSet",
     "Throttled",
     "TryLater",
 ]

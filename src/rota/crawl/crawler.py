@@ -11,6 +11,7 @@ from rota.app import App
 from rota.crawl.adapt import Adaptive
 from rota.crawl.jobs import Callback, CrawlJobs
 from rota.crawl.response import Response
+from rota.crawl.seen import SeenFilter, SeenSet
 from rota.crawl.settings import DEFAULT_MAX_BYTES, DEFAULT_USER_AGENT, Settings, seed_urls
 from rota.crawl.urls import origin
 from rota.errors import InvalidArgument
@@ -52,7 +53,12 @@ class Crawler:
       (see :mod:`rota.crawl.adapt`);
     - ``user_agent``, ``timeout``, ``max_bytes`` (largest body read),
       ``robots_ttl`` (how long a robots.txt is used), ``queue`` and
-      ``priority`` of the fetch jobs.
+      ``priority`` of the fetch jobs;
+    - ``seen``: a :class:`~rota.crawl.SeenSet` (a Bloom filter shared by the
+      cluster, in the app's Redis or SQLite store) that discovered links
+      pass first: one already in it is not sent, which spares the store a
+      unique key per link found again. None (the default): exact dedup
+      only. See :mod:`rota.crawl.seen`.
 
     Every argument is checked here: a bad one raises
     :class:`~rota.errors.InvalidArgument` and registers nothing.
@@ -81,9 +87,12 @@ class Crawler:
         timeout: float | str = 30.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
         robots_ttl: float | str = "1d",
+        seen: SeenSet | None = None,
     ) -> None:
         if not isinstance(app, App):
             raise InvalidArgument(f"a crawler needs a rota.App, not {app!r}")
+        if seen is not None and not isinstance(seen, SeenSet):
+            raise InvalidArgument(f"seen takes a rota.crawl.SeenSet or None, not {seen!r}")
         self.app = app
         self.settings = Settings.build(
             name,
@@ -110,8 +119,9 @@ class Crawler:
         taken = [f"{name}.{job}" for job in _JOBS if f"{name}.{job}" in app.tasks]
         if taken:
             raise InvalidArgument(f"the app already has a task named {taken[0]!r}")
+        self._seen = SeenFilter(seen, app, name) if seen is not None else None
         self._callbacks: list[Callback] = []
-        self._jobs = CrawlJobs(app, self.settings, self._callbacks)
+        self._jobs = CrawlJobs(app, self.settings, self._callbacks, self._seen)
 
     def __repr__(self) -> str:
         return f"<rota.crawl.Crawler {self.name} seeds={len(self.settings.seeds)}>"
@@ -162,12 +172,16 @@ class Crawler:
         origin (per 500 URLs), which reads its robots.txt and sends the
         allowed pages.
         Seeds fetched within the recrawl age (or ever, without one) are not
-        fetched again, so starting twice is harmless. Returns the admit
+        fetched again, so starting twice is harmless. Seeds always go out
+        (the store's unique keys decide), and enter the seen-set if there
+        is one, so links back to them are not sent. Returns the admit
         jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, before anything is sent."""
         seeds = self.settings.seeds if urls is None else seed_urls(urls)
         if not seeds:
             raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
+        if self._seen is not None:
+            self._seen.new(seeds)
         by_origin: dict[str, list[tuple[str, int]]] = {}
         for url in seeds:
             by_origin.setdefault(origin(url), []).append((url, 0))

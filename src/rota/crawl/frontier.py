@@ -8,6 +8,9 @@ the job's fair key: claims rotate over hosts. Its unique key is the URL,
 held for the recrawl age after a fetch: a URL found again within that time
 is not sent again.
 
+With a seen-set (:mod:`rota.crawl.seen`), a discovered link already in
+it is not sent at all; seeds and recrawls do not pass through it.
+
 Links whose origin's robots.txt this process does not know yet go to an
 admit job of that origin instead, which reads robots.txt first (waiting for
 it if need be) and sends the allowed ones at the host's rate.
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rota import Breaker, Limit, Rate
 from rota.crawl.hostrules import RobotsBook
 from rota.crawl.robots import Rules
+from rota.crawl.seen import SeenFilter
 from rota.crawl.settings import Settings
 from rota.crawl.urls import host_key, origin
 
@@ -38,9 +42,12 @@ Call = tuple[str, int, dict[str, Any] | None]
 class Frontier:
     """Sends fetch and admit jobs for one crawler."""
 
-    def __init__(self, settings: Settings, robots: RobotsBook) -> None:
+    def __init__(
+        self, settings: Settings, robots: RobotsBook, seen: SeenFilter | None = None
+    ) -> None:
         self._settings = settings
         self._robots = robots
+        self.seen = seen
         self.fetch_task: Task[..., dict[str, Any]] | None = None  # set once registered
         self.admit_task: Task[..., dict[str, Any]] | None = None
 
@@ -80,15 +87,17 @@ class Frontier:
         """Send the ``links`` of a page, found at ``depth`` (the page's depth
         plus one): each once, in scope and not deeper than ``max_depth``;
         robots.txt is applied now for origins whose rules are ``known`` (or
-        this process has), by an admit job for the others. Returns how many
-        were sent on."""
+        this process has), by an admit job for the others. With a seen-set,
+        only the links new to it are sent. Returns how many were sent on."""
         s = self._settings
         if s.max_depth is not None and depth > s.max_depth:
             return 0
+        followed = [url for url in dict.fromkeys(links) if s.scope.follows(url)]
+        if self.seen is not None:
+            followed = self.seen.new(followed)
         by_origin: dict[str, list[tuple[str, int]]] = {}
-        for url in dict.fromkeys(links):
-            if s.scope.follows(url):
-                by_origin.setdefault(origin(url), []).append((url, depth))
+        for url in followed:
+            by_origin.setdefault(origin(url), []).append((url, depth))
         sent = 0
         for key, urls in by_origin.items():
             rules = known.get(key) or self._robots.known(key)

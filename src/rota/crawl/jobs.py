@@ -45,6 +45,7 @@ from rota.crawl.hostrules import RobotsBook
 from rota.crawl.pacing import Pacer
 from rota.crawl.response import Link, Response
 from rota.crawl.robots import Rules
+from rota.crawl.seen import SeenFilter
 from rota.crawl.settings import Settings
 from rota.crawl.urls import host_key, origin, resolve
 
@@ -87,16 +88,24 @@ def _origin_host(origin: str) -> str:
 class CrawlJobs:
     """A crawler's tasks and the state each process keeps for them."""
 
-    def __init__(self, app: App, settings: Settings, callbacks: list[Callback]) -> None:
+    def __init__(
+        self,
+        app: App,
+        settings: Settings,
+        callbacks: list[Callback],
+        seen: SeenFilter | None = None,
+    ) -> None:
         self.app = app
         self.settings = s = settings
         self.callbacks = callbacks
         self.clients = fetching.Clients(s.user_agent, s.timeout)
         self.robots = RobotsBook(s, self.clients)
-        self.frontier = Frontier(s, self.robots)
+        self.frontier = Frontier(s, self.robots, seen)
         self.pacer = Pacer(app, s.per_host, s.adapt, self._send_resume)
         app.on_worker_start(self.clients.open)
         app.on_worker_stop(self.clients.close)
+        if seen is not None:
+            app.on_worker_stop(seen.close)
         name, queue, p = s.name, s.queue, s.priority
         self.fetch_task = app.task(
             name=f"{name}.fetch",
