@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from rota.cli._logging import configure, log_options
@@ -15,6 +18,21 @@ from rota.cli._support import (
 from rota.stores import redact_url
 
 __all__ = ["worker"]
+
+
+def processes_callback(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """``--processes``: a whole number of at least 1, or ``auto`` (the CPU count)."""
+    if value.strip().lower() == "auto":
+        return os.cpu_count() or 1
+    try:
+        count = int(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a number of processes (a whole number from 1, or 'auto')"
+        ) from None
+    if count < 1:
+        raise click.BadParameter(f"{count} is too few: at least 1 process (or 'auto')")
+    return count
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -44,6 +62,15 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default="threads",
     show_default=True,
     help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
+)
+@click.option(
+    "--processes",
+    metavar="N|auto",
+    default="1",
+    show_default=True,
+    callback=processes_callback,
+    help="Worker processes to run, each with its own --concurrency slots, supervised "
+    "(a crashed one is restarted); 'auto' for one per CPU.",
 )
 @click.option(
     "--grace",
@@ -89,6 +116,7 @@ def worker(
     queues: str,
     concurrency: int,
     mode: str,
+    processes: int,
     grace: float,
     max_cpu: float | None,
     max_mem: float | None,
@@ -103,10 +131,18 @@ def worker(
     On the first signal the worker stops claiming, lets running jobs finish
     within --grace, and gives the rest back to the queue; a second signal
     stops it at once.
+
+    With --processes N above 1 a supervisor runs N such workers as child
+    processes, restarts any that exits, and forwards the signals to them.
     """
     from rota.worker import Worker
 
     configure(log_level, quiet, log_format)
+    if processes > 1:
+        from rota.worker.pool import pool_main
+
+        click.echo(f"rota worker: supervising {processes} worker processes")
+        pool_main(sys.argv[1:], processes, grace)
     app = cli.load_app(app_spec)
     if allow_commands:
         app.enable_commands()
