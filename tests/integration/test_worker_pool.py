@@ -1,0 +1,132 @@
+"""``rota worker --processes N``: a real supervisor and its real children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers import wait_for
+from procs import ROTA, Processes
+from rota import App
+from rota.models import JobState
+from rota.stores import Store
+
+
+def send_records(url: str, n: int, pause: float = 0.0, lease: float = 30.0) -> list[str]:
+    app = App(url, lease=lease)
+    app.task(name="record")(lambda i, pause=0.0: i)
+    handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in range(n)])
+    app.close()
+    return [h.id for h in handles]
+
+
+def succeeded(store: Store) -> int:
+    counts = {q.name: q.counts for q in store.queues()}.get("default", {})
+    return counts.get(JobState.SUCCEEDED, 0)
+
+
+def executions(log: Path) -> Counter[str]:
+    return Counter(line.split()[0] for line in log.read_text().splitlines())
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The pool runs on SQLite and Redis."""
+    return str(request.param)
+
+
+def children(proc: subprocess.Popen[bytes]) -> set[int]:
+    try:
+        return {c.pid for c in psutil.Process(proc.pid).children() if c.is_running()}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def two_children(
+    pool: subprocess.Popen[bytes], store: Store | None = None, gone: int = 0
+) -> set[int] | None:
+    """The pool's two child pids once both are up (and, with ``store``, both
+    heartbeating), none of them ``gone``; else None."""
+    kids = children(pool)
+    if len(kids) != 2 or gone in kids:
+        return None
+    if store is not None and {w.pid for w in store.workers()} != kids:
+        return None
+    return kids
+
+
+def test_two_children_claim_and_a_killed_one_is_restarted(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.log"
+    env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
+    pool = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--concurrency", "4",
+        "--processes", "2", "--grace", "2", env=env,
+    )  # fmt: skip
+    first = wait_for(
+        lambda: two_children(pool, store), timeout=20, interval=0.05,
+        what="two children, each with its own heartbeat",
+    )  # fmt: skip
+    assert len({w.id for w in store.workers()}) == 2
+    ids = send_records(url, 600, pause=0.01, lease=2)
+
+    def ran_by(pid: int) -> int:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return sum(line.endswith(f" {pid}") for line in lines)
+
+    wait_for(lambda: all(ran_by(p) >= 20 for p in first), timeout=20, what="both children ran")
+    victim = min(first)
+    os.kill(victim, signal.SIGKILL)
+    replaced = wait_for(
+        lambda: two_children(pool, gone=victim), timeout=20, interval=0.05,
+        what="the killed child restarted",
+    )  # fmt: skip
+    wait_for(lambda: succeeded(store) == len(ids), timeout=40, interval=0.1, what="all done")
+    runs = executions(log)
+    assert set(runs) == set(ids), "nothing lost"
+    pids = {int(line.split()[2]) for line in log.read_text().splitlines()}
+    assert pids <= first | replaced and len(pids & first) == 2
+    assert "ended with signal 9" in processes.output(pool)
+    assert pool.poll() is None
+
+
+def test_sigterm_drains_every_child_within_grace(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.log"
+    pool = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
+        "--processes", "2", "--grace", "3", env={"ROTA_TEST_LOG": str(log)},
+    )  # fmt: skip
+    kids = wait_for(
+        lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
+    )
+    send_records(url, 40, pause=0.5)
+    wait_for(lambda: log.exists(), timeout=10, what="jobs running")
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(3 + 4) == 0, processes.output(pool)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in kids)
+    assert store.workers() == [], "each child removed its heartbeat"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "0 is too few"), ("-3", "-3 is too few"), ("many", "'many' is not a number")],
+)
+def test_bad_processes_values_are_refused(value: str, message: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    done = subprocess.run(
+        [ROTA, "worker", "tests:app", "--url", url, "--processes", value],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"Invalid value for '--processes': {message}" in done.stderr
+    assert not (tmp_path / "never.db").exists()
