@@ -5,6 +5,7 @@ median of several runs::
 
     python bench/bench.py --url sqlite:///tmp/bench.db --mode threads --concurrency 8
     python bench/bench.py --url redis://127.0.0.1:6379/0 --runs 5
+    python bench/bench.py --url sqlite:///tmp/bench.db --processes 1,2   # pool vs one worker
 
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -32,8 +33,11 @@ WORKER_FLAGS: list[str] = []
 
 
 @contextmanager
-def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[psutil.Process]:
-    """A real ``rota worker`` process for the duration of the block."""
+def worker(
+    url: str, mode: str, concurrency: int, queue: str, processes: int = 1
+) -> Iterator[psutil.Process]:
+    """A real ``rota worker`` process (``--processes`` of them under a
+    supervisor when above 1) for the duration of the block."""
     rota = Path(sys.executable).with_name("rota")
     cmd = [
         str(rota),
@@ -47,6 +51,8 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[psutil
         str(concurrency),
         "--mode",
         mode,
+        "--processes",
+        str(processes),
         *WORKER_FLAGS,
     ]
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed below); the worker's log lines
@@ -66,9 +72,17 @@ def worker(url: str, mode: str, concurrency: int, queue: str) -> Iterator[psutil
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
-    """User and system CPU time of ``proc`` and its children so far."""
+    """User and system CPU time of ``proc`` and its children so far (the
+    live children of a ``--processes`` pool included)."""
     times = proc.cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in proc.children(recursive=True):
+        try:
+            child_times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += child_times.user + child_times.system
+    return total
 
 
 def wait_drained(
@@ -95,7 +109,7 @@ def wait_drained(
 
 
 def run_once(
-    base_url: str, jobs: int, mode: str, concurrency: int, samples: int
+    base_url: str, jobs: int, mode: str, concurrency: int, samples: int, processes: int = 1
 ) -> dict[str, float]:
     """One run of every workload on a fresh store."""
     import bench_app
@@ -113,14 +127,14 @@ def run_once(
     for offset in range(0, jobs, 5000):
         noop.send_many([() for _ in range(min(5000, jobs - offset))])
     figures["send_per_s"] = jobs / (time.perf_counter() - start)
-    with worker(url, mode, concurrency, "tput") as proc:
+    with worker(url, mode, concurrency, "tput", processes) as proc:
         start = time.perf_counter()
         figures["cpu_us_per_job"] = wait_drained(app, "tput", jobs, proc)
         figures["drain_per_s"] = jobs / (time.perf_counter() - start)
 
     # Enqueue-to-start latency with an idle worker: one job at a time.
     stamp = bench_app.stamp.options(queue="lat")
-    with worker(url, mode, concurrency, "lat"):
+    with worker(url, mode, concurrency, "lat", processes):
         stamp.send().result(timeout=30)  # the worker is up and idle
         latencies = []
         for _ in range(samples):
@@ -146,17 +160,31 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quiet", action="store_true", help="worker with --quiet (no job lines)")
+    parser.add_argument(
+        "--processes",
+        default="1",
+        help="comma-separated --processes values, compared in turns within each run (e.g. 1,2)",
+    )
     args = parser.parse_args()
     if args.quiet:
         WORKER_FLAGS.append("--quiet")
-    runs = []
+    counts = [int(p) for p in args.processes.split(",")]
+    runs: dict[int, list[dict[str, float]]] = {p: [] for p in counts}
     for n in range(args.runs):
-        figures = run_once(args.url, args.jobs, args.mode, args.concurrency, args.samples)
-        runs.append(figures)
-        print(f"run {n + 1}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()))
-    print(f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}):")
-    for key in runs[0]:
-        print(f"  {key:12s} {statistics.median(r[key] for r in runs):12,.1f}")
+        for procs in counts:
+            figures = run_once(
+                args.url, args.jobs, args.mode, args.concurrency, args.samples, procs
+            )
+            runs[procs].append(figures)
+            line = "  ".join(f"{k}={v:,.1f}" for k, v in figures.items())
+            print(f"run {n + 1}, --processes {procs}: {line}", flush=True)
+    for procs in counts:
+        print(
+            f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}, "
+            f"--processes {procs}):"
+        )
+        for key in runs[procs][0]:
+            print(f"  {key:12s} {statistics.median(r[key] for r in runs[procs]):12,.1f}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ def processes_callback(ctx: click.Context, param: click.Parameter, value: str) -
         raise click.BadParameter(f"{count} is too few: at least 1 process (or 'auto')")
     return count
 
+
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
