@@ -158,6 +158,7 @@ class Lab:
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
         recrawl: float | None = None,
+        seen: bool = False,
     ) -> None:
         self.url, self.site, self.processes = url, site, processes
         self.parsed = tmp_path / "parsed.log"
@@ -166,6 +167,8 @@ class Lab:
         self.env = {"ROTA_TEST_SEEDS": json.dumps(seeds), "ROTA_TEST_PARSED": str(self.parsed)}
         if recrawl is not None:
             self.env["ROTA_TEST_RECRAWL"] = str(recrawl)
+        if seen:
+            self.env["ROTA_TEST_SEEN"] = "1"
         self.module = load_app(self.env, monkeypatch)
         self.module.app.configure(url=url)
         self.store: Store = open_store(url)
@@ -242,8 +245,8 @@ def make_lab(
 ) -> Iterator[Callable[..., Lab]]:
     labs: list[Lab] = []
 
-    def make(site: Site, recrawl: float | None = None) -> Lab:
-        lab = Lab(crawl_url, site, processes, tmp_path, monkeypatch, recrawl)
+    def make(site: Site, recrawl: float | None = None, seen: bool = False) -> Lab:
+        lab = Lab(crawl_url, site, processes, tmp_path, monkeypatch, recrawl, seen)
         labs.append(lab)
         return lab
 
@@ -391,3 +394,32 @@ def test_a_recrawl_asks_conditionally_and_parses_only_what_changed(
     assert {r["url"] for r in unchanged} >= {site.url("c", "/p4"), site.url("a", "/p2")}
     assert all("items" not in r for r in unchanged), "no parse, no items"
     assert lab.failed() == []
+
+
+def test_a_crawl_with_a_seen_set_fetches_every_page_once_and_sends_each_link_once(
+    make_lab: Callable[..., Lab],
+) -> None:
+    hosts = {
+        "c": HostSpec(tree("c", 20, {"/p19": [("f", "/p3")]})),
+        "f": HostSpec(tree("f", 20, {"/p5": [("c", "/p2")]})),
+    }
+    with serving(hosts) as site:
+        lab = make_lab(site, seen=True)
+        expected = expected_pages(site, ["c", "f"])
+        lab.workers()
+        lab.module.crawler.start()
+        wait_for(
+            lambda: all(lab.fetched(*page) for page in expected) and lab.pending() == 0,
+            timeout=60,
+            interval=0.1,
+            what="the crawl to end",
+        )
+        log = site.requests()
+
+    assert lab.failed() == []
+    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
+    assert served == Counter(list(expected)), "every page answered 200 exactly once"
+    # each page links back to its root and is linked from another host: only
+    # the links new to the seen-set went on, each URL once (the seeds: none)
+    sent = sum(result.get("links", 0) for result in lab.results())
+    assert sent == len(expected) - 2

@@ -5,6 +5,7 @@ send the seeds. Both read the crawl's settings from the environment:
 
 - ``ROTA_TEST_SEEDS``: the seed URLs, as JSON;
 - ``ROTA_TEST_RECRAWL``: the recrawl age in seconds (unset: none);
+- ``ROTA_TEST_SEEN``: set: the crawl keeps a seen-set (a small Bloom filter);
 - ``ROTA_TEST_PARSED``: a file that gets one ``pid url`` line per page the
   parse callback sees.
 """
@@ -15,7 +16,7 @@ import json
 import os
 
 from rota import App
-from rota.crawl import Adaptive, Crawler, Response
+from rota.crawl import Adaptive, Crawler, Response, SeenSet
 
 app = App()
 
@@ -31,6 +32,7 @@ crawler = Crawler(
     retries=8,
     adapt=Adaptive(ramp_every=3, pause=1),
     timeout=10,
+    seen=SeenSet(capacity=10_000, error_rate=0.001) if os.environ.get("ROTA_TEST_SEEN") else None,
 )
 
 
