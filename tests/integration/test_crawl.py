@@ -423,3 +423,4 @@ def test_a_crawl_with_a_seen_set_fetches_every_page_once_and_sends_each_link_onc
     # the links new to the seen-set went on, each URL once (the seeds: none)
     sent = sum(result.get("links", 0) for result in lab.results())
     assert sent == len(expected) - 2
+    assert lab.module.crawler.start() == [], "the seeds are in the seen-set: none sent again"

@@ -56,9 +56,11 @@ class Crawler:
       ``priority`` of the fetch jobs;
     - ``seen``: a :class:`~rota.crawl.SeenSet` (a Bloom filter shared by the
       cluster, in the app's Redis or SQLite store) that discovered links
-      pass first: one already in it is not sent, which spares the store a
-      unique key per link found again. None (the default): exact dedup
-      only. See :mod:`rota.crawl.seen`.
+      pass first: one already in it is not sent, and the store holds a
+      fetch's unique key only while it is pending or running (not for
+      the recrawl age or for good), so a URL costs the store nothing once
+      fetched. None (the default): exact dedup only. See
+      :mod:`rota.crawl.seen`.
 
     Every argument is checked here: a bad one raises
     :class:`~rota.errors.InvalidArgument` and registers nothing.
@@ -172,16 +174,15 @@ class Crawler:
         origin (per 500 URLs), which reads its robots.txt and sends the
         allowed pages.
         Seeds fetched within the recrawl age (or ever, without one) are not
-        fetched again, so starting twice is harmless. Seeds always go out
-        (the store's unique keys decide), and enter the seen-set if there
-        is one, so links back to them are not sent. Returns the admit
-        jobs' handles; :class:`InvalidArgument` for a URL that is not an
+        fetched again, so starting twice is harmless (with a seen-set, only
+        the seeds new to it are sent: it holds them for good). Returns the
+        admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, before anything is sent."""
         seeds = self.settings.seeds if urls is None else seed_urls(urls)
         if not seeds:
             raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
         if self._seen is not None:
-            self._seen.new(seeds)
+            seeds = tuple(self._seen.new(seeds))
         by_origin: dict[str, list[tuple[str, int]]] = {}
         for url in seeds:
             by_origin.setdefault(origin(url), []).append((url, 0))

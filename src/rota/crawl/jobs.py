@@ -114,7 +114,9 @@ class CrawlJobs:
             retries=s.retries,
             backoff=(1.0, 300.0),
             unique=url_key,
-            unique_for=s.recrawl or NEVER,
+            # with a seen-set, it keeps found-again links out: the store then
+            # holds a URL's unique key only while its fetch is pending or running
+            unique_for=None if seen is not None else s.recrawl or NEVER,
             no_retry_on=ParseFailed,
         )(self.fetch)
         self.admit_task = app.task(name=f"{name}.admit", queue=queue, priority=p + 1, **_PATIENT)(
