@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -130,3 +131,17 @@ def test_bad_processes_values_are_refused(value: str, message: str, tmp_path: Pa
     assert done.returncode == 2
     assert f"Invalid value for '--processes': {message}" in done.stderr
     assert not (tmp_path / "never.db").exists()
+
+
+def test_the_documented_pool_benchmark_runs_small(tmp_path: Path) -> None:
+    """docs/performance.md's ``bench.py --processes 1,2``, on a few hundred jobs."""
+    bench = Path(__file__).resolve().parents[2] / "bench" / "bench.py"
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--url", url, "--jobs", "300", "--samples", "10",
+         "--runs", "1", "--quiet", "--processes", "1,2"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--processes 1):" in done.stdout and "--processes 2):" in done.stdout
+    assert done.stdout.count("drain_per_s") >= 4, done.stdout
