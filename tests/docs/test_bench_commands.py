@@ -30,6 +30,10 @@ COMMANDS = [
         "bench/limits_bench.py unique --url {redis} --urls 1000 --batch-send 500 --runs 1",
         "send dup/s",
     ),
+    (
+        "bench/seen_set.py --url {redis} --urls 20000 --probe 2000 --exact 1000",
+        "unique key bytes/URL",
+    ),
 ]
 
 
