@@ -145,3 +145,38 @@ def test_the_documented_pool_benchmark_runs_small(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--processes 1):" in done.stdout and "--processes 2):" in done.stdout
     assert done.stdout.count("drain_per_s") >= 4, done.stdout
+
+
+def test_a_child_that_crashes_at_once_is_restarted_with_doubling_delays(
+    processes: Processes, tmp_path: Path
+) -> None:
+    pool = processes.rota(
+        "worker", str(tmp_path / "missing.py") + ":app", "--url", f"sqlite:///{tmp_path}/x.db",
+        "--processes", "2",
+    )  # fmt: skip
+    wait_for(
+        lambda: "restarting in 2.0 s" in processes.output(pool), timeout=20, interval=0.05,
+        what="a third quick crash of a child",
+    )  # fmt: skip
+    out = processes.output(pool)
+    assert "ended with exit code" in out
+    assert "restarting in 0.5 s" in out and "restarting in 1.0 s" in out
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(10) == 0
+
+
+def test_a_child_that_does_not_drain_is_killed_and_the_pool_exits_1(
+    processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    pool = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--processes", "2", "--grace", "0.5",
+        env={"ROTA_TEST_LOG": str(tmp_path / "log")},
+    )  # fmt: skip
+    kids = wait_for(lambda: two_children(pool), timeout=20, interval=0.05, what="children up")
+    stuck = min(kids)
+    os.kill(stuck, signal.SIGSTOP)  # a stopped child cannot act on SIGTERM
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(0.5 + 5 + 5) == 1
+    assert f"child pid {stuck} still running after grace: killing it" in processes.output(pool)
+    assert not psutil.pid_exists(stuck) or psutil.Process(stuck).status() == "zombie"
