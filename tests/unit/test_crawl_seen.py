@@ -8,7 +8,7 @@ import pytest
 
 from rota import App
 from rota.crawl import Crawler, SeenSet
-from rota.crawl.seen import bloom_size, positions
+from rota.crawl.seen import _sqlite_path, bloom_size, positions
 from rota.errors import InvalidArgument
 
 
@@ -82,3 +82,21 @@ def test_a_crawler_takes_only_a_seen_set() -> None:
     with pytest.raises(InvalidArgument, match=r"seen takes a rota\.crawl\.SeenSet"):
         Crawler(app, "site", seen=1000)  # type: ignore[arg-type]
     assert "site.fetch" not in app.tasks
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:///rota.db", "rota.db"),
+        ("sqlite:////var/lib/rota/rota.db?synchronous=full", "/var/lib/rota/rota.db"),
+        ("sqlite://", "rota.db"),
+    ],
+)
+def test_the_sqlite_seen_set_sits_beside_the_database(url: str, path: str) -> None:
+    assert _sqlite_path(url) == path
+
+
+@pytest.mark.parametrize("url", ["sqlite:///", "sqlite:///:memory:"])
+def test_a_database_in_memory_has_no_file_to_keep_a_seen_set_beside(url: str) -> None:
+    with pytest.raises(InvalidArgument, match="a SQLite store in a file"):
+        SeenSet(capacity=1_000).open(url, "site")

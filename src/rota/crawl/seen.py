@@ -127,9 +127,10 @@ class SeenSet:
 
 
 def _sqlite_path(url: str) -> str:
+    """The database file of a SQLite store URL, read as the store reads it."""
     path = url[len("sqlite://") :].partition("?")[0]
-    path = path[1:] if path.startswith("/") else path
-    if not path or path == ":memory:":
+    path = (path[1:] or ":memory:") if path.startswith("/") else (path or "rota.db")
+    if path == ":memory:":
         raise InvalidArgument("a seen-set needs a SQLite store in a file, not in memory")
     return path
 
