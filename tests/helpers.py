@@ -1,10 +1,14 @@
-"""Bounded, event-driven waiting for tests: poll a condition until a deadline."""
+"""Bounded, event-driven waiting for tests: poll a condition until a deadline;
+what a store says a worker process holds."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from typing import TypeVar
+
+from rota.models import JobQuery, JobState
+from rota.stores import Store
 
 T = TypeVar("T")
 
@@ -21,3 +25,9 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(interval)
+
+
+def held_by(store: Store, pid: int) -> set[str]:
+    """Ids of running jobs whose lease belongs to the worker process ``pid``."""
+    jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs
+    return {j.id for j in jobs if j.worker is not None and f"-{pid}-" in j.worker}

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROTA = str(Path(sys.executable).with_name("rota"))
@@ -36,6 +38,27 @@ class Processes:
         """What a started process has printed so far."""
         index = self.started.index(proc)
         return (self.tmp_path / f"proc-{index}.log").read_text(errors="replace")
+
+    def kill_while(
+        self, proc: subprocess.Popen[bytes], condition: Callable[[], object], timeout: float = 10.0
+    ) -> None:
+        """SIGKILL ``proc``'s process group at a moment ``condition()`` holds.
+
+        The group is frozen (SIGSTOP) before each look, so what the condition
+        saw is still true when the kill lands; otherwise it runs on a moment.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            os.killpg(proc.pid, signal.SIGSTOP)
+            if condition():
+                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGCONT)
+                proc.wait(10)
+                return
+            os.killpg(proc.pid, signal.SIGCONT)
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {condition}")
+            time.sleep(0.005)
 
     def stop_all(self) -> None:
         for proc in self.started:

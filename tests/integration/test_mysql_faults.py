@@ -34,7 +34,7 @@ import pytest
 
 from commit_cutter import MYSQL, CommitCutter
 from conformance.support import WORKER, claim_one, get, lease, new_job
-from helpers import wait_for
+from helpers import held_by, wait_for
 from integration.crash_runs import (
     all_succeeded,
     executions,
@@ -42,7 +42,7 @@ from integration.crash_runs import (
     ride_out_a_crash,
     send_records,
 )
-from integration.test_postgres_faults import held_by, lost_on, ran_on
+from integration.test_postgres_faults import lost_on, ran_on
 from mariadb_server import IN_CI, MariaDB, mariadb_server
 from procs import Processes
 from rota.errors import StoreUnavailable

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,7 +26,7 @@ import pytest
 
 from commit_cutter import POSTGRES, CommitCutter
 from conformance.support import claim_one, get, lease, new_job
-from helpers import wait_for
+from helpers import held_by, wait_for
 from integration.crash_runs import (
     all_succeeded,
     executions,
@@ -38,7 +36,7 @@ from integration.crash_runs import (
 )
 from pg_cluster import PgCluster, pg_cluster
 from procs import Processes
-from rota.models import Job, JobQuery, JobState, Outcome
+from rota.models import Job, JobState, Outcome
 from rota.stores import Store, open_store
 
 pytest.importorskip("psycopg")
@@ -87,12 +85,6 @@ def listening(cluster: PgCluster, app_name: str) -> bool:
     return int(out) > 0
 
 
-def held_by(store: Store, pid: int) -> set[str]:
-    """Ids of running jobs whose lease belongs to the worker process ``pid``."""
-    jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs
-    return {j.id for j in jobs if j.worker is not None and f"-{pid}-" in j.worker}
-
-
 def lost_on(job: Job, pid: int) -> bool:
     """Whether ``job``'s history records an attempt lost on worker process ``pid``."""
     return any(h["event"] == "lost" and f"-{pid}-" in str(h.get("worker")) for h in job.history)
@@ -126,8 +118,7 @@ def test_three_workers_survive_a_kill(
     killed, *healthy = (processes.rota(*args, env=env | {"PGAPPNAME": a}) for a in names)
 
     wait_for(lambda: ran_on(log, killed.pid) >= 200, 60, 0.05, "the victim to run jobs")
-    os.kill(killed.pid, signal.SIGKILL)
-    killed.wait(10)
+    processes.kill_while(killed, lambda: held_by(pstore, killed.pid))
     # its last statement, if any, ends once the server sees the connection gone
     wait_for(lambda: not backends(pg_cluster, "rota-killed"), 10, 0.05, "its connections to end")
     in_flight = held_by(pstore, killed.pid)
