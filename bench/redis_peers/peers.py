@@ -66,6 +66,9 @@ STALL = 60.0  # seconds without a job done before a measurement is given up
 
 
 WORKLOADS = ("noop", "latency", "io")
+#: The systems that run on SQLite (``--store sqlite``), and where its files go.
+SQLITE_SYSTEMS = ("rota", "huey")
+SQLITE_DIR = "BENCH_SQLITE_DIR"
 
 
 @dataclass(frozen=True)
@@ -118,9 +121,9 @@ def _dramatiq(n: int) -> Setting:
     return Setting(f"--processes 1 --threads {n}", argv)
 
 
-def _huey(n: int) -> Setting:
+def _huey(n: int, kind: str = "thread") -> Setting:
     return Setting(
-        f"-k thread -w {n}", ("huey_consumer", "app_huey.huey", "-k", "thread", "-w", str(n), "-q")
+        f"-k {kind} -w {n}", ("huey_consumer", "app_huey.huey", "-k", kind, "-w", str(n), "-q")
     )
 
 
@@ -152,7 +155,8 @@ _RQ = Setting(
 SYSTEMS: tuple[System, ...] = (
     System(
         "rota", "**rota**", (), ("rota",),
-        lambda: [_rota(m, n) for m in ("threads", "async") for n in (64, 32, 8)],
+        lambda: [_rota(m, n) for m in ("threads", "async") for n in (64, 32, 8)]
+        + [_rota("processes", 2)],
         lambda c: [_rota("threads", c), _rota("async", c)],
     ),
     System(
@@ -182,7 +186,7 @@ SYSTEMS: tuple[System, ...] = (
     ),
     System(
         "huey", "Huey", ("huey==3.5.4", "redis", "hiredis==3.5.0"), ("huey", "redis"),
-        lambda: [_huey(8), _huey(32)], lambda c: [_huey(c)],
+        lambda: [_huey(8), _huey(32), _huey(2, "process")], lambda c: [_huey(c)],
     ),
     System(
         "taskiq", "taskiq", ("taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis==3.5.0"),
@@ -248,9 +252,21 @@ def _url(server: redis.Redis) -> str:
     return f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
 
 
+def _queue_url(server: redis.Redis) -> str:
+    """Where the jobs of the measurement on ``server`` go: that Redis, or with
+    ``--store sqlite`` a fresh SQLite file (named after the server's port)."""
+    folder = os.environ.get(SQLITE_DIR)
+    if folder is None:
+        return _url(server)
+    return f"sqlite:///{folder}/rota-{server.connection_pool.connection_kwargs['port']}.db"
+
+
 def _env(system: System, server: redis.Redis, setting: Setting | None = None) -> dict[str, str]:
-    url = _url(server)
-    env = os.environ | {"BENCH_REDIS_URL": url, "ROTA_URL": url, "PYTHONPATH": str(APPS)}
+    url, queue = _url(server), _queue_url(server)
+    env = os.environ | {"BENCH_REDIS_URL": url, "ROTA_URL": queue, "PYTHONPATH": str(APPS)}
+    if queue.startswith("sqlite:///"):  # Huey's own file beside rota's
+        path = Path(queue.removeprefix("sqlite:///"))
+        env["BENCH_SQLITE_PATH"] = str(path.with_name(path.name.replace("rota-", "huey-")))
     env.pop("VIRTUAL_ENV", None)
     return env | dict(setting.env if setting else ())
 
@@ -285,7 +301,7 @@ def worker(
     system: System, setting: Setting, server: redis.Redis, logs: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The system's worker process, started with ``setting``, for the block."""
-    url = _url(server)
+    url = _queue_url(server)
     argv = [a.replace("{url}", url) for a in setting.argv]
     argv[0] = str(system.bin / argv[0]) if argv[0] != "python" else _python(system)
     path = logs / f"{system.name}-{time.time_ns()}.log"
@@ -615,6 +631,22 @@ def _ok(met: bool) -> str:
 # -- main ------------------------------------------------------------------------
 
 
+def _systems(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The systems to run, checked against ``--store``."""
+    names: list[str] = args.systems.split(",")
+    unknown = set(names) - {s.name for s in SYSTEMS}
+    if unknown:
+        parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    if "rota" in names and importlib.util.find_spec("rota") is None:
+        parser.error("run this script with rota's environment: .venv/bin/python")
+    if args.store == "sqlite":
+        if args.systems == parser.get_default("systems"):
+            names = list(SQLITE_SYSTEMS)
+        if set(names) - set(SQLITE_SYSTEMS):
+            parser.error(f"on SQLite only {' and '.join(SQLITE_SYSTEMS)} run: --systems rota,huey")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--systems", default=",".join(s.name for s in SYSTEMS))
@@ -644,20 +676,24 @@ def main() -> None:
         default=",".join(WORKLOADS),
         help="which of noop, latency, io to measure (default: all three)",
     )
+    parser.add_argument(
+        "--store",
+        choices=["redis", "sqlite"],
+        default="redis",
+        help="where the jobs go: a private Redis (default), or a fresh SQLite file per "
+        f"measurement ({' and '.join(SQLITE_SYSTEMS)} only; reports still use Redis)",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on any one wait")
     args = parser.parse_args()
     os.environ["BENCH_REPORT"] = args.task_report  # read by apps/_common.py in every child
     if args.quick:
         args.jobs, args.io_jobs, args.samples, args.runs, args.no_sweep = 3_000, 500, 100, 1, True
-    names = args.systems.split(",")
-    unknown = set(names) - {s.name for s in SYSTEMS}
-    if unknown:
-        parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
-    if "rota" in names and importlib.util.find_spec("rota") is None:
-        parser.error("run this script with rota's environment: .venv/bin/python")
+    names = _systems(parser, args)
     started = time.monotonic()
     logs = Path(tempfile.mkdtemp(prefix="rota-peers-"))
+    if args.store == "sqlite":
+        os.environ[SQLITE_DIR] = str(logs)  # read by _queue_url in this process
     workloads = tuple(args.workloads.split(","))
     if set(workloads) - set(WORKLOADS):
         parser.error(f"unknown workloads: {args.workloads}; expected some of noop, latency, io")

@@ -1,14 +1,20 @@
 """Huey: the benchmark's tasks and how the benchmark sends them.
 
-The tasks return None, so Huey stores no result.
+The tasks return None, so Huey stores no result. The queue is the run's
+private Redis, or the SQLite file ``BENCH_SQLITE_PATH`` when it is set.
 """
 
 from __future__ import annotations
 
-import _common
-from huey import RedisHuey
+import os
 
-huey = RedisHuey("bench", url=_common.url())
+import _common
+from huey import RedisHuey, SqliteHuey
+
+if "BENCH_SQLITE_PATH" in os.environ:
+    huey = SqliteHuey("bench", filename=os.environ["BENCH_SQLITE_PATH"])
+else:
+    huey = RedisHuey("bench", url=_common.url())
 
 
 @huey.task(name="noop")
