@@ -113,11 +113,18 @@ def politeness_site() -> dict[str, HostSpec]:
     }
 
 
-def expected_pages(site: Site, seeds: list[str]) -> dict[tuple[str, str], int]:
+#: The politeness site's robots.txt rules, as path prefixes per host.
+DISALLOWED = {"a": ("/private/",), "d": ("/hidden",), "g": ("/p4",)}
+
+
+def expected_pages(
+    site: Site,
+    seeds: list[str],
+    disallowed: dict[str, tuple[str, ...]] = DISALLOWED,
+    in_scope: frozenset[str] = frozenset(SEEDS),
+) -> dict[tuple[str, str], int]:
     """The pages the crawl should fetch, with their depths: breadth first
     from the seeds, in scope, not denied, allowed by robots.txt."""
-    disallowed = {"a": ("/private/",), "d": ("/hidden",), "g": ("/p4",)}
-    in_scope = set(SEEDS)
     depths: dict[tuple[str, str], int] = {}
     queue = deque((label, "/", 0) for label in seeds)
     while queue:
@@ -159,16 +166,20 @@ class Lab:
         monkeypatch: pytest.MonkeyPatch,
         recrawl: float | None = None,
         seen: bool = False,
+        rate: str | None = None,
     ) -> None:
         self.url, self.site, self.processes = url, site, processes
         self.parsed = tmp_path / "parsed.log"
         self.parsed.touch()
-        seeds = [site.url(label) for label in SEEDS if label in site.hosts]
+        labels = [label for label in SEEDS if label in site.hosts] or list(site.hosts)
+        seeds = [site.url(label) for label in labels]
         self.env = {"ROTA_TEST_SEEDS": json.dumps(seeds), "ROTA_TEST_PARSED": str(self.parsed)}
         if recrawl is not None:
             self.env["ROTA_TEST_RECRAWL"] = str(recrawl)
         if seen:
             self.env["ROTA_TEST_SEEN"] = "1"
+        if rate is not None:
+            self.env["ROTA_TEST_RATE"] = rate
         self.module = load_app(self.env, monkeypatch)
         self.module.app.configure(url=url)
         self.store: Store = open_store(url)
@@ -245,8 +256,10 @@ def make_lab(
 ) -> Iterator[Callable[..., Lab]]:
     labs: list[Lab] = []
 
-    def make(site: Site, recrawl: float | None = None, seen: bool = False) -> Lab:
-        lab = Lab(crawl_url, site, processes, tmp_path, monkeypatch, recrawl, seen)
+    def make(
+        site: Site, recrawl: float | None = None, seen: bool = False, rate: str | None = None
+    ) -> Lab:
+        lab = Lab(crawl_url, site, processes, tmp_path, monkeypatch, recrawl, seen, rate)
         labs.append(lab)
         return lab
 
@@ -424,3 +437,76 @@ def test_a_crawl_with_a_seen_set_fetches_every_page_once_and_sends_each_link_onc
     sent = sum(result.get("links", 0) for result in lab.results())
     assert sent == len(expected) - 2
     assert lab.module.crawler.start() == [], "the seeds are in the seen-set: none sent again"
+
+
+#: The large site: hosts, pages per host, and links per page.
+HOSTS, PAGES, FANOUT = 20, 500, 8
+BIG_RATE = 40.0
+BIG_DISALLOWED = {"h0": ("/p1",), "h1": ("/p2",)}  # prefixes: /p1, /p10../p19, /p100..
+THROTTLED = ("h2", "h3")
+
+
+def wide(label: str, nxt: str, n: int = PAGES) -> Pages:
+    """``/`` and /p0../p(n-2): each page links to its FANOUT children, back to
+    ``/``, and to the same page of the next host."""
+    pages: Pages = {"/": [(label, f"/p{i}") for i in range(FANOUT)]}
+    for i in range(n - 1):
+        kids = [(label, f"/p{j}") for j in range(FANOUT * (i + 1), FANOUT * (i + 2)) if j < n - 1]
+        pages[f"/p{i}"] = [*kids, (label, "/"), (nxt, f"/p{i}")]
+    return pages
+
+
+def big_site() -> dict[str, HostSpec]:
+    labels = [f"h{i}" for i in range(HOSTS)]
+    hosts = {}
+    for i, label in enumerate(labels):
+        spec = HostSpec(wide(label, labels[(i + 1) % HOSTS]))
+        rules = BIG_DISALLOWED.get(label)
+        if rules:
+            spec.robots = [(200, "".join(f"User-agent: *\nDisallow: {r}\n" for r in rules))]
+        if label in THROTTLED:
+            spec.throttle, spec.retry_after = frozenset({40, 160}), 1
+        if label in ("h4", "h5"):
+            spec.delay = 0.04
+        hosts[label] = spec
+    return hosts
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(make_lab: Callable[..., Lab]) -> None:
+    with serving(big_site()) as site:
+        assert sum(len(host.spec.pages) for host in site.hosts.values()) == HOSTS * PAGES
+        lab = make_lab(site, rate=f"{BIG_RATE:g}/s")
+        expected = expected_pages(site, list(site.hosts), BIG_DISALLOWED, frozenset(site.hosts))
+        lab.workers()
+        lab.module.crawler.start()
+        wait_for(
+            lambda: len(site.requests()) >= len(expected) and lab.pending() == 0,
+            timeout=540,
+            interval=0.5,
+            what="the crawl to end",
+        )
+        log = site.requests()
+
+    assert lab.failed() == []
+    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
+    assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
+    asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
+    assert asked == set(expected), "no page robots.txt disallows"
+    assert len(expected) > 9_000
+    assert Counter(r.host for r in log if r.path == "/robots.txt") == Counter(list(site.hosts))
+    for label in site.hosts:
+        requests = site.requests(label)
+        assert max_overlap(requests) <= PER_HOST, label
+        assert worst_window([r.start for r in requests], BIG_RATE) <= 0, label
+    for label in THROTTLED:
+        host_log = site.requests(label)
+        throttles = [r for r in host_log if r.status == 429]
+        assert len(throttles) == 2, label
+        for throttle in throttles:
+            during = [r for r in host_log if throttle.end + 0.3 < r.start < throttle.end + 0.95]
+            assert during == [], f"requests to {label} during its pause: {during}"
+        limits = {info.key: info for info in lab.store.limits()}
+        info = limits.get(site.key(label))
+        assert info is None or info.override is None, f"{label} recovered to its ceiling"

@@ -6,6 +6,7 @@ send the seeds. Both read the crawl's settings from the environment:
 - ``ROTA_TEST_SEEDS``: the seed URLs, as JSON;
 - ``ROTA_TEST_RECRAWL``: the recrawl age in seconds (unset: none);
 - ``ROTA_TEST_SEEN``: set: the crawl keeps a seen-set (a small Bloom filter);
+- ``ROTA_TEST_RATE``: each host's rate (default ``10/s``);
 - ``ROTA_TEST_PARSED``: a file that gets one ``pid url`` line per page the
   parse callback sees.
 """
@@ -28,7 +29,7 @@ crawler = Crawler(
     max_depth=6,
     recrawl=float(os.environ["ROTA_TEST_RECRAWL"]) if "ROTA_TEST_RECRAWL" in os.environ else None,
     per_host=2,
-    rate="10/s",
+    rate=os.environ.get("ROTA_TEST_RATE", "10/s"),
     retries=8,
     adapt=Adaptive(ramp_every=3, pause=1),
     timeout=10,
