@@ -1,0 +1,228 @@
+"""What a store's backlog costs: claim rate and bytes per queued job as the
+number of queued jobs grows.
+
+For each backlog size N (default 1,000, 100,000 and 1,000,000) and each
+store, a fresh store is filled with N + M queued no-op jobs (``enqueue``,
+5,000 per call, the store's bulk send), then one process drains M of them
+(default 20,000) through the store protocol: ``claim`` of 16, then one
+``finish`` of the claimed batch. The backlog is sent first, so the drained
+jobs come from a queue that holds N to N + M jobs while they run. The drain
+runs ``--runs`` times (M more jobs sent, untimed, before each later run);
+the median rate is reported with every run's.
+
+Bytes per queued job, after the filling: on Redis, the growth of
+``INFO memory`` ``used_memory`` / (N + M), without the replay copies of
+batch replies (``req:`` keys, which expire after a minute), and the mean
+``MEMORY USAGE`` of a sample of keys of each kind; on SQLite, the growth of
+the database file and its WAL / (N + M).
+
+Redis runs on a private ``redis-server`` (no persistence) on a free port,
+started per backlog size, so a shared server is neither filled nor measured;
+SQLite on a fresh file in a temporary folder::
+
+    python bench/backlog.py --stores redis,sqlite
+    python bench/backlog.py --stores redis --sizes 1000,100000 --jobs 5000 --runs 1
+
+``PYTHONPATH=/path/to/other/checkout/src`` measures other code in turns.
+This is a benchmark, not a test: it asserts nothing and prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+import rota
+from rota._ids import unique_ids
+from rota.models import NewJob, Outcome
+from rota.stores import Store, open_store
+
+QUEUE = "bench"
+CLAIM = 16
+SEND = 5_000
+PAYLOAD = orjson.dumps({"args": [], "kwargs": {}})
+
+
+def fill(store: Store, count: int) -> float:
+    """Send ``count`` queued no-op jobs; returns jobs/s."""
+    started = time.perf_counter()
+    for first in range(0, count, SEND):
+        n = min(SEND, count - first)
+        store.enqueue([NewJob(unique_ids.next(), "noop", QUEUE, PAYLOAD) for _ in range(n)])
+    return count / (time.perf_counter() - started)
+
+
+def drain(store: Store, count: int) -> float:
+    """Claim and finish ``count`` jobs, CLAIM per claim; returns jobs/s."""
+    done = 0
+    started = time.perf_counter()
+    while done < count:
+        claimed = store.claim("backlog-bench", [QUEUE], min(CLAIM, count - done))
+        if not claimed:
+            raise SystemExit(f"the queue ran dry after {done} jobs")
+        store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in claimed])
+        done += len(claimed)
+    return count / (time.perf_counter() - started)
+
+
+# -- Redis ---------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A private redis-server without persistence; yields its URL."""
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed")
+    port = _free_port()
+    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit(f"redis-server on port {port} did not start") from None
+                time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def redis_bytes(url: str, jobs: int) -> dict[str, float]:
+    """used_memory per job without replay copies, and MEMORY USAGE per key kind."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    replay = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match="*:req:*", count=5000))
+    figures: dict[str, float] = {"used": int(client.info("memory")["used_memory"]) - replay}
+    kinds: dict[str, list[int]] = defaultdict(list)
+    for key in client.scan_iter(count=5000):
+        kind = key.decode().split("}:", 1)[1].split(":", 1)[0]
+        if kind == "req" or (kind == "job" and len(kinds["job"]) >= 1000):
+            continue
+        kinds[kind].append(client.memory_usage(key, samples=0) or 0)
+    figures["job_hash"] = statistics.mean(kinds.pop("job", [0]))
+    for kind, sizes in kinds.items():  # the other keys, shared by all jobs
+        figures[kind] = sum(sizes) / jobs
+    client.close()
+    return figures
+
+
+@contextlib.contextmanager
+def redis_store() -> Iterator[tuple[Store, str]]:
+    with redis_server() as url:
+        store = open_store(url + "?namespace=backlog")
+        try:
+            yield store, url
+        finally:
+            store.close()
+
+
+@contextlib.contextmanager
+def sqlite_store() -> Iterator[tuple[Store, str]]:
+    folder = Path(tempfile.mkdtemp(prefix="rota-backlog-"))
+    store = open_store(f"sqlite:///{folder / 'rota.db'}")
+    try:
+        yield store, str(folder / "rota.db")
+    finally:
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def file_bytes(path: str) -> int:
+    return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
+
+
+# -- one measurement -----------------------------------------------------------
+
+
+def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
+    opener = redis_store if kind == "redis" else sqlite_store
+    with opener() as (store, where):
+        store.now()  # connect before measuring
+        before: dict[str, float] = {"used": 0.0}
+        if kind == "redis":
+            before = redis_bytes(where, 1)
+        else:
+            before["used"] = file_bytes(where)
+        send_rate = fill(store, backlog + jobs)
+        if kind == "redis":
+            after = redis_bytes(where, backlog + jobs)
+        else:
+            after = {"used": file_bytes(where)}
+        per_job = (after.pop("used") - before["used"]) / (backlog + jobs)
+        rates = []
+        for run in range(runs):
+            if run:
+                fill(store, jobs)
+            rates.append(drain(store, jobs))
+    return {
+        "store": kind,
+        "backlog": backlog,
+        "send_per_s": round(send_rate),
+        "drain_per_s": round(statistics.median(rates)),
+        "runs_per_s": [round(r) for r in rates],
+        "bytes_per_job": round(per_job),
+        "bytes_by_kind": {k: round(v, 1) for k, v in after.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stores", default="redis,sqlite", help="redis, sqlite or both")
+    parser.add_argument("--sizes", default="1000,100000,1000000", help="backlog sizes N")
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs drained per run (M)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="one JSON line per measurement")
+    args = parser.parse_args()
+    code = Path(rota.__file__).resolve().parents[2]
+    print(f"rota from {code}", file=sys.stderr)
+    for kind in args.stores.split(","):
+        base = None
+        for size in (int(s) for s in args.sizes.split(",")):
+            row = measure(kind, size, args.jobs, args.runs)
+            base = base or row["drain_per_s"]
+            row["vs_first"] = round(int(row["drain_per_s"]) / int(base), 2)  # type: ignore[call-overload]
+            if args.json:
+                print(json.dumps(row), flush=True)
+                continue
+            print(
+                f"{kind:6} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
+                f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
+                f"{row['vs_first']}x the first size)  {row['bytes_per_job']:,} bytes/queued job",
+                flush=True,
+            )
+            if row["bytes_by_kind"]:
+                print(f"{'':8}bytes by key kind: {row['bytes_by_kind']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
