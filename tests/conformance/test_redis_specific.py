@@ -235,9 +235,7 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
     client = redis.Redis.from_url(rstore.options.url)
     expected = [
         k.job(job.id),
-        k.state(JobState.QUEUED),
         k.qstate("crawl", JobState.QUEUED),
-        k.task("fetch"),
         k.sched("s"),
         k.ready("crawl", 7, sig),
         k.sigs("crawl", 7),
@@ -250,7 +248,10 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
         k.static("queues"),
     ]
     assert [bool(client.exists(key)) for key in expected] == [True] * len(expected)
+    # a queued job has no global state entry and no task entry until it moves on
+    assert client.exists(k.state(JobState.QUEUED), k.task("fetch")) == 0
     claimed = claim_one(rstore, "crawl")
+    assert client.exists(k.state(JobState.RUNNING), k.task("fetch")) == 2
     assert client.zscore(k.static("leases"), job.id) is not None
     assert client.hget(k.limit("spiders"), "running") == b"1"
     assert not client.exists(k.ready("crawl", 7, sig))

@@ -2,6 +2,9 @@
 
 Pages come from the sequence-scored indexes (per state, per queue and state,
 per task, per schedule), never from scanning every job; counts are index sizes.
+Queued jobs sit only in their queue's ``qstate:QUEUE:queued`` index (see
+``lua/_base.lua``, ``L.index_state``): where a page needs every queued job, or
+every queued job of a task, it reads those of every queue.
 """
 
 from __future__ import annotations
@@ -65,10 +68,9 @@ class Reads(RedisBase):
         if self._client.exists(self.keys.job(prefix)):
             found.add(prefix)
         pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
-        for state in _STATES:
-            for member in self._client.zscan_iter(
-                self.keys.state(state), match=pattern, count=ZSCAN_COUNT
-            ):
+        indexes = [self.keys.state(s) for s in _STATES if s is not JobState.QUEUED]
+        for index in [*indexes, *self._queued_indexes()]:
+            for member in self._client.zscan_iter(index, match=pattern, count=ZSCAN_COUNT):
                 found.add(_codec.text(member[0]))
                 if len(found) >= limit:
                     return sorted(found)[:limit]  # an exact match sorts first
@@ -109,14 +111,15 @@ class Reads(RedisBase):
             states = (JobState.QUEUED, JobState.SCHEDULED)  # scheduled and due
         elif query.state is not None:
             states = (query.state,)
+        queued = self._queued_indexes() if JobState.QUEUED in states else []
         groups: list[list[str]] = []
         if query.queue is not None:
             groups.append(k.qstates(query.queue, states))
         if query.task is not None:
-            groups.append([k.task(query.task)])
+            groups.append([k.task(query.task), *queued])
         if query.schedule is not None:
             groups.append([k.sched(query.schedule)])
-        groups.append([k.state(s) for s in states])
+        groups.append([*(k.state(s) for s in states if s is not JobState.QUEUED), *queued])
         keys: list[str] = []
         layout = [str(len(groups))]
         for group in groups:
@@ -125,6 +128,11 @@ class Reads(RedisBase):
                 keys.append(key)
                 layout.append(str(len(keys) + 1))  # KEYS[1] is the prefix
         return keys, layout
+
+    def _queued_indexes(self) -> list[str]:
+        """The queued jobs' indexes of every queue (they have no global one)."""
+        queues = sorted(_codec.text(q) for q in self._client.smembers(self.keys.static("queues")))
+        return [self.keys.qstate(q, JobState.QUEUED) for q in queues]
 
     def iter_results(
         self, queue: str | None = None, task: str | None = None, batch: int = 1000

@@ -33,9 +33,12 @@ key                            type    holds
 ``P audit``                    zset    audit entry id -> its time (order, retention)
 ``P auditlog``                 hash    audit entry id -> the entry as JSON
 ``P job:ID``                   hash    one job (fields in ``_codec.JOB_FIELDS``)
-``P state:STATE``              zset    job id -> seq, per state (paging, counts)
+``P state:STATE``              zset    job id -> seq, per state but queued (paging,
+                                       counts; queued jobs: ``qstate`` only)
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
-``P task:TASK``                zset    job id -> seq, per task
+``P task:TASK``                zset    job id -> seq, per task, from when the job
+                                       is first not queued (sent scheduled,
+                                       claimed or cancelled)
 ``P sched:NAME``               zset    job id -> seq, jobs fired by a schedule
 ``P ready:QUEUE:PRIO:SIG``     zset    queued jobs of one limit signature:
                                        ``%012x(seq) .. id`` -> fair virtual time
@@ -81,6 +84,14 @@ recover wake the key's waiting sub-queues; a short hold bounds the wait).
 
 A job's ``owner``, ``token`` and ``expires`` fields are empty strings while it
 holds no lease.
+
+A queued job costs its hash, its ready sub-queue entry and its
+``qstate:QUEUE:queued`` entry, nothing more: a backlog of a million queued
+jobs would otherwise pay two more sorted-set entries each (about 140 bytes
+and one skiplist update apiece). Lists of every queued job, or of a task's
+queued jobs, merge the queues' ``qstate:QUEUE:queued`` instead. Earlier
+versions also wrote queued jobs to ``state:queued`` and ``task:TASK``; those
+entries are still removed as the jobs move on and are listed once.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ function L.batch()
       b.rem(K.qstate(queue, old), id)
     end
     if new then
-      b.add(K.state(new), seq, id)
+      if new ~= 'queued' then b.add(K.state(new), seq, id) end
       b.add(K.qstate(queue, new), seq, id)
     end
   end
@@ -201,13 +201,19 @@ end
 
 
 -- Move a job between the state indexes (old may be nil for a new job).
+-- Queued jobs are indexed per queue only (qstate), beside their ready
+-- sub-queue: the global state:queued index is no longer written, since a
+-- backlog of queued jobs paid an entry (~140 bytes) and a skiplist update
+-- per job in it; readers merge the queues' qstate:QUEUE:queued instead.
+-- Removing from state:queued stays, for entries written by earlier versions
+-- (a ZREM of an absent key costs next to nothing).
 function L.index_state(id, queue, seq, old, new)
   if old then
     redis.call('ZREM', K.state(old), id)
     redis.call('ZREM', K.qstate(queue, old), id)
   end
   if new then
-    redis.call('ZADD', K.state(new), seq, id)
+    if new ~= 'queued' then redis.call('ZADD', K.state(new), seq, id) end
     redis.call('ZADD', K.qstate(queue, new), seq, id)
   end
 end

@@ -190,6 +190,7 @@ function L.claim(worker, limit, token_base, queue_names, now)
     idx.rem(sub, c.member)
     emptied[sub] = c
     idx.move(c.id, c.queue, seq, 'queued', 'running')
+    idx.add(K.task(v[1]), seq, c.id) -- (queued jobs are not in their task index)
     idx.add(S.leases, expires, c.id)
     if clocks[c.queue] == nil or c.vtime > clocks[c.queue] then clocks[c.queue] = c.vtime end
     saved[#saved + 1] = c.id

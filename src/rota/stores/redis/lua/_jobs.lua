@@ -123,7 +123,9 @@ function L.enqueue(args, first, count, now, keys, watched)
       redis.call('HSET', K.job(id), unpack(fields))
       if ukey then redis.call('SET', K.unique(ukey), id) end
       idx.move(id, queue, seq, nil, state)
-      idx.add(K.task(task), seq, id)
+      -- a queued job enters its task index when it leaves the queued state
+      -- (claim, cancel), so a backlog costs no entry there
+      if state ~= 'queued' then idx.add(K.task(task), seq, id) end
       if schedule then idx.add(K.sched(schedule), seq, id) end
       if state == 'queued' then
         idx.add(K.ready(queue, priority, sig), vtime, L.member(seq, id))

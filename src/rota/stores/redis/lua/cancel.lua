@@ -21,11 +21,13 @@ local reply = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
   local jkey = K.job(id)
-  local job = L.fields(jkey, {'state', 'queue', 'priority', 'seq', 'ukey', 'sig', 'cancel_at'})
+  local job = L.fields(jkey, {'state', 'queue', 'task', 'priority', 'seq', 'ukey', 'sig',
+                              'cancel_at'})
   if job.state == 'scheduled' or job.state == 'queued' then
     L.unschedule(id, job)
     redis.call('HSET', jkey, 'state', 'cancelled', 'finished_at', L.fmt(now))
     L.index_state(id, job.queue, job.seq, job.state, 'cancelled')
+    redis.call('ZADD', K.task(job.task), job.seq, id) -- (queued jobs are not in it)
     redis.call('ZADD', S.finished, now, id)
     if job.ukey and redis.call('GET', K.unique(job.ukey)) == id then
       redis.call('DEL', K.unique(job.ukey))

@@ -12,7 +12,10 @@
 -- ARGV[9] number of groups G, then per group: its size and its KEYS indexes
 --
 -- A scheduled job whose run time has come counts as queued. The scan stops
--- after ARGV[3] jobs; the page is then short but the cursor goes on.
+-- after ARGV[3] jobs; the page is then short but the cursor goes on. A job
+-- met in two keys of the group (a queued job that was in its task index
+-- before: retried, recovered, released) is taken once; both entries carry
+-- its sequence, so a cursor never falls between them.
 -- Returns {next cursor or "", now, job, job, ...}, each job as its flat
 -- HGETALL reply.
 
@@ -78,7 +81,7 @@ local function head(s)
   return s.buf[s.pos]
 end
 
-local found, scanned, last_seq, exhausted = {}, 0, nil, false
+local found, scanned, last_seq, exhausted, seen = {}, 0, nil, false, {}
 while #found <= limit do
   if scanned >= cap then break end
   local pick, pick_head = nil, nil
@@ -93,8 +96,10 @@ while #found <= limit do
   pick.pos = pick.pos + 1
   scanned = scanned + 1
   last_seq = pick_head[2]
-  if matches(L.fields(K.job(pick_head[1]), fields)) then
-    found[#found + 1] = {pick_head[1], pick_head[2]}
+  local id = pick_head[1]
+  if not seen[id] then
+    seen[id] = true
+    if matches(L.fields(K.job(id), fields)) then found[#found + 1] = {id, pick_head[2]} end
   end
 end
 

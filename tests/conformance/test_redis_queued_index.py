@@ -1,0 +1,123 @@
+"""Redis: a queued job is indexed only per queue (its ready sub-queue and
+``qstate:QUEUE:queued``), not in ``state:queued`` nor ``task:TASK``; lists
+that need every queued job, or a task's, read every queue's. Jobs written
+by the earlier layout, which also indexed queued jobs there, still list
+once and leave those indexes as they move on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+redis = pytest.importorskip("redis")
+
+from backends import drop_store, store_url  # noqa: E402
+from conformance.support import all_jobs, claim_one, enqueue_one, new_job  # noqa: E402
+from rota.models import JobQuery, JobState, LeaseRef  # noqa: E402
+from rota.stores import open_store  # noqa: E402
+from rota.stores.redis import RedisStore  # noqa: E402
+
+
+@pytest.fixture
+def rstore(tmp_path: Path) -> Iterator[RedisStore]:
+    url = store_url("redis", tmp_path)
+    store = open_store(url)
+    assert isinstance(store, RedisStore)
+    yield store
+    store.close()
+    drop_store("redis", url)
+
+
+@pytest.fixture
+def client(rstore: RedisStore) -> Iterator[redis.Redis]:
+    value = redis.Redis.from_url(rstore.options.url.split("?", 1)[0])
+    yield value
+    value.close()
+
+
+def ids(store: RedisStore, query: JobQuery, page: int = 100) -> list[str]:
+    return [job.id for job in all_jobs(store, query, page=page)]
+
+
+def test_queued_jobs_of_every_queue_are_listed_by_state_task_and_prefix(
+    rstore: RedisStore, client: redis.Redis
+) -> None:
+    k = rstore.keys
+    a = enqueue_one(rstore, new_job("a", task="fetch", queue="q1"))
+    b = enqueue_one(rstore, new_job("b", task="fetch", queue="q2"))
+    c = enqueue_one(rstore, new_job("c", task="parse", queue="q2"))
+    assert client.exists(k.state(JobState.QUEUED), k.task("fetch"), k.task("parse")) == 0
+    assert ids(rstore, JobQuery(state=JobState.QUEUED)) == [c, b, a]  # newest first
+    assert ids(rstore, JobQuery(task="fetch")) == [b, a]
+    assert ids(rstore, JobQuery(task="fetch", state=JobState.QUEUED)) == [b, a]
+    assert ids(rstore, JobQuery()) == [c, b, a]
+    assert rstore.find_job_ids(b[:8]) == [b]
+    counts = {q.name: q.counts for q in rstore.queues()}
+    assert counts == {"q1": {JobState.QUEUED: 1}, "q2": {JobState.QUEUED: 2}}
+
+
+def test_a_job_enters_its_task_index_when_claimed_or_cancelled(
+    rstore: RedisStore, client: redis.Redis
+) -> None:
+    k = rstore.keys
+    run = enqueue_one(rstore, new_job("run", task="fetch", queue="q"))
+    drop = enqueue_one(rstore, new_job("drop", task="fetch", queue="q"))
+    claim_one(rstore, "q")
+    assert rstore.cancel([drop]) == [True]
+    assert {m.decode() for m in client.zrange(k.task("fetch"), 0, -1)} == {run, drop}
+    assert ids(rstore, JobQuery(task="fetch")) == [drop, run]
+
+
+def test_a_job_back_in_the_queue_and_in_its_task_index_is_listed_once(
+    rstore: RedisStore, client: redis.Redis
+) -> None:
+    k = rstore.keys
+    older = enqueue_one(rstore, new_job("older", task="fetch", queue="q"))
+    back = enqueue_one(rstore, new_job("back", task="fetch", queue="q"))
+    newer = enqueue_one(rstore, new_job("newer", task="fetch", queue="q"))
+    claimed = claim_one(rstore, "q")
+    assert claimed.id == older
+    held = claim_one(rstore, "q")
+    assert held.id == back
+    assert rstore.release([LeaseRef(back, held.token)]) == [True]
+    assert client.zscore(k.task("fetch"), back) is not None  # and queued again
+    assert rstore.get_job(back).state is JobState.QUEUED  # type: ignore[union-attr]
+    for page in (1, 2, 100):  # a page boundary never splits the two entries
+        assert ids(rstore, JobQuery(task="fetch"), page=page) == [newer, back, older]
+        assert ids(rstore, JobQuery(task="fetch", state=JobState.QUEUED), page=page) == [
+            newer,
+            back,
+        ]
+
+
+def test_queued_jobs_written_by_the_earlier_layout(rstore: RedisStore, client: redis.Redis) -> None:
+    """The earlier layout also put queued jobs in state:queued and task:TASK
+    (written here as it did); they list once and leave state:queued when
+    claimed or cancelled."""
+    k = rstore.keys
+    jobs = [enqueue_one(rstore, new_job(str(i), task="fetch", queue="q")) for i in range(3)]
+    for job_id in jobs:
+        seq = client.zscore(k.qstate("q", JobState.QUEUED), job_id)
+        client.zadd(k.state(JobState.QUEUED), {job_id: seq})
+        client.zadd(k.task("fetch"), {job_id: seq})
+    newest_first = jobs[::-1]
+    assert ids(rstore, JobQuery(task="fetch")) == newest_first
+    assert ids(rstore, JobQuery(state=JobState.QUEUED)) == newest_first
+    assert ids(rstore, JobQuery()) == newest_first
+    assert rstore.find_job_ids(jobs[0][:10]) == [jobs[0]]
+
+    assert claim_one(rstore, "q").id == jobs[0]
+    assert rstore.cancel([jobs[1]]) == [True]
+    assert {m.decode() for m in client.zrange(k.state(JobState.QUEUED), 0, -1)} == {jobs[2]}
+    assert claim_one(rstore, "q").id == jobs[2]
+    assert client.exists(k.state(JobState.QUEUED)) == 0
+    assert ids(rstore, JobQuery(task="fetch")) == newest_first
+    states = {job.id: job.state for job in all_jobs(rstore, JobQuery())}
+    assert states == {
+        jobs[0]: JobState.RUNNING,
+        jobs[1]: JobState.CANCELLED,
+        jobs[2]: JobState.RUNNING,
+    }
