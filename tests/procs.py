@@ -22,9 +22,13 @@ class Processes:
 
     def rota(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start ``rota ARGS...``; its output goes to a log file in tmp_path."""
+        return self.command(ROTA, *args, env=env)
+
+    def command(self, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start any program (``argv``) the same way, in a session of its own."""
         log = open(self.tmp_path / f"proc-{len(self.started)}.log", "wb")  # noqa: SIM115
         proc = subprocess.Popen(
-            [ROTA, *args],
+            list(argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=os.environ | (env or {}),

@@ -1,0 +1,65 @@
+"""Scrapy on rota (the ``scrapy`` extra): one frontier in rota's store for
+every Scrapy process on every machine, with rota's per-host politeness.
+
+In the project's ``settings.py`` (or a spider's ``custom_settings``)::
+
+    from rota.crawl.scrapy import settings
+
+    globals().update(settings("redis://10.0.0.5:6379/0", per_host=2, rate="5/s"))
+
+which sets ``SCHEDULER`` (:class:`Scheduler`), ``DUPEFILTER_CLASS``
+(:class:`DupeFilter`), the :class:`Finish` middleware and the ``ROTA_*``
+settings. See docs/crawling.md, "Scrapy".
+"""
+
+from __future__ import annotations
+
+try:
+    import scrapy  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        f"rota.crawl.scrapy needs the scrapy extra ({exc.name} is missing): "
+        "pip install 'rota[scrapy]'"
+    ) from exc
+
+from typing import Any
+
+from rota.crawl.scrapy.frontier import host_of
+from rota.crawl.scrapy.middleware import Finish
+from rota.crawl.scrapy.scheduler import DupeFilter, Scheduler
+from rota.crawl.scrapy.stored import UnstorableRequest
+
+__all__ = ["DupeFilter", "Finish", "Scheduler", "UnstorableRequest", "host_of", "settings"]
+
+
+def settings(
+    url: str | None = None,
+    *,
+    name: str | None = None,
+    per_host: int = 2,
+    rate: float | str | None = None,
+    burst: int = 1,
+    lease: float = 30.0,
+) -> dict[str, Any]:
+    """The Scrapy settings that put a spider's requests in rota's store at
+    ``url`` (else the ``ROTA_URL`` environment variable, else
+    ``sqlite:///rota.db``): at most ``per_host`` requests of a host at once
+    and ``rate`` a second (bursts of ``burst``) across every process, a
+    claim's lease of ``lease`` seconds. ``name`` is the crawl's (the
+    spider's name by default): processes that share it share a frontier."""
+    values: dict[str, Any] = {
+        "SCHEDULER": "rota.crawl.scrapy.Scheduler",
+        "DUPEFILTER_CLASS": "rota.crawl.scrapy.DupeFilter",
+        "SPIDER_MIDDLEWARES": {"rota.crawl.scrapy.Finish": 10},
+        "DOWNLOADER_MIDDLEWARES": {"rota.crawl.scrapy.Finish": 50},
+        "ROTA_PER_HOST": per_host,
+        "ROTA_BURST": burst,
+        "ROTA_LEASE": lease,
+    }
+    if url is not None:
+        values["ROTA_URL"] = url
+    if name is not None:
+        values["ROTA_NAME"] = name
+    if rate is not None:
+        values["ROTA_RATE"] = rate
+    return values

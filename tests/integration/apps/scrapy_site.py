@@ -1,0 +1,35 @@
+"""A tiny Scrapy spider on rota's shared frontier, for the tests: it follows
+every link of the pages it is given (``SEEDS``, space-separated) and
+records what it fetched (``FETCHED``: a file, one URL and pid a line).
+``ROTA_URL`` names the store; ``PER_HOST`` and ``RATE`` the politeness."""
+
+import os
+
+import scrapy
+
+from rota.crawl.scrapy import settings
+
+
+class SiteSpider(scrapy.Spider):
+    name = "site"
+    start_urls = os.environ.get("SEEDS", "").split()
+    custom_settings = {
+        **settings(
+            os.environ.get("ROTA_URL"),
+            per_host=int(os.environ.get("PER_HOST", "2")),
+            rate=os.environ.get("RATE") or None,
+            lease=float(os.environ.get("LEASE", "30")),
+        ),
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO"),
+        "CONCURRENT_REQUESTS": 8,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    }
+
+    def parse(self, response):
+        with open(os.environ["FETCHED"], "a") as out:
+            out.write(f"{response.url} {os.getpid()}\n")
+        yield {"url": response.url, "title": response.css("title::text").get()}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, self.parse)

@@ -1,0 +1,133 @@
+"""rota.crawl.scrapy with real Scrapy processes (``scrapy runspider`` of
+tests/integration/apps/scrapy_site.py) sharing one frontier in a real
+store, against the local test site (tests/crawl_site.py), which logs
+every request it answers.
+
+From the servers' logs: every page is fetched exactly once across the
+processes, both processes fetched pages, and no host ever had more
+requests at once than the per-host limit. From the store: every request's
+job succeeded. A process killed while it holds requests loses them only
+until their leases run out: another process fetches them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backends import drop_store, store_url
+from crawl_site import HostSpec, Request, Site, serving
+from helpers import held_by
+from procs import Processes
+from rota.models import Job, JobQuery, JobState
+from rota.stores import Store, open_store
+
+SPIDER = str(Path(__file__).parent / "apps" / "scrapy_site.py")
+SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+PER_HOST = 2
+QUEUE = "scrapy-site"
+
+
+def tree(label: str, n: int) -> dict[str, list[tuple[str, str]]]:
+    """``/`` links to /p0../p2; /pi links to /p(2i+3), /p(2i+4) and back to /."""
+    pages: dict[str, list[tuple[str, str]]] = {"/": [(label, f"/p{i}") for i in range(3)]}
+    for i in range(n):
+        kids = [(label, f"/p{j}") for j in (2 * i + 3, 2 * i + 4) if j < n]
+        pages[f"/p{i}"] = [*kids, (label, "/")]
+    return pages
+
+
+def site_hosts(delay: float = 0.05) -> dict[str, HostSpec]:
+    return {
+        "a": HostSpec(tree("a", 30), delay=delay),
+        "b": HostSpec(tree("b", 30), delay=delay),
+        "c": HostSpec(tree("c", 15), delay=delay),
+    }
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    value = store_url(str(request.param), tmp_path)
+    yield value
+    drop_store(str(request.param), value)
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    opened = open_store(url)
+    yield opened
+    opened.close()
+
+
+def spider(
+    processes: Processes, url: str, site: Site, fetched: Path, **env: str
+) -> subprocess.Popen[bytes]:
+    """Start ``scrapy runspider`` of the test spider on the site's hosts."""
+    seeds = " ".join(site.url(label) for label in site.hosts)
+    values = {
+        "ROTA_URL": url,
+        "SEEDS": seeds,
+        "FETCHED": str(fetched),
+        "PER_HOST": str(PER_HOST),
+        **env,
+    }
+    return processes.command(SCRAPY, "runspider", SPIDER, env=values)
+
+
+def max_overlap(requests: list[Request]) -> int:
+    """The most requests the server was answering at one instant."""
+    edges = sorted([(r.start, 1) for r in requests] + [(r.end, -1) for r in requests])
+    now = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def jobs(store: Store) -> list[Job]:
+    return list(store.list_jobs(JobQuery(queue=QUEUE), limit=1000).jobs)
+
+
+def test_two_scrapy_processes_share_one_polite_frontier(
+    processes: Processes, url: str, store: Store, tmp_path: Path
+) -> None:
+    fetched = tmp_path / "fetched.txt"
+    with serving(site_hosts()) as site:
+        pages = {(label, path) for label, host in site.hosts.items() for path in host.spec.pages}
+        crawlers = [spider(processes, url, site, fetched) for _ in range(2)]
+        for proc in crawlers:
+            assert proc.wait(60) == 0, processes.output(proc)
+        asked = Counter((r.host, r.path) for r in site.requests())
+        assert set(asked) == pages
+        assert [page for page, n in asked.items() if n > 1] == []
+        peaks = [max_overlap(site.requests(label)) for label in site.hosts]
+        assert max(peaks) == PER_HOST, peaks  # the limit, not a lack of work, held them
+    by_pid = Counter(line.split()[1] for line in fetched.read_text().splitlines())
+    assert sorted(by_pid) == sorted(str(p.pid) for p in crawlers)
+    assert sum(by_pid.values()) == len(pages)
+    states = Counter(job.state for job in jobs(store))
+    assert states == {JobState.SUCCEEDED: len(pages)}
+
+
+def test_a_killed_process_loses_its_requests_to_another(
+    processes: Processes, url: str, store: Store, tmp_path: Path
+) -> None:
+    fetched = tmp_path / "fetched.txt"
+    with serving(site_hosts(delay=0.1)) as site:
+        pages = {(label, path) for label, host in site.hosts.items() for path in host.spec.pages}
+        first = spider(processes, url, site, fetched, LEASE="2")
+        processes.kill_while(first, lambda: held_by(store, first.pid), timeout=30)
+        assert not fetched.exists() or len(fetched.read_text().splitlines()) < len(pages)
+        second = spider(processes, url, site, fetched, LEASE="2")
+        assert second.wait(90) == 0, processes.output(second)
+        asked = {(r.host, r.path) for r in site.requests()}
+    assert asked == pages
+    states = Counter(job.state for job in jobs(store))
+    assert states == {JobState.SUCCEEDED: len(pages)}
+    lost = [job for job in jobs(store) if any(h["event"] == "lost" for h in job.history)]
+    assert lost, "the killed process held requests that came back"
