@@ -121,3 +121,19 @@ def test_queued_jobs_written_by_the_earlier_layout(rstore: RedisStore, client: r
         jobs[1]: JobState.CANCELLED,
         jobs[2]: JobState.RUNNING,
     }
+
+
+def test_job_hashes_hold_no_id_and_older_ones_with_an_id_still_read(
+    rstore: RedisStore, client: redis.Redis
+) -> None:
+    k = rstore.keys
+    new = enqueue_one(rstore, new_job("new", task="fetch", queue="q"))
+    old = enqueue_one(rstore, new_job("old", task="fetch", queue="q"))
+    assert not client.hexists(k.job(new), "id")
+    client.hset(k.job(old), "id", old)  # as earlier versions wrote it
+    for job_id in (new, old):
+        assert rstore.get_job(job_id).id == job_id  # type: ignore[union-attr]
+    assert ids(rstore, JobQuery(queue="q")) == [old, new]
+    claimed = [claim_one(rstore, "q"), claim_one(rstore, "q")]
+    assert [c.id for c in claimed] == [new, old]
+    assert [j.id for j in rstore.get_jobs([old, new])] == [old, new]  # type: ignore[union-attr]

@@ -138,11 +138,12 @@ def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
-def job_from_hash(h: Mapping[bytes, bytes], now: float) -> Job:
-    """A :class:`Job` from its hash; a scheduled job whose time has come shows as
-    queued. Stored JSON that cannot be read shows as empty, and says why in
-    ``error`` when the job has no error of its own."""
-    job_id = h[b"id"].decode()
+def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
+    """A :class:`Job` from its id and hash; a scheduled job whose time has come
+    shows as queued. Stored JSON that cannot be read shows as empty, and says
+    why in ``error`` when the job has no error of its own. (The hash's own
+    ``id`` field, written by earlier versions only, is not read: the key names
+    the job.)"""
     args, kwargs, bad_payload = _payload.read(job_id, h.get(b"payload"))
     result, bad_result = _payload.read_json(h.get(b"result"), "result")
     history, bad_history = _payload.read_history(h.get(b"history"))

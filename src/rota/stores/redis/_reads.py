@@ -54,7 +54,10 @@ class Reads(RedisBase):
         pipe.time()
         *hashes, (seconds, micros) = pipe.execute()
         now = float(seconds) + micros / 1_000_000
-        return [_codec.job_from_hash(h, now) if h else None for h in hashes]
+        return [
+            _codec.job_from_hash(job_id, h, now) if h else None
+            for job_id, h in zip(job_ids, hashes, strict=True)
+        ]
 
     @guarded
     def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
@@ -99,7 +102,8 @@ class Reads(RedisBase):
         ]
         reply = self._run("list_jobs", args, keys)
         next_cursor, now = reply[0].decode(), float(reply[1])
-        jobs = tuple(_codec.job_from_hash(_codec.pairs(flat), now) for flat in reply[2:] if flat)
+        hashes = [_codec.pairs(flat) for flat in reply[2:]]  # each ends with "id", the job's id
+        jobs = tuple(_codec.job_from_hash(h[b"id"].decode(), h, now) for h in hashes)
         return JobPage(jobs, next_cursor or None)
 
     def _candidate_indexes(self, query: JobQuery) -> tuple[list[str], list[str]]:

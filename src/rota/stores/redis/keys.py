@@ -32,7 +32,9 @@ key                            type    holds
                                        its ``fair:`` hash
 ``P audit``                    zset    audit entry id -> its time (order, retention)
 ``P auditlog``                 hash    audit entry id -> the entry as JSON
-``P job:ID``                   hash    one job (fields in ``_codec.JOB_FIELDS``)
+``P job:ID``                   hash    one job (fields written by ``lua/_jobs.lua``
+                                       ``L.enqueue``; no id field: the key names
+                                       the job)
 ``P state:STATE``              zset    job id -> seq, per state but queued (paging,
                                        counts; queued jobs: ``qstate`` only)
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state

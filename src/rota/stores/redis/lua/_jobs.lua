@@ -107,7 +107,7 @@ function L.enqueue(args, first, count, now, keys, watched)
       if tonumber(run_at) > now then state = 'scheduled' end
       seq = seq + 1
       local fields = {
-        'id', id, 'task', task, 'queue', queue, 'state', state,
+        'task', task, 'queue', queue, 'state', state,
         'payload', args[b + 3], 'priority', priority, 'vtime', vtime, 'fair', fair,
         'run_at', run_at, 'enqueued_at', stamp, 'attempt', 0,
         'max_attempts', args[b + 7], 'lost', 0, 'max_lost', args[b + 8], 'lease', args[b + 9],

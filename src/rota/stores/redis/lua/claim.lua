@@ -42,6 +42,7 @@ if replay then
   local out = {L.fmt(now), ''}
   for i = 1, #saved, 2 do
     local values = redis.call('HMGET', K.job(saved[i]), unpack(L.CLAIMED))
+    values[1] = saved[i] -- (the hash holds no id field: its key names the job)
     if values[8] == saved[i + 1] then
       for j = 1, #L.CLAIMED do out[#out + 1] = values[j] end
     end

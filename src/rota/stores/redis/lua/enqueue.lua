@@ -86,7 +86,7 @@ local function hand(worker, idle, now)
   local token = idle.token .. '.' .. idle.n .. ':' .. seq
   local expires = now + tonumber(lease)
   local fields = {
-    'id', id, 'task', task, 'queue', queue, 'state', 'running', 'payload', payload,
+    'task', task, 'queue', queue, 'state', 'running', 'payload', payload,
     'priority', ARGV[7], 'vtime', vtime, 'fair', ARGV[15], 'run_at', stamp,
     'enqueued_at', stamp, 'attempt', 1, 'max_attempts', max_attempts, 'lost', 0,
     'max_lost', ARGV[11], 'lease', lease, 'sig', '-', 'seq', seq, 'owner', worker,

@@ -17,7 +17,8 @@
 -- before: retried, recovered, released) is taken once; both entries carry
 -- its sequence, so a cursor never falls between them.
 -- Returns {next cursor or "", now, job, job, ...}, each job as its flat
--- HGETALL reply.
+-- HGETALL reply followed by the field "id" and the job's id (job hashes
+-- written since the id left them hold no id field).
 
 -- every argument is checked before the first write (_check.lua)
 check_num(ARGV[1], 'page size', 1, MAX_BATCH, true)
@@ -111,5 +112,10 @@ elseif not exhausted and last_seq then
   cursor = L.fmt(last_seq)
 end
 local reply = {cursor, L.fmt(now)}
-for _, f in ipairs(found) do reply[#reply + 1] = redis.call('HGETALL', K.job(f[1])) end
+for _, f in ipairs(found) do
+  local flat = redis.call('HGETALL', K.job(f[1]))
+  flat[#flat + 1] = 'id'
+  flat[#flat + 1] = f[1]
+  reply[#reply + 1] = flat
+end
 return reply
