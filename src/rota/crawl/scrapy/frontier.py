@@ -58,12 +58,21 @@ class Claim:
     data: dict[str, Any]
 
 
+#: Ports a URL's host key leaves out, as the crawl kit's canonical URLs do.
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def host_of(url: str) -> str:
-    """The politeness key of ``url``: its host, with the port if it has one
-    (the crawl kit's host key), lowercased."""
+    """The politeness key of ``url``, as the crawl kit makes it: the host,
+    lowercased, with its port unless that is the scheme's default
+    (``example.com``, ``127.0.0.1:8001``)."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    return f"{host}:{parts.port}" if parts.port is not None else host
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    if parts.port is None or DEFAULT_PORTS.get(parts.scheme) == parts.port:
+        return host
+    return f"{host}:{parts.port}"
 
 
 class SharedFrontier:

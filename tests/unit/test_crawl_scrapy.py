@@ -1,0 +1,166 @@
+"""rota.crawl.scrapy's pure parts: a Scrapy request kept as a job argument
+(JSON) and rebuilt, what cannot be kept, host keys, the settings helper and
+the dupefilter's memory. No store, no network."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+import scrapy
+from scrapy.http import FormRequest, JsonRequest
+from scrapy.utils.test import get_crawler
+
+from rota.crawl.scrapy import DupeFilter, UnstorableRequest, host_of, settings
+from rota.crawl.scrapy.stored import PRIVATE, decode, encode
+from rota.crawl.urls import canonical, host_key
+from rota.errors import SerializationError
+
+
+class Shop(scrapy.Spider):
+    name = "shop"
+
+    def parse(self, response: Any) -> None:
+        return None
+
+    def parse_item(self, response: Any, sku: str) -> None:
+        return None
+
+    def failed(self, failure: Any) -> None:
+        return None
+
+
+class Other(scrapy.Spider):
+    name = "other"
+
+
+def kept(request: scrapy.Request, spider: scrapy.Spider) -> scrapy.Request:
+    """``request`` through the store's JSON and back."""
+    data = orjson.loads(orjson.dumps(encode(request, spider)))
+    return decode(data, spider)
+
+
+def test_a_request_comes_back_with_all_it_carries() -> None:
+    spider = Shop()
+    body = bytes(range(256))  # every byte, not text
+    request = scrapy.Request(
+        "https://example.com/items?page=2",
+        method="PUT",
+        headers={"X-Token": "abc", "Accept-Language": ["fr", "en"], "X-Name": "caf\xe9"},
+        body=body,
+        meta={"depth": 3, "tags": ["a", None, 1.5], "nested": {"ok": True}},
+        cb_kwargs={"sku": "A-1"},
+        priority=-7,
+        flags=["retry"],
+        dont_filter=True,
+        callback=spider.parse_item,
+        errback=spider.failed,
+    )
+    back = kept(request, spider)
+    assert type(back) is scrapy.Request
+    assert (back.url, back.method, back.body) == (request.url, "PUT", body)
+    assert back.headers.getlist("Accept-Language") == [b"fr", b"en"]
+    assert back.headers["X-Token"] == b"abc"
+    assert dict(back.headers) == dict(request.headers)  # non-ASCII bytes too
+    assert back.meta == request.meta
+    assert back.cb_kwargs == {"sku": "A-1"}
+    assert (back.priority, back.flags, back.dont_filter) == (-7, ["retry"], True)
+    assert back.callback == spider.parse_item
+    assert back.errback == spider.failed
+
+
+def test_a_request_without_callback_or_body_stays_so() -> None:
+    back = kept(scrapy.Request("http://example.com/"), Shop())
+    assert (back.method, back.body, back.callback, back.errback) == ("GET", b"", None, None)
+    assert (back.meta, back.priority, back.dont_filter) == ({}, 0, False)
+
+
+def test_request_classes_are_kept() -> None:
+    spider = Shop()
+    form = kept(FormRequest("http://example.com/login", formdata={"user": "ann"}), spider)
+    assert type(form) is FormRequest
+    assert (form.method, form.body) == ("POST", b"user=ann")
+    as_json = kept(JsonRequest("http://example.com/api", data={"q": 1}), spider)
+    assert type(as_json) is JsonRequest
+    assert orjson.loads(as_json.body) == {"q": 1}
+
+
+def test_the_claim_this_process_holds_is_not_stored() -> None:
+    request = scrapy.Request("http://example.com/", meta={PRIVATE: "job-1", "depth": 1})
+    assert encode(request, Shop())["meta"] == {"depth": 1}
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"meta": {"item": {"when": object()}}}, "meta['item']['when']"),
+        ({"meta": {"seen": {1, 2}}}, "meta['seen']"),
+        ({"meta": {"ratio": float("nan")}}, "meta['ratio']"),
+        ({"cb_kwargs": {"page": b"raw"}}, "cb_kwargs['page']"),
+        ({"meta": {1: "int key"}}, "meta"),
+    ],
+)
+def test_what_is_not_json_is_refused_by_path(fields: dict[str, Any], path: str) -> None:
+    request = scrapy.Request("http://example.com/x", **fields)
+    with pytest.raises(UnstorableRequest) as refused:
+        encode(request, Shop())
+    message = str(refused.value)
+    assert message.startswith("request http://example.com/x: ")
+    assert path in message
+    assert isinstance(refused.value, SerializationError)
+
+
+def test_a_callback_that_is_not_the_spiders_is_refused() -> None:
+    request = scrapy.Request("http://example.com/", callback=lambda response: None)
+    with pytest.raises(UnstorableRequest, match=r"request http://example.com/: .*lambda"):
+        encode(request, Shop())
+
+
+def test_a_callback_the_spider_no_longer_has_cannot_be_rebuilt() -> None:
+    data = encode(scrapy.Request("http://example.com/", callback=Shop().parse_item), Shop())
+    with pytest.raises(ValueError, match="parse_item"):
+        decode(data, Other())
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Example.COM/a", "example.com"),
+        ("http://example.com:80/", "example.com"),
+        ("https://example.com:443/", "example.com"),
+        ("https://example.com:8443/", "example.com:8443"),
+        ("http://127.0.0.1:8731/p1", "127.0.0.1:8731"),
+        ("http://[::1]:8080/", "[::1]:8080"),
+    ],
+)
+def test_host_keys_are_the_crawl_kits(url: str, key: str) -> None:
+    assert host_of(url) == key
+    assert host_key(canonical(url) or "") == key  # one key per host for both kits
+
+
+def test_credentials_are_not_part_of_a_host_key() -> None:
+    assert host_of("http://user:secret@example.com/") == "example.com"
+
+
+def test_settings_name_the_scheduler_dupefilter_and_middleware() -> None:
+    values = settings("redis://127.0.0.1:6379/0", name="shop", per_host=3, rate="5/s", burst=2)
+    assert values["SCHEDULER"] == "rota.crawl.scrapy.Scheduler"
+    assert values["DUPEFILTER_CLASS"] == "rota.crawl.scrapy.DupeFilter"
+    assert values["SPIDER_MIDDLEWARES"] == {"rota.crawl.scrapy.Finish": 10}
+    assert values["DOWNLOADER_MIDDLEWARES"] == {"rota.crawl.scrapy.Finish": 50}
+    assert values["ROTA_URL"] == "redis://127.0.0.1:6379/0"
+    assert (values["ROTA_NAME"], values["ROTA_PER_HOST"], values["ROTA_RATE"]) == ("shop", 3, "5/s")
+    assert values["ROTA_BURST"] == 2
+    assert "ROTA_URL" not in settings() and "ROTA_RATE" not in settings()
+
+
+def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:
+    dupes = DupeFilter.from_crawler(get_crawler(Shop, {"ROTA_DUPEFILTER_SIZE": 2}))
+    a, b, c = (scrapy.Request(f"http://example.com/{n}") for n in "abc")
+    assert [dupes.request_seen(r) for r in (a, a, b)] == [False, True, False]
+    assert dupes.request_seen(scrapy.Request("http://example.com/a")) is True  # same fingerprint
+    assert dupes.request_seen(c) is False  # b is now the oldest, and goes
+    assert dupes.request_seen(b) is False
+    dupes.close("finished")
+    assert dupes.request_seen(a) is False
