@@ -8,7 +8,8 @@ store, a fresh store is filled with N + M queued no-op jobs (``enqueue``,
 ``finish`` of the claimed batch. The backlog is sent first, so the drained
 jobs come from a queue that holds N to N + M jobs while they run. The drain
 runs ``--runs`` times (M more jobs sent, untimed, before each later run);
-the median rate is reported with every run's.
+the median rate is reported with every run's, and the median time per job
+spent in claim calls and in finish calls (round trips included).
 
 Bytes per queued job, after the filling: on Redis, the growth of
 ``INFO memory`` ``used_memory`` / (N + M), without the replay copies of
@@ -65,17 +66,23 @@ def fill(store: Store, count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-def drain(store: Store, count: int) -> float:
-    """Claim and finish ``count`` jobs, CLAIM per claim; returns jobs/s."""
-    done = 0
+def drain(store: Store, count: int) -> tuple[float, float, float]:
+    """Claim and finish ``count`` jobs, CLAIM per claim; returns jobs/s and
+    the microseconds per job spent in claim and in finish calls."""
+    done, in_claim, in_finish = 0, 0.0, 0.0
     started = time.perf_counter()
     while done < count:
+        t0 = time.perf_counter()
         claimed = store.claim("backlog-bench", [QUEUE], min(CLAIM, count - done))
+        t1 = time.perf_counter()
         if not claimed:
             raise SystemExit(f"the queue ran dry after {done} jobs")
         store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in claimed])
+        in_claim += t1 - t0
+        in_finish += time.perf_counter() - t1
         done += len(claimed)
-    return count / (time.perf_counter() - started)
+    rate = count / (time.perf_counter() - started)
+    return rate, in_claim / count * 1e6, in_finish / count * 1e6
 
 
 # -- Redis ---------------------------------------------------------------------
@@ -124,15 +131,18 @@ def redis_bytes(url: str, jobs: int) -> dict[str, float]:
     replay = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match="*:req:*", count=5000))
     figures: dict[str, float] = {"used": int(client.info("memory")["used_memory"]) - replay}
     kinds: dict[str, list[int]] = defaultdict(list)
+    encodings: dict[str, str] = {}
     for key in client.scan_iter(count=5000):
         kind = key.decode().split("}:", 1)[1].split(":", 1)[0]
         if kind == "req" or (kind == "job" and len(kinds["job"]) >= 1000):
             continue
         kinds[kind].append(client.memory_usage(key, samples=0) or 0)
+        encodings.setdefault(kind, client.object("encoding", key).decode())
     figures["job_hash"] = statistics.mean(kinds.pop("job", [0]))
     for kind, sizes in kinds.items():  # the other keys, shared by all jobs
         figures[kind] = sum(sizes) / jobs
     client.close()
+    print(f"{'':8}encodings: {encodings}", file=sys.stderr)
     return figures
 
 
@@ -179,17 +189,22 @@ def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
         else:
             after = {"used": file_bytes(where)}
         per_job = (after.pop("used") - before["used"]) / (backlog + jobs)
-        rates = []
+        rates, claim_us, finish_us = [], [], []
         for run in range(runs):
             if run:
                 fill(store, jobs)
-            rates.append(drain(store, jobs))
+            rate, in_claim, in_finish = drain(store, jobs)
+            rates.append(rate)
+            claim_us.append(in_claim)
+            finish_us.append(in_finish)
     return {
         "store": kind,
         "backlog": backlog,
         "send_per_s": round(send_rate),
         "drain_per_s": round(statistics.median(rates)),
         "runs_per_s": [round(r) for r in rates],
+        "claim_us_per_job": round(statistics.median(claim_us), 1),
+        "finish_us_per_job": round(statistics.median(finish_us), 1),
         "bytes_per_job": round(per_job),
         "bytes_by_kind": {k: round(v, 1) for k, v in after.items()},
     }
@@ -217,7 +232,8 @@ def main() -> None:
             print(
                 f"{kind:6} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
                 f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
-                f"{row['vs_first']}x the first size)  {row['bytes_per_job']:,} bytes/queued job",
+                f"{row['vs_first']}x the first size; per job: claim {row['claim_us_per_job']} us, "
+                f"finish {row['finish_us_per_job']} us)  {row['bytes_per_job']:,} bytes/queued job",
                 flush=True,
             )
             if row["bytes_by_kind"]:
