@@ -1,0 +1,22 @@
+"""Scrapy spiders as rota command jobs: at most two running at once across
+every worker (tests/integration/test_scrapy_commands.py)."""
+
+import sys
+from pathlib import Path
+
+from rota import App, Limit
+
+app = App()
+
+SPIDER = str(Path(__file__).with_name("scrapy_counted.py"))
+
+spider = app.command(
+    "spider",
+    [sys.executable, "-m", "scrapy", "runspider", SPIDER],  # extra_args: -a start=URL
+    timeout=60,
+    grace=5,
+    retries=2,
+    backoff=(1, 10),
+    queue="spiders",
+    concurrency=Limit("spiders", 2),
+)
