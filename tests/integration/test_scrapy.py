@@ -7,11 +7,15 @@ From the servers' logs: every page is fetched exactly once across the
 processes, both processes fetched pages, and no host ever had more
 requests at once than the per-host limit. From the store: every request's
 job succeeded. A process killed while it holds requests loses them only
-until their leases run out: another process fetches them.
+until their leases run out: another process fetches them. Every claimed
+request's job ends as Scrapy left the request: a 404 with its status, a
+refused connection failed after Scrapy's retries (each retry a job that
+ends the one before), nothing left running.
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -131,3 +135,33 @@ def test_a_killed_process_loses_its_requests_to_another(
     assert states == {JobState.SUCCEEDED: len(pages)}
     lost = [job for job in jobs(store) if any(h["event"] == "lost" for h in job.history)]
     assert lost, "the killed process held requests that came back"
+
+
+def test_every_claimed_request_ends_as_scrapy_left_it(
+    processes: Processes, url: str, store: Store, tmp_path: Path
+) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: connections are refused
+    pages = {"/": [("a", "/p1"), ("a", "/missing")], "/p1": [("a", "/")]}
+    with serving({"a": HostSpec(pages)}) as site:
+        refused = f"http://127.0.0.1:{port}/x"
+        proc = processes.command(
+            SCRAPY,
+            "runspider",
+            SPIDER,
+            env={"ROTA_URL": url, "SEEDS": f"{site.url('a')} {refused}", "FETCHED": "/dev/null"},
+        )
+        assert proc.wait(60) == 0, processes.output(proc)
+        ends = [(job.args[0]["url"], job.state, job.result or job.error) for job in jobs(store)]
+    page, missing = site.url("a", "/"), site.url("a", "/missing")
+    assert (page, JobState.SUCCEEDED, {"url": page, "status": 200}) in ends
+    assert (missing, JobState.SUCCEEDED, {"url": missing, "status": 404}) in ends
+    tries = sorted((state, str(text)) for u, state, text in ends if u == refused)
+    # Scrapy's RetryMiddleware tries twice more: each try is a job, which ends the one before
+    assert [state for state, _ in tries] == [JobState.FAILED] + [JobState.SUCCEEDED] * 2
+    assert "ConnectionRefused" in tries[0][1]
+    assert tries[1][1] == str({"followed_by": refused})
+    assert len(ends) == 3 + 3
+    assert store.list_jobs(JobQuery(queue=QUEUE, state=JobState.RUNNING)).jobs == ()

@@ -174,10 +174,12 @@ class Scheduler:
     def _filters(self, request: Request) -> bool:
         """Whether ``request`` is sent once: unless ``dont_filter``, except
         start requests, which every process of the crawl sends (Scrapy
-        makes them ``dont_filter``), unless ``ROTA_FILTER_START`` is False."""
+        makes them ``dont_filter``), unless ``ROTA_FILTER_START`` is False.
+        A retry of a start request (which follows a claim) is no start."""
         if not request.dont_filter:
             return True
-        return bool(request.meta.get("is_start_request")) and self.filter_start
+        fresh = PRIVATE not in request.meta
+        return fresh and bool(request.meta.get("is_start_request")) and self.filter_start
 
     def _done(self, request: Request, status: int | None = None, error: str | None = None) -> None:
         claim = self._held.pop(str(request.meta.get(PRIVATE)), None)
