@@ -12,10 +12,12 @@ import scrapy
 from scrapy.http import FormRequest, JsonRequest
 from scrapy.utils.test import get_crawler
 
+from rota import App
 from rota.crawl.scrapy import DupeFilter, UnstorableRequest, host_of, settings
+from rota.crawl.scrapy.frontier import Politeness, SharedFrontier
 from rota.crawl.scrapy.stored import PRIVATE, decode, encode
 from rota.crawl.urls import canonical, host_key
-from rota.errors import SerializationError
+from rota.errors import InvalidArgument, SerializationError
 
 
 class Shop(scrapy.Spider):
@@ -164,3 +166,22 @@ def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:
     assert dupes.request_seen(b) is False
     dupes.close("finished")
     assert dupes.request_seen(a) is False
+
+
+@pytest.mark.parametrize(
+    ("politeness", "message"),
+    [
+        (Politeness(per_host=0), "concurrency limit must be at least 1"),
+        (Politeness(rate="fast"), "rate 'fast' is not valid"),
+        (Politeness(rate=5, burst=0), "rate burst"),
+    ],
+)
+def test_bad_politeness_is_refused_before_anything_is_sent(
+    politeness: Politeness, message: str
+) -> None:
+    app = App("sqlite:///never-opened.db")  # no store is opened
+    with pytest.raises(InvalidArgument, match=message):
+        SharedFrontier(
+            app, "shop", queue="scrapy-shop", politeness=politeness, unique_for=None, concurrency=8
+        )
+    assert app._store is None

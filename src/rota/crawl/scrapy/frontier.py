@@ -88,6 +88,9 @@ class SharedFrontier:
         unique_for: float | None,
         concurrency: int,
     ) -> None:
+        Limit("host", politeness.per_host)  # refuse bad settings now, not at the first send
+        if politeness.rate is not None:
+            Rate(politeness.rate, burst=politeness.burst, key="host")
         self.app = app
         self.queue = queue
         self.politeness = politeness

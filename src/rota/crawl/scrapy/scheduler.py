@@ -127,8 +127,8 @@ class Scheduler:
     def enqueue_request(self, request: Request) -> bool:
         """Send ``request`` to the store unless its fingerprint is there
         already (``dont_filter`` requests always go, start requests
-        excepted). A request that follows
-        one this process holds (a redirect, a retry) ends that one's job."""
+        excepted). A request that follows one this process holds (a
+        redirect, a retry) ends that one's job."""
         assert self.frontier is not None
         data = stored.encode(request, self.spider)  # refuses what cannot be stored, first
         parent = self._held.pop(str(request.meta.get(PRIVATE)), None)
