@@ -25,7 +25,16 @@ class Throttled(TryLater):
 
 class FetchFailed(CrawlError):
     """No usable answer: a 5xx other than 503, or a network error or timeout.
-    Tried again with backoff; counts towards the host's breaker."""
+    Tried again with backoff; counts towards the host's breaker.
+
+    ``kind`` says which (``5xx``, ``timeout``, ``connection``; ``throttled``
+    for a robots.txt answered 429). It is also the first word of the
+    message, so the error a job keeps (``FetchFailed: timeout: ...``) says
+    it too: see :mod:`rota.crawl.outcomes`."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
 
 
 class ParseFailed(CrawlError):

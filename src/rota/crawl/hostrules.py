@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from rota.crawl import fetching, robots
+from rota.crawl import fetching, outcomes, robots
 from rota.crawl.errors import FetchFailed, TryLater
 from rota.crawl.robots import Rules
 from rota.crawl.settings import Settings
@@ -101,9 +101,13 @@ class RobotsBook:
         except httpx.TooManyRedirects:
             return {"status": 310, "text": ""}  # more than five redirects: unavailable
         except httpx.HTTPError as exc:
-            raise FetchFailed(f"{url}: {type(exc).__name__}: {exc}") from exc
+            kind = outcomes.network_kind(exc)
+            raise FetchFailed(kind, f"{url}: {type(exc).__name__}: {exc}") from exc
         if not robots.reachable(got.status):
-            raise FetchFailed(f"{url} answered {got.status}: nothing of {origin} is fetched yet")
+            raise FetchFailed(
+                outcomes.status_kind(got.status),
+                f"{url} answered {got.status}: nothing of {origin} is fetched yet",
+            )
         return robots.stored(got.status, got.content)
 
 

@@ -37,7 +37,7 @@ import httpx
 from rota import Rate, _validate
 from rota.app import App
 from rota.context import current_job
-from rota.crawl import fetching
+from rota.crawl import fetching, outcomes
 from rota.crawl.adapt import parse_retry_after
 from rota.crawl.errors import FetchFailed, ParseFailed, Throttled, TryLater
 from rota.crawl.frontier import Frontier
@@ -166,14 +166,15 @@ class CrawlJobs:
             )
         except httpx.HTTPError as exc:
             self.pacer.record(host, None, 0.0)
-            raise FetchFailed(f"{url}: {type(exc).__name__}: {exc}") from exc
+            kind = outcomes.network_kind(exc)
+            raise FetchFailed(kind, f"{url}: {type(exc).__name__}: {exc}") from exc
         if got.status in (429, 503):
             asked = parse_retry_after(got.headers.get("retry-after"), time.time())
             pause = self.pacer.throttle(host, asked)
             raise Throttled(f"{url} answered {got.status}: {host} is paused for {pause:.1f} s")
         self.pacer.record(host, got.status, got.seconds)
         if got.status >= 500:
-            raise FetchFailed(f"{url} answered {got.status}")
+            raise FetchFailed("5xx", f"{url} answered {got.status}")
         return result | {"status": got.status} | self._answer(url, depth, previous, rules, got)
 
     def admit(self, origin_: str, urls: list[list[Any]]) -> dict[str, Any]:
