@@ -21,7 +21,7 @@ from rota import __version__
 from rota._wording import attempt_text
 from rota.app import App
 from rota.stores import redact_url
-from rota.web import _api, _forms, _logs, _pages
+from rota.web import _api, _crawls, _forms, _logs, _pages
 from rota.web._auth import Auth, Identity
 from rota.web._deps import Context, api_viewer, context
 from rota.web._errors import install_error_handlers
@@ -41,6 +41,8 @@ NAV = (
     ("/audit", "Audit"),
     ("/export", "Export"),
 )
+#: Shown after "Workers" when the app declares crawlers or the store has a crawl's jobs.
+CRAWLS_NAV = ("/crawls", "Crawls")
 SESSION_COOKIE = "rota_session"
 SESSION_MAX_AGE = 12 * 3600
 
@@ -155,15 +157,19 @@ def _base_context(request: Request) -> dict[str, Any]:
     """Values every page's frame needs: navigation, role, CSRF token, flashes."""
     ctx = context(request)
     path = request.url.path
-    active = next((href for href, _ in reversed(NAV) if path.startswith(href)), "/")
+    nav: tuple[tuple[str, str], ...] = NAV
+    if _crawls.has_crawls(ctx):
+        at = [href for href, _ in NAV].index("/workers") + 1
+        nav = (*NAV[:at], CRAWLS_NAV, *NAV[at:])
+    active = next((href for href, _ in reversed(nav) if path.startswith(href)), "/")
     values: dict[str, Any] = {
-        "nav": NAV,
+        "nav": nav,
         "active": active,
         "auth_enabled": not ctx.auth.open,
         "csrf": Auth.csrf_token(request),
         "flashes": request.session.pop("flash", []),
         "store_label": f"{ctx.store.kind} {redact_url(ctx.app.url)}",
-        "page_title": next((label for href, label in NAV if href == active), "rota"),
+        "page_title": next((label for href, label in nav if href == active), "rota"),
     }
     return values
 
@@ -208,7 +214,9 @@ def create_app(
     api.include_router(_forms.router)  # first: its paths are more specific than _pages'
     api.include_router(_logs.router)
     api.include_router(_api.router)
+    api.include_router(_crawls.api)
     api.include_router(_pages.router)
+    api.include_router(_crawls.router)
     api.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
     api.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
     api.add_middleware(

@@ -69,6 +69,7 @@ __all__ = [
     "limits",
     "list_jobs",
     "live",
+    "minute_points",
     "overview",
     "queues",
     "schedules",
@@ -231,6 +232,12 @@ def _chart(rows: Iterable[MinuteStats], now: float) -> list[ChartPoint]:
             good[r.minute - first] += r.succeeded
             bad[r.minute - first] += r.failed
     return [ChartPoint(first + i, good[i], bad[i]) for i in range(CHART_MINUTES)]
+
+
+def minute_points(rows: Iterable[MinuteStats], now: float) -> list[ChartPoint]:
+    """The last :data:`CHART_MINUTES` minutes of ``rows`` (summed over their
+    queues and tasks), oldest first: the points of a per-minute chart."""
+    return _chart(rows, now)
 
 
 def _live(store: Store, rows: list[MinuteStats], totals: list[MinuteStats]) -> Live:
