@@ -5,12 +5,13 @@ every request it answers.
 
 From the servers' logs: every page is fetched exactly once across the
 processes, both processes fetched pages, and no host ever had more
-requests at once than the per-host limit. From the store: every request's
-job succeeded. A process killed while it holds requests loses them only
-until their leases run out: another process fetches them. Every claimed
-request's job ends as Scrapy left the request: a 404 with its status, a
-refused connection failed after Scrapy's retries (each retry a job that
-ends the one before), nothing left running.
+requests at once than the per-host limit, nor more a second than its
+rate. From the store: every request's job succeeded. A process killed
+while it holds requests loses them only until their leases run out:
+another process fetches them. Every claimed request's job ends as Scrapy
+left the request: a 404 with its status, a refused connection failed
+after Scrapy's retries (each retry a job that ends the one before),
+nothing left running.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from rota.stores import Store, open_store
 SPIDER = str(Path(__file__).parent / "apps" / "scrapy_site.py")
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 PER_HOST = 2
+RATE = 20.0  # requests of a host a second, burst 1
+#: Seconds the server may see two requests closer than their claims were.
+JITTER = 0.2
 QUEUE = "scrapy-site"
 
 
@@ -78,6 +82,7 @@ def spider(
         "SEEDS": seeds,
         "FETCHED": str(fetched),
         "PER_HOST": str(PER_HOST),
+        "RATE": f"{RATE:g}/s",
         **env,
     }
     return processes.command(SCRAPY, "runspider", SPIDER, env=values)
@@ -91,6 +96,18 @@ def max_overlap(requests: list[Request]) -> int:
         now += step
         peak = max(peak, now)
     return peak
+
+
+def worst_window(starts: list[float]) -> float:
+    """How far the busiest window of ``starts`` goes past :data:`RATE` a
+    second, burst 1 (allowing :data:`JITTER`): <= 0 when the rate held."""
+    starts = sorted(starts)
+    worst = -float("inf")
+    for i in range(len(starts)):
+        for j in range(i + 1, len(starts)):
+            allowed = RATE * (starts[j] - starts[i] + JITTER) + 1
+            worst = max(worst, (j - i + 1) - allowed)
+    return worst
 
 
 def jobs(store: Store) -> list[Job]:
@@ -111,6 +128,8 @@ def test_two_scrapy_processes_share_one_polite_frontier(
         assert [page for page, n in asked.items() if n > 1] == []
         peaks = [max_overlap(site.requests(label)) for label in site.hosts]
         assert max(peaks) == PER_HOST, peaks  # the limit, not a lack of work, held them
+        for label in site.hosts:
+            assert worst_window([r.start for r in site.requests(label)]) <= 0, label
     by_pid = Counter(line.split()[1] for line in fetched.read_text().splitlines())
     assert sorted(by_pid) == sorted(str(p.pid) for p in crawlers)
     assert sum(by_pid.values()) == len(pages)
