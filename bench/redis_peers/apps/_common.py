@@ -14,6 +14,12 @@ round trip per job (``0:n`` in the hash, ``first`` and ``last`` in the sorted
 set ``bench:span``, kept with ``ZADD LT``/``GT``), which every system pays alike.
 
 The latency task pushes the time it started to the list ``bench:stamps``.
+
+With ``BENCH_BODY=roundtrip`` the no-op and I/O-bound jobs also do one Redis
+round trip of their own, the same for every system: a pipelined ``INCR
+bench:body`` on a connection this module opens (one per process, or per
+event loop), to the Redis the system queues on (``BENCH_QUEUE_URL``; the
+report Redis when unset). The counter tells how many bodies ran.
 """
 
 from __future__ import annotations
@@ -30,18 +36,27 @@ import redis.asyncio
 DONE = "bench:done"
 SPAN = "bench:span"
 STAMPS = "bench:stamps"
+BODY = "bench:body"
 REPORT_EVERY = 0.005
 
 _lock = threading.Lock()
+_making = threading.Lock()  # one thread makes a process's client; the rest wait for it
 _owner = 0  # the pid the counters below belong to
 _count, _first, _last = 0, float("inf"), 0.0
 _sync: tuple[int, redis.Redis] | None = None
 _async: dict[asyncio.AbstractEventLoop, redis.asyncio.Redis] = {}
+_body: tuple[int, redis.Redis] | None = None
+_abody: dict[asyncio.AbstractEventLoop, redis.asyncio.Redis] = {}
 
 
 def url() -> str:
     """The private Redis of this run."""
     return os.environ["BENCH_REDIS_URL"]
+
+
+def queue_url() -> str:
+    """The Redis the system under test queues on (the report Redis when unset)."""
+    return os.environ.get("BENCH_QUEUE_URL") or url()
 
 
 def in_task() -> bool:
@@ -52,9 +67,13 @@ def in_task() -> bool:
 def client() -> redis.Redis:
     """A client for this process (made again after a fork)."""
     global _sync
-    if _sync is None or _sync[0] != os.getpid():
-        _sync = (os.getpid(), redis.Redis.from_url(url()))
-    return _sync[1]
+    found = _sync
+    if found is None or found[0] != os.getpid():
+        with _making:  # two made at once: the one dropped would close the other's sockets
+            if _sync is None or _sync[0] != os.getpid():
+                _sync = (os.getpid(), redis.Redis.from_url(url()))
+            found = _sync
+    return found[1]
 
 
 def aclient() -> redis.asyncio.Redis:
@@ -131,20 +150,58 @@ async def astamp() -> None:
 # -- the tasks' bodies -------------------------------------------------------------
 
 
+def with_roundtrip() -> bool:
+    """Whether jobs do a round trip of their own (``BENCH_BODY=roundtrip``)."""
+    return os.environ.get("BENCH_BODY") == "roundtrip"
+
+
+def roundtrip() -> None:
+    """The job's own round trip: a pipelined ``INCR`` (if asked for)."""
+    global _body
+    if not with_roundtrip():
+        return
+    found = _body
+    if found is None or found[0] != os.getpid():
+        with _making:  # as in client()
+            if _body is None or _body[0] != os.getpid():
+                _body = (os.getpid(), redis.Redis.from_url(queue_url()))
+            found = _body
+    pipe = found[1].pipeline(transaction=False)
+    pipe.execute_command("INCR", BODY)  # redis-py's incr() sends INCRBY
+    pipe.execute()
+
+
+async def aroundtrip() -> None:
+    """:func:`roundtrip` for ``async def`` tasks, on the running loop's connection."""
+    if not with_roundtrip():
+        return
+    loop = asyncio.get_running_loop()
+    if loop not in _abody:
+        _abody[loop] = redis.asyncio.Redis.from_url(queue_url())
+    pipe = _abody[loop].pipeline(transaction=False)
+    pipe.execute_command("INCR", BODY)  # redis-py's incr() sends INCRBY
+    await pipe.execute()
+
+
 def noop() -> None:
-    """The no-op job: only its report."""
-    done(time.time())
+    """The no-op job: its round trip if asked for, and its report."""
+    started = time.time()
+    roundtrip()
+    done(started)
 
 
 async def anoop() -> None:
     """The no-op job for ``async def`` tasks."""
-    await adone(time.time())
+    started = time.time()
+    await aroundtrip()
+    await adone(started)
 
 
 def sleepy(seconds: float) -> None:
-    """The I/O-bound job: a blocking sleep, then its report."""
+    """The I/O-bound job: a blocking sleep, its round trip if asked for, its report."""
     started = time.time()
     time.sleep(seconds)
+    roundtrip()
     done(started)
 
 
@@ -152,4 +209,5 @@ async def asleepy(seconds: float) -> None:
     """The I/O-bound job for ``async def`` tasks: ``asyncio.sleep``."""
     started = time.time()
     await asyncio.sleep(seconds)
+    await aroundtrip()
     await adone(started)

@@ -34,7 +34,7 @@ class WorkerSettings:
     """The worker: every function, results kept (arq's default)."""
 
     functions = [noop, stamp, sleepy]
-    redis_settings = RedisSettings.from_dsn(_common.url())
+    redis_settings = RedisSettings.from_dsn(_common.queue_url())
     max_jobs = int(os.environ.get("BENCH_CONCURRENCY", "10"))
     poll_delay = float(os.environ.get("BENCH_POLL", "0.5"))
 

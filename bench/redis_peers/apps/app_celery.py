@@ -8,7 +8,7 @@ from __future__ import annotations
 import _common
 from celery import Celery
 
-app = Celery("bench", broker=_common.url())
+app = Celery("bench", broker=_common.queue_url())
 app.conf.update(
     task_ignore_result=True,
     broker_connection_retry_on_startup=True,

@@ -9,7 +9,7 @@ import _common
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
-broker = RedisBroker(url=_common.url())
+broker = RedisBroker(url=_common.queue_url())
 dramatiq.set_broker(broker)
 
 

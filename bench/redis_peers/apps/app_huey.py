@@ -14,7 +14,7 @@ from huey import RedisHuey, SqliteHuey
 if "BENCH_SQLITE_PATH" in os.environ:
     huey = SqliteHuey("bench", filename=os.environ["BENCH_SQLITE_PATH"])
 else:
-    huey = RedisHuey("bench", url=_common.url())
+    huey = RedisHuey("bench", url=_common.queue_url())
 
 
 @huey.task(name="noop")

@@ -28,7 +28,7 @@ def sleepy(seconds: float) -> None:
 def queue() -> Queue:
     global _queue
     if _queue is None:
-        _queue = Queue("default", connection=Redis.from_url(_common.url()))
+        _queue = Queue("default", connection=Redis.from_url(_common.queue_url()))
     return _queue
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import _common
 from saq import Queue
 
-queue = Queue.from_url(_common.url())
+queue = Queue.from_url(_common.queue_url())
 
 
 async def noop(ctx: dict[str, Any]) -> None:

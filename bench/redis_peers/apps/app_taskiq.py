@@ -15,9 +15,9 @@ import _common
 from taskiq_redis import ListQueueBroker, RedisStreamBroker
 
 if os.environ.get("BENCH_TASKIQ_BROKER", "stream") == "list":
-    broker = ListQueueBroker(_common.url())
+    broker = ListQueueBroker(_common.queue_url())
 else:
-    broker = RedisStreamBroker(_common.url())
+    broker = RedisStreamBroker(_common.queue_url())
 
 
 @broker.task(task_name="noop")

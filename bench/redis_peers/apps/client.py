@@ -7,7 +7,8 @@ interpreter (its own virtualenv). Prints one JSON object on stdout.
 
 ``latency`` sends one job at a time and waits for the task's start stamp:
 latency = the task's ``time.time()`` at start - ``time.time()`` just before the
-send call. The first ``--warmup`` samples are dropped.
+send call. The first ``--warmup`` samples are dropped; ``sent`` counts every
+job sent, warm-up included.
 """
 
 from __future__ import annotations
@@ -60,35 +61,39 @@ def latency(module: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
     stamps = redis.Redis.from_url(_common.url())
     deadline = time.monotonic() + args.budget
     samples: list[float] = []
+    count = 0
     for i in range(args.warmup + args.samples):
         if time.monotonic() > deadline:
             break
         sent = time.time()
         module.send_stamp()
+        count += 1
         started = _stamp_of(stamps.blpop([_common.STAMPS], timeout=STAMP_TIMEOUT))
         if i >= args.warmup:
             samples.append((started - sent) * 1000)
         time.sleep(args.gap)
     stamps.close()
-    return {"latency_ms": samples}
+    return {"latency_ms": samples, "sent": count}
 
 
 async def alatency(module: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
     stamps = redis.asyncio.Redis.from_url(_common.url())
     deadline = time.monotonic() + args.budget
     samples: list[float] = []
+    count = 0
     for i in range(args.warmup + args.samples):
         if time.monotonic() > deadline:
             break
         sent = time.time()
         await module.send_stamp()
+        count += 1
         reply = await stamps.blpop([_common.STAMPS], timeout=STAMP_TIMEOUT)
         started = _stamp_of(reply)
         if i >= args.warmup:
             samples.append((started - sent) * 1000)
         await asyncio.sleep(args.gap)
     await stamps.aclose()
-    return {"latency_ms": samples}
+    return {"latency_ms": samples, "sent": count}
 
 
 def run_sync(module: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
