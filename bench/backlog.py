@@ -9,7 +9,10 @@ store, a fresh store is filled with N + M queued no-op jobs (``enqueue``,
 jobs come from a queue that holds N to N + M jobs while they run. The drain
 runs ``--runs`` times (M more jobs sent, untimed, before each later run);
 the median rate is reported with every run's, and the median time per job
-spent in claim calls and in finish calls (round trips included).
+spent in claim calls and in finish calls (round trips included), and the
+store's CPU per job over the drain (the redis-server's, from ``INFO cpu``;
+for SQLite, which runs in the benchmark's process, that process's), which a
+busy shared machine disturbs less than the rate.
 
 Bytes per queued job, after the filling: on Redis, the growth of
 ``INFO memory`` ``used_memory`` / (N + M), without the replay copies of
@@ -123,6 +126,19 @@ def redis_server() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+def store_cpu(kind: str, where: str) -> float:
+    """CPU seconds the store has used so far: the redis-server's (INFO cpu),
+    or for SQLite, which runs inside this process, this process's."""
+    if kind != "redis":
+        return time.process_time()
+    import redis
+
+    client = redis.Redis.from_url(where)
+    cpu = client.info("cpu")
+    client.close()
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
 def redis_bytes(url: str, jobs: int) -> dict[str, float]:
     """used_memory per job without replay copies, and MEMORY USAGE per key kind."""
     import redis
@@ -189,11 +205,13 @@ def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
         else:
             after = {"used": file_bytes(where)}
         per_job = (after.pop("used") - before["used"]) / (backlog + jobs)
-        rates, claim_us, finish_us = [], [], []
+        rates, claim_us, finish_us, cpu_us = [], [], [], []
         for run in range(runs):
             if run:
                 fill(store, jobs)
+            cpu = store_cpu(kind, where)
             rate, in_claim, in_finish = drain(store, jobs)
+            cpu_us.append((store_cpu(kind, where) - cpu) / jobs * 1e6)
             rates.append(rate)
             claim_us.append(in_claim)
             finish_us.append(in_finish)
@@ -205,6 +223,7 @@ def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
         "runs_per_s": [round(r) for r in rates],
         "claim_us_per_job": round(statistics.median(claim_us), 1),
         "finish_us_per_job": round(statistics.median(finish_us), 1),
+        "store_cpu_us_per_job": round(statistics.median(cpu_us), 1),
         "bytes_per_job": round(per_job),
         "bytes_by_kind": {k: round(v, 1) for k, v in after.items()},
     }
@@ -233,7 +252,8 @@ def main() -> None:
                 f"{kind:6} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
                 f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
                 f"{row['vs_first']}x the first size; per job: claim {row['claim_us_per_job']} us, "
-                f"finish {row['finish_us_per_job']} us)  {row['bytes_per_job']:,} bytes/queued job",
+                f"finish {row['finish_us_per_job']} us; store CPU {row['store_cpu_us_per_job']} us)"
+                f"  {row['bytes_per_job']:,} bytes/queued job",
                 flush=True,
             )
             if row["bytes_by_kind"]:
