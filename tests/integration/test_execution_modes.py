@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from helpers import wait_for
 from procs import Processes
 from rota import App, JobFailed
 from rota.models import JobState
+from rota.stores import Store
 
 HANG_LONG = 30.0
 
@@ -148,3 +150,35 @@ def test_processes_mode_children_run_the_worker_hooks(
         events = [event for event, p in seen if p == pid]
         assert events[0] == "start" and events.count("start") == 1, (pid, events)
         assert events[-1] == "stop" and events.count("stop") == 1, (pid, events)
+
+
+def test_processes_mode_holds_one_job_per_child_ahead_and_releases_it_at_shutdown(
+    url: str,
+    sender: App,
+    store: Store,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    gate = tmp_path / "gate"
+    handles = sender.tasks["gated"].send_many([{"path": str(gate)}] * 5)
+    worker = start_worker(
+        processes, app_path, url, "--mode", "processes", "--concurrency", "1", "--grace", "30"
+    )
+
+    def counts() -> dict[JobState, int]:
+        return {q.name: q.counts for q in store.queues()}.get("default", {})
+
+    # one job in the child and one waiting for it; the rest stay queued
+    wait_for(lambda: counts().get(JobState.RUNNING) == 2, timeout=30, what="two jobs held")
+    wait_for(Path(f"{gate}.started").exists, timeout=30, what="the child to start its job")
+    assert counts().get(JobState.QUEUED) == 3
+    os.killpg(worker.pid, signal.SIGTERM)  # as Ctrl-C does, to the child too
+    # the waiting job goes back at once; the running one finishes within the grace
+    wait_for(lambda: counts().get(JobState.QUEUED) == 4, timeout=10, what="the prefetched job back")
+    assert counts().get(JobState.RUNNING) == 1
+    gate.touch()
+    assert worker.wait(30) == 0
+    jobs = [store.get_job(h.id) for h in handles]
+    assert Counter(j.state for j in jobs if j) == {JobState.SUCCEEDED: 1, JobState.QUEUED: 4}
+    assert all(j.attempt == 0 for j in jobs if j and j.state is JobState.QUEUED)

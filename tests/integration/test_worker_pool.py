@@ -17,7 +17,7 @@ from helpers import wait_for
 from procs import ROTA, Processes
 from rota import App
 from rota.models import JobState
-from rota.stores import Store
+from rota.stores import Store, open_store
 
 
 def send_records(url: str, n: int, pause: float = 0.0, lease: float = 30.0) -> list[str]:
@@ -173,7 +173,11 @@ def test_a_child_that_does_not_drain_is_killed_and_the_pool_exits_1(
         "worker", app_path("counting"), "--url", url, "--processes", "2", "--grace", "0.5",
         env={"ROTA_TEST_LOG": str(tmp_path / "log")},
     )  # fmt: skip
-    kids = wait_for(lambda: two_children(pool), timeout=20, interval=0.05, what="children up")
+    store = open_store(url)
+    try:  # both heartbeating: past their start, so neither is about to be restarted
+        kids = wait_for(lambda: two_children(pool, store), 20, 0.05, "children up")
+    finally:
+        store.close()
     stuck = min(kids)
     os.kill(stuck, signal.SIGSTOP)  # a stopped child cannot act on SIGTERM
     pool.send_signal(signal.SIGTERM)

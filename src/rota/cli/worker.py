@@ -65,6 +65,14 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
 )
 @click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
+    "brings several (released at shutdown). Default: --concurrency in processes "
+    "mode, 0 otherwise.",
+)
+@click.option(
     "--processes",
     metavar="N|auto",
     default="1",
@@ -117,6 +125,7 @@ def worker(
     queues: str,
     concurrency: int,
     mode: str,
+    prefetch: int | None,
     processes: int,
     grace: float,
     max_cpu: float | None,
@@ -158,6 +167,7 @@ def worker(
         max_mem=max_mem,
         scheduler=scheduler,
         app_spec=app_spec,
+        prefetch=prefetch,
     )
     extra = ", with scheduler" if scheduler else ""
     click.echo(

@@ -15,12 +15,13 @@ import inspect
 import logging
 import multiprocessing
 import queue
+import signal
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rota.commands import COMMAND_TASK
 from rota.context import reset_current, set_current
@@ -45,6 +46,7 @@ MayStart = Callable[[ClaimedJob], bool]
 #: worker's), or None once the worker stops claiming.
 Claim = Callable[[], "list[ClaimedJob] | None"]
 MODES = ("threads", "processes", "async")
+T = TypeVar("T")
 
 
 class Executor(ABC):
@@ -99,6 +101,11 @@ class Executor(ABC):
         """Claim no more; return once a claim under way has returned."""
         return None
 
+    def take_waiting(self) -> list[ClaimedJob]:
+        """Take back the jobs given to this executor that no slot has started
+        (the worker releases them at shutdown)."""
+        return []
+
 
 class ThreadExecutor(Executor):
     """A pool of ``size`` threads: for I/O-bound tasks. Timeouts are reported at
@@ -142,6 +149,12 @@ class ThreadExecutor(Executor):
         with self._lock:
             self._busy += 1
         self._jobs.put(job)
+
+    def take_waiting(self) -> list[ClaimedJob]:
+        jobs = [item for item in _drain(self._jobs) if isinstance(item, ClaimedJob)]
+        with self._lock:
+            self._busy -= len(jobs)
+        return jobs
 
     def busy(self) -> int:
         return self._busy
@@ -258,7 +271,14 @@ def _child_main(
     runs command-line jobs if its parent does (``commands``). The app's worker
     hooks run here too: the start hooks before the first job, the stop hooks
     as it ends (what a hook opened in the parent is not
-    shared with a child). A ``None`` sent in place of a job ends the child."""
+    shared with a child). A ``None`` sent in place of a job ends the child.
+
+    Once running, the child ignores SIGINT and SIGTERM: a Ctrl-C or a
+    service manager signals the whole process group, and the parent, not
+    the signal, ends the child once its job is done (or kills it after the
+    grace)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if app is None:
         from rota._loader import load_app
 
@@ -414,6 +434,9 @@ class ProcessExecutor(Executor):
     def submit(self, job: ClaimedJob) -> None:
         self._jobs.put(job)
 
+    def take_waiting(self) -> list[ClaimedJob]:
+        return [job for job in _drain(self._jobs) if job is not None]
+
     def cancel(self, job: ClaimedJob) -> None:
         for slot in self._slots:
             slot.stop(job)
@@ -517,6 +540,15 @@ class AsyncExecutor(Executor):
 
         self._loop.call_soon_threadsafe(cancel_all)
         self._thread.join(5)
+
+
+def _drain(jobs: queue.SimpleQueue[T]) -> list[T]:
+    """Everything in ``jobs`` right now, taken out."""
+    taken = []
+    with contextlib.suppress(queue.Empty):
+        while True:
+            taken.append(jobs.get_nowait())
+    return taken
 
 
 def make_executor(

@@ -6,7 +6,11 @@ runs on the thread that received it; in the other modes one claim loop (the
 thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
 Either way a claim asks for free slots only and waits (``claim_or_wait``:
 the store's own waiting claim where it has one) when there is nothing to
-do. Supervised side threads:
+do. With ``prefetch`` (processes mode's default: one job per child) the
+worker may also hold that many jobs waiting for a slot: it claims again
+only once none is left waiting, then for every free slot plus the
+prefetch, so a claim brings several jobs where it would bring one; jobs
+still waiting at shutdown are released at once. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
@@ -87,6 +91,14 @@ class _Inflight:
     cancelled: bool = False
 
 
+def default_prefetch(mode: str, concurrency: int) -> int:
+    """Jobs a worker holds beyond its slots unless told: one per child in
+    processes mode (each child's next job is at hand when it finishes, and
+    claims come in batches); none otherwise, where a slot claims the moment
+    it frees up."""
+    return concurrency if mode == "processes" else 0
+
+
 class Worker:
     """A worker process's engine. ``Worker(app).run()`` blocks until stopped."""
 
@@ -103,9 +115,12 @@ class Worker:
         scheduler: bool = False,
         heartbeat: float = 5.0,
         app_spec: str | None = None,
+        prefetch: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise InvalidArgument(f"concurrency must be at least 1, not {concurrency}")
+        if prefetch is not None and prefetch < 0:
+            raise InvalidArgument(f"prefetch must be 0 or more, not {prefetch}")
         if mode not in MODES:
             raise InvalidArgument(
                 f"unknown worker mode {mode!r}; expected one of: {', '.join(MODES)}"
@@ -116,6 +131,8 @@ class Worker:
         self.queues = tuple(queues)
         self.concurrency = concurrency
         self.mode = mode
+        #: Jobs the worker may hold beyond its slots, waiting for one.
+        self.prefetch = default_prefetch(mode, concurrency) if prefetch is None else prefetch
         self.grace = grace
         self.max_cpu = max_cpu
         self.max_mem = max_mem
@@ -211,15 +228,15 @@ class Worker:
         if self.holding_back:
             self._stopping.wait(1.0)
             return []
-        free = self.concurrency - max(len(self._inflight), self._executor.busy())
-        if free <= 0:
-            self._slot_freed.wait(1.0)
+        held = max(len(self._inflight), self._executor.busy())
+        if held >= self.concurrency and (held > self.concurrency or not self.prefetch):
+            self._slot_freed.wait(1.0)  # every slot busy, and jobs wait for them
             self._slot_freed.clear()
             return []
         delay = load.claim_delay(self._load, self._idlest_peer)
         if delay and self._stopping.wait(delay):  # an idler peer claims first
             return None
-        return self._claim(free)
+        return self._claim(self.concurrency + self.prefetch - held)
 
     def _claim(self, free: int) -> list[ClaimedJob]:
         """Claim up to ``free`` jobs, waiting up to a second for some when there
@@ -509,6 +526,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         self._executor.stop_leading()
+        self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._send_heartbeat_quietly()
         deadline = time.monotonic() + self.grace
         while self._inflight and time.monotonic() < deadline:
@@ -516,10 +534,7 @@ class Worker:
             self._slot_freed.clear()
         with self._lock:
             leftover = [f.job for f in self._inflight.values()]
-            self._inflight.clear()
-        if leftover:
-            self.app.store.release([LeaseRef(j.id, j.token) for j in leftover])
-            log.warning("released %d unfinished job(s) back to the queue", len(leftover))
+        self._release(leftover, "unfinished job(s)")
         commands.terminate_all()  # their jobs were released: stop their process groups
         self._outcomes.put(None)
         for thread in self._side:
@@ -529,6 +544,16 @@ class Worker:
         self._executor.stop()
         for thread in self._side:
             thread.join(5)
+
+    def _release(self, jobs: list[ClaimedJob], what: str) -> None:
+        """Give ``jobs`` back to the queue unrun, without counting an attempt
+        (their late results are refused by token fencing)."""
+        with self._lock:
+            for job in jobs:
+                self._inflight.pop(job.id, None)
+        if jobs:
+            self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
+            log.warning("released %d %s back to the queue", len(jobs), what)
 
     def _send_heartbeat_quietly(self) -> None:
         try:

@@ -44,3 +44,14 @@ def flaky(fail_times: int) -> int:
 def crash() -> None:
     """Kills the process running it, as a segfaulting extension would."""
     os._exit(3)
+
+
+@app.task()
+def gated(path: str) -> str:
+    """Creates ``path``.started, then waits (at most 60 s) until the file
+    ``path`` exists."""
+    open(f"{path}.started", "a").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return "opened"
