@@ -6,7 +6,10 @@ against the local test site.
 The cap is checked from what the spiders record (a counter each one
 raises when it starts and lowers when it closes, under a file lock), not
 from timing: it reaches two and never goes past it. Every spider job
-succeeds and every page of every host is fetched.
+succeeds and every page of every host is fetched. A spider past its
+timeout gets SIGTERM, closes as Scrapy does on it (its ``closed()`` runs,
+once its request in flight times out) before the grace is over, and its
+job fails naming the timeout.
 """
 
 from __future__ import annotations
@@ -87,3 +90,23 @@ def test_spider_commands_never_run_more_than_the_cap(
     assert sorted(step for _, step, _ in changes) == ["+1"] * SPIDERS + ["-1"] * SPIDERS
     peak = max(int(running) for _, _, running in changes)
     assert peak == CAP, changes  # reached, never passed, with 8 slots in the two workers
+
+
+def test_a_spider_past_its_timeout_is_closed_by_scrapy_and_fails(
+    sender: App, processes: Processes, tmp_path: Path
+) -> None:
+    counted = tmp_path / "running"
+    with serving({"slow": HostSpec({"/": []}, delay=30)}) as site:
+        task = sender.get_task("stopped_spider")
+        # Scrapy's graceful close waits for the requests in flight, each up
+        # to its DOWNLOAD_TIMEOUT: below the command's grace, no SIGKILL
+        start, download_timeout = f"start={site.url('slow')}", "DOWNLOAD_TIMEOUT=3"
+        handle = task.send(extra_args=["-a", start, "-s", download_timeout])
+        worker(processes, sender, counted)
+        wait_for(lambda: handle.status() == "failed", 30, what="the timeout")
+    error = handle.job().error or ""
+    assert "after timeout 2 s" in error, error
+    assert "still running" not in error, error  # SIGTERM was enough: no SIGKILL
+    changes = [line.split() for line in (tmp_path / "running.log").read_text().splitlines()]
+    assert [step for _, step, _ in changes] == ["+1", "-1"]  # the spider's closed() ran
+    assert "Spider closed (shutdown)" in error  # the last line of its stderr

@@ -20,3 +20,13 @@ spider = app.command(
     queue="spiders",
     concurrency=Limit("spiders", 2),
 )
+
+#: A spider stopped by its timeout: SIGTERM, which Scrapy takes as "close".
+stopped_spider = app.command(
+    "stopped_spider",
+    [sys.executable, "-m", "scrapy", "runspider", SPIDER],
+    timeout=2,
+    grace=20,
+    queue="spiders",
+    concurrency=Limit("spiders", 2),
+)
