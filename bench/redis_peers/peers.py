@@ -734,11 +734,13 @@ def _cell(value: float | None, best: float | None, digits: int = 0) -> str:
 
 
 def _figures(outs: list[Outcome], cfg: Config, best: dict[str, float | None]) -> list[str]:
+    defaults = all(o.profile == "defaults" for o in outs)
+    concurrency = "each system's default concurrency" if defaults else "concurrency "
+    concurrency += "" if defaults else str(cfg.io_concurrency)
     lines = [
         f"| system | no-op, {cfg.jobs:,} jobs: worker start → all done (jobs/s) "
         "| no-op, first start → last end (jobs/s) | latency p50 (ms) | p95 (ms) | p99 (ms) "
-        f"| I/O, {cfg.io_jobs:,} jobs of {cfg.sleep * 1000:.0f} ms, concurrency "
-        f"{cfg.io_concurrency} (jobs/s) |",
+        f"| I/O, {cfg.io_jobs:,} jobs of {cfg.sleep * 1000:.0f} ms, {concurrency} (jobs/s) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for o in outs:
