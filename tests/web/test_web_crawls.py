@@ -141,6 +141,27 @@ def test_a_viewer_sees_the_host_table_and_the_chart(crawl: Crawled, client: Test
     assert client.get("/crawls/nothing").status_code == 404
 
 
+def test_a_dashboard_without_the_crawler_reads_the_crawl_from_the_store(
+    crawl: Crawled, client: TestClient
+) -> None:
+    """``rota web`` over an app that does not declare the crawler: the same
+    figures, without the ceiling (the crawler's setting)."""
+    _, declared = _hosts(client)
+    bare = rota.App(crawl.module.app.url)
+    try:
+        with TestClient(create_app(bare), base_url=BASE, follow_redirects=False) as c:
+            [summary] = c.get("/api/crawls").json()
+            assert (summary["name"], summary["declared"]) == ("site", False)
+            assert summary["queues"] == ["crawl"]
+            data = c.get("/api/crawls/site").json()
+            assert 'href="/crawls"' in c.get("/").text
+    finally:
+        bare.close()
+    for h in data["report"]["hosts"]:
+        assert h["ceiling"] is None
+        assert h | {"ceiling": PER_HOST} == declared[h["host"]], h["host"]
+
+
 def test_figures_beyond_the_sample_are_marked(
     crawl: Crawled, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
