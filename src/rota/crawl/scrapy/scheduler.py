@@ -207,9 +207,10 @@ class Scheduler:
             log.exception("could not renew the leases of %d request(s)", len(self._held))
 
     def _wake(self) -> None:
-        """Ask the engine for requests again once a claim may succeed: it
-        otherwise asks only every 5 s while the store holds requests back."""
-        if time.monotonic() < self._quiet_until or not self.has_pending_requests():
+        """Have the engine ask for requests again (a claim may succeed now)
+        and see whether the crawl is over (the last request may have ended
+        in another process): on its own it looks only every 5 s."""
+        if time.monotonic() < self._quiet_until:
             return
         slot = getattr(self.crawler.engine, "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
