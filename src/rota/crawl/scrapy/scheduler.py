@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rota import App, _validate
 from rota.crawl.scrapy import stored
 from rota.crawl.scrapy.frontier import Claim, Politeness, SharedFrontier
-from rota.crawl.scrapy.stored import PRIVATE
+from rota.crawl.scrapy.stored import PRIVATE, UnstorableRequest
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -128,10 +128,18 @@ class Scheduler:
         """Send ``request`` to the store unless its fingerprint is there
         already (``dont_filter`` requests always go, start requests
         excepted). A request that follows one this process holds (a
-        redirect, a retry) ends that one's job."""
+        redirect, a retry) ends that one's job. A request that cannot be
+        stored (:class:`~rota.crawl.scrapy.UnstorableRequest`) is logged as
+        an error, counted (``rota/unstorable``) and dropped."""
         assert self.frontier is not None
-        data = stored.encode(request, self.spider)  # refuses what cannot be stored, first
         parent = self._held.pop(str(request.meta.get(PRIVATE)), None)
+        try:
+            data = stored.encode(request, self.spider)
+        except UnstorableRequest as exc:
+            log.error("%s: not sent", exc)
+            self.stats.inc_value("rota/unstorable")
+            self._end(parent, request)
+            return False
         key = None
         if self._filters(request):
             key = self.crawler.request_fingerprinter.fingerprint(request).hex()
