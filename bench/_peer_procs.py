@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +82,33 @@ def ensure_venv(name: str, packages: Sequence[str]) -> None:
     pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *packages]
     subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
     marker.write_text(wanted)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server(start_timeout: float = 10.0) -> Iterator[str]:
+    """A private redis-server (no persistence) on a free port for the block;
+    yields its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no"]
+    proc = spawn([*argv, "--daemonize", "no"], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise BenchError(f"redis-server on port {port} did not start")
+            time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop(proc)

@@ -34,6 +34,14 @@ COMMANDS = [
         "bench/seen_set.py --url {redis} --urls 20000 --probe 2000 --exact 1000",
         "unique key bytes/URL",
     ),
+    (  # starts a redis-server and a site of its own
+        "bench/crawl_peers/peers.py --systems rota --hosts 2 --pages 30 --runs 1",
+        "pages/s, crawl",
+    ),
+    (  # starts a redis-server of its own
+        "bench/backlog.py --stores redis,sqlite --sizes 100,1000 --jobs 200 --runs 1",
+        "bytes/queued job",
+    ),
 ]
 
 
