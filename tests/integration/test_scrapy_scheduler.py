@@ -17,6 +17,7 @@ import scrapy
 from scrapy.utils.test import get_crawler
 
 from backends import drop_store, store_url
+from helpers import wait_for
 from rota.crawl.scrapy import Scheduler, settings
 from rota.crawl.scrapy.scheduler import request_done
 from rota.models import Job, JobQuery, JobState
@@ -169,3 +170,18 @@ def test_a_retry_or_redirect_ends_the_job_it_follows(url: str, store: Store) -> 
     assert by_url["http://a.test/old"].result == {"followed_by": "http://a.test/new"}
     assert by_url["http://a.test/new"].state is JobState.QUEUED
     assert by_url["http://a.test/new"].args[0]["meta"] == {}  # the claim is not stored
+
+
+def test_a_limit_set_on_a_host_holds_its_requests(url: str, store: Store) -> None:
+    claimed: list[str | None] = []
+
+    def body(scheduler: Scheduler) -> None:
+        store.set_limit("a.test", 0)  # as `rota limits set a.test 0`, or a crawl kit's pause
+        scheduler.enqueue_request(scrapy.Request("http://a.test/1"))
+        scheduler.enqueue_request(scrapy.Request("http://b.test/1"))
+        claimed.extend(getattr(scheduler.next_request(), "url", None) for _ in range(2))
+        store.set_limit("a.test", None)
+        claimed.append(wait_for(scheduler.next_request, 5, what="a.test's request").url)
+
+    with_scheduler(url, body, ROTA_POLL=0.01)
+    assert claimed == ["http://b.test/1", None, "http://a.test/1"]
