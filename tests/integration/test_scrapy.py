@@ -9,9 +9,9 @@ requests at once than the per-host limit, nor more a second than its
 rate. From the store: every request's job succeeded. A process killed
 while it holds requests loses them only until their leases run out:
 another process fetches them. Every claimed request's job ends as Scrapy
-left the request: a 404 with its status, a refused connection failed
-after Scrapy's retries (each retry a job that ends the one before),
-nothing left running.
+left the request: a 404 with its status, a callback that raised failed
+with its error, a refused connection failed after Scrapy's retries (each
+retry a job that ends the one before), nothing left running.
 """
 
 from __future__ import annotations
@@ -163,7 +163,11 @@ def test_every_claimed_request_ends_as_scrapy_left_it(
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there: connections are refused
-    pages = {"/": [("a", "/p1"), ("a", "/missing")], "/p1": [("a", "/")]}
+    pages = {
+        "/": [("a", "/p1"), ("a", "/missing"), ("a", "/boom")],
+        "/p1": [("a", "/")],
+        "/boom": [],
+    }
     with serving({"a": HostSpec(pages)}) as site:
         refused = f"http://127.0.0.1:{port}/x"
         proc = processes.command(
@@ -177,10 +181,12 @@ def test_every_claimed_request_ends_as_scrapy_left_it(
     page, missing = site.url("a", "/"), site.url("a", "/missing")
     assert (page, JobState.SUCCEEDED, {"url": page, "status": 200}) in ends
     assert (missing, JobState.SUCCEEDED, {"url": missing, "status": 404}) in ends
+    boom = site.url("a", "/boom")
+    assert (boom, JobState.FAILED, f"RuntimeError: cannot parse {boom}") in ends
     tries = sorted((state, str(text)) for u, state, text in ends if u == refused)
     # Scrapy's RetryMiddleware tries twice more: each try is a job, which ends the one before
     assert [state for state, _ in tries] == [JobState.FAILED] + [JobState.SUCCEEDED] * 2
     assert "ConnectionRefused" in tries[0][1]
     assert tries[1][1] == str({"followed_by": refused})
-    assert len(ends) == 3 + 3
+    assert len(ends) == 4 + 3
     assert store.list_jobs(JobQuery(queue=QUEUE, state=JobState.RUNNING)).jobs == ()

@@ -1,6 +1,7 @@
 """A tiny Scrapy spider on rota's shared frontier, for the tests: it follows
 every link of the pages it is given (``SEEDS``, space-separated) and
-records what it fetched (``FETCHED``: a file, one URL and pid a line).
+records what it fetched (``FETCHED``: a file, one URL and pid a line);
+its callback raises on a page whose path ends with ``/boom``.
 ``ROTA_URL`` names the store; ``PER_HOST`` and ``RATE`` the politeness."""
 
 import os
@@ -30,6 +31,8 @@ class SiteSpider(scrapy.Spider):
     def parse(self, response):
         with open(os.environ["FETCHED"], "a") as out:
             out.write(f"{response.url} {os.getpid()}\n")
+        if response.url.endswith("/boom"):
+            raise RuntimeError(f"cannot parse {response.url}")
         yield {"url": response.url, "title": response.css("title::text").get()}
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href, self.parse)
