@@ -141,6 +141,15 @@ def expected_pages(
     return depths
 
 
+def assert_every_page_once(log: list[Request], expected: dict[tuple[str, str], int]) -> None:
+    """Every expected page answered 200 exactly once, and no other page asked
+    for (robots.txt aside)."""
+    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
+    assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
+    asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
+    assert asked == set(expected), "no disallowed, denied, too deep or out-of-scope page"
+
+
 def load_app(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The workers' app module, loaded here with the same environment."""
     for name, value in env.items():
@@ -306,11 +315,8 @@ def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., 
         log = site.requests()
 
     assert lab.failed() == []
-    # every allowed page exactly once; nothing else but robots.txt
-    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
-    assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
+    assert_every_page_once(log, expected)
     asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
-    assert asked == set(expected), "no disallowed, denied, too deep or out-of-scope page"
     assert ("a", "/p7") in expected and ("d", "/c6") in expected and ("d", "/c7") not in asked
     assert [r for r in log if r.host == "e"] == []
     retried = [(r.host, r.path) for r in log if r.status == 429]
@@ -430,8 +436,7 @@ def test_a_crawl_with_a_seen_set_fetches_every_page_once_and_sends_each_link_onc
         log = site.requests()
 
     assert lab.failed() == []
-    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
-    assert served == Counter(list(expected)), "every page answered 200 exactly once"
+    assert_every_page_once(log, expected)
     # each page links back to its root and is linked from another host: only
     # the links new to the seen-set went on, each URL once (the seeds: none)
     sent = sum(result.get("links", 0) for result in lab.results())
@@ -490,10 +495,7 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(make_lab: Callable[...,
         log = site.requests()
 
     assert lab.failed() == []
-    served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
-    assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
-    asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
-    assert asked == set(expected), "no page robots.txt disallows"
+    assert_every_page_once(log, expected)
     assert len(expected) > 9_000
     assert Counter(r.host for r in log if r.path == "/robots.txt") == Counter(list(site.hosts))
     for label in site.hosts:
