@@ -470,7 +470,7 @@ def big_site() -> dict[str, HostSpec]:
         if rules:
             spec.robots = [(200, "".join(f"User-agent: *\nDisallow: {r}\n" for r in rules))]
         if label in THROTTLED:
-            spec.throttle, spec.retry_after = frozenset({40, 160}), 1
+            spec.throttle, spec.retry_after = frozenset({40, 160}), 2
         if label in ("h4", "h5"):
             spec.delay = 0.04
         hosts[label] = spec
@@ -507,7 +507,9 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(make_lab: Callable[...,
         throttles = [r for r in host_log if r.status == 429]
         assert len(throttles) == 2, label
         for throttle in throttles:
-            during = [r for r in host_log if throttle.end + 0.3 < r.start < throttle.end + 0.95]
+            # a fetch claimed before the pause may reach the host a little
+            # later on a busy machine; none may come in the rest of it
+            during = [r for r in host_log if throttle.end + 0.8 < r.start < throttle.end + 1.95]
             assert during == [], f"requests to {label} during its pause: {during}"
         limits = {info.key: info for info in lab.store.limits()}
         info = limits.get(site.key(label))
