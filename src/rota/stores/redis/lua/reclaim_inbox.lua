@@ -26,6 +26,7 @@ local out = {}
 for i = 3, #ARGV do
   for _, id in ipairs(redis.call('ZRANGE', K.qstate(ARGV[i], 'running'), 0, -1)) do
     local values = redis.call('HMGET', K.job(id), unpack(L.CLAIMED))
+    values[1] = id -- (the hash holds no id field: its key names the job)
     if values[8] and string.sub(values[8], 1, #base) == base then
       for j = 1, #L.CLAIMED do out[#out + 1] = values[j] end
     end
