@@ -162,6 +162,30 @@ def redis_bytes(url: str, jobs: int) -> dict[str, float]:
     return figures
 
 
+def script_times(store: Store, url: str, jobs: int) -> dict[str, float]:
+    """Server time per call of each script (median microseconds, ``SLOWLOG``
+    with every command logged) over a drain of ``jobs`` more jobs."""
+    import redis
+
+    from rota.stores.redis import scripts
+
+    names = {scripts.load(name).sha: name for name in scripts.names()}
+    client = redis.Redis.from_url(url)
+    fill(store, jobs)
+    client.config_set("slowlog-max-len", 4 * jobs)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    drain(store, jobs)
+    client.config_set("slowlog-log-slower-than", 10_000)
+    times: dict[str, list[int]] = defaultdict(list)
+    for entry in client.slowlog_get(4 * jobs):
+        words = entry["command"].split()
+        if words and words[0].upper() == b"EVALSHA":
+            times[names.get(words[1].decode(), "?")].append(int(entry["duration"]))
+    client.close()
+    return {name: statistics.median(us) for name, us in sorted(times.items())}
+
+
 @contextlib.contextmanager
 def redis_store() -> Iterator[tuple[Store, str]]:
     with redis_server() as url:
@@ -190,7 +214,7 @@ def file_bytes(path: str) -> int:
 # -- one measurement -----------------------------------------------------------
 
 
-def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
+def measure(kind: str, backlog: int, jobs: int, runs: int, slowlog: bool) -> dict[str, object]:
     opener = redis_store if kind == "redis" else sqlite_store
     with opener() as (store, where):
         store.now()  # connect before measuring
@@ -215,6 +239,7 @@ def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
             rates.append(rate)
             claim_us.append(in_claim)
             finish_us.append(in_finish)
+        per_script = script_times(store, where, 2_000) if slowlog and kind == "redis" else {}
     return {
         "store": kind,
         "backlog": backlog,
@@ -226,6 +251,7 @@ def measure(kind: str, backlog: int, jobs: int, runs: int) -> dict[str, object]:
         "store_cpu_us_per_job": round(statistics.median(cpu_us), 1),
         "bytes_per_job": round(per_job),
         "bytes_by_kind": {k: round(v, 1) for k, v in after.items()},
+        "server_us_per_call": per_script,
     }
 
 
@@ -236,13 +262,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs drained per run (M)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="one JSON line per measurement")
+    parser.add_argument(
+        "--slowlog",
+        action="store_true",
+        help="Redis: then drain 2,000 more with SLOWLOG logging every command, "
+        "and report the server's median time per call of each script",
+    )
     args = parser.parse_args()
     code = Path(rota.__file__).resolve().parents[2]
     print(f"rota from {code}", file=sys.stderr)
     for kind in args.stores.split(","):
         base = None
         for size in (int(s) for s in args.sizes.split(",")):
-            row = measure(kind, size, args.jobs, args.runs)
+            row = measure(kind, size, args.jobs, args.runs, args.slowlog)
             base = base or row["drain_per_s"]
             row["vs_first"] = round(int(row["drain_per_s"]) / int(base), 2)  # type: ignore[call-overload]
             if args.json:
@@ -258,6 +290,8 @@ def main() -> None:
             )
             if row["bytes_by_kind"]:
                 print(f"{'':8}bytes by key kind: {row['bytes_by_kind']}", flush=True)
+            if row["server_us_per_call"]:
+                print(f"{'':8}server us per call: {row['server_us_per_call']}", flush=True)
 
 
 if __name__ == "__main__":
