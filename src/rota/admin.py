@@ -25,6 +25,7 @@ from rota import _json, _users, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
+from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule, User
 from rota.scheduling.define import define_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
@@ -237,6 +238,16 @@ class Admin:
         limit = _validate.limit_override(concurrency)
         self._store.set_limit(_validate.name(key, "limit key"), limit)
         self._record(actor, "limit.set" if limit is not None else "limit.clear", key, limit=limit)
+
+    def set_rate(self, key: str, rate: str | float | None, *, by: Actor | None = None) -> None:
+        """Override the rate of ``key`` cluster-wide, in place of the rate its
+        jobs carry (their burst stays): ``"2/s"``, ``"100/m"``, a float of
+        jobs a second, or None (back to the jobs' own rate)."""
+        actor = self._allow(by, "operator")
+        per_second = None if rate is None else Rate(rate).per_second
+        self._store.set_rate(_validate.name(key, "limit key"), per_second)
+        action = "limit.rate" if per_second is not None else "limit.rate_clear"
+        self._record(actor, action, key, rate=per_second)
 
     def clear_limit(self, key: str, *, by: Actor | None = None) -> None:
         """Remove the run-time override of ``key``."""

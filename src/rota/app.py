@@ -446,6 +446,11 @@ class Limits:
         """Remove a run-time override."""
         self._app.admin.clear_limit(key)
 
+    def set_rate(self, key: str, rate: str | float | None) -> None:
+        """Override the rate of ``key`` cluster-wide (``"2/s"``, ``"100/m"``,
+        a float of jobs a second; None: back to the rate its jobs carry)."""
+        self._app.admin.set_rate(key, rate)
+
     def reset_breaker(self, key: str) -> bool:
         """Close an open circuit breaker by hand; False if it was not open."""
         return self._app.admin.reset_breaker(key)

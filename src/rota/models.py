@@ -314,6 +314,13 @@ class LimitInfo:
     failures: int = 0
     open_until: float | None = None
     override: int | None = None
+    #: The rate set at run time (``set_rate``) in place of the jobs' own.
+    rate_override: float | None = None
+
+    @property
+    def rate_in_force(self) -> float | None:
+        """The rate the store applies: the override, else the jobs' own."""
+        return self.rate_override if self.rate_override is not None else self.rate
 
 
 @dataclass(frozen=True, slots=True)

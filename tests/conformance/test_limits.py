@@ -243,6 +243,33 @@ def test_limits_lists_keys_with_running_counts(store: Store) -> None:
 # -- rate limits -----------------------------------------------------------------
 
 
+def test_rate_can_be_overridden_at_run_time(store: Store) -> None:
+    store.enqueue([new_job(i, rate=(RateKey("site", 1000.0, 2),)) for i in range(20)])
+    store.set_rate("site", 0.001)  # the burst now, then nothing for a long while
+    assert len(claim(store, limit=20)) == 2
+    assert claim(store, limit=20) == []
+    info = limit_info(store, "site")
+    assert (info.rate, info.burst, info.rate_override) == (1000.0, 2, 0.001)
+    assert info.rate_in_force == 0.001
+    assert info.tokens is not None and info.tokens < 0.1
+
+    store.set_rate("site", None)  # the jobs' own 1,000 a second again
+    assert limit_info(store, "site").rate_override is None
+    start = store.now()
+    wait_until(store, start + 0.01)
+    assert len(claim(store, limit=20)) == 2  # the bucket refilled to its burst
+
+
+def test_a_rate_override_may_raise_the_rate(store: Store) -> None:
+    store.enqueue([new_job(i, rate=(RateKey("site", 0.001, 1),)) for i in range(5)])
+    assert len(claim(store, limit=5)) == 1
+    assert claim(store, limit=5) == []
+    store.set_rate("site", 1000.0)
+    wait_until(store, store.now() + 0.01)
+    assert len(claim(store, limit=5)) == 1
+    assert limit_info(store, "site").rate_in_force == 1000.0
+
+
 def test_rate_limit_bounds_starts_over_a_window(url: str) -> None:
     rate, burst, window = 5.0, 5, 1.2
     with open_stores(url, 2) as stores:

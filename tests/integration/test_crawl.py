@@ -210,6 +210,17 @@ class Lab:
         active = (JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING)
         return sum(counts.get(state, 0) for state in active)
 
+    def describe(self) -> str:
+        """Where the crawl stands: its jobs by state, the first few still
+        pending, and the keys with an override (for a failure's message)."""
+        counts = {q.name: q.counts for q in self.store.queues()}.get("crawl", {})
+        pending = []
+        for state in (JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING):
+            page = self.store.list_jobs(JobQuery(queue="crawl", state=state), limit=5)
+            pending += [f"{j.state} {j.task} {j.args} run_at={j.run_at}" for j in page.jobs]
+        overrides = [i for i in self.store.limits() if i.override or i.rate_override]
+        return f"jobs {dict(counts)}; pending {pending}; overrides {overrides}"
+
     def fetched(self, label: str, path: str) -> list[Request]:
         return [r for r in self.site.requests(label) if r.path == path and r.status in (200, 304)]
 
@@ -486,12 +497,16 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(make_lab: Callable[...,
         expected = expected_pages(site, list(site.hosts), BIG_DISALLOWED, frozenset(site.hosts))
         lab.workers()
         lab.module.crawler.start()
-        wait_for(
-            lambda: len(site.requests()) >= len(expected) and lab.pending() == 0,
-            timeout=540,
-            interval=0.5,
-            what="the crawl to end",
-        )
+        try:
+            wait_for(
+                lambda: len(site.requests()) >= len(expected) and lab.pending() == 0,
+                timeout=540,
+                interval=0.5,
+                what="the crawl to end",
+            )
+        except AssertionError as exc:
+            where = f"{len(site.requests())} requests; {lab.describe()}"
+            raise AssertionError(f"{exc}: {where}") from exc
         log = site.requests()
 
     assert lab.failed() == []
@@ -513,4 +528,6 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(make_lab: Callable[...,
             assert during == [], f"requests to {label} during its pause: {during}"
         limits = {info.key: info for info in lab.store.limits()}
         info = limits.get(site.key(label))
-        assert info is None or info.override is None, f"{label} recovered to its ceiling"
+        assert info is None or (info.override, info.rate_override) == (None, None), (
+            f"{label} recovered to its ceiling and its own rate"
+        )

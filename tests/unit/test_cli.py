@@ -49,6 +49,10 @@ APP_SOURCE = """
     @app.task(queue="fragile", breaker=rota.Breaker(failures=1, cooldown=600, key="flaky"))
     def fragile():
         return None
+
+    @app.task(queue="polite", rate=rota.Rate("100/s", burst=2, key="site"))
+    def polite():
+        return None
 """
 
 
@@ -212,7 +216,7 @@ def test_send_unknown_task(env: Env) -> None:
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.strip() == (
-        "Error: unknown task 'nope' (registered: add, fetch, fragile, once, tools.echo); "
+        "Error: unknown task 'nope' (registered: add, fetch, fragile, once, polite, tools.echo); "
         "register it with @app.task(name='nope') in the module the worker loads"
     )
     assert env.store.queues() == []
@@ -680,6 +684,24 @@ def test_limits_set_list_clear(env: Env) -> None:
     assert _limit_rows(env)["other"].split()[:2] == ["0/0", "(set)"]
 
 
+def test_limits_rate_set_list_clear(env: Env) -> None:
+    for _ in range(4):
+        env.send("polite")
+    assert len(env.store.claim("test-worker", ["polite"], 10)) == 2  # the burst
+    result = env.rota("limits", "rate", "site", "1/h")
+    assert result.stdout == "rate of site set to 1/h\n"
+    assert _limit_rows(env)["site"].split()[1:4] == ["0.000277778/s", "burst", "2"]
+    assert _limit_rows(env)["site"].split()[4] == "(set)"
+    assert env.store.claim("test-worker", ["polite"], 10) == []
+    bad = env.rota("limits", "rate", "site", "fast")
+    assert bad.exit_code != 0 and "rate 'fast' is not valid" in bad.stderr
+    assert _limit_rows(env)["site"].split()[1] == "0.000277778/s", "a bad rate changes nothing"
+    cleared = env.rota("limits", "rate", "site", "clear")
+    assert cleared.stdout == "rate of site back to the jobs' own\n"
+    assert _limit_rows(env)["site"].split()[1:3] == ["100/s", "burst"]
+    assert "(set)" not in _limit_rows(env)["site"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -898,5 +920,5 @@ def test_worker_bad_input_fails_before_it_starts(env: Env) -> None:
 
 def test_all_queues_of_the_app(env: Env) -> None:
     app = load_app(env.app)
-    assert resolve_queues(app, "all") == ["crawl", "default", "fragile"]
+    assert resolve_queues(app, "all") == ["crawl", "default", "fragile", "polite"]
     assert resolve_queues(app, "b, a,,c") == ["b", "a", "c"]

@@ -26,17 +26,23 @@ def app(tmp_path: Path) -> Iterator[App]:
 
 
 class Resumes:
-    """The resume jobs a pacer asks for: (host, level, delay)."""
+    """The resume jobs a pacer asks for: (host, level, delay), and the rates."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, int, float]] = []
+        self.rates: list[float | None] = []
 
-    def __call__(self, host: str, level: int, delay: float) -> None:
+    def __call__(self, host: str, level: int, rate: float | None, delay: float) -> None:
         self.sent.append((host, level, delay))
+        self.rates.append(rate)
 
 
 def override(app: App, key: str = HOST) -> int | None:
     return next((i.override for i in app.store.limits() if i.key == key), None)
+
+
+def rate_override(app: App, key: str = HOST) -> float | None:
+    return next((i.rate_override for i in app.store.limits() if i.key == key), None)
 
 
 def test_errors_halve_the_level_in_the_store_and_health_brings_it_back(app: App) -> None:
@@ -76,6 +82,24 @@ def test_a_throttle_pauses_the_host_and_asks_for_its_resume(app: App) -> None:
     assert override(app) == 2
     pacer.resume(HOST, 9)
     assert override(app) is None, "never above the ceiling"
+
+
+def test_the_rate_follows_the_level(app: App) -> None:
+    resumes = Resumes()
+    pacer = Pacer(app, 4, Adaptive(ramp_every=1), resumes)
+    pacer.record(HOST, 500, 0.1)  # no rate known yet: only the level moves
+    assert (override(app), rate_override(app)) == (2, None)
+    pacer.record(HOST, 500, 0.1, rate=8.0)  # 8 a second at the ceiling of 4
+    assert (override(app), rate_override(app)) == (1, 2.0)
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (2, 4.0)
+    pacer.throttle(HOST, 3.0, rate=8.0)
+    assert override(app) == 0 and resumes.rates == [8.0], "the resume job knows the rate"
+    pacer.resume(HOST, 1, 8.0)
+    assert (override(app), rate_override(app)) == (1, 2.0)
+    for _ in range(3):
+        pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (None, None), "the ceiling: the jobs' own"
 
 
 def test_without_adaptation_only_pauses_move_the_level(app: App) -> None:

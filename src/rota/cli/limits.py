@@ -1,4 +1,5 @@
-"""``rota limits ...``: flow-control keys; change concurrency limits, close breakers."""
+"""``rota limits ...``: flow-control keys; change concurrency limits and rates,
+close breakers."""
 
 from __future__ import annotations
 
@@ -31,9 +32,11 @@ def _running(info: LimitInfo) -> str:
 
 
 def _rate(info: LimitInfo) -> str:
-    if info.rate is None:
+    rate = info.rate_in_force
+    if rate is None:
         return "-"
-    return f"{info.rate:g}/s burst {info.burst or 1}"
+    text = f"{rate:g}/s burst {info.burst or 1}"
+    return text + " (set)" if info.rate_override is not None else text
 
 
 def _breaker(info: LimitInfo, now: float) -> Text:
@@ -88,6 +91,20 @@ def set_limit(cli: CliState, key: str, limit: int) -> None:
     """Let at most N jobs with KEY run at once across all workers (0 holds them all)."""
     cli.store_app().admin.set_limit(key, limit, by=cli_actor())
     click.echo(f"limit of {key} set to {limit}")
+
+
+@limits.command("rate")
+@click.argument("key", callback=name_callback("limit key"))
+@click.argument("rate", metavar="RATE|clear")
+@url_option
+@pass_state
+def set_rate(cli: CliState, key: str, rate: str) -> None:
+    """Let jobs with KEY start at most RATE (e.g. 2/s, 100/m, 0.5) across all
+    workers, in place of the rate they carry; 'clear' goes back to theirs."""
+    cleared = rate == "clear"
+    cli.store_app().admin.set_rate(key, None if cleared else rate, by=cli_actor())
+    done = f"rate of {key} back to the jobs' own" if cleared else f"rate of {key} set to {rate}"
+    click.echo(done)
 
 
 @limits.command("clear")

@@ -156,7 +156,7 @@ class CrawlJobs:
         result: dict[str, Any] = {"url": url, "depth": depth}
         if not rules.allows(url):
             return result | {"skipped": "disallowed by robots.txt"}
-        host = host_key(url)
+        host, own_rate = host_key(url), self.settings.host_rate(rules)
         try:
             got = fetching.get(
                 self.clients.get(),
@@ -165,14 +165,14 @@ class CrawlJobs:
                 headers=fetching.conditional_headers(previous),
             )
         except httpx.HTTPError as exc:
-            self.pacer.record(host, None, 0.0)
+            self.pacer.record(host, None, 0.0, own_rate)
             kind = outcomes.network_kind(exc)
             raise FetchFailed(kind, f"{url}: {type(exc).__name__}: {exc}") from exc
         if got.status in (429, 503):
             asked = parse_retry_after(got.headers.get("retry-after"), time.time())
-            pause = self.pacer.throttle(host, asked)
+            pause = self.pacer.throttle(host, asked, own_rate)
             raise Throttled(f"{url} answered {got.status}: {host} is paused for {pause:.1f} s")
-        self.pacer.record(host, got.status, got.seconds)
+        self.pacer.record(host, got.status, got.seconds, own_rate)
         if got.status >= 500:
             raise FetchFailed("5xx", f"{url} answered {got.status}")
         return result | {"status": got.status} | self._answer(url, depth, previous, rules, got)
@@ -212,8 +212,8 @@ class CrawlJobs:
                 raise TryLater(f"the last fetch of {url} ({after}) still holds it")
             time.sleep(_HOLD_POLL)
 
-    def _send_resume(self, host: str, level: int, delay: float) -> None:
-        self.resume_task.send_in(delay, host, level)
+    def _send_resume(self, host: str, level: int, rate: float | None, delay: float) -> None:
+        self.resume_task.send_in(delay, host, level, rate)
 
     # -- one answer ------------------------------------------------------------
 

@@ -3,7 +3,11 @@
 The level of a host is the concurrency override of its key
 (``app.store.set_limit``): ``rota limits list`` and the dashboard's limits
 view show it as ``running/level (set)``, and the store applies it at claim
-time on every worker. No override means the host runs at the ceiling
+time on every worker. The host's rate follows its level: below the ceiling
+it is the host's own rate (the crawler's, or its robots.txt's Crawl-delay)
+times level / ceiling, kept as the key's rate override
+(``app.store.set_rate``), so a host that struggles gets fewer requests a
+second, not only fewer at once. No override means the host runs at the ceiling
 (``per_host``). A pause is the override 0 (the store holds every job of the
 host) plus a resume job, sent to run when the pause ends, that sets the
 level the host comes back at.
@@ -38,8 +42,8 @@ log = logging.getLogger("rota.crawl")
 #: Seconds a process trusts its copy of the levels.
 _FRESH = 1.0
 
-#: Sends the resume job of ``host``: ``resume(host, level, delay)``.
-Resume = Callable[[str, int, float], None]
+#: Sends the resume job of ``host``: ``resume(host, level, rate, delay)``.
+Resume = Callable[[str, int, "float | None", float], None]
 
 
 class Pacer:
@@ -54,13 +58,18 @@ class Pacer:
         self._lock = threading.Lock()
         self._health: dict[str, Health] = {}
         self._levels: dict[str, int] = {}
+        self._rates: dict[str, float] = {}  # each host's own rate, as its fetches said
         self._read_at = -_FRESH
 
-    def record(self, host: str, status: int | None, seconds: float) -> Event:
+    def record(
+        self, host: str, status: int | None, seconds: float, rate: float | None = None
+    ) -> Event:
         """Take one response (``status`` None: none came) that took
-        ``seconds``; move the host's level if it calls for it. A throttle
-        is :meth:`throttle`'s, not this method's."""
+        ``seconds``; move the host's level if it calls for it. ``rate`` is
+        the host's own rate (fetches a second at the ceiling). A throttle is
+        :meth:`throttle`'s, not this method's."""
         with self._lock:
+            self._know_rate(host, rate)
             health = self._health.get(host, Health())
             if status is not None:
                 health = adapt.observe(health, seconds, self._config)
@@ -77,13 +86,14 @@ class Pacer:
             self._set(host, new, f"{event.value} response")
         return event
 
-    def throttle(self, host: str, retry_after: float | None) -> float:
+    def throttle(self, host: str, retry_after: float | None, rate: float | None = None) -> float:
         """Pause ``host`` (it answered 429 or 503) for as long as it asked, or
         for a pause that doubles with each throttle in a row; returns the
         pause in seconds. The resume job brings it back at half its level
         (at its ceiling without adaptation). A host already paused stays so;
         its pending resume job ends the pause."""
         with self._lock:
+            self._know_rate(host, rate)
             health = self._health.get(host, Health())
             level = self._level(host, fresh=True)
             new, health = adapt.next_level(
@@ -93,20 +103,34 @@ class Pacer:
             seconds = adapt.pause_seconds(retry_after, health.throttles, self._config)
         if level > 0:
             self._set(host, 0, f"throttled; paused for {seconds:.1f} s")
-        self._resume(host, new if self._adaptive and new > 0 else self._ceiling, seconds)
+        back = new if self._adaptive and new > 0 else self._ceiling
+        self._resume(host, back, self._rates.get(host), seconds)
         return seconds
 
-    def resume(self, host: str, level: int) -> None:
-        """End the pause of ``host`` at ``level`` (the resume job runs this)."""
+    def resume(self, host: str, level: int, rate: float | None = None) -> None:
+        """End the pause of ``host`` at ``level`` (the resume job runs this;
+        ``rate`` is the host's own rate, as the throttled fetch knew it)."""
+        with self._lock:
+            self._know_rate(host, rate)
         self._set(host, max(1, min(level, self._ceiling)), "pause over")
+
+    def _know_rate(self, host: str, rate: float | None) -> None:
+        if rate is not None:
+            self._rates[host] = rate
 
     def _set(self, host: str, level: int, why: str) -> None:
         value = None if level >= self._ceiling else level
         self._app.store.set_limit(host, value)
+        own = self._rates.get(host)
+        paced = None
+        if own is not None:  # else the rate stays as it is until a fetch tells it
+            paced = None if value is None else own * max(level, 1) / self._ceiling
+            self._app.store.set_rate(host, paced)
         with self._lock:
             self._levels[host] = level
         shown = "the ceiling" if value is None else str(level)
-        log.info("host %s: %s; at most %s fetch(es) at once", host, why, shown)
+        pace = f", {paced:.3g} a second" if paced is not None else ""
+        log.info("host %s: %s; at most %s fetch(es) at once%s", host, why, shown, pace)
 
     def _level(self, host: str, *, fresh: bool = False) -> int:
         """The level in force for ``host`` (the lock is held): from this

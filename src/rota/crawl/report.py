@@ -110,6 +110,7 @@ class HostRow:
     ceiling: int | None = None
     #: The override the crawler set on the host's key (None: at the ceiling).
     override: int | None = None
+    #: Fetches a second in force now: the crawler's adapted rate, else its own.
     rate: float | None = None
     burst: int | None = None
     #: When the host's pause ends (its resume job's run time), if paused.
@@ -351,7 +352,7 @@ class _HostBook:
                     level=info.concurrency if info else None,
                     ceiling=self._ceiling,
                     override=override,
-                    rate=info.rate if info else None,
+                    rate=info.rate_in_force if info else None,
                     burst=info.burst if info else None,
                     paused_until=self._paused_until.get(host) if override == 0 else None,
                     breaker_open_until=info.open_until if info else None,

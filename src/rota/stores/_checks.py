@@ -236,6 +236,13 @@ def concurrency_override(key: object, concurrency: object) -> None:
         integer(concurrency, f"concurrency limit of {key!r}", 0, MAX_LIMIT)
 
 
+def rate_override(key: object, rate: object) -> None:
+    """The arguments of :meth:`Store.set_rate`."""
+    text(key, "limit key")
+    if rate is not None:
+        number(rate, f"rate of {key!r}", 0.0, MAX_RATE, above=True)
+
+
 def retention(older_than: object, limit: object) -> None:
     """The arguments of :meth:`Store.purge_finished`."""
     seconds(older_than, "retention age")

@@ -241,6 +241,11 @@ class SteeringStore(ABC):
         """Override the concurrency limit of ``key`` at run time (None: clear)."""
 
     @abstractmethod
+    def set_rate(self, key: str, rate: float | None) -> None:
+        """Override the rate of ``key`` (jobs a second, above 0) at run time,
+        in place of the rate its jobs carry; their burst stays (None: clear)."""
+
+    @abstractmethod
     def reset_breaker(self, key: str) -> bool:
         """Close the breaker of ``key``; False if it was not open."""
 

@@ -212,8 +212,10 @@ def _limit_info(key: str, h: dict[bytes, bytes], now: float) -> LimitInfo:
     override, declared = num(b"override"), num(b"concurrency")
     concurrency = override if override is not None else declared
     rate, burst, tokens, at = num(b"rate"), num(b"burst"), num(b"tokens"), num(b"tokens_at")
-    if tokens is not None and rate is not None and burst is not None and at is not None:
-        tokens = min(burst, tokens + max(0.0, now - at) * rate)
+    rate_override = num(b"rate_override")
+    in_force = rate if rate_override is None else rate_override
+    if tokens is not None and in_force is not None and burst is not None and at is not None:
+        tokens = min(burst, tokens + max(0.0, now - at) * in_force)
     return LimitInfo(
         key=key,
         running=int(num(b"running") or 0),
@@ -224,4 +226,5 @@ def _limit_info(key: str, h: dict[bytes, bytes], now: float) -> LimitInfo:
         failures=int(num(b"failures") or 0),
         open_until=num(b"open_until"),
         override=None if override is None else int(override),
+        rate_override=rate_override,
     )

@@ -96,6 +96,11 @@ class Steering(RedisBase):
         self._run("set_limit", [key, "" if concurrency is None else str(int(concurrency))])
 
     @guarded
+    def set_rate(self, key: str, rate: float | None) -> None:
+        _checks.rate_override(key, rate)
+        self._run("set_rate", [key, "" if rate is None else repr(float(rate))])
+
+    @guarded
     def reset_breaker(self, key: str) -> bool:
         _checks.text(key, "limit key")
         return bool(self._run("reset_breaker", [key]))

@@ -52,6 +52,8 @@ key                            type    holds
                                        look again
 ``P waiting:KEY``              zset    sub-queues parked on a busy key, JSON
                                        ``[queue, "PRIO:SIG"]`` -> parked at
+``P paced:KEY``                zset    sub-queues parked for a rate key's tokens,
+                                       as ``waiting:`` (``set_rate`` wakes them)
 ``P delayed:QUEUE``            zset    scheduled job id -> run_at
 ``P fair:QUEUE``               hash    fairness key -> virtual time of its newest job
 ``P limit:KEY``                hash    one flow-control key's counters and bucket
@@ -138,6 +140,7 @@ KINDS = (
     "prios",
     "parked",
     "waiting",
+    "paced",
     "delayed",
     "fair",
     "limit",
@@ -224,6 +227,10 @@ class Keys:
     def waiting(self, key: str) -> str:
         """Sub-queues parked until a slot of a flow-control key frees."""
         return f"{self.prefix}waiting:{key}"
+
+    def paced(self, key: str) -> str:
+        """Sub-queues parked for a rate key's tokens (``set_rate`` wakes them)."""
+        return f"{self.prefix}paced:{key}"
 
     def delayed(self, queue: str) -> str:
         """Scheduled jobs of one queue, by run time."""

@@ -24,6 +24,7 @@ class _KeyState:
     open_until: float | None = None
     probe: str | None = None
     inflight: int = 0  # running jobs with this breaker key
+    rate_override: float | None = None  # set at run time; save() leaves it be
 
 
 #: Jobs blocked by a busy key are parked at most this long; a freed slot
@@ -83,10 +84,11 @@ class LimitBook:
             cap = state.override if state.override is not None else n
             if key in self.blocked or state.running >= cap:
                 return self._block(key, self.now + PARK_SAFETY)
-        for key, rate, burst in limits.get("r", ()):
+        for key, declared, burst in limits.get("r", ()):
             if key in self.blocked:
                 return self._block(key, self.now)
             state = self._get(key)
+            rate = declared if state.rate_override is None else state.rate_override
             old = None
             if state.tokens is not None and state.tokens_at is not None:
                 old = flow.Bucket(state.tokens, state.tokens_at)

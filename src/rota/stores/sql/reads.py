@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rota import _json, _payload
@@ -158,12 +159,13 @@ class Reads(Database):
             now = tx.now()
             rows = tx.execute("limit_infos").fetchall()
         result = []
-        for key, running, conc, rate, burst, tokens, at, failures, open_until, override in rows:
-            if tokens is not None and rate is not None:
-                tokens = min(float(burst), tokens + max(0.0, now - at) * rate)
-            result.append(
-                LimitInfo(key, running, conc, rate, burst, tokens, failures, open_until, override)
-            )
+        for key, running, conc, rate, burst, tokens, at, failures, open_until, *overrides in rows:
+            override, rate_override = overrides
+            in_force = rate if rate_override is None else rate_override
+            if tokens is not None and in_force is not None:
+                tokens = min(float(burst), tokens + max(0.0, now - at) * in_force)
+            info = LimitInfo(key, running, conc, rate, burst, tokens, failures, open_until)
+            result.append(replace(info, override=override, rate_override=rate_override))
         return result
 
 

@@ -132,6 +132,16 @@ class Steering(Database):
 
         self._transact(work)
 
+    def set_rate(self, key: str, rate: float | None) -> None:
+        _checks.rate_override(key, rate)
+
+        def work(tx: Tx) -> None:
+            tx.execute("set_rate_override", (key, None if rate is None else float(rate)))
+            tx.execute("unpark_key", (key, UNPARK_ALL))
+            tx.wake()
+
+        self._transact(work)
+
     def reset_breaker(self, key: str) -> bool:
         _checks.text(key, "limit key")
 

@@ -68,7 +68,7 @@ FOR UPDATE SKIP LOCKED
 -- never both start from an absent row.
 INSERT INTO limits (`key`) VALUES (%s) ON DUPLICATE KEY UPDATE `key` = `key`;
 SELECT running, concurrency, override, rate, burst, tokens, tokens_at, failures,
-       open_until, probe, inflight
+       open_until, probe, inflight, rate_override
 FROM limits WHERE `key` = %s
 
 -- name: save_limit_row

@@ -47,6 +47,10 @@ DELETE FROM workers WHERE heartbeat_at < %s
 INSERT INTO limits (`key`, override) VALUES (%s, %s)
 ON DUPLICATE KEY UPDATE override = VALUES(override)
 
+-- name: set_rate_override
+INSERT INTO limits (`key`, rate_override) VALUES (%s, %s)
+ON DUPLICATE KEY UPDATE rate_override = VALUES(rate_override)
+
 -- name: reset_breaker
 UPDATE limits SET failures = 0, open_until = NULL, probe = NULL
 WHERE `key` = %s AND open_until IS NOT NULL

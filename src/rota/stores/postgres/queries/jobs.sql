@@ -73,7 +73,7 @@ FOR UPDATE SKIP LOCKED
 INSERT INTO limits AS l (key) VALUES (%s)
 ON CONFLICT (key) DO UPDATE SET key = l.key
 RETURNING running, concurrency, override, rate, burst, tokens, tokens_at, failures,
-          open_until, probe, inflight
+          open_until, probe, inflight, rate_override
 
 -- name: save_limit_row
 INSERT INTO limits (key, running, concurrency, override, rate, burst, tokens, tokens_at,

@@ -37,6 +37,7 @@ function K.heads(queue, priority) return PREFIX .. 'heads:' .. queue .. ':' .. p
 function K.prios(queue) return PREFIX .. 'prios:' .. queue end
 function K.parked(queue) return PREFIX .. 'parked:' .. queue end
 function K.waiting(key) return PREFIX .. 'waiting:' .. key end
+function K.paced(key) return PREFIX .. 'paced:' .. key end
 function K.delayed(queue) return PREFIX .. 'delayed:' .. queue end
 function K.fair(queue) return PREFIX .. 'fair:' .. queue end
 function K.limit(key) return PREFIX .. 'limit:' .. key end

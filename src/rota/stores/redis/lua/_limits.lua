@@ -46,7 +46,8 @@ end
 -- the book ---------------------------------------------------------------
 
 local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
-                      'tokens_at', 'failures', 'open_until', 'probe', 'inflight'}
+                      'tokens_at', 'failures', 'open_until', 'probe', 'inflight',
+                      'rate_override'}
 
 function L.book(now)
   local book = {now = now, keys = {}, dirty = {}, blocked = {}, freed = {}}
@@ -60,6 +61,7 @@ function L.book(now)
         rate = tonumber(r[4]), burst = tonumber(r[5]), tokens = tonumber(r[6]),
         tokens_at = tonumber(r[7]), failures = tonumber(r[8]) or 0,
         open_until = tonumber(r[9]), probe = L.opt(r[10]), inflight = tonumber(r[11]) or 0,
+        rate_override = tonumber(r[12]), -- set_rate's; save leaves it be
       }
       book.keys[key] = s
     end
@@ -89,10 +91,11 @@ function L.book(now)
       local why = book.blocked[r[1]]
       if why then return false, why end
       local s = book.get(r[1])
-      local tokens, at = L.refill(s.tokens, s.tokens_at, r[2], r[3], now)
+      local rate = s.rate_override or r[2]
+      local tokens, at = L.refill(s.tokens, s.tokens_at, rate, r[3], now)
       local left = L.take(tokens, at)
       if left == nil then -- (the bucket earns nothing before its own time, at)
-        why = {key = r[1], at = at + (1 - tokens) / r[2]}
+        why = {key = r[1], at = at + (1 - tokens) / rate}
         book.blocked[r[1]] = why
         return false, why
       end

@@ -75,8 +75,11 @@ function L.park(queue, priority, sig, why, now)
   local member = priority .. ':' .. sig
   unlist_sig(queue, priority, sig)
   redis.call('ZADD', K.parked(queue), why.at or (now + PARK_HOLD), member)
+  local entry = cjson.encode({queue, member})
   if why.breaker or not why.at then
-    redis.call('ZADD', K.waiting(why.key), now, cjson.encode({queue, member}))
+    redis.call('ZADD', K.waiting(why.key), now, entry)
+  else -- waiting for the key's tokens: a new rate (set_rate) brings it back
+    redis.call('ZADD', K.paced(why.key), now, entry)
   end
 end
 
@@ -97,13 +100,19 @@ end
 
 -- A key freed slots: unpark up to most sub-queues waiting on it and wake
 -- their queues' waiters.
-function L.wake(key, most)
-  local waiting = redis.call('ZPOPMIN', K.waiting(key), most)
-  for i = 1, #waiting, 2 do
-    local entry = cjson.decode(waiting[i])
+local function unpark_popped(list, most)
+  local popped = redis.call('ZPOPMIN', list, most)
+  for i = 1, #popped, 2 do
+    local entry = cjson.decode(popped[i])
     if L.unpark(entry[1], entry[2]) then L.signal(entry[1], 1) end
   end
 end
+
+function L.wake(key, most) unpark_popped(K.waiting(key), most) end
+
+-- A key's rate changed: every sub-queue parked for its tokens comes back
+-- (its head's admission is decided again at the new rate).
+function L.wake_paced(key) unpark_popped(K.paced(key), WAKE_ALL) end
 
 function L.ready_remove(id, queue, priority, seq, sig)
   redis.call('ZREM', K.ready(queue, priority, sig), L.member(seq, id))

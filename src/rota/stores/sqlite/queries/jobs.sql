@@ -47,7 +47,7 @@ LIMIT ? OFFSET ?
 
 -- name: limit_row
 SELECT running, concurrency, override, rate, burst, tokens, tokens_at, failures,
-       open_until, probe, inflight
+       open_until, probe, inflight, rate_override
 FROM limits WHERE key = ?
 
 -- name: save_limit_row

@@ -67,7 +67,7 @@ SELECT info FROM workers ORDER BY heartbeat_at DESC
 
 -- name: limit_infos
 SELECT key, running, coalesce(override, concurrency), rate, burst, tokens, tokens_at, failures,
-       open_until, override
+       open_until, override, rate_override
 FROM limits ORDER BY key
 
 -- name: next_due

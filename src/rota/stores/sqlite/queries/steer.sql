@@ -46,6 +46,10 @@ DELETE FROM workers WHERE heartbeat_at < ?
 INSERT INTO limits (key, override) VALUES (?, ?)
 ON CONFLICT (key) DO UPDATE SET override = excluded.override
 
+-- name: set_rate_override
+INSERT INTO limits (key, rate_override) VALUES (?, ?)
+ON CONFLICT (key) DO UPDATE SET rate_override = excluded.rate_override
+
 -- name: reset_breaker
 UPDATE limits SET failures = 0, open_until = NULL, probe = NULL
 WHERE key = ? AND open_until IS NOT NULL
