@@ -37,9 +37,7 @@ import argparse
 import contextlib
 import json
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +51,9 @@ import rota
 from rota._ids import unique_ids
 from rota.models import NewJob, Outcome
 from rota.stores import Store, open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peer_procs import redis_server
 
 QUEUE = "bench"
 CLAIM = 16
@@ -89,41 +90,6 @@ def drain(store: Store, count: int) -> tuple[float, float, float]:
 
 
 # -- Redis ---------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def redis_server() -> Iterator[str]:
-    """A private redis-server without persistence; yields its URL."""
-    import redis
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not installed")
-    port = _free_port()
-    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit(f"redis-server on port {port} did not start") from None
-                time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        client.close()
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def store_cpu(kind: str, where: str) -> float:
