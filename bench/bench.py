@@ -6,6 +6,7 @@ median of several runs::
     python bench/bench.py --url sqlite:///tmp/bench.db --mode threads --concurrency 8
     python bench/bench.py --url redis://127.0.0.1:6379/0 --runs 5
     python bench/bench.py --url sqlite:///tmp/bench.db --processes 1,2   # pool vs one worker
+    python bench/bench.py --mode processes --concurrency 2 --prefetch 0,2  # held jobs or none
 
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,10 +35,10 @@ WORKER_FLAGS: list[str] = []
 
 @contextmanager
 def worker(
-    url: str, mode: str, concurrency: int, queue: str, processes: int = 1
+    url: str, mode: str, concurrency: int, queue: str, flags: Sequence[str] = ()
 ) -> Iterator[psutil.Process]:
     """A real ``rota worker`` process (``--processes`` of them under a
-    supervisor when above 1) for the duration of the block."""
+    supervisor when ``flags`` ask for more than 1) for the duration of the block."""
     rota = Path(sys.executable).with_name("rota")
     cmd = [
         str(rota),
@@ -51,8 +52,7 @@ def worker(
         str(concurrency),
         "--mode",
         mode,
-        "--processes",
-        str(processes),
+        *flags,
         *WORKER_FLAGS,
     ]
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed below); the worker's log lines
@@ -109,7 +109,7 @@ def wait_drained(
 
 
 def run_once(
-    base_url: str, jobs: int, mode: str, concurrency: int, samples: int, processes: int = 1
+    base_url: str, jobs: int, mode: str, concurrency: int, samples: int, flags: Sequence[str] = ()
 ) -> dict[str, float]:
     """One run of every workload on a fresh store."""
     import bench_app
@@ -127,14 +127,14 @@ def run_once(
     for offset in range(0, jobs, 5000):
         noop.send_many([() for _ in range(min(5000, jobs - offset))])
     figures["send_per_s"] = jobs / (time.perf_counter() - start)
-    with worker(url, mode, concurrency, "tput", processes) as proc:
+    with worker(url, mode, concurrency, "tput", flags) as proc:
         start = time.perf_counter()
         figures["cpu_us_per_job"] = wait_drained(app, "tput", jobs, proc)
         figures["drain_per_s"] = jobs / (time.perf_counter() - start)
 
     # Enqueue-to-start latency with an idle worker: one job at a time.
     stamp = bench_app.stamp.options(queue="lat")
-    with worker(url, mode, concurrency, "lat", processes):
+    with worker(url, mode, concurrency, "lat", flags):
         stamp.send().result(timeout=30)  # the worker is up and idle
         latencies = []
         for _ in range(samples):
@@ -165,26 +165,35 @@ def main() -> None:
         default="1",
         help="comma-separated --processes values, compared in turns within each run (e.g. 1,2)",
     )
+    parser.add_argument(
+        "--prefetch",
+        default="",
+        help="comma-separated --prefetch values, compared in turns within each run "
+        "(e.g. 0,2; default: the worker's own)",
+    )
     args = parser.parse_args()
     if args.quiet:
         WORKER_FLAGS.append("--quiet")
-    counts = [int(p) for p in args.processes.split(",")]
-    runs: dict[int, list[dict[str, float]]] = {p: [] for p in counts}
+    variants = [
+        ("--processes", str(int(procs)), *(("--prefetch", str(int(ahead))) if ahead else ()))
+        for procs in args.processes.split(",")
+        for ahead in args.prefetch.split(",")
+    ]
+    runs: dict[str, list[dict[str, float]]] = {" ".join(v): [] for v in variants}
     for n in range(args.runs):
-        for procs in counts:
+        for flags in variants:
             figures = run_once(
-                args.url, args.jobs, args.mode, args.concurrency, args.samples, procs
+                args.url, args.jobs, args.mode, args.concurrency, args.samples, flags
             )
-            runs[procs].append(figures)
+            runs[" ".join(flags)].append(figures)
             line = "  ".join(f"{k}={v:,.1f}" for k, v in figures.items())
-            print(f"run {n + 1}, --processes {procs}: {line}", flush=True)
-    for procs in counts:
+            print(f"run {n + 1}, {' '.join(flags)}: {line}", flush=True)
+    for label, figures_of_runs in runs.items():
         print(
-            f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}, "
-            f"--processes {procs}):"
+            f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}, {label}):"
         )
-        for key in runs[procs][0]:
-            print(f"  {key:12s} {statistics.median(r[key] for r in runs[procs]):12,.1f}")
+        for key in figures_of_runs[0]:
+            print(f"  {key:12s} {statistics.median(r[key] for r in figures_of_runs):12,.1f}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ COMMANDS = [
     ("bench/bench.py --url {sqlite} --jobs 200 --samples 20 --runs 1", "drain_per_s"),
     ("bench/bench.py --url {redis} --jobs 200 --samples 20 --runs 1 --concurrency 32", "p99_ms"),
     ("bench/bench.py --url {mysql} --jobs 200 --samples 20 --runs 1 --concurrency 64", "p50_ms"),
+    (
+        "bench/bench.py --url {sqlite} --jobs 200 --samples 10 --runs 1 --mode processes "
+        "--concurrency 2 --prefetch 0,2",
+        "--prefetch 2",
+    ),
     ("bench/dashboard_pages.py --jobs 2000 --db {db} --finish 200 --repeat 1", "/metrics"),
     ("bench/idle_cost.py --url {sqlite} --settle 0.5 --window 0.5 --windows 1", "idle worker"),
     ("bench/limits_bench.py claims --url {sqlite} --jobs 200 --runs 1", "empty claim ms"),

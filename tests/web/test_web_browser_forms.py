@@ -183,12 +183,12 @@ def test_operator_adds_a_command_schedule_and_sends_a_command(site: Site, page: 
     _log_in(page, site.base, OPERATOR, "/schedules")
     page.click("#new-schedule")
     page.fill("input[name=name]", "greeting")
-    page.fill("input[name=command]", f"{sys.executable} -c 'print(\"hello\" + \" cron\")")
+    page.fill("input[name=command]", f'{sys.executable} -c \'print("hello" + " cron")')
     page.click("#save")  # the quote is not closed: refused beside the field
     expect(page.locator("#error-command")).to_contain_text("cannot be split")
     assert site.app.store.schedules() == []
 
-    line = f"{sys.executable} -c 'print(\"hello\" + \" cron\")'"
+    line = f'{sys.executable} -c \'print("hello" + " cron")\''
     page.fill("input[name=command]", line)
     page.select_option("select[name=kind]", "every")
     page.fill("input[name=interval]", "1")
