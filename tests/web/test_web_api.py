@@ -392,6 +392,23 @@ def test_limits_set_clear_and_breaker_reset(client: TestClient, demo: Demo) -> N
     expect_error(client.post("/api/limits/no-key/reset"), 404, "limit key 'no-key' not found")
 
 
+def test_a_rate_override_is_set_shown_and_cleared(client: TestClient, demo: Demo) -> None:
+    key = "api.example"
+    answer = client.put(f"/api/limits/{key}/rate", json={"rate": "30/m"})
+    assert answer.json() == {"ok": True, "message": f"rate of {key!r} set to 30/m"}
+    limit = {i["key"]: i for i in client.get("/api/limits").json()}[key]
+    assert limit["rate_override"] == 0.5
+    assert client.put(f"/api/limits/{key}/rate", json={"rate": 4}).json()["ok"] is True
+    assert {i["key"]: i for i in client.get("/api/limits").json()}[key]["rate_override"] == 4.0
+    expect_error(client.put(f"/api/limits/{key}/rate", json={"rate": "fast"}), 400, "not valid")
+    expect_error(client.put(f"/api/limits/{key}/rate", json={"rate": 0}), 400, "rate")
+    assert {i["key"]: i for i in client.get("/api/limits").json()}[key]["rate_override"] == 4.0
+    cleared = client.put(f"/api/limits/{key}/rate", json={"rate": None}).json()
+    assert cleared["message"] == f"rate override of {key!r} cleared"
+    assert {i["key"]: i for i in client.get("/api/limits").json()}[key]["rate_override"] is None
+    assert demo.store.limits(), "the store holds what the API set"
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
 from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
 from rota.admin import Admin
@@ -104,6 +104,13 @@ class LimitBody(BaseModel):
     boolean or a float); null clears the override."""
 
     concurrency: StrictInt | None = Field(..., ge=0, le=MAX_LIMIT)
+
+
+class RateBody(BaseModel):
+    """A run-time rate: ``"2/s"``, ``"100/m"``, ``"5/10s"`` or a number of
+    jobs a second above 0; null goes back to the rate the jobs carry."""
+
+    rate: StrictStr | StrictFloat | StrictInt | None = Field(...)
 
 
 def _store(request: Request) -> Store:
@@ -312,6 +319,18 @@ def list_workers(request: Request) -> list[_ops.WorkerView]:
 def list_limits(request: Request) -> list[_ops.LimitView]:
     """Every key the store knows, with its current state."""
     return _ops.limits(_store(request))
+
+
+@act.put("/limits/{key:path}/rate", summary="Override a key's rate")
+def set_rate(
+    request: Request, key: Name, body: Annotated[RateBody, Body()], identity: Acting
+) -> Done:
+    """Cluster-wide, at once, in place of the rate the key's jobs carry (their
+    burst stays); ``null`` goes back to theirs."""
+    _admin(request).set_rate(key, body.rate, by=_ops.actor(request, identity))
+    if body.rate is None:
+        return Done(message=f"rate override of {key!r} cleared")
+    return Done(message=f"rate of {key!r} set to {body.rate}")
 
 
 @act.put("/limits/{key:path}", summary="Override a key's concurrency limit")
