@@ -35,7 +35,8 @@ ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = NULL
 
 -- name: promote_due
 -- Reads the store clock itself (rota_now(), the connection's Python clock).
-UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= rota_now()
+UPDATE jobs INDEXED BY jobs_due SET state = 'queued'
+WHERE state = 'scheduled' AND run_at <= rota_now()
 
 -- name: ready_candidates
 -- Nothing from a paused queue.

@@ -71,7 +71,7 @@ SELECT key, running, coalesce(override, concurrency), rate, burst, tokens, token
 FROM limits ORDER BY key
 
 -- name: next_due
-SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+SELECT min(run_at) FROM jobs INDEXED BY jobs_due WHERE state = 'scheduled'
 
 -- name: next_parked
 SELECT min(parked_until) FROM jobs WHERE state = 'parked'
