@@ -414,6 +414,9 @@ def test_a_recrawl_asks_conditionally_and_parses_only_what_changed(
             assert not second.conditional, "c gives no validators: a plain GET"
         unchanged_status = 200 if label == "c" else 304
         assert second.status == (200 if (label, path) in changed else unchanged_status)
+        if label != "c":  # a link found again (re-sent by a changed page) fetches nothing
+            again = [r for r in log if (r.host, r.path) == (label, path)][1:]
+            assert all(r.conditional for r in again), (label, path, "only recrawls, conditional")
 
     parses = lab.parses()
     assert parses[site.url("a", "/new")] == 1

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from rota import App
 from rota.cli import main
 from rota.crawl import Adaptive, Crawler
+from rota.crawl.jobs import NEVER
 from rota.crawl.pacing import Pacer
 
 HOST = "shop.example:8080"
@@ -131,7 +132,7 @@ def test_each_fetch_carries_its_hosts_keys_and_rotates_over_hosts(app: App) -> N
     handles = frontier.fetch(HOST, 0.5, calls)
     again = frontier.fetch(HOST, 0.5, calls[:1])
     assert [h.duplicate for h in handles + again] == [False, False, True]
-    assert again[0].id == handles[0].id, "a URL pending or fetched within the age is not sent"
+    assert again[0].id == handles[0].id, "a URL pending or fetched is not sent"
     job = app.store.get_job(handles[0].id)
     assert job is not None and job.task == "shop.fetch" and job.queue == "crawl"
     assert job.limit_keys == (HOST,), "concurrency, rate and breaker all on the host"
@@ -141,4 +142,4 @@ def test_each_fetch_carries_its_hosts_keys_and_rotates_over_hosts(app: App) -> N
     assert [(c.key, c.limit) for c in new.concurrency] == [(HOST, 3)]
     assert [(r.key, r.rate, r.burst) for r in new.rate] == [(HOST, 0.5, 1)]
     assert [(b.key, b.failures) for b in new.breaker] == [(HOST, 5)]
-    assert new.unique_for == 7200.0, "the recrawl age"
+    assert new.unique_for == NEVER, "held for good: recrawl jobs go round it"

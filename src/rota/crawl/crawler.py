@@ -40,8 +40,9 @@ class Crawler:
       default: only the seeds' hosts;
     - ``max_depth``: links more than this many hops from a seed are not
       followed (default: no limit);
-    - ``recrawl``: the recrawl age (seconds or ``"1d"``): a page is not sent
-      again within it, and is fetched again (conditionally) once it is over;
+    - ``recrawl``: the recrawl age (seconds or ``"1d"``): each page is
+      fetched again (conditionally) once it is over, by a recrawl job its
+      fetch sends, never by a link found again;
       None (the default): each page is fetched once;
     - ``per_host``, ``rate``, ``burst``: at most ``per_host`` fetches of a
       host at once and ``rate`` a second (``"2/s"``, ``"30/m"``, a number),
@@ -58,8 +59,9 @@ class Crawler:
       cluster, in the app's Redis or SQLite store) that discovered links
       pass first: one already in it is not sent, and the store holds a
       fetch's unique key only while it is pending or running (not for
-      the recrawl age or for good), so a URL costs the store nothing once
-      fetched. None (the default): exact dedup only. See
+      good), so a URL costs the store nothing once
+      fetched. None (the default): exact dedup only, the store holding each
+      fetched URL's unique key for good. See
       :mod:`rota.crawl.seen`.
 
     Every argument is checked here: a bad one raises
@@ -173,8 +175,8 @@ class Crawler:
         """Send the seeds (or ``urls``) to be fetched: an admit job per
         origin (per 500 URLs), which reads its robots.txt and sends the
         allowed pages.
-        Seeds fetched within the recrawl age (or ever, without one) are not
-        fetched again, so starting twice is harmless (with a seen-set, only
+        Seeds fetched once are not sent again (their recrawl jobs fetch them
+        again after the age), so starting twice is harmless (with a seen-set, only
         the seeds new to it are sent: it holds them for good). Returns the
         admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, before anything is sent."""

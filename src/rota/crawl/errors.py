@@ -14,8 +14,8 @@ class CrawlError(RotaError):
 
 class TryLater(CrawlError):
     """Not now: the job is tried again after the task's backoff (robots.txt
-    of its origin is not read yet, or a recrawl came before the last fetch
-    let go of the URL)."""
+    of its origin is not read yet, or, with a seen-set, a recrawl came before
+    the last fetch let go of the URL)."""
 
 
 class Throttled(TryLater):

@@ -5,8 +5,8 @@ concurrency limit (``per_host``, or the level the store holds for it), of a
 rate (the crawler's, or slower for a ``Crawl-delay``) and of a breaker, so
 the store enforces them at claim time across the cluster, and the host is
 the job's fair key: claims rotate over hosts. Its unique key is the URL,
-held for the recrawl age after a fetch: a URL found again within that time
-is not sent again.
+held for good once fetched: a URL found again is not sent again (its
+recrawl jobs send it, round the key).
 
 With a seen-set (:mod:`rota.crawl.seen`), a discovered link already in
 it is not sent at all; seeds and recrawls do not pass through it.
@@ -53,8 +53,8 @@ class Frontier:
 
     def fetch(self, host: str, rate: float, calls: list[Call]) -> list[JobHandle[Any]]:
         """Send one fetch job per call, all of ``host``, at ``rate`` fetches
-        per second; duplicates (a URL fetched within the recrawl age, or
-        pending) come back with ``duplicate`` set."""
+        per second; duplicates (a URL fetched or pending) come back with
+        ``duplicate`` set."""
         if not calls:
             return []
         return self.fetch_task_for(host, rate).send_many([list(call) for call in calls])

@@ -51,11 +51,8 @@ from rota.crawl.urls import host_key, origin, resolve
 
 __all__ = ["Callback", "CrawlJobs"]
 
-#: Seconds a recrawl job waits, asking every :data:`_HOLD_POLL` seconds, for
-#: the page's last fetch to let go of its URL: the fetch holds it until its
-#: finish (a moment after it sent the recrawl job) plus the age.
-_HOLD_WAIT, _HOLD_POLL = 5.0, 0.02
-#: How long a page fetched once is not sent again without a recrawl age: for good.
+#: How long the store holds a fetched URL's unique key without a seen-set: for
+#: good, so a page found again is never sent again (its recrawls fetch it).
 NEVER = _validate.MAX_DURATION
 #: Retries of jobs that only wait for something (robots.txt, the end of a hold).
 _PATIENT = {"retries": 20, "backoff": (1.0, 600.0)}
@@ -116,7 +113,7 @@ class CrawlJobs:
             unique=url_key,
             # with a seen-set, it keeps found-again links out: the store then
             # holds a URL's unique key only while its fetch is pending or running
-            unique_for=None if seen is not None else s.recrawl or NEVER,
+            unique_for=None if seen is not None else NEVER,
             no_retry_on=ParseFailed,
         )(self.fetch)
         self.admit_task = app.task(name=f"{name}.admit", queue=queue, priority=p + 1, **_PATIENT)(
@@ -191,26 +188,25 @@ class CrawlJobs:
         self, url: str, depth: int, previous: dict[str, Any] | None, after: str
     ) -> dict[str, Any]:
         """Send the next fetch of ``url`` with the validators of its last
-        fetch, job ``after`` (the recrawl job). It runs as the recrawl age of
-        that fetch ends, and sends as soon as the fetch lets go of the URL.
-        A fetch of the URL sent by someone else meanwhile (the page found
-        again the moment its age was over) takes its place."""
+        fetch, job ``after`` (the recrawl job), once the recrawl age of that
+        fetch is over. Links found again never send a fetched page (the store
+        holds its URL for good, or the seen-set has it), so this fetch goes
+        round the URL's unique key; with a seen-set the key is held only while
+        a fetch is pending, and one sent meanwhile (a seed sent again) takes
+        this one's place."""
         s = self.settings
         if not (s.is_seed(url) or s.scope.follows(url)):
             return {"url": url, "skipped": "no longer in the crawl"}
         rules = self.robots.rules(origin(url))
         if not rules.allows(url):
             return {"url": url, "skipped": "disallowed by robots.txt"}
-        deadline = time.monotonic() + _HOLD_WAIT
-        while True:
-            [handle] = self.frontier.fetch(
-                host_key(url), s.host_rate(rules), [(url, depth, previous)]
-            )
-            if not (handle.duplicate and handle.id == after):
-                return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
-            if time.monotonic() >= deadline:
-                raise TryLater(f"the last fetch of {url} ({after}) still holds it")
-            time.sleep(_HOLD_POLL)
+        task = self.frontier.fetch_task_for(host_key(url), s.host_rate(rules))
+        if self.frontier.seen is None:
+            task = task.options(unique=None)
+        handle = task.send(url, depth, previous)
+        if handle.duplicate and handle.id == after:
+            raise TryLater(f"the last fetch of {url} ({after}) still holds it")
+        return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
 
     def _send_resume(self, host: str, level: int, rate: float | None, delay: float) -> None:
         self.resume_task.send_in(delay, host, level, rate)

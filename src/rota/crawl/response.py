@@ -27,8 +27,8 @@ _CHARSET = re.compile(r"charset\s*=\s*([^;\s]+)", re.IGNORECASE)
 class Link:
     """A URL for the crawler to follow: made absolute and canonical. The
     crawler still drops it when it is outside the crawl's scope, deeper
-    than ``max_depth``, disallowed by robots.txt or already fetched within
-    the recrawl age."""
+    than ``max_depth``, disallowed by robots.txt or already fetched (a
+    recrawl fetches a page again, not a link to it)."""
 
     url: str
 
