@@ -26,6 +26,11 @@ SQLite on a fresh file in a temporary folder::
 
     python bench/backlog.py --stores redis,sqlite
     python bench/backlog.py --stores redis --sizes 1000,100000 --jobs 5000 --runs 1
+    python bench/backlog.py --backlog scheduled --sizes 0,20000,200000
+
+With ``--backlog scheduled`` the N jobs of the backlog are scheduled an hour
+ahead in the same queue (retries waiting out their backoff, ``send_in``)
+instead of queued: what jobs due later cost the claims of the ones due now.
 
 ``PYTHONPATH=/path/to/other/checkout/src`` measures other code in turns.
 This is a benchmark, not a test: it asserts nothing and prints figures.
@@ -61,12 +66,18 @@ SEND = 5_000
 PAYLOAD = orjson.dumps({"args": [], "kwargs": {}})
 
 
-def fill(store: Store, count: int) -> float:
-    """Send ``count`` queued no-op jobs; returns jobs/s."""
+#: How far ahead ``--backlog scheduled`` puts the backlog's jobs (seconds).
+LATER = 3600.0
+
+
+def fill(store: Store, count: int, delay: float = 0.0) -> float:
+    """Send ``count`` no-op jobs, due ``delay`` seconds from now; returns jobs/s."""
     started = time.perf_counter()
     for first in range(0, count, SEND):
         n = min(SEND, count - first)
-        store.enqueue([NewJob(unique_ids.next(), "noop", QUEUE, PAYLOAD) for _ in range(n)])
+        store.enqueue(
+            [NewJob(unique_ids.next(), "noop", QUEUE, PAYLOAD, delay=delay) for _ in range(n)]
+        )
     return count / (time.perf_counter() - started)
 
 
@@ -180,7 +191,9 @@ def file_bytes(path: str) -> int:
 # -- one measurement -----------------------------------------------------------
 
 
-def measure(kind: str, backlog: int, jobs: int, runs: int, slowlog: bool) -> dict[str, object]:
+def measure(
+    kind: str, backlog: int, jobs: int, runs: int, slowlog: bool, scheduled: bool = False
+) -> dict[str, object]:
     opener = redis_store if kind == "redis" else sqlite_store
     with opener() as (store, where):
         store.now()  # connect before measuring
@@ -189,7 +202,11 @@ def measure(kind: str, backlog: int, jobs: int, runs: int, slowlog: bool) -> dic
             before = redis_bytes(where, 1)
         else:
             before["used"] = file_bytes(where)
-        send_rate = fill(store, backlog + jobs)
+        if scheduled:
+            send_rate = fill(store, backlog, LATER) if backlog else 0.0
+            fill(store, jobs)
+        else:
+            send_rate = fill(store, backlog + jobs)
         if kind == "redis":
             after = redis_bytes(where, backlog + jobs)
         else:
@@ -227,6 +244,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,100000,1000000", help="backlog sizes N")
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs drained per run (M)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--backlog",
+        choices=("queued", "scheduled"),
+        default="queued",
+        help="the backlog's jobs are queued, or scheduled an hour ahead (same queue)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON line per measurement")
     parser.add_argument(
         "--slowlog",
@@ -240,14 +263,16 @@ def main() -> None:
     for kind in args.stores.split(","):
         base = None
         for size in (int(s) for s in args.sizes.split(",")):
-            row = measure(kind, size, args.jobs, args.runs, args.slowlog)
+            row = measure(
+                kind, size, args.jobs, args.runs, args.slowlog, args.backlog == "scheduled"
+            )
             base = base or row["drain_per_s"]
             row["vs_first"] = round(int(row["drain_per_s"]) / int(base), 2)  # type: ignore[call-overload]
             if args.json:
                 print(json.dumps(row), flush=True)
                 continue
             print(
-                f"{kind:6} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
+                f"{kind:6} {args.backlog} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
                 f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
                 f"{row['vs_first']}x the first size; per job: claim {row['claim_us_per_job']} us, "
                 f"finish {row['finish_us_per_job']} us; store CPU {row['store_cpu_us_per_job']} us)"
