@@ -59,10 +59,9 @@ class Crawler:
       cluster, in the app's Redis or SQLite store) that discovered links
       pass first: one already in it is not sent, and the store holds a
       fetch's unique key only while it is pending or running (not for
-      good), so a URL costs the store nothing once
-      fetched. None (the default): exact dedup only, the store holding each
-      fetched URL's unique key for good. See
-      :mod:`rota.crawl.seen`.
+      good), so a URL costs the store nothing once fetched. None (the
+      default): exact dedup only, the store holding each fetched URL's
+      unique key for good. See :mod:`rota.crawl.seen`.
 
     Every argument is checked here: a bad one raises
     :class:`~rota.errors.InvalidArgument` and registers nothing.
@@ -176,8 +175,8 @@ class Crawler:
         origin (per 500 URLs), which reads its robots.txt and sends the
         allowed pages.
         Seeds fetched once are not sent again (their recrawl jobs fetch them
-        again after the age), so starting twice is harmless (with a seen-set, only
-        the seeds new to it are sent: it holds them for good). Returns the
+        again after the age), so starting twice is harmless (with a
+        seen-set, only the seeds new to it are sent: it holds them for good). Returns the
         admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, before anything is sent."""
         seeds = self.settings.seeds if urls is None else seed_urls(urls)

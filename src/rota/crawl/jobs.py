@@ -187,13 +187,13 @@ class CrawlJobs:
     def recrawl(
         self, url: str, depth: int, previous: dict[str, Any] | None, after: str
     ) -> dict[str, Any]:
-        """Send the next fetch of ``url`` with the validators of its last
-        fetch, job ``after`` (the recrawl job), once the recrawl age of that
-        fetch is over. Links found again never send a fetched page (the store
-        holds its URL for good, or the seen-set has it), so this fetch goes
-        round the URL's unique key; with a seen-set the key is held only while
-        a fetch is pending, and one sent meanwhile (a seed sent again) takes
-        this one's place."""
+        """The recrawl job of ``url``: sent by its last fetch, job ``after``,
+        to run once the recrawl age is over; sends the page's next fetch with
+        the validators of that one. Links found again never send a fetched
+        page (the store holds its URL for good, or the seen-set has it), so
+        this fetch goes round the URL's unique key; with a seen-set the key
+        is held only while a fetch is pending, and one sent meanwhile (a seed
+        sent again) takes this one's place."""
         s = self.settings
         if not (s.is_seed(url) or s.scope.follows(url)):
             return {"url": url, "skipped": "no longer in the crawl"}
