@@ -76,6 +76,10 @@ class _Host:
             def do_GET(self) -> None:
                 start = time.time()
                 status, headers, body = host.answer(self.path, self.headers)
+                # stamped before the answer goes out: once it is out, the
+                # client may start its next request before this thread runs
+                # again (the test process's other threads hold the GIL)
+                end = time.time()
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -88,7 +92,7 @@ class _Host:
                         host.label,
                         self.path,
                         start,
-                        time.time(),
+                        end,
                         status,
                         self.headers.get("If-None-Match"),
                         self.headers.get("If-Modified-Since"),
