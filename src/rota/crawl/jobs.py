@@ -191,9 +191,10 @@ class CrawlJobs:
         to run once the recrawl age is over; sends the page's next fetch with
         the validators of that one. Links found again never send a fetched
         page (the store holds its URL for good, or the seen-set has it), so
-        this fetch goes round the URL's unique key; with a seen-set the key
-        is held only while a fetch is pending, and one sent meanwhile (a seed
-        sent again) takes this one's place."""
+        this fetch goes round the URL's unique key (it has one of its own,
+        per recrawl job); with a seen-set the key is held only while a fetch
+        is pending, and one sent meanwhile (a seed sent again) takes this
+        one's place."""
         s = self.settings
         if not (s.is_seed(url) or s.scope.follows(url)):
             return {"url": url, "skipped": "no longer in the crawl"}
@@ -202,7 +203,8 @@ class CrawlJobs:
             return {"url": url, "skipped": "disallowed by robots.txt"}
         task = self.frontier.fetch_task_for(host_key(url), s.host_rate(rules))
         if self.frontier.seen is None:
-            task = task.options(unique=None)
+            # keyed by this job, so running it again (after a lost lease) sends nothing
+            task = task.options(unique=_after_key(url, after), unique_for=s.recrawl)
         handle = task.send(url, depth, previous)
         if handle.duplicate and handle.id == after:
             raise TryLater(f"the last fetch of {url} ({after}) still holds it")
