@@ -40,14 +40,15 @@ def test_the_idlest_peer_is_an_idle_one_that_could_take_the_work() -> None:
     peers = [
         me,
         worker("busy", 0.6),
-        worker("working", 0.0, running=1),  # busy with jobs of its own
+        worker("full", 0.0, running=4),  # every slot taken (or claimed for)
+        worker("working", 0.3, running=3),  # a slot free: could take more
         worker("elsewhere", 0.0, queues=("other",)),
         worker("stopping", 0.0, stopping=True),
         worker("gated", 0.0, holding_back=True),
         worker("silent", 0.0, heartbeat_at=50.0),  # last seen long before me
         worker("new", None),  # no reading yet
     ]
-    assert idlest_peer_load("me", ("default",), peers, stale_after=15.0) == 0.6
+    assert idlest_peer_load("me", ("default",), peers, stale_after=15.0) == 0.3
     assert idlest_peer_load("me", ("default",), [me], stale_after=15.0) is None
     assert idlest_peer_load("gone", ("default",), peers, stale_after=15.0) is None
 

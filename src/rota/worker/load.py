@@ -5,12 +5,14 @@ work first.
 A worker's load is its process's share of the machine's CPU time over the
 last second or so (1.0: every core busy with this worker). Each heartbeat
 reports it, and each heartbeat the worker reads its peers' records: the
-load of the idlest live peer that serves one of its queues, runs no job
-and is not stopping or holding back (a peer busy with a backlog is not
-waited for: every worker then claims as fast as it can). Before each claim the worker then
-waits ``YIELD_AT_FULL_LOAD`` seconds times how much busier it is than that
-peer (nothing when no peer is idler, or when it works alone), so the delay
-grows with the gap and never slows a worker that has no idler peer.
+load of the idlest live peer that serves one of its queues, has a free
+slot and is not stopping or holding back. A peer's jobs count claimed ones
+still waiting for a slot, so workers sharing a backlog all show full and
+none waits for another: every worker then claims as fast as it can.
+Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds
+times how much busier it is than that peer (nothing when no peer is idler,
+or when it works alone), so the delay grows with the gap and never slows a
+worker that has no idler peer.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def idlest_peer_load(
     me: str, queues: Iterable[str], workers: Iterable[WorkerInfo], stale_after: float
 ) -> float | None:
     """The load of the idlest live peer of worker ``me`` that serves one of
-    ``queues`` and runs no job; None when there is none. A record older
+    ``queues`` and has a free slot; None when there is none. A record older
     than ``stale_after`` seconds next to ``me``'s own is not live."""
     records = list(workers)
     mine = next((w for w in records if w.id == me), None)
@@ -74,7 +76,7 @@ def idlest_peer_load(
         and w.load is not None
         and mine.heartbeat_at - w.heartbeat_at < stale_after
         and wanted.intersection(w.queues)
-        and w.running == 0
+        and w.running < w.concurrency
         and not (w.stopping or w.holding_back)
     ]
     return min(loads, default=None)

@@ -150,6 +150,7 @@ class Worker:
         self._load_meter = load.LoadMeter()
         self._load = 0.0
         self._idlest_peer: float | None = None  # see rota.worker.load
+        self._yielding = False  # an idler peer claims before this worker
         self._inflight: dict[str, _Inflight] = {}
         self._lock = threading.Lock()
         self._slot_freed = threading.Event()
@@ -236,13 +237,24 @@ class Worker:
         delay = load.claim_delay(self._load, self._idlest_peer)
         if delay and self._stopping.wait(delay):  # an idler peer claims first
             return None
-        return self._claim(self.concurrency + self.prefetch - held)
+        return self._claim(self.concurrency + self.prefetch - held, yielding=bool(delay))
 
-    def _claim(self, free: int) -> list[ClaimedJob]:
+    def _claim(self, free: int, yielding: bool = False) -> list[ClaimedJob]:
         """Claim up to ``free`` jobs, waiting up to a second for some when there
-        are none; they count as running from here on."""
+        are none; they count as running from here on. A ``yielding`` worker
+        (an idler peer claims first) only waits for work to appear and returns
+        none: it claims on its next turn, after its delay."""
+        store = self.app.store
         try:
-            jobs = claim_or_wait(self.app.store, self.id, self.queues, free, _IDLE_WAIT)
+            if yielding and not self._yielding:
+                stop_waiting(store, self.id)  # new jobs go to the idler peer, not to us
+            self._yielding = yielding
+            if yielding:
+                jobs = store.claim(self.id, self.queues, free)
+                if not jobs:
+                    store.wait(self.queues, _IDLE_WAIT)
+            else:
+                jobs = claim_or_wait(store, self.id, self.queues, free, _IDLE_WAIT)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
