@@ -12,6 +12,7 @@ version with 304.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 Target = tuple[str, str]  # (host label, path)
 
@@ -54,6 +56,14 @@ class Request:
         return self.if_none_match is not None or self.if_modified_since is not None
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone before its answer was written (a worker stopped
+        mid-fetch) is no error of the site's; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class _Host:
     def __init__(self, site: Site, label: str, spec: HostSpec) -> None:
         self.site, self.label, self.spec = site, label, spec
@@ -62,7 +72,7 @@ class _Host:
         self.robots_asked = 0
         self.pages_asked = 0
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
