@@ -10,7 +10,8 @@ second than its rate (Crawl-delay included), and a host answering 429 with
 Retry-After gets no request until the pause is over, then comes back at a
 lower level and recovers (seen in the store's limits, as ``rota limits``
 shows them). A recrawl after the age sends conditional requests and parses
-only the pages that changed.
+only the pages that changed; on Redis, so does a crawl of 10,000 pages
+over 20 hosts.
 """
 
 from __future__ import annotations
