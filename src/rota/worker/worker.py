@@ -242,8 +242,9 @@ class Worker:
     def _claim(self, free: int, yielding: bool = False) -> list[ClaimedJob]:
         """Claim up to ``free`` jobs, waiting up to a second for some when there
         are none; they count as running from here on. A ``yielding`` worker
-        (an idler peer claims first) only waits for work to appear and returns
-        none: it claims on its next turn, after its delay."""
+        (an idler peer claims first) claims without registering as idle, and
+        finding nothing it waits for work to appear and returns none: it
+        claims on its next turn, after its delay."""
         store = self.app.store
         try:
             if yielding and not self._yielding:
