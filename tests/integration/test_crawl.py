@@ -258,6 +258,14 @@ class Lab:
     def results(self) -> list[dict[str, Any]]:
         return [job.result for job in self.store.iter_results(task="site.fetch")]
 
+    def fetch_history(self, url: str) -> list[tuple[str, str, list[dict[str, Any]]]]:
+        """Each fetch job of ``url``: its id, state and history (for a
+        failure's message)."""
+        quoted = json.dumps(url)  # as the payload has it: not a prefix of longer URLs
+        page = self.store.list_jobs(JobQuery(task="site.fetch", search=quoted), limit=20)
+        mine = [job for job in page.jobs if job.args and job.args[0] == url]
+        return [(job.id, str(job.state), list(job.history)) for job in mine]
+
     def failed(self) -> list[str]:
         page = self.store.list_jobs(JobQuery(queue="crawl", state=JobState.FAILED), limit=100)
         return [f"{job.task} {job.args} {job.error}" for job in page.jobs]
@@ -587,6 +595,10 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(
 
     assert lab.failed() == []
     if recrawl is None:
+        served = Counter((r.host, r.path) for r in log if r.status == 200)
+        again = [page for page, n in served.items() if n > 1 and page[1] != "/robots.txt"]
+        jobs = {page: lab.fetch_history(site.url(*page)) for page in again[:3]}
+        assert again == [], f"pages answered 200 more than once, and their fetch jobs: {jobs}"
         assert_every_page_once(log, expected)
     else:
         log = [r for r in log if r.start < stopped]
