@@ -142,10 +142,17 @@ def expected_pages(
     return depths
 
 
-def assert_every_page_once(log: list[Request], expected: dict[tuple[str, str], int]) -> None:
+def assert_every_page_once(
+    log: list[Request],
+    expected: dict[tuple[str, str], int],
+    jobs_of: Callable[[tuple[str, str]], object] = lambda page: "?",
+) -> None:
     """Every expected page answered 200 exactly once, and no other page asked
-    for (robots.txt aside)."""
+    for (robots.txt aside). A page answered twice is named with ``jobs_of``
+    it (its fetch jobs, for the failure's message)."""
     served = Counter((r.host, r.path) for r in log if r.status == 200 and r.path != "/robots.txt")
+    again = {page: jobs_of(page) for page, n in served.items() if n > 1}
+    assert again == {}, f"pages answered 200 more than once, and their fetch jobs: {again}"
     assert served == Counter(list(expected)), "every allowed page answered 200 exactly once"
     asked = {(r.host, r.path) for r in log if r.path != "/robots.txt"}
     assert asked == set(expected), "no disallowed, denied, too deep or out-of-scope page"
@@ -595,11 +602,7 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(
 
     assert lab.failed() == []
     if recrawl is None:
-        served = Counter((r.host, r.path) for r in log if r.status == 200)
-        again = [page for page, n in served.items() if n > 1 and page[1] != "/robots.txt"]
-        jobs = {page: lab.fetch_history(site.url(*page)) for page in again[:3]}
-        assert again == [], f"pages answered 200 more than once, and their fetch jobs: {jobs}"
-        assert_every_page_once(log, expected)
+        assert_every_page_once(log, expected, lambda page: lab.fetch_history(site.url(*page)))
     else:
         log = [r for r in log if r.start < stopped]
         assert_recrawled(log, expected, recrawl, lab.parses(), site, BIG_CHANGED)
