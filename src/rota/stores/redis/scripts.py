@@ -4,11 +4,13 @@ Each file's header lists its ``KEYS`` and ``ARGV``. ``KEYS[1]`` is always the
 namespace prefix; header lines of the form ``-- KEYS[n] name: ...`` (n >= 2)
 name fixed keys from :data:`keys.STATIC`, and this module passes exactly those,
 in that order. The script text sent to Redis is one generated line binding
-them (``local S = {name = KEYS[n], ...}``), then the argument checks and the
-library files (:data:`LIBRARY`), then the file. A script whose body calls
-``library()`` gets the library wrapped in that function (which returns
-``L``), so that a way through it that needs no library function defines
-none: Redis runs the whole chunk on every call.
+them (``local S = {name = KEYS[n], ...}``), then the library files
+(:data:`LIBRARY`), then the file. Of the library's top-level functions only
+those the script uses (directly or through other library functions) are sent:
+Redis runs the whole chunk on every call, and defining the unused ones would
+cost each call several microseconds. A script whose body calls ``library()``
+gets the library wrapped in that function (which returns ``L``), so that a
+way through it that needs no library function defines none.
 
 Scripts are loaded once with SCRIPT LOAD on first use; a NOSCRIPT reply (after
 SCRIPT FLUSH or a restart without persistence of the script cache) loads the
@@ -51,6 +53,11 @@ _BOUNDS = (
 )
 
 _STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
+_COMMENT = re.compile(r"--[^\n]*")
+# what may name a library function: "L.name", "K.name", or "name(" (a local one)
+_NAME = re.compile(r"(?<![\w.])([LK]\.\w+|\w+(?=\s*\())")
+# a top-level library function: "function L.name(", "function K.name(" or "local function name("
+_FUNCTION = re.compile(r"^(?:function ([LK]\.\w+)|local function (\w+))\(")
 _INVALID = "ROTA_INVALID "
 
 EncodableArg = bytes | str | int | float
@@ -77,6 +84,45 @@ def _header_keys(name: str, body: str) -> tuple[str, ...]:
     return tuple(key for _, key in found)
 
 
+def _names(code: str) -> set[str]:
+    """The library function names ``code`` may use: ``L.x``, ``K.x``, and ``x(``."""
+    return set(_NAME.findall(_COMMENT.sub("", code)))
+
+
+def _library(lib: str, body: str) -> str:
+    """The library text without the top-level functions ``body`` does not need.
+
+    A function spans from its ``function`` line to the first line that is just
+    ``end`` (or is that one line when it ends with `` end``); everything else
+    (locals, comments) is kept. A function is needed when the script or a
+    needed function's code (comments aside) names it.
+    """
+    lines = lib.split("\n")
+    parts: list[tuple[str | None, str]] = []  # (function name, text), in order
+    i = 0
+    while i < len(lines):
+        match = _FUNCTION.match(lines[i])
+        if match is None:
+            parts.append((None, lines[i]))
+            i += 1
+            continue
+        j = i
+        if not lines[i].rstrip().endswith(" end"):
+            j = lines.index("end", i + 1)
+        parts.append((match.group(1) or match.group(2), "\n".join(lines[i : j + 1])))
+        i = j + 1
+    defined = {fn: text for fn, text in parts if fn is not None}
+    if len(defined) != sum(fn is not None for fn, _ in parts):
+        raise RuntimeError("the Lua library defines a top-level function twice")
+    needed: set[str] = set()
+    pending = [body, *(text for fn, text in parts if fn is None)]
+    while pending:
+        for fn in _names(pending.pop()) & defined.keys() - needed:
+            needed.add(fn)
+            pending.append(defined[fn])
+    return "\n".join(text for fn, text in parts if fn is None or fn in needed)
+
+
 @cache
 def load(name: str) -> Script:
     """The script ``lua/NAME.lua``, ready to send."""
@@ -86,14 +132,14 @@ def load(name: str) -> Script:
 
 def assemble(name: str, body: str) -> Script:
     """The script ``name`` whose own text is ``body``, ready to send: its fixed
-    keys bound, then the checks and the library, then ``body``.
+    keys bound, then the checks and library functions it uses, then ``body``.
 
     :func:`load` builds every ``lua/`` script with it; a script kept elsewhere
     (a test harness calling library functions directly) is built the same way.
     """
     folder = resources.files(__package__).joinpath("lua")
-    lib = "\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY)
-    checks = folder.joinpath(f"{CHECKS}.lua").read_text()
+    lib = _library("\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY), body)
+    checks = _library(folder.joinpath(f"{CHECKS}.lua").read_text(), f"{lib}\n{body}")
     if "library()" in body:
         lib = f"local function library()\n{lib}\nreturn L\nend"
     static = _header_keys(name, body)
