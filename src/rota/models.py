@@ -69,6 +69,40 @@ class BreakerKey:
     cooldown: float
 
 
+#: How long a host may go unseen before its jobs run anywhere (seconds).
+DEFAULT_HOST_GRACE = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class HostScope:
+    """Which host-targeted jobs a claim may take.
+
+    A job sent with a ``host`` runs on a worker of that host name (``name``,
+    by default the machine's hostname) while one serving its queue is alive.
+    Any worker serving the queue takes it once none has been seen for
+    ``grace`` seconds: counted from the last heartbeat of that host's workers
+    on the queue, or from the job's send when the store never saw one. Jobs
+    without a host run anywhere. An empty ``name`` serves no host of its own.
+    """
+
+    name: str = ""
+    grace: float = DEFAULT_HOST_GRACE
+
+    def takes(
+        self, host: str | None, seen_at: float | None, enqueued_at: float, now: float
+    ) -> bool:
+        """Whether a claim in this scope may take a job sent to ``host``, whose
+        workers on the job's queue were last seen at ``seen_at`` (None: never)."""
+        if host is None or host == self.name:
+            return True
+        return now - (enqueued_at if seen_at is None else seen_at) > self.grace
+
+
+#: The scope of a claim that names no host: jobs of no host, and jobs of
+#: hosts gone for the default grace.
+ANY_HOST = HostScope()
+
+
 @dataclass(frozen=True, slots=True)
 class NewJob:
     """A job as the app hands it to :meth:`Store.enqueue`.
@@ -97,6 +131,8 @@ class NewJob:
     unique_for: float | None = None
     schedule: str | None = None
     fire_time: float | None = None
+    #: Run only by workers of this host name (see :class:`HostScope`); None: any.
+    host: str | None = None
 
     @property
     def limit_keys(self) -> tuple[str, ...]:
@@ -202,6 +238,7 @@ class Job:
     unique_key: str | None = None
     schedule: str | None = None
     fire_time: float | None = None
+    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

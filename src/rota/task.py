@@ -77,6 +77,10 @@ class TaskOptions:
     unique_for: float | None = None
     retry_on: tuple[type[BaseException], ...] | None = None
     no_retry_on: tuple[type[BaseException], ...] = ()
+    #: Run only on workers of this host name (``rota worker --host``, by
+    #: default the machine's hostname), or anywhere once that host has been
+    #: gone for the workers' grace (:class:`rota.models.HostScope`).
+    host: str | None = None
 
     @classmethod
     def build(cls, **values: Any) -> TaskOptions:
@@ -89,8 +93,7 @@ class TaskOptions:
         for name, low, high in _INTEGERS:
             if name in values:
                 values[name] = _validate.integer(values[name], name, low, high)
-        if "queue" in values:
-            _validate.name(values["queue"], "queue")
+        _names(values)
         if "backoff" in values:
             values["backoff"] = _backoff(values["backoff"])
         for name in ("timeout", "lease", "unique_for"):
@@ -111,6 +114,14 @@ class TaskOptions:
         """These options with ``overrides`` applied and validated."""
         base = {name: getattr(self, name) for name in self.__dataclass_fields__}
         return TaskOptions.build(**(base | overrides))
+
+
+def _names(values: dict[str, Any]) -> None:
+    """The queue, and the host when one is given, are usable names."""
+    if "queue" in values:
+        _validate.name(values["queue"], "queue")
+    if values.get("host") is not None:
+        _validate.name(values["host"], "host")
 
 
 _INTEGERS = (
@@ -349,6 +360,7 @@ class Task(Generic[P, R]):
             breaker=breaker,
             unique_key=self._unique_key(o.unique, payload, args, kwargs),
             unique_for=o.unique_for,
+            host=o.host,
         )
 
     def _limit_keys(

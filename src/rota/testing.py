@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from rota.app import App
 from rota.errors import InvalidArgument, JobTimeout
-from rota.models import JobQuery, JobState, NewJob
+from rota.models import HostScope, JobQuery, JobState, NewJob
 from rota.stores import open_store
 from rota.worker import runner
 from rota.worker.worker import Worker
@@ -73,7 +73,9 @@ class Inline:
         ran = 0
         try:
             store = self.app.store
-            while claimed := store.claim(self.worker_id, sorted(self._queues), 1):
+            # every job runs here, whatever host it was sent to
+            anywhere = HostScope(grace=0.0)
+            while claimed := store.claim(self.worker_id, sorted(self._queues), 1, anywhere):
                 job = claimed[0]
                 outcome = runner.to_outcome(self.app, job, runner.run_sync(self.app, job))
                 if outcome.retry_in is not None:

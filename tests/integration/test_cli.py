@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -152,7 +153,8 @@ def test_send_then_worker_runs_the_job(procs: RotaCommands, store: Store, url: s
     code, stdout, stderr = stop(worker)
     assert code == 0, stderr
     assert stdout.splitlines()[0] == (
-        f"rota worker: store {url}, queues default,slow, concurrency 2, mode threads"
+        f"rota worker: store {url}, queues default,slow, concurrency 2, mode threads, "
+        f"host {socket.gethostname()}"
     )
     assert "Traceback" not in stderr
     assert store.workers() == []

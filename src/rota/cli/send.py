@@ -117,6 +117,13 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     help="Priority (higher runs first).",
 )
 @click.option(
+    "--host",
+    callback=name_callback("host"),
+    help="Run only on a worker of this host name (rota worker --host, by default "
+    "the machine's hostname), or on any once that host is gone for the workers' "
+    "--host-grace.",
+)
+@click.option(
     "--in",
     "delay",
     metavar="SECONDS",
@@ -146,6 +153,7 @@ def send(
     json_call: str | None,
     queue: str | None,
     priority: int | None,
+    host: str | None,
     delay: float | None,
     wait: bool,
     timeout: float | None,
@@ -176,11 +184,8 @@ def send(
     if command:
         app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
-    overrides: dict[str, Any] = {}
-    if queue is not None:
-        overrides["queue"] = queue
-    if priority is not None:
-        overrides["priority"] = priority
+    given = {"queue": queue, "priority": priority, "host": host}
+    overrides = {name: value for name, value in given.items() if value is not None}
     if overrides:
         task = task.options(**overrides)
     if delay is not None:

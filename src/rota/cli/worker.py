@@ -90,6 +90,23 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="On SIGTERM, how long running jobs may take to finish before they are released.",
 )
 @click.option(
+    "--host",
+    "host",
+    metavar="NAME",
+    default=None,
+    help="The host name this worker serves jobs sent to (task.options(host=NAME), "
+    "rota send --host NAME). Default: this machine's hostname.",
+)
+@click.option(
+    "--host-grace",
+    metavar="SECONDS",
+    default="300",
+    show_default=True,
+    callback=duration_callback,
+    help="Run jobs sent to another host once no worker of that host has served "
+    "their queue for this long.",
+)
+@click.option(
     "--max-cpu",
     metavar="PCT",
     type=click.FloatRange(0, 100, min_open=True),
@@ -128,6 +145,8 @@ def worker(
     prefetch: int | None,
     processes: int,
     grace: float,
+    host: str | None,
+    host_grace: float,
     max_cpu: float | None,
     max_mem: float | None,
     scheduler: bool,
@@ -168,10 +187,12 @@ def worker(
         scheduler=scheduler,
         app_spec=app_spec,
         prefetch=prefetch,
+        host=host,
+        host_grace=host_grace,
     )
     extra = ", with scheduler" if scheduler else ""
     click.echo(
         f"rota worker: store {redact_url(app.url)}, queues {','.join(names)}, "
-        f"concurrency {concurrency}, mode {mode}{extra}"
+        f"concurrency {concurrency}, mode {mode}, host {engine.host}{extra}"
     )
     engine.run()

@@ -21,6 +21,7 @@ from rota.errors import InvalidArgument
 from rota.models import (
     BreakerKey,
     ConcurrencyKey,
+    HostScope,
     LeaseRef,
     NewJob,
     Outcome,
@@ -155,6 +156,7 @@ def new_job(job: object) -> None:
     optional_text(job.schedule, "schedule", jid)
     if job.fire_time is not None:
         moment(job.fire_time, "fire_time", jid)
+    optional_text(job.host, "host", jid)
 
 
 def _limits(job: NewJob) -> None:
@@ -187,12 +189,15 @@ def new_jobs(jobs: Sequence[object]) -> None:
         new_job(job)
 
 
-def claim(worker_id: object, queues: object, limit: object) -> None:
+def claim(worker_id: object, queues: object, limit: object, host: object) -> None:
     """The arguments of :meth:`Store.claim`. A limit of 0 or less claims nothing
     and is allowed; anything else must be an int up to :data:`MAX_BATCH`."""
     text(worker_id, "worker id")
     names(queues, "queues")
     integer(limit, "claim limit", -MAX_BATCH, MAX_BATCH)
+    if not isinstance(host, HostScope) or not isinstance(host.name, str):
+        raise InvalidArgument(f"a claim's host must be a HostScope, not {_show(host)}")
+    seconds(host.grace, "host grace")
 
 
 def leases(refs: Sequence[object]) -> None:

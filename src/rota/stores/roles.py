@@ -18,9 +18,11 @@ from typing import Literal
 
 from rota.errors import AmbiguousJobId, JobNotFound
 from rota.models import (
+    ANY_HOST,
     AuditEntry,
     ClaimedJob,
     EnqueueResult,
+    HostScope,
     Job,
     JobPage,
     JobQuery,
@@ -94,16 +96,25 @@ class JobStore(ABC):
     # -- consuming ------------------------------------------------------
 
     @abstractmethod
-    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        host: HostScope = ANY_HOST,
+    ) -> list[ClaimedJob]:
         """Lease up to ``limit`` runnable jobs from ``queues`` to ``worker_id``.
 
         Runnable: queued (or scheduled and due), queue not paused, every
         concurrency key below its limit, every rate key with a token, every
-        breaker key closed (or half-open with no probe running). Higher
+        breaker key closed (or half-open with no probe running), and sent to
+        no host or to one ``host`` takes (:meth:`HostScope.takes`: the
+        worker's own, or one whose workers on the job's queue have been gone
+        for the grace; a host is seen by the heartbeats of its workers). Higher
         priority first, FIFO within a priority, rotating fairly between
-        fairness keys. Blocked jobs stay queued and are skipped. Each claimed
-        job becomes ``running`` with ``attempt + 1``, a fresh token and a lease
-        of the job's ``lease`` seconds.
+        fairness keys. Blocked jobs stay queued and are skipped, as are jobs of
+        other hosts. Each claimed job becomes ``running`` with ``attempt + 1``,
+        a fresh token and a lease of the job's ``lease`` seconds.
         """
 
     @abstractmethod
@@ -444,7 +455,12 @@ class WaitingClaims(ABC):
 
     @abstractmethod
     def claim_wait(
-        self, worker_id: str, queues: Sequence[str], limit: int, timeout: float
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        timeout: float,
+        host: HostScope = ANY_HOST,
     ) -> list[ClaimedJob]:
         """:meth:`JobStore.claim`; when nothing is runnable, wait up to
         ``timeout`` seconds for work (as :meth:`JobStore.wait`) and claim it. May return no job
@@ -465,7 +481,12 @@ class WaitingClaims(ABC):
 
 
 def claim_or_wait(
-    store: JobStore, worker_id: str, queues: Sequence[str], limit: int, timeout: float
+    store: JobStore,
+    worker_id: str,
+    queues: Sequence[str],
+    limit: int,
+    timeout: float,
+    host: HostScope = ANY_HOST,
 ) -> list[ClaimedJob]:
     """Claim up to ``limit`` jobs for ``worker_id``, waiting up to ``timeout``
     seconds for work when nothing is runnable: :meth:`WaitingClaims.claim_wait`
@@ -473,12 +494,12 @@ def claim_or_wait(
     nothing, :meth:`JobStore.wait` and one more claim. May return no job
     before ``timeout`` (a spurious wake-up, or work another worker took)."""
     if isinstance(store, WaitingClaims):
-        return store.claim_wait(worker_id, queues, limit, timeout)
-    jobs = store.claim(worker_id, queues, limit)
+        return store.claim_wait(worker_id, queues, limit, timeout, host)
+    jobs = store.claim(worker_id, queues, limit, host)
     if jobs or timeout <= 0:
         return jobs
     store.wait(queues, timeout)
-    return store.claim(worker_id, queues, limit)
+    return store.claim(worker_id, queues, limit, host)
 
 
 def stop_waiting(store: JobStore, worker_id: str) -> None:

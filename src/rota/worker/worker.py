@@ -54,10 +54,10 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from rota import commands
+from rota import _validate, commands
 from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
-from rota.models import ClaimedJob, LeaseRef, Outcome, WorkerInfo
+from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
 from rota.worker.executors import MODES, make_executor
@@ -116,6 +116,8 @@ class Worker:
         heartbeat: float = 5.0,
         app_spec: str | None = None,
         prefetch: int | None = None,
+        host: str | None = None,
+        host_grace: float = DEFAULT_HOST_GRACE,
     ) -> None:
         if concurrency < 1:
             raise InvalidArgument(f"concurrency must be at least 1, not {concurrency}")
@@ -127,7 +129,15 @@ class Worker:
             )
         if not queues:
             raise InvalidArgument("a worker needs at least one queue")
+        if host_grace <= heartbeat:
+            raise InvalidArgument(
+                f"the host grace ({host_grace:g} s) must be longer than the heartbeat "
+                f"interval ({heartbeat:g} s): a live host would look gone between heartbeats"
+            )
         self.app = app
+        #: The host name this worker serves jobs sent to (``task.options(host=...)``).
+        self.host = socket.gethostname() if host is None else _validate.name(host, "host")
+        self.host_scope = HostScope(self.host, host_grace)
         self.queues = tuple(queues)
         self.concurrency = concurrency
         self.mode = mode
@@ -251,11 +261,11 @@ class Worker:
                 stop_waiting(store, self.id)  # new jobs go to the idler peer, not to us
             self._yielding = yielding
             if yielding:
-                jobs = store.claim(self.id, self.queues, free)
+                jobs = store.claim(self.id, self.queues, free, self.host_scope)
                 if not jobs:
                     store.wait(self.queues, _IDLE_WAIT)
             else:
-                jobs = claim_or_wait(store, self.id, self.queues, free, _IDLE_WAIT)
+                jobs = claim_or_wait(store, self.id, self.queues, free, _IDLE_WAIT, self.host_scope)
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
@@ -484,7 +494,7 @@ class Worker:
         self.app.store.heartbeat(
             WorkerInfo(
                 id=self.id,
-                host=socket.gethostname(),
+                host=self.host,
                 pid=os.getpid(),
                 queues=self.queues,
                 concurrency=self.concurrency,

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from rota import _json, _payload
 from rota.limits import Limit, Rate
-from rota.models import JobState, LeaseRef, Outcome, WorkerInfo
+from rota.models import HostScope, JobState, LeaseRef, Outcome, WorkerInfo
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -97,6 +97,8 @@ class SharedFrontier:
         self.unique_for = unique_for
         self.concurrency = concurrency
         self.worker_id = f"{socket.gethostname()}-{os.getpid()}-scrapy-{uuid.uuid4().hex[:6]}"
+        #: Requests sent to this machine's host name are served here too.
+        self.host = HostScope(socket.gethostname())
         self.started_at = time.time()
         self.task: Task[..., Any] = app.task(name=f"{name}.request", queue=queue)(_not_for_workers)
 
@@ -119,7 +121,7 @@ class SharedFrontier:
 
     def claim(self) -> Claim | None:
         """Lease the next request the store allows (None if none is)."""
-        jobs = self.app.store.claim(self.worker_id, [self.queue], 1)
+        jobs = self.app.store.claim(self.worker_id, [self.queue], 1, self.host)
         if not jobs:
             return None
         job = jobs[0]
@@ -150,7 +152,7 @@ class SharedFrontier:
         store.heartbeat(
             WorkerInfo(
                 id=self.worker_id,
-                host=socket.gethostname(),
+                host=self.host.name,
                 pid=os.getpid(),
                 queues=(self.queue,),
                 concurrency=self.concurrency,

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from rota.errors import InvalidArgument
-from rota.models import ClaimedJob, EnqueueResult, NewJob
+from rota.models import ANY_HOST, ClaimedJob, EnqueueResult, HostScope, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.postgres._conn import PgConnections, PgTx, store_error
@@ -71,9 +71,15 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         with self._write() as tx:
             return tx.now()
 
-    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        host: HostScope = ANY_HOST,
+    ) -> list[ClaimedJob]:
         self._wake_ups.mark()  # a wake-up from here on ends this thread's next wait
-        return super().claim(worker_id, queues, limit)
+        return super().claim(worker_id, queues, limit, host)
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block until a wake-up (NOTIFY) reaches this thread's listener,

@@ -75,6 +75,7 @@ def new_job_args(job: NewJob) -> list[bytes | str]:
         opt(None if job.unique_for is None else float(job.unique_for)),
         opt(job.schedule),
         opt(None if job.fire_time is None else float(job.fire_time)),
+        opt(job.host),
     ]
 
 
@@ -176,6 +177,7 @@ def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
         unique_key=_text(h.get(b"ukey")),
         schedule=_text(h.get(b"schedule")),
         fire_time=_float(h.get(b"fire_time")),
+        host=_text(h.get(b"host")),
     )
 
 

@@ -42,7 +42,7 @@ key                            type    holds
                                        is first not queued (sent scheduled,
                                        claimed or cancelled)
 ``P sched:NAME``               zset    job id -> seq, jobs fired by a schedule
-``P ready:QUEUE:PRIO:SIG``     zset    queued jobs of one limit signature:
+``P ready:QUEUE:PRIO:SIG``     zset    queued jobs of one limit signature (and host):
                                        ``%012x(seq) .. id`` -> fair virtual time
 ``P sigs:QUEUE:PRIO``          zset    listed signatures, ``%012x(head seq) .. SIG``
                                        -> the head's vtime (exact head order)
@@ -56,6 +56,8 @@ key                            type    holds
                                        as ``waiting:`` (``set_rate`` wakes them)
 ``P delayed:QUEUE``            zset    scheduled job id -> run_at
 ``P fair:QUEUE``               hash    fairness key -> virtual time of its newest job
+``P hosts:QUEUE``              hash    host name -> last heartbeat of a worker of
+                                       that host serving the queue (HostScope)
 ``P limit:KEY``                hash    one flow-control key's counters and bucket
 ``P unique:KEY``               string  job id holding a unique key (TTL once done)
 ``P signal:QUEUE``             list    wake-up tokens for ``wait`` (capped)
@@ -76,7 +78,9 @@ key                            type    holds
 =============================  ======  ==============================================
 
 Queued jobs wait in sub-queues per queue, priority and limit signature (SIG
-is the SHA1 of the job's limits JSON, ``-`` for jobs without limits). Splitting
+is the SHA1 of the job's limits JSON, ``-`` for jobs without limits; for a
+job sent to a host, ``h`` and the SHA1 of its limits and host, so a claim
+skips other hosts' sub-queues whole without parking them). Splitting
 by priority makes any integer priority order exactly; within a sub-queue the
 score is the job's fair virtual time and the member's zero-padded sequence
 prefix breaks ties in FIFO order. A claim merges the sub-queues by their
@@ -143,6 +147,7 @@ KINDS = (
     "paced",
     "delayed",
     "fair",
+    "hosts",
     "limit",
     "unique",
     "signal",

@@ -24,8 +24,10 @@ from typing import Any
 
 from rota._ids import unique_ids
 from rota.models import (
+    ANY_HOST,
     ClaimedJob,
     EnqueueResult,
+    HostScope,
     LeaseRef,
     NewJob,
     Outcome,
@@ -53,17 +55,19 @@ class _Idle:
 
     worker_id: str
     queues: list[str]
+    host: HostScope
     slots: int  # free slots it still offers
     wake_at: float  # monotonic: block no longer (registration ends, or work is due)
     token: str  # the token base of the claim that registered it
     since: float  # monotonic: when it was made; nothing was handed to it before
     received: set[str] = field(default_factory=set)  # tokens of the jobs popped from the inbox
 
-    def matches(self, worker_id: str, queues: list[str], limit: int) -> bool:
+    def matches(self, worker_id: str, queues: list[str], limit: int, host: HostScope) -> bool:
         """Whether a claim_wait call may block on this registration as it is."""
         return (
             self.worker_id == worker_id
             and self.queues == queues
+            and self.host == host
             and 0 < self.slots <= limit
             and time.monotonic() < self.wake_at
         )
@@ -112,21 +116,34 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
 
     # -- consuming ---------------------------------------------------------
 
-    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
-        _checks.claim(worker_id, queues, limit)
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        host: HostScope = ANY_HOST,
+    ) -> list[ClaimedJob]:
+        _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
         self._idle = None
-        return self._claim(worker_id, list(dict.fromkeys(queues)), limit, 0.0)[0]
+        return self._claim(worker_id, list(dict.fromkeys(queues)), limit, 0.0, host=host)[0]
 
     def _claim(
-        self, worker_id: str, queues: list[str], limit: int, idle_for: float, token: str = ""
+        self,
+        worker_id: str,
+        queues: list[str],
+        limit: int,
+        idle_for: float,
+        token: str = "",
+        host: HostScope = ANY_HOST,
     ) -> tuple[list[ClaimedJob], float | None]:
         """Run the claim script (with ``token`` as the claim's token base, a fresh
         one by default); the jobs, and when nothing was claimed, in how many
         seconds the next delayed job or parked sub-queue is due."""
         token = token or unique_ids.next()
-        args = [worker_id, str(limit), token, self._request_id(), repr(idle_for), *queues]
+        args = [worker_id, str(limit), token, self._request_id(), repr(idle_for)]
+        args += [host.name, repr(host.grace), *queues]
         reply = self._run("claim", args)
         at = float(reply[0])
         for queue in queues:
@@ -136,7 +153,12 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
 
     @guarded
     def claim_wait(
-        self, worker_id: str, queues: Sequence[str], limit: int, timeout: float
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        timeout: float,
+        host: HostScope = ANY_HOST,
     ) -> list[ClaimedJob]:
         """:meth:`claim`, then while idle: registered as idle (lua/_claim.lua),
         blocked on the worker's inbox, where new jobs arrive already claimed,
@@ -145,7 +167,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         back to blocking, without a claim round trip. When a wait fails (the
         connection dropped, perhaps with jobs on their way), the next call
         first takes back what the registration was handed and not received."""
-        _checks.claim(worker_id, queues, limit)
+        _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
         if (cut := self._cut) is not None and (jobs := self._reclaim(cut)):
@@ -155,16 +177,16 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         deadline = time.monotonic() + timeout
         for _ in range(1000):
             idle = self._idle
-            if not (idle and idle.matches(worker_id, names, limit)):
+            if not (idle and idle.matches(worker_id, names, limit, host)):
                 self._idle = None
                 started, token = time.monotonic(), unique_ids.next()
-                jobs, due = self._claim(worker_id, names, limit, max(timeout, 0.0), token)
+                jobs, due = self._claim(worker_id, names, limit, max(timeout, 0.0), token, host)
                 if jobs or timeout <= 0:
                     return jobs
                 until = started + timeout
                 if due is not None:
                     until = min(until, started + max(0.0, due))
-                idle = self._idle = _Idle(worker_id, names, limit, until, token, started)
+                idle = self._idle = _Idle(worker_id, names, host, limit, until, token, started)
             remaining = min(deadline, idle.wake_at) - time.monotonic()
             if remaining < 0.001:
                 self._idle = None  # look again: a claim promotes what is due

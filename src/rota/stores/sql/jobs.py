@@ -17,7 +17,16 @@ from typing import Any, NamedTuple
 
 from rota import _json, flow
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
-from rota.models import ClaimedJob, EnqueueResult, LeaseRef, NewJob, Outcome, WorkerInfo
+from rota.models import (
+    ANY_HOST,
+    ClaimedJob,
+    EnqueueResult,
+    HostScope,
+    LeaseRef,
+    NewJob,
+    Outcome,
+    WorkerInfo,
+)
 from rota.stores import _checks
 from rota.stores.base import LeaseStatus
 from rota.stores.sql import limits as _limits
@@ -145,6 +154,7 @@ class Jobs(Database):
                     job.unique_for,
                     job.schedule,
                     job.fire_time,
+                    job.host,
                 )
             )
             results.append(EnqueueResult(job.id))
@@ -162,11 +172,17 @@ class Jobs(Database):
 
     # -- consuming ---------------------------------------------------------
 
-    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
-        _checks.claim(worker_id, queues, limit)
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        host: HostScope = ANY_HOST,
+    ) -> list[ClaimedJob]:
+        _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
-        taken = self._transact(lambda tx: self._claim(tx, worker_id, queues, limit))
+        taken = self._transact(lambda tx: self._claim(tx, worker_id, queues, limit, host))
         if taken is None:
             return []
         try:
@@ -176,13 +192,15 @@ class Jobs(Database):
                 rows = tx.rows_in("claimed_rows", taken.seqs, (taken.token,))
         return _claimed_jobs(rows, taken.now)
 
-    def _claim(self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int) -> _Taken | None:
+    def _claim(
+        self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int, host: HostScope
+    ) -> _Taken | None:
         # Both read the store clock themselves, no later than the claim's own
         # read: they go out with the first candidates, and nothing waits for
         # the clock where the dialect pipelines.
         tx.execute("promote_due")
         tx.execute("unpark_due")
-        chosen, parked, book = _choose(tx, list(dict.fromkeys(queues)), limit)
+        chosen, parked, book = _choose(tx, list(dict.fromkeys(queues)), limit, host)
         tx.executemany("park", parked)
         if not chosen:
             return None
@@ -354,6 +372,8 @@ class Jobs(Database):
             now = tx.now()
             info = asdict(worker) | {"heartbeat_at": now}
             tx.execute("save_worker", (worker.id, now, _json.dumps(info)))
+            seen = sorted({(worker.host, queue, now) for queue in worker.queues})
+            tx.executemany("save_host_seen", seen)
 
         self._transact(work)
 
@@ -387,9 +407,10 @@ def _claimed_jobs(rows: list[Any], now: float) -> list[ClaimedJob]:
 
 
 def _choose(
-    tx: Tx, queues: list[str], limit: int
+    tx: Tx, queues: list[str], limit: int, host: HostScope
 ) -> tuple[list[_Choice], list[tuple[str, float, int]], _limits.LimitBook]:
-    """Pick up to ``limit`` claimable jobs from ``queues``, best first, with
+    """Pick up to ``limit`` claimable jobs from ``queues`` (of the hosts
+    ``host`` takes), best first, with
     the limit book (at the store clock, read in the transaction with the
     first candidates) that took their slots and tokens.
 
@@ -406,7 +427,8 @@ def _choose(
         candidates = []
         # every queue's page is asked for before any is read: one round trip
         # where the dialect pipelines
-        pages = [(q, tx.execute("ready_candidates", (q, page, offset))) for q in remaining]
+        asked = (host.name, host.grace, page, offset)
+        pages = [(q, tx.execute("ready_candidates", (q, *asked))) for q in remaining]
         for queue, reply in pages:
             rows = reply.fetchall()
             if len(rows) < page:

@@ -58,6 +58,7 @@ def job_from_row(row: Sequence[Any], now: float) -> Job:
         unique_key=row[21],
         schedule=row[22],
         fire_time=row[23],
+        host=row[24],
     )
 
 

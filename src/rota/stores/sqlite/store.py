@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from rota.models import ClaimedJob
+from rota.models import ANY_HOST, ClaimedJob, HostScope
 from rota.stores.base import Store
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
@@ -32,9 +32,15 @@ class SQLiteStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, Connecti
     def now(self) -> float:
         return time.time()
 
-    def claim(self, worker_id: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        limit: int,
+        host: HostScope = ANY_HOST,
+    ) -> list[ClaimedJob]:
         self._wake_ups().mark()  # a wake-up from here on ends this thread's next wait
-        return super().claim(worker_id, queues, limit)
+        return super().claim(worker_id, queues, limit, host)
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block until a commit that may give work (in any process of this

@@ -12,8 +12,8 @@
 -- name: insert_job
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  unique_key, unique_for, schedule, fire_time, host)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -55,10 +55,15 @@ ON DUPLICATE KEY UPDATE `key` = `key`
 UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= UNIX_TIMESTAMP(NOW(6))
 
 -- name: ready_candidates
--- Nothing from a paused queue.
+-- Nothing from a paused queue; a job sent to a host only for a claim of that
+-- host, or once the host's workers on the queue are gone for the grace
+-- (HostScope.takes).
 SELECT seq, priority, vtime, limits, id FROM jobs
 WHERE state = 'queued' AND queue = %s
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+  AND (host IS NULL OR host = %s
+       OR COALESCE((SELECT seen_at FROM hosts h WHERE h.host = jobs.host AND h.queue = jobs.queue),
+                   enqueued_at) < UNIX_TIMESTAMP(NOW(6)) - %s)
 ORDER BY rank_order, vtime, seq
 LIMIT %s OFFSET %s
 FOR UPDATE SKIP LOCKED
@@ -195,6 +200,11 @@ VALUES (%s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
     succeeded = succeeded + VALUES(succeeded), failed = failed + VALUES(failed),
     retried = retried + VALUES(retried)
+
+-- name: save_host_seen
+-- A worker's host was seen on one of its queues (its heartbeat).
+INSERT INTO hosts (host, queue, seen_at) VALUES (%s, %s, %s)
+ON DUPLICATE KEY UPDATE seen_at = GREATEST(seen_at, VALUES(seen_at))
 
 -- name: save_worker
 INSERT INTO workers (id, heartbeat_at, info) VALUES (%s, %s, %s)

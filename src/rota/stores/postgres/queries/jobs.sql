@@ -11,20 +11,20 @@
 -- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  unique_key, unique_for, schedule, fire_time, host)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: insert_job_columns
 -- insert_job for many rows in one statement: one array per column.
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time)
+                  unique_key, unique_for, schedule, fire_time, host)
 SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[],
                      %s::integer[], %s::double precision[], %s::text[],
                      %s::double precision[], %s::double precision[], %s::integer[],
                      %s::integer[], %s::double precision[], %s::double precision[],
                      %s::bytea[], %s::text[], %s::double precision[], %s::text[],
-                     %s::double precision[])
+                     %s::double precision[], %s::text[])
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -59,10 +59,15 @@ WHERE seq IN (SELECT seq FROM jobs
               ORDER BY run_at FOR UPDATE SKIP LOCKED)
 
 -- name: ready_candidates
--- Nothing from a paused queue.
+-- Nothing from a paused queue; a job sent to a host only for a claim of that
+-- host, or once the host's workers on the queue are gone for the grace
+-- (HostScope.takes).
 SELECT seq, priority, vtime, limits, id FROM jobs
 WHERE state = 'queued' AND queue = %s
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+  AND (host IS NULL OR host = %s
+       OR COALESCE((SELECT seen_at FROM hosts h WHERE h.host = jobs.host AND h.queue = jobs.queue),
+                   enqueued_at) < current_setting('rota.now')::double precision - %s)
 ORDER BY priority DESC, vtime, seq
 LIMIT %s OFFSET %s
 FOR UPDATE SKIP LOCKED
@@ -200,6 +205,11 @@ VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (minute, queue, task) DO UPDATE SET
     succeeded = s.succeeded + excluded.succeeded, failed = s.failed + excluded.failed,
     retried = s.retried + excluded.retried
+
+-- name: save_host_seen
+-- A worker's host was seen on one of its queues (its heartbeat).
+INSERT INTO hosts AS h (host, queue, seen_at) VALUES (%s, %s, %s)
+ON CONFLICT (host, queue) DO UPDATE SET seen_at = greatest(h.seen_at, excluded.seen_at)
 
 -- name: save_worker
 INSERT INTO workers (id, heartbeat_at, info) VALUES (%s, %s, %s)

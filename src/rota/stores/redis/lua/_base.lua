@@ -40,6 +40,7 @@ function K.waiting(key) return PREFIX .. 'waiting:' .. key end
 function K.paced(key) return PREFIX .. 'paced:' .. key end
 function K.delayed(queue) return PREFIX .. 'delayed:' .. queue end
 function K.fair(queue) return PREFIX .. 'fair:' .. queue end
+function K.hosts(queue) return PREFIX .. 'hosts:' .. queue end
 function K.limit(key) return PREFIX .. 'limit:' .. key end
 function K.unique(key) return PREFIX .. 'unique:' .. key end
 function K.signal(queue) return PREFIX .. 'signal:' .. queue end
@@ -53,6 +54,8 @@ function K.logs(id, attempt) return PREFIX .. 'logs:' .. id .. ':' .. attempt en
 
 local STATS_TTL = 2 * 86400
 local SIGNAL_CAP = 64
+-- HostScope's default grace, for idle registrations written without one.
+local DEFAULT_HOST_GRACE = 300
 -- A sub-queue parked on a busy key is looked at again after this many seconds
 -- even if no wake-up came (a slot may free while another key holds it back).
 local PARK_HOLD = 2

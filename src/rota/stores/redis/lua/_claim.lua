@@ -22,10 +22,23 @@ local PROMOTE_MAX = 1000
 -- An inbox outlives its worker's registration by this many seconds at most.
 local INBOX_TTL = 3600
 
+-- Whether a claim in place {host=, grace=} (HostScope) may take the
+-- sub-queue of a queue whose head job id was sent to a host (a sub-queue's
+-- jobs share their host): its own host's, or once no worker of that host has
+-- been seen on the queue for the grace (counted from the head's send if the
+-- host was never seen there).
+function L.host_takes(place, queue, id, now)
+  local job = redis.call('HMGET', K.job(id), 'host', 'enqueued_at')
+  if not job[1] or job[1] == place.host then return true end
+  local seen = redis.call('HGET', K.hosts(queue), job[1]) or job[2]
+  return now - (tonumber(seen) or 0) > place.grace
+end
+
 -- Lease up to limit runnable jobs of the queues to a worker, as Store.claim
--- describes; each job's token is token_base .. ':' .. its sequence. Returns
--- the flat rows (L.CLAIMED per job) and {id, token, ...} of the claimed jobs.
-function L.claim(worker, limit, token_base, queue_names, now)
+-- describes; each job's token is token_base .. ':' .. its sequence; place:
+-- the worker's host scope (L.host_takes). Returns the flat rows (L.CLAIMED
+-- per job) and {id, token, ...} of the claimed jobs.
+function L.claim(worker, limit, token_base, queue_names, now, place)
   local queues = {}
   for _, queue in ipairs(queue_names) do
     L.promote_due(queue, now, PROMOTE_MAX)
@@ -115,7 +128,9 @@ function L.claim(worker, limit, token_base, queue_names, now)
         local sub = {queue = feed.queue, sig = sig,
                      jobs = cursor(K.ready(feed.queue, priority, sig),
                                    math.min(PAGE, limit - #chosen))}
-        if sub.jobs.peek() then
+        local head = sub.jobs.peek()
+        if head and (string.sub(sig, 1, 1) ~= 'h'
+                     or L.host_takes(place, feed.queue, string.sub(head[1], 13), now)) then
           open[#open + 1] = sub
           best = best_open()
         end
@@ -228,10 +243,11 @@ function L.next_due(queues)
   return due
 end
 
--- Register a worker with `slots` free slots as idle on its queues until the
--- store time `expires`.
-function L.idle(worker, slots, token_base, queues, expires, now)
-  local record = cjson.encode({slots = slots, token = token_base, queues = queues, n = 0})
+-- Register a worker with `slots` free slots and host scope place as idle on
+-- its queues until the store time `expires`.
+function L.idle(worker, slots, token_base, queues, place, expires, now)
+  local record = cjson.encode({slots = slots, token = token_base, queues = queues, n = 0,
+                               host = place.host, grace = place.grace})
   local ms = math.max(1, math.ceil((expires - now) * 1000))
   redis.call('SET', K.idler(worker), record, 'PX', ms)
   for _, queue in ipairs(queues) do redis.call('ZADD', K.idle(queue), expires, worker) end
@@ -266,8 +282,9 @@ function L.hand_off(queue, n, now)
     else
       local idle = cjson.decode(record)
       idle.n = idle.n + 1
+      local place = {host = idle.host or '', grace = idle.grace or DEFAULT_HOST_GRACE}
       local rows = L.claim(worker, math.min(idle.slots, n - handed),
-                           idle.token .. '.' .. idle.n, idle.queues, now)
+                           idle.token .. '.' .. idle.n, idle.queues, now, place)
       if #rows == 0 then break end -- blocked or paused: no other worker would do better
       for i = 3, #rows, width do
         if rows[i] == queue then handed = handed + 1 end

@@ -32,13 +32,13 @@ end
 -- enqueue ----------------------------------------------------------------
 
 -- Fields per job in ARGV, in this order ("" stands for None):
-L.NEW_FIELDS = 17
+L.NEW_FIELDS = 18
 -- the optional ones: job hash field and offset from the job's first field
 local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
-                  {'schedule', 15}, {'fire_time', 16}}
+                  {'schedule', 15}, {'fire_time', 16}, {'host', 17}}
 -- 1 id, 2 task, 3 queue, 4 payload, 5 priority, 6 delay, 7 run_at, 8 max_attempts,
 -- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
--- 15 unique_for, 16 schedule, 17 fire_time
+-- 15 unique_for, 16 schedule, 17 fire_time, 18 host
 
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply
@@ -76,13 +76,15 @@ function L.enqueue(args, first, count, now, keys, watched)
   local stamp = L.fmt(now)
   local idx = L.batch()
   local reply, clocks, lasts, ready, delayed, heads, run_ats = {}, {}, {}, {}, {}, {}, {}
+  local targeted = {} -- queues given jobs sent to a host
   for _, p in ipairs(plan) do
     if not p.dup then
       local b = p.base
       local id, task, queue, priority = args[b], args[b + 1], args[b + 2], args[b + 4]
       local fair, ukey, schedule = args[b + 12], L.opt(args[b + 13]), L.opt(args[b + 15])
-      local limits = L.opt(args[b + 11])
-      local sig = L.sig(limits)
+      local limits, host = L.opt(args[b + 11]), L.opt(args[b + 17])
+      local sig = L.sig(limits, host)
+      if host then targeted[queue] = true end
       if clocks[queue] == nil then
         redis.call('SADD', keys.queues, queue)
         clocks[queue] = tonumber(redis.call('HGET', keys.vclock, queue) or '0')
@@ -146,12 +148,14 @@ function L.enqueue(args, first, count, now, keys, watched)
     for fair, vtime in pairs(fairs) do redis.call('HSET', K.fair(queue), fair, vtime) end
   end
   -- idle workers get ready jobs at once; the rest wake waiters, which also
-  -- re-read the next run time when a delayed job came
+  -- re-read the next run time when a delayed job came; a job sent to a host
+  -- wakes every waiter (only some may take it)
   local wake = {}
   for queue in pairs(delayed) do wake[queue] = 1 end
   for queue, n in pairs(ready) do
     local handed = watched == false and 0 or L.hand_off(queue, n, now)
     wake[queue] = math.max(wake[queue] or 0, n - handed)
+    if targeted[queue] and handed < n then wake[queue] = SIGNAL_CAP end
   end
   for queue, n in pairs(wake) do L.signal(queue, n, now) end
   return reply

@@ -17,8 +17,11 @@
 -- set, JSON [queue, "PRIO:SIG"] -> parked at; see L.wake) and at most
 -- PARK_HOLD seconds. Claims move parked sub-queues whose time has come back.
 
--- The signature of a job's limits JSON: its SHA1, or "-" for no limits.
-function L.sig(limits)
+-- The signature of a job's limits JSON and host: the SHA1 of the limits, or
+-- "-" for no limits; for a job sent to a host, "h" and the SHA1 of both
+-- (claims look at the host of such a sub-queue's head, L.host_takes).
+function L.sig(limits, host)
+  if host then return 'h' .. redis.sha1hex((limits or '') .. '\n' .. host) end
   if not limits then return '-' end
   return redis.sha1hex(limits)
 end

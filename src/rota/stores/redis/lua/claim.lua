@@ -12,7 +12,9 @@
 -- ARGV[3] token base (each job's token is "<base>:<seq>")
 -- ARGV[4] request id, for replay after a reconnect ("" for none)
 -- ARGV[5] seconds to stay registered as idle if nothing is claimed ("0": not)
--- ARGV[6..] queue names
+-- ARGV[6] the worker's host name ("" for none), ARGV[7] the grace after which
+--         jobs of a host gone from their queue may be taken (HostScope)
+-- ARGV[8..] queue names
 --
 -- Ends the worker's idle registration and takes first the jobs already
 -- handed to it (_claim.lua), then claims up to N in all (L.claim: due
@@ -29,10 +31,12 @@ check_str(ARGV[1], 'worker id')
 check_num(ARGV[2], 'claim limit', 1, MAX_BATCH, true)
 check_str(ARGV[3], 'token base')
 check_num(ARGV[5], 'idle time', 0, MAX_SECONDS)
-check_names(6, 'queue name')
+check_num(ARGV[7], 'host grace', 0, MAX_SECONDS)
+check_names(8, 'queue name')
 
 local worker, limit, token_base, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local idle_for = tonumber(ARGV[5])
+local place = {host = ARGV[6], grace = tonumber(ARGV[7])}
 
 local now = L.now()
 
@@ -51,15 +55,16 @@ if replay then
 end
 
 local queues = {}
-for i = 6, #ARGV do queues[#queues + 1] = ARGV[i] end
+for i = 8, #ARGV do queues[#queues + 1] = ARGV[i] end
 
 L.unidle(worker)
 local rows, saved = L.take_inbox(worker)
-local more, more_saved = L.claim(worker, limit - #rows / #L.CLAIMED, token_base, queues, now)
+local more, more_saved = L.claim(worker, limit - #rows / #L.CLAIMED, token_base, queues, now,
+                                 place)
 local out = {L.fmt(now), ''}
 if #rows + #more == 0 then
   if idle_for > 0 and limit > 0 then
-    L.idle(worker, limit, token_base, queues, now + idle_for, now)
+    L.idle(worker, limit, token_base, queues, place, now + idle_for, now)
   end
   local due = L.next_due(queues)
   if due then out[2] = L.fmt(due) end

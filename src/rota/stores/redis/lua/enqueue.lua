@@ -15,8 +15,8 @@
 -- Returns {id, duplicate ("1"/"0"), ...} per job in order, or the error
 -- "ROTA_INVALID <message>" with nothing changed.
 --
--- The direct hand-off: a lone job due now, without limits, unique key or
--- schedule, sent to a queue whose oldest idle registration is live, not
+-- The direct hand-off: a lone job due now, without limits, unique key,
+-- schedule or host, sent to a queue whose oldest idle registration is live, not
 -- paused, and would find nothing else to claim (no ready job, due delayed
 -- job or due parked sub-queue on any of its worker's queues), is written as
 -- running and pushed to that worker's inbox as L.claim would have claimed
@@ -33,7 +33,7 @@
 -- too.
 
 -- every argument is checked before the first write (_check.lua)
-local NEW_FIELDS = 17 -- L.NEW_FIELDS, the fields of one job
+local NEW_FIELDS = 18 -- L.NEW_FIELDS, the fields of one job
 local count = check_num(ARGV[2], 'job count', 1, MAX_BATCH, true)
 if #ARGV ~= 2 + count * NEW_FIELDS then
   refuse('enqueue takes ' .. NEW_FIELDS .. ' arguments per job', #ARGV - 2)
@@ -125,7 +125,7 @@ local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 
 local watched = true
 if ARGV[2] == '1' and ARGV[9] == '' and tonumber(ARGV[8]) == 0 and ARGV[14] == ''
-    and ARGV[16] == '' and ARGV[18] == '' then
+    and ARGV[16] == '' and ARGV[18] == '' and ARGV[20] == '' then
   local worker, idle = direct_taker(ARGV[5], now)
   if worker and redis.call('EXISTS', P .. 'job:' .. ARGV[3]) == 0 then -- else L.enqueue refuses
     hand(worker, idle, now)

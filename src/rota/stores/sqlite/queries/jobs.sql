@@ -5,8 +5,8 @@
 -- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  unique_key, unique_for, schedule, fire_time, host)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = ?
@@ -39,10 +39,15 @@ UPDATE jobs INDEXED BY jobs_due SET state = 'queued'
 WHERE state = 'scheduled' AND run_at <= rota_now()
 
 -- name: ready_candidates
--- Nothing from a paused queue.
+-- Nothing from a paused queue; a job sent to a host only for a claim of that
+-- host, or once the host's workers on the queue are gone for the grace
+-- (HostScope.takes).
 SELECT seq, priority, vtime, limits, id FROM jobs INDEXED BY jobs_ready
 WHERE state = 'queued' AND queue = ?
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+  AND (host IS NULL OR host = ?
+       OR COALESCE((SELECT seen_at FROM hosts h WHERE h.host = jobs.host AND h.queue = jobs.queue),
+                   enqueued_at) < rota_now() - ?)
 ORDER BY priority DESC, vtime, seq
 LIMIT ? OFFSET ?
 
@@ -162,6 +167,11 @@ INSERT INTO stats (minute, queue, task, succeeded, failed, retried) VALUES (?, ?
 ON CONFLICT (minute, queue, task) DO UPDATE SET
     succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
     retried = retried + excluded.retried
+
+-- name: save_host_seen
+-- A worker's host was seen on one of its queues (its heartbeat).
+INSERT INTO hosts (host, queue, seen_at) VALUES (?, ?, ?)
+ON CONFLICT (host, queue) DO UPDATE SET seen_at = max(seen_at, excluded.seen_at)
 
 -- name: save_worker
 INSERT INTO workers (id, heartbeat_at, info) VALUES (?, ?, ?)
