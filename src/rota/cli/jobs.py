@@ -172,6 +172,7 @@ def _fields(job: Job, now: float) -> Text:
         rows.append(("lease expires", fmt_when(job.lease_expires, now)))
     rows.append(("limit keys", ", ".join(job.limit_keys) or "-"))
     rows.append(("unique key", job.unique_key or "-"))
+    rows.append(("host", job.host or "any"))
     schedule = "-"
     if job.schedule is not None:
         schedule = f"{job.schedule} (fire time {fmt_time(job.fire_time)})"
