@@ -107,6 +107,8 @@ class System:
     noop: Callable[[], list[Setting]]  # candidates; first: the last full run's pick, for --no-sweep
     io: Callable[[int], list[Setting]]  # candidates at a concurrency
     defaults: Callable[[int], Setting]  # what its docs start, with this many processes
+    # what its docs start on SQLite, where they say otherwise (None: defaults)
+    sqlite_defaults: Callable[[int], Setting] | None = None
     noop_cap: int | None = None  # at most this many no-op jobs (one job at a time)
     io_cap: int | None = None  # at most this many I/O jobs
     notes: tuple[str, ...] = ()
@@ -185,6 +187,13 @@ def _rota_defaults(n: int) -> Setting:
     return Setting(f"--processes {n} (threads, --concurrency 8)", (*argv, "--log-level", "warning"))
 
 
+def _rota_sqlite_defaults(n: int) -> Setting:
+    # README.md, "Workers": on SQLite one worker process per machine (one
+    # writer at a time), so the command a user starts there is the plain one.
+    argv = ("rota", "worker", "app_rota:app", "--url", "{url}", "--log-level", "warning")
+    return Setting("one process (threads, --concurrency 8)", argv)
+
+
 def _celery_defaults(n: int) -> Setting:
     # docs.celeryq.dev/en/stable/userguide/workers.html, "Concurrency": the prefork
     # pool, "the number of CPUs available on the machine" processes by default;
@@ -250,6 +259,7 @@ SYSTEMS: tuple[System, ...] = (
         + [_rota("processes", 2)],
         lambda c: [_rota("threads", c), _rota("async", c)],
         _rota_defaults,
+        sqlite_defaults=_rota_sqlite_defaults,
     ),
     System(
         "celery", "Celery", ("celery[redis]==5.7.0", "gevent==26.9.0", "hiredis==3.5.0"),
@@ -645,8 +655,10 @@ def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
     sweep; in the ``defaults`` profile, the system's defaults with one process per CPU."""
     system = out.system
     if out.profile == "defaults":
+        on_sqlite = os.environ.get(SQLITE_DIR) is not None
+        defaults = system.sqlite_defaults if on_sqlite and system.sqlite_defaults else None
         for workload in cfg.workloads:
-            setattr(out, f"{workload}_setting", system.defaults(CORES))
+            setattr(out, f"{workload}_setting", (defaults or system.defaults)(CORES))
         return
     noop, io = system.noop(), system.io(cfg.io_concurrency)
     trial = max(30, cfg.samples // 3)
