@@ -15,8 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from helpers import wait_for
 from procs import Processes
 from rota.models import JobState, QueueInfo
@@ -46,17 +44,7 @@ def test_a_debug_queue_stops_at_its_first_failure(
     store: Store,
     processes: Processes,
     app_path: Callable[[str], str],
-    request: pytest.FixtureRequest,
 ) -> None:
-    if store.kind == "postgres":
-        # Two finishes read the clock before either locks the queue row, so
-        # the one that pauses the queue can carry the later failure time.
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="PostgreSQL: racing finishes may pause out of clock order",
-                strict=False,
-            )
-        )
     store.set_queue_mode("default", "debug")
     sending = debugging.sender(url)
     try:

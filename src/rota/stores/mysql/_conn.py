@@ -183,6 +183,10 @@ class MySQLTx(Tx):
             self._now = float(self.execute("clock").fetchone()[0])
         return self._now
 
+    def now_after_locks(self) -> float:
+        self._now = float(self.execute("clock").fetchone()[0])
+        return self._now
+
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, MySQLdb.IntegrityError)
 

@@ -142,6 +142,11 @@ class PgTx(Tx):
                 self._now = float(self._conn.execute(Q["clock"]).fetchone()[0])  # type: ignore[index]
         return self._now
 
+    def now_after_locks(self) -> float:
+        self.now()  # the transaction's opening reply is read first
+        self._now = float(self._conn.execute(Q["clock_again"]).fetchone()[0])  # type: ignore[index]
+        return self._now
+
     def identity(self) -> tuple[Any, ...] | None:
         """The transaction's id, its server's start time and the clock, once
         they were received (asking never waits for the server), or None."""

@@ -30,7 +30,7 @@ from rota.models import (
 from rota.stores import _checks
 from rota.stores.base import LeaseStatus
 from rota.stores.sql import limits as _limits
-from rota.stores.sql.modes import DebugPause
+from rota.stores.sql.modes import DebugPause, hold_debug_queues, share_debug_queues
 from rota.stores.sql.tx import Database, Refused, Tx
 from rota.stores.sql.uniques import settle_unique, unique_holder
 
@@ -198,9 +198,11 @@ class Jobs(Database):
         # Both read the store clock themselves, no later than the claim's own
         # read: they go out with the first candidates, and nothing waits for
         # the clock where the dialect pipelines.
+        names = list(dict.fromkeys(queues))
+        share_debug_queues(tx, names)
         tx.execute("promote_due")
         tx.execute("unpark_due")
-        chosen, parked, book = _choose(tx, list(dict.fromkeys(queues)), limit, host)
+        chosen, parked, book = _choose(tx, names, limit, host)
         tx.executemany("park", parked)
         if not chosen:
             return None
@@ -240,6 +242,8 @@ class Jobs(Database):
     def _finish(self, tx: Tx, outcomes: Sequence[Outcome]) -> list[bool]:
         now = tx.now()  # in the transaction: finishes are recorded in time order
         rows = _held_by_id(tx, [o.job_id for o in outcomes])
+        failing = [rows[o.job_id].queue for o in outcomes if not o.ok and o.job_id in rows]
+        now = hold_debug_queues(tx, failing, now)
         book = _limits.LimitBook(tx, now)
         limits_of = _decode_limits(rows.values())
         book.load(limits_of.values())
@@ -330,6 +334,7 @@ class Jobs(Database):
         rows = [Held(*row) for row in tx.execute("expired_leases", (now,))]
         if not rows:
             return []
+        now = hold_debug_queues(tx, [row.queue for row in rows], now)
         book = _limits.LimitBook(tx, now)
         limits_of = _decode_limits(rows)
         book.load(limits_of.values())

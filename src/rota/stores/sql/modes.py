@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rota.stores.sql.tx import Tx
 
 
@@ -19,6 +21,24 @@ def queue_modes(tx: Tx) -> dict[str, tuple[str, str | None]]:
         name: (mode(paused, debug), debug_job)
         for name, paused, debug, debug_job in tx.execute("queue_modes")
     }
+
+
+def share_debug_queues(tx: Tx, queues: Iterable[str]) -> None:
+    """Make a claim on ``queues`` wait for a failure pausing one of them in
+    debug mode (and such a failure wait for the claim): a claim is then
+    never recorded after the pause, nor a failure before it."""
+    for queue in queues:
+        tx.execute("share_debug_queue", (queue,))
+
+
+def hold_debug_queues(tx: Tx, failing: Iterable[str], now: float) -> float:
+    """Lock the rows of the queues among ``failing`` (the queues of the
+    failures a transaction records) that are in debug mode or were paused by
+    it, and return the clock to record the failures at: read again after the
+    locks when there were some, so that failures and claims in a debug queue
+    are in clock order; else ``now``."""
+    held = [tx.execute("hold_debug_queue", (queue,)).fetchall() for queue in sorted(set(failing))]
+    return tx.now_after_locks() if any(held) else now
 
 
 class DebugPause:

@@ -75,6 +75,12 @@ class Tx(ABC):
         does not go back between transactions that touch the same rows."""
 
     @abstractmethod
+    def now_after_locks(self) -> float:
+        """The store clock read again, after the row locks this transaction
+        took: later than the clock of any transaction that held them. From
+        here on it is what :meth:`now` gives."""
+
+    @abstractmethod
     def is_constraint_error(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database refusing a row for a constraint."""
 
@@ -105,6 +111,9 @@ class Relay(Tx):
 
     def now(self) -> float:
         return self._run(lambda tx: tx.now())
+
+    def now_after_locks(self) -> float:
+        return self._run(lambda tx: tx.now_after_locks())
 
 
 class Database(ABC):

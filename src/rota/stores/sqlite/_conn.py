@@ -106,6 +106,9 @@ class SQLiteTx(Tx):
     def now(self) -> float:
         return time.time()
 
+    def now_after_locks(self) -> float:
+        return time.time()  # (one writer at a time: every read is after the locks)
+
     def is_constraint_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
 

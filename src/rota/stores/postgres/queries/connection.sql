@@ -5,6 +5,11 @@
 -- name: clock
 SELECT extract(epoch FROM clock_timestamp())::double precision
 
+-- name: clock_again
+-- The store clock read again in a write transaction (after the locks it
+-- took), kept as its setting rota.now as transaction_id keeps the first.
+SELECT set_config('rota.now', extract(epoch FROM clock_timestamp())::text, true)::double precision
+
 -- name: migration_lock
 SELECT pg_advisory_xact_lock(hashtext('rota migrations'), hashtext(%s))
 
