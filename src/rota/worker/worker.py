@@ -70,6 +70,9 @@ log = logging.getLogger("rota.worker")
 
 _ACK_BATCH = 500
 _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
+#: A side thread that ran this long before failing restarts after the first
+#: backoff again (a new outage), not after the last one's.
+_QUIET_RUN = 60.0
 _RETENTION_EVERY = 60.0
 
 
@@ -162,6 +165,10 @@ class Worker:
         self._idlest_peer: float | None = None  # see rota.worker.load
         self._yielding = False  # an idler peer claims before this worker
         self._inflight: dict[str, _Inflight] = {}
+        #: Jobs whose attempt ended and whose outcome the store has not yet
+        #: taken: their leases are renewed until it has, or a slow report
+        #: would let them run again elsewhere.
+        self._reporting: dict[str, ClaimedJob] = {}
         self._lock = threading.Lock()
         self._slot_freed = threading.Event()
         self._stopping = threading.Event()
@@ -306,6 +313,7 @@ class Worker:
             flight = self._inflight.pop(job.id, None)
             if flight is None:
                 return  # already reported (timed out) or released at shutdown
+            self._reporting[job.id] = job
         try:
             outcome = runner.to_outcome(self.app, job, result)
         except Exception as exc:
@@ -327,10 +335,13 @@ class Worker:
         def run() -> None:
             failures = 0
             while not self._done.is_set():
+                started = time.monotonic()
                 try:
                     target()
                     return
                 except Exception:
+                    if time.monotonic() - started > _QUIET_RUN:
+                        failures = 0  # a new outage, not the last one going on
                     failures += 1
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
                     if failures == 1:
@@ -360,6 +371,9 @@ class Worker:
                 pending.append(more)
             # raises on a store outage: retried by supervisor
             applied = self._report([done.outcome for done in pending])
+            with self._lock:
+                for done in pending:
+                    self._reporting.pop(done.job.id, None)
             self._count(pending, applied)
             pending.clear()
             if self._ack_closing:
@@ -424,6 +438,7 @@ class Worker:
     def _renew_leases(self) -> None:
         with self._lock:
             refs = [LeaseRef(f.job.id, f.job.token) for f in self._inflight.values()]
+            refs += [LeaseRef(job.id, job.token) for job in self._reporting.values()]
         if not refs:
             return
         asked = time.monotonic()
