@@ -88,15 +88,6 @@ class HostScope:
     name: str = ""
     grace: float = DEFAULT_HOST_GRACE
 
-    def takes(
-        self, host: str | None, seen_at: float | None, enqueued_at: float, now: float
-    ) -> bool:
-        """Whether a claim in this scope may take a job sent to ``host``, whose
-        workers on the job's queue were last seen at ``seen_at`` (None: never)."""
-        if host is None or host == self.name:
-            return True
-        return now - (enqueued_at if seen_at is None else seen_at) > self.grace
-
 
 #: The scope of a claim that names no host: jobs of no host, and jobs of
 #: hosts gone for the default grace.

@@ -108,9 +108,9 @@ class JobStore(ABC):
         Runnable: queued (or scheduled and due), queue not paused, every
         concurrency key below its limit, every rate key with a token, every
         breaker key closed (or half-open with no probe running), and sent to
-        no host or to one ``host`` takes (:meth:`HostScope.takes`: the
-        worker's own, or one whose workers on the job's queue have been gone
-        for the grace; a host is seen by the heartbeats of its workers). Higher
+        no host or to one ``host`` takes (see :class:`HostScope`: the worker's
+        own, or one whose workers on the job's queue have been gone for the
+        grace; a host is seen by the heartbeats of its workers). Higher
         priority first, FIFO within a priority, rotating fairly between
         fairness keys. Blocked jobs stay queued and are skipped, as are jobs of
         other hosts. Each claimed job becomes ``running`` with ``attempt + 1``,

@@ -57,7 +57,7 @@ UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= UNIX_TI
 -- name: ready_candidates
 -- Nothing from a paused queue; a job sent to a host only for a claim of that
 -- host, or once the host's workers on the queue are gone for the grace
--- (HostScope.takes).
+-- (rota.models.HostScope).
 SELECT seq, priority, vtime, limits, id FROM jobs
 WHERE state = 'queued' AND queue = %s
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)

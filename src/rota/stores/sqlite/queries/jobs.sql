@@ -41,7 +41,7 @@ WHERE state = 'scheduled' AND run_at <= rota_now()
 -- name: ready_candidates
 -- Nothing from a paused queue; a job sent to a host only for a claim of that
 -- host, or once the host's workers on the queue are gone for the grace
--- (HostScope.takes).
+-- (rota.models.HostScope).
 SELECT seq, priority, vtime, limits, id FROM jobs INDEXED BY jobs_ready
 WHERE state = 'queued' AND queue = ?
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
