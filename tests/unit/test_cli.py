@@ -922,3 +922,22 @@ def test_all_queues_of_the_app(env: Env) -> None:
     app = load_app(env.app)
     assert resolve_queues(app, "all") == ["crawl", "default", "fragile", "polite"]
     assert resolve_queues(app, "b, a,,c") == ["b", "a", "c"]
+
+
+def test_send_and_schedules_add_with_a_host(env: Env) -> None:
+    job_id = env.send("add", "--host", "web-3", "1", "2")
+    job = env.store.get_job(job_id)
+    assert job is not None and job.host == "web-3"
+    shown = env.rota("jobs", "show", job_id)
+    assert "web-3" in shown.stdout
+
+    added = env.rota(
+        "schedules", "add", "backup", "--every", "3600", "--host", "db-1", "--", "true"
+    )
+    assert added.exit_code == 0, added.output
+    [stored] = env.store.schedules()
+    assert stored.job_options["host"] == "db-1"
+
+    refused = env.rota("send", env.app, "add", "--host", "", "1", "2")
+    assert refused.exit_code == 2
+    assert "host" in refused.output

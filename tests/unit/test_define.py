@@ -107,6 +107,7 @@ def test_job_options_carry_the_tasks_options_and_resolved_keys(app: App) -> None
         "breaker": [["crawl-breaker", 3, 30.0]],
         "unique_key": stored.job_options["unique_key"],
         "unique_for": 300.0,
+        "host": None,
     }
     assert str(stored.job_options["unique_key"]).startswith("crawl:")
 
@@ -125,6 +126,13 @@ def test_job_options_round_trip_through_schedule_job(app: App) -> None:
     assert schedule_job(schedule, job_id="x", fire_time=5.0) == replace(
         job, schedule="s", fire_time=5.0
     )
+
+
+def test_a_schedule_of_a_task_sent_to_a_host_fires_jobs_for_that_host(app: App) -> None:
+    crawl = app.tasks["crawl"].options(host="web-3")
+    stored = app.schedule("crawl-news", crawl, every(60), args=["https://news.example/"])
+    assert stored.job_options["host"] == "web-3"
+    assert schedule_job(stored, job_id="j1", fire_time=120.0).host == "web-3"
 
 
 def test_missing_job_options_take_the_defaults() -> None:

@@ -109,6 +109,7 @@ BAD_SENDS = [
     ({"retries": "-1"}, "retries", "retries must be a non-negative integer, not -1"),
     ({"queue": "q" * 201}, "queue", "is 201 characters; at most 200 are allowed"),
     ({"delay": "soon"}, "delay", "delay 'soon' is not a duration"),
+    ({"host": "h" * 201}, "host", "host 'hhhh"),
 ]
 
 
@@ -137,6 +138,23 @@ def test_send_form_sends_a_command_line_as_a_rota_cmd_job(client: TestClient, de
         [["python", "crawl.py", "--site", "a b"]],
         {"timeout": 30},
     )
+
+
+def test_a_job_and_a_schedule_sent_to_a_host_from_the_forms(client: TestClient, demo: Demo) -> None:
+    data = {"csrf": _csrf(client), "task": "", "args": "[]", "kwargs": "{}", "host": "web-3"}
+    answer = client.post("/send", data=data | {"command": "./rotate-logs.sh"})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    job = demo.store.get_job(answer.headers["location"].removeprefix("/jobs/"))
+    assert job is not None and job.host == "web-3"
+    assert "web-3" in client.get(f"/jobs/{job.id}").text
+
+    form = SCHEDULE_FORM | {"task": "", "command": "./backup.sh", "host": "db-1"}
+    answer = client.post("/schedules/new", data=form | {"csrf": _csrf(client, "/schedules/new")})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    [stored] = demo.store.schedules()
+    assert stored.job_options["host"] == "db-1"
+    page = client.get(f"/schedules/{stored.name}/edit")
+    assert 'name="host" value="db-1"' in page.text
 
 
 def test_schedule_form_keeps_a_command_schedule_as_a_line(client: TestClient, demo: Demo) -> None:

@@ -304,6 +304,12 @@ def run_now(cli: CliState, name: str) -> None:
 )
 @click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
 @click.option("--queue", "-q", callback=name_callback("queue"), help="Send its jobs here.")
+@click.option(
+    "--host",
+    callback=name_callback("host"),
+    help="Run its jobs on a worker of this host name (rota worker --host), or on any "
+    "once that host is gone for the workers' --host-grace.",
+)
 @url_option
 @pass_state
 def add(
@@ -315,6 +321,7 @@ def add(
     every_s: float | None,
     at_time: str | None,
     queue: str | None,
+    host: str | None,
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
     job of the built-in rota.cmd task; any worker of any app runs it. Adding
@@ -338,7 +345,8 @@ def add(
         CommandSpec.build(list(command))
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="CMD") from None
-    options = {"queue": queue} if queue is not None else None
+    given_options = {"queue": queue, "host": host}
+    options = {key: value for key, value in given_options.items() if value is not None} or None
     app = cli.store_app(must_exist=False)
     app.enable_commands()  # to define it; only workers started with --commands run it
     stored = app.admin.add_schedule(

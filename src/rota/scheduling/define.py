@@ -131,6 +131,7 @@ def job_options(job: NewJob) -> dict[str, Any]:
         "breaker": [[b.key, b.failures, b.cooldown] for b in job.breaker],
         "unique_key": job.unique_key,
         "unique_for": job.unique_for,
+        "host": job.host,
     }
 
 
@@ -168,6 +169,7 @@ def schedule_job(
         unique_for=None if o.get("unique_for") is None else float(o["unique_for"]),
         schedule=schedule.name,
         fire_time=fire_time,
+        host=o.get("host"),
     )
 
 

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: The task options a form may override.
-OPTION_FIELDS = ("queue", "priority", "retries")
+OPTION_FIELDS = ("queue", "priority", "retries", "host")
 #: The kinds of trigger the schedule form offers.
 TRIGGER_KINDS = ("every", "cron", "at")
 
@@ -115,12 +115,12 @@ def _typed(raw: str) -> Any:
 
 
 def options(form: Mapping[str, Any]) -> dict[str, Any]:
-    """The task options filled in (queue, priority, retries); blank ones are left out."""
+    """The task options filled in (queue, priority, retries, host); blank ones are left out."""
     found = {}
     for name in OPTION_FIELDS:
         raw = text(form, name)
         if raw:
-            found[name] = raw if name == "queue" else _typed(raw)
+            found[name] = raw if name in ("queue", "host") else _typed(raw)
     return found
 
 

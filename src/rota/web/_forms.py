@@ -181,6 +181,7 @@ def _stored_form(schedule: Schedule) -> dict[str, str]:
         "queue": str(opts.get("queue") or ""),
         "priority": str(opts.get("priority") or 0),
         "retries": str(retries),
+        "host": str(opts.get("host") or ""),
     }
 
 
