@@ -40,6 +40,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
     (``postgresql://user:pass@host:port/db?schema=NAME``)."""
 
     kind = "postgres"
+    orders_debug_queues = True
 
     @classmethod
     def from_url(cls, url: str, *, replica: bool = False) -> PostgresStore:

@@ -199,7 +199,8 @@ class Jobs(Database):
         # read: they go out with the first candidates, and nothing waits for
         # the clock where the dialect pipelines.
         names = list(dict.fromkeys(queues))
-        share_debug_queues(tx, names)
+        if self.orders_debug_queues:
+            share_debug_queues(tx, names)
         tx.execute("promote_due")
         tx.execute("unpark_due")
         chosen, parked, book = _choose(tx, names, limit, host)
@@ -242,8 +243,9 @@ class Jobs(Database):
     def _finish(self, tx: Tx, outcomes: Sequence[Outcome]) -> list[bool]:
         now = tx.now()  # in the transaction: finishes are recorded in time order
         rows = _held_by_id(tx, [o.job_id for o in outcomes])
-        failing = [rows[o.job_id].queue for o in outcomes if not o.ok and o.job_id in rows]
-        now = hold_debug_queues(tx, failing, now)
+        if self.orders_debug_queues:
+            failing = [rows[o.job_id].queue for o in outcomes if not o.ok and o.job_id in rows]
+            now = hold_debug_queues(tx, failing, now)
         book = _limits.LimitBook(tx, now)
         limits_of = _decode_limits(rows.values())
         book.load(limits_of.values())
@@ -334,7 +336,8 @@ class Jobs(Database):
         rows = [Held(*row) for row in tx.execute("expired_leases", (now,))]
         if not rows:
             return []
-        now = hold_debug_queues(tx, [row.queue for row in rows], now)
+        if self.orders_debug_queues:
+            now = hold_debug_queues(tx, [row.queue for row in rows], now)
         book = _limits.LimitBook(tx, now)
         limits_of = _decode_limits(rows)
         book.load(limits_of.values())

@@ -120,6 +120,11 @@ class Database(ABC):
     """What the SQL engine needs of a dialect's store: transactions."""
 
     kind: str
+    #: Whether claims and failures in a queue in debug mode lock its row, so
+    #: that they are recorded in clock order (:mod:`rota.stores.sql.modes`).
+    #: SQLite needs no lock (its writers take turns); on MySQL a claim's share
+    #: lock there deadlocks with the claims updating the queue's clock.
+    orders_debug_queues: bool = False
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[Tx]:

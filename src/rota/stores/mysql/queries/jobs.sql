@@ -233,20 +233,6 @@ INSERT INTO queues (name, paused, debug) VALUES (%s, %s, %s)
 ON DUPLICATE KEY UPDATE paused = VALUES(paused), debug = VALUES(debug),
     debug_job = CASE WHEN paused = 1 THEN debug_job END
 
--- name: share_debug_queue
--- A claim on a queue in debug mode waits for a failure that is pausing it
--- (and a failure waits for the claim): see hold_debug_queue.
-SELECT name FROM queues WHERE name = %s AND debug = 1
-LOCK IN SHARE MODE
-
--- name: hold_debug_queue
--- A failure in a queue in debug mode, or paused by its first failure there,
--- locks its row before it reads the clock it records the failure at, so
--- failures and claims there are in clock order (a failure that waited for
--- the one pausing the queue finds the row paused, with its debug_job).
-SELECT name FROM queues WHERE name = %s AND (debug = 1 OR debug_job IS NOT NULL)
-FOR UPDATE
-
 -- name: debug_queues
 SELECT name FROM queues WHERE debug = 1
 
