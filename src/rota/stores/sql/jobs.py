@@ -30,7 +30,7 @@ from rota.models import (
 from rota.stores import _checks
 from rota.stores.base import LeaseStatus
 from rota.stores.sql import limits as _limits
-from rota.stores.sql.modes import DebugPause, hold_debug_queues, share_debug_queues
+from rota.stores.sql.modes import DebugPause, hold_debug_queues, lock_debug_queues
 from rota.stores.sql.tx import Database, Refused, Tx
 from rota.stores.sql.uniques import settle_unique, unique_holder
 
@@ -200,7 +200,7 @@ class Jobs(Database):
         # the clock where the dialect pipelines.
         names = list(dict.fromkeys(queues))
         if self.orders_debug_queues:
-            share_debug_queues(tx, names)
+            lock_debug_queues(tx, names)
         tx.execute("promote_due")
         tx.execute("unpark_due")
         chosen, parked, book = _choose(tx, names, limit, host)

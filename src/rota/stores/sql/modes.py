@@ -23,12 +23,13 @@ def queue_modes(tx: Tx) -> dict[str, tuple[str, str | None]]:
     }
 
 
-def share_debug_queues(tx: Tx, queues: Iterable[str]) -> None:
+def lock_debug_queues(tx: Tx, queues: Iterable[str]) -> None:
     """Make a claim on ``queues`` wait for a failure pausing one of them in
     debug mode (and such a failure wait for the claim): a claim is then
-    never recorded after the pause, nor a failure before it."""
+    never recorded after the pause, nor a failure before it. (Claims on a
+    queue in debug mode take turns.)"""
     for queue in queues:
-        tx.execute("share_debug_queue", (queue,))
+        tx.execute("lock_debug_queue", (queue,))
 
 
 def hold_debug_queues(tx: Tx, failing: Iterable[str], now: float) -> float:

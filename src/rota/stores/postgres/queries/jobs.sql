@@ -240,11 +240,13 @@ INSERT INTO queues AS q (name, paused, debug) VALUES (%s, %s, %s)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, debug = excluded.debug,
     debug_job = CASE WHEN excluded.paused = 1 THEN q.debug_job END
 
--- name: share_debug_queue
+-- name: lock_debug_queue
 -- A claim on a queue in debug mode waits for a failure that is pausing it
--- (and a failure waits for the claim): see hold_debug_queue.
+-- (and a failure waits for the claim): see hold_debug_queue. Exclusive, as
+-- the claim may update the row (its clock) later: two share locks would
+-- deadlock there.
 SELECT name FROM queues WHERE name = %s AND debug = 1
-FOR SHARE
+FOR UPDATE
 
 -- name: hold_debug_queue
 -- A failure in a queue in debug mode, or paused by its first failure there,
