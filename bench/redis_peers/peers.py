@@ -518,6 +518,7 @@ class Config:
     logs: Path
     workloads: tuple[str, ...] = WORKLOADS
     roundtrip: bool = False  # whether each job does a round trip of its own (--body)
+    sqlite: bool = False  # the queue is a SQLite file (--store sqlite), not Redis
 
 
 def _fill(
@@ -655,10 +656,9 @@ def choose(out: Outcome, cfg: Config, sweep_jobs: int, sweep: bool) -> None:
     sweep; in the ``defaults`` profile, the system's defaults with one process per CPU."""
     system = out.system
     if out.profile == "defaults":
-        on_sqlite = os.environ.get(SQLITE_DIR) is not None
-        defaults = system.sqlite_defaults if on_sqlite and system.sqlite_defaults else None
+        defaults = (cfg.sqlite and system.sqlite_defaults) or system.defaults
         for workload in cfg.workloads:
-            setattr(out, f"{workload}_setting", (defaults or system.defaults)(CORES))
+            setattr(out, f"{workload}_setting", defaults(CORES))
         return
     noop, io = system.noop(), system.io(cfg.io_concurrency)
     trial = max(30, cfg.samples // 3)
@@ -992,7 +992,7 @@ def main() -> None:
     cfg = Config(
         args.jobs, args.io_jobs, args.sleep, args.io_concurrency, args.samples, args.gap,
         latency_budget=60.0, timeout=args.timeout, logs=logs, workloads=workloads,
-        roundtrip=args.body == "roundtrip",
+        roundtrip=args.body == "roundtrip", sqlite=args.store == "sqlite",
     )  # fmt: skip
     profiles = PROFILES if args.profile == "both" else (args.profile,)
     outs = [Outcome(s, p) for p in profiles for s in SYSTEMS if s.name in names]
