@@ -45,6 +45,37 @@ def test_enqueue_times_come_from_the_store_clock(store: Store) -> None:
     assert job.run_at == pytest.approx(job.enqueued_at + 0.4, abs=0.05)
 
 
+def test_a_job_keeps_its_send_time_as_its_run_time_moves(store: Store) -> None:
+    """enqueued_at is the send, whatever moves run_at later: a retry's
+    backoff, a lost attempt, a retry of the failed job."""
+    job_id = enqueue_one(store, new_job(max_attempts=2, lease=0.2, max_lost=2))
+    sent = get(store, job_id)
+    assert sent.run_at == sent.enqueued_at and sent.priority == sent.attempt == sent.lost == 0
+    wait_until(store, sent.enqueued_at + 0.05)
+
+    first = claim_one(store)
+    assert first.enqueued_at == sent.enqueued_at
+    assert fail(store, first, retry_in=0.05)
+    retried = get(store, job_id)
+    assert retried.run_at > sent.enqueued_at + 0.05
+    assert retried.enqueued_at == sent.enqueued_at
+
+    wait_until(store, retried.run_at)
+    second = claim_one(store)
+    assert (second.enqueued_at, second.attempt) == (sent.enqueued_at, 2)
+    wait_until(store, get(store, job_id).lease_expires + 0.01)  # type: ignore[operator]
+    assert store.recover() == [job_id]
+    lost = get(store, job_id)
+    assert (lost.enqueued_at, lost.lost) == (sent.enqueued_at, 1)
+    assert lost.run_at > sent.enqueued_at
+
+    third = claim_one(store)
+    assert fail(store, third)
+    assert store.retry_failed(queue="default") == 1
+    again = get(store, job_id)
+    assert again.state is JobState.QUEUED and again.enqueued_at == sent.enqueued_at
+
+
 def test_delayed_job_is_claimable_only_from_its_run_time(store: Store) -> None:
     job_id = enqueue_one(store, new_job(delay=0.4))
     run_at = get(store, job_id).run_at

@@ -235,7 +235,9 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
     client = redis.Redis.from_url(rstore.options.url)
     expected = [
         k.job(job.id),
-        k.qstate("crawl", JobState.QUEUED),
+        k.qpage("crawl", 0),
+        k.qpages("crawl"),
+        k.qcount("crawl"),
         k.sched("s"),
         k.ready("crawl", 7, sig),
         k.sigs("crawl", 7),

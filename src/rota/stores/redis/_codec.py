@@ -112,7 +112,9 @@ def handed_jobs(entry: bytes | str) -> tuple[int, list[ClaimedJob]]:
 def _claimed(r: Sequence[Any]) -> ClaimedJob:
     """One claimed job from its values in L.CLAIMED order: bytes from a claim
     reply (integers for Lua numbers, None for absent fields), or strings from
-    an inbox entry's JSON (false for absent fields)."""
+    an inbox entry's JSON (false for absent fields). Fields a job's hash leaves
+    out at their defaults (``L.JOB_DEFAULTS`` in ``lua/_base.lua``) come back
+    absent: an enqueued_at left out is the run_at."""
     (job_id, task, queue, payload, attempt, max_attempts, lost, token,
      lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at) = r  # fmt: skip
     return ClaimedJob(
@@ -126,7 +128,7 @@ def _claimed(r: Sequence[Any]) -> ClaimedJob:
         token=text(token),
         lease=float(lease or 0),
         timeout=float(timeout) if timeout else None,
-        enqueued_at=float(enqueued_at or 0),
+        enqueued_at=float(enqueued_at or run_at or 0),
         run_at=float(run_at or 0),
         schedule=text(schedule) if schedule else None,
         fire_time=float(fire_time) if fire_time else None,
@@ -144,7 +146,8 @@ def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
     shows as queued. Stored JSON that cannot be read shows as empty, and says
     why in ``error`` when the job has no error of its own. (The hash's own
     ``id`` field, written by earlier versions only, is not read: the key names
-    the job.)"""
+    the job. Fields left out at their defaults, ``L.JOB_DEFAULTS`` in
+    ``lua/_base.lua``, read as those; an enqueued_at left out is the run_at.)"""
     args, kwargs, bad_payload = _payload.read(job_id, h.get(b"payload"))
     result, bad_result = _payload.read_json(h.get(b"result"), "result")
     history, bad_history = _payload.read_history(h.get(b"history"))
@@ -159,12 +162,12 @@ def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
         state=state,
         args=args,
         kwargs=kwargs,
-        priority=int(h[b"priority"]),
+        priority=int(h.get(b"priority", 0)),
         run_at=run_at,
-        enqueued_at=float(h[b"enqueued_at"]),
-        attempt=int(h[b"attempt"]),
-        max_attempts=int(h[b"max_attempts"]),
-        lost=int(h[b"lost"]),
+        enqueued_at=float(h.get(b"enqueued_at", run_at)),
+        attempt=int(h.get(b"attempt", 0)),
+        max_attempts=int(h.get(b"max_attempts", 1)),
+        lost=int(h.get(b"lost", 0)),
         started_at=_float(h.get(b"started_at")),
         finished_at=_float(h.get(b"finished_at")),
         worker=_lease_text(h.get(b"owner")),

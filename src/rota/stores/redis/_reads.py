@@ -2,8 +2,8 @@
 
 Pages come from the sequence-scored indexes (per state, per queue and state,
 per task, per schedule), never from scanning every job; counts are index sizes.
-Queued jobs sit only in their queue's ``qstate:QUEUE:queued`` index (see
-``lua/_base.lua``, ``L.index_state``): where a page needs every queued job, or
+Queued jobs sit only in their queue's paged index (``qpage:QUEUE:N``, see
+``lua/_base.lua``, ``L.queued_add``): where a page needs every queued job, or
 every queued job of a task, it reads those of every queue.
 """
 
@@ -72,12 +72,28 @@ class Reads(RedisBase):
             found.add(prefix)
         pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
         indexes = [self.keys.state(s) for s in _STATES if s is not JobState.QUEUED]
-        for index in [*indexes, *self._queued_indexes()]:
+        for index in [*indexes, *(self.keys.qstate(q, JobState.QUEUED) for q in self._queues())]:
             for member in self._client.zscan_iter(index, match=pattern, count=ZSCAN_COUNT):
                 found.add(_codec.text(member[0]))
                 if len(found) >= limit:
                     return sorted(found)[:limit]  # an exact match sorts first
+        for ids in self._queued_pages():
+            found.update(i for i in map(_codec.text, ids) if i.startswith(prefix))
+            if len(found) >= limit:
+                return sorted(found)[:limit]
         return sorted(found)
+
+    def _queued_pages(self, batch: int = 500) -> Iterator[list[bytes]]:
+        """The job ids of every page of every queue's queued jobs, ``batch``
+        pages per round trip."""
+        k = self.keys
+        for queue in self._queues():
+            pages: list[bytes] = self._client.zrange(k.qpages(queue), 0, -1)  # type: ignore[assignment]
+            for start in range(0, len(pages), batch):
+                pipe = self._client.pipeline(transaction=False)
+                for page in pages[start : start + batch]:
+                    pipe.zrange(k.qpage(queue, int(page)), 0, -1)
+                yield from pipe.execute()
 
     @guarded
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
@@ -115,28 +131,40 @@ class Reads(RedisBase):
             states = (JobState.QUEUED, JobState.SCHEDULED)  # scheduled and due
         elif query.state is not None:
             states = (query.state,)
-        queued = self._queued_indexes() if JobState.QUEUED in states else []
+        queued = JobState.QUEUED in states
+        every_queue = list(self._queued_indexes(self._queues())) if queued else []
         groups: list[list[str]] = []
         if query.queue is not None:
-            groups.append(k.qstates(query.queue, states))
+            own = [k.qstate(query.queue, s) for s in states if s is not JobState.QUEUED]
+            if queued:
+                own += self._queued_indexes([query.queue])
+            groups.append(own)
         if query.task is not None:
-            groups.append([k.task(query.task), *queued])
+            groups.append([k.task(query.task), *every_queue])
         if query.schedule is not None:
             groups.append([k.sched(query.schedule)])
-        groups.append([*(k.state(s) for s in states if s is not JobState.QUEUED), *queued])
+        groups.append([*(k.state(s) for s in states if s is not JobState.QUEUED), *every_queue])
         keys: list[str] = []
         layout = [str(len(groups))]
         for group in groups:
             layout.append(str(len(group)))
             for key in group:
                 keys.append(key)
-                layout.append(str(len(keys) + 1))  # KEYS[1] is the prefix
+                ref = str(len(keys) + 1)  # KEYS[1] is the prefix
+                layout.append("p" + ref if key.startswith(k.qpages("")) else ref)
         return keys, layout
 
-    def _queued_indexes(self) -> list[str]:
-        """The queued jobs' indexes of every queue (they have no global one)."""
-        queues = sorted(_codec.text(q) for q in self._client.smembers(self.keys.static("queues")))
-        return [self.keys.qstate(q, JobState.QUEUED) for q in queues]
+    def _queues(self) -> list[str]:
+        """Every queue that ever had a job, by name."""
+        return sorted(_codec.text(q) for q in self._client.smembers(self.keys.static("queues")))
+
+    def _queued_indexes(self, queues: Sequence[str]) -> Iterator[str]:
+        """The indexes of the queues' queued jobs (they have no global one): each
+        queue's paged index, by its ``qpages:`` key, and the sorted set that
+        earlier versions wrote."""
+        for queue in queues:
+            yield self.keys.qpages(queue)
+            yield self.keys.qstate(queue, JobState.QUEUED)
 
     def iter_results(
         self, queue: str | None = None, task: str | None = None, batch: int = 1000

@@ -37,7 +37,11 @@ key                            type    holds
                                        the job)
 ``P state:STATE``              zset    job id -> seq, per state but queued (paging,
                                        counts; queued jobs: ``qstate`` only)
-``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state
+``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state but queued
+``P qpage:QUEUE:N``            zset    job id -> seq, the queue's queued jobs with
+                                       seq // 128 == N (listpack-sized pages)
+``P qpages:QUEUE``             zset    the queue's pages holding queued jobs, N -> N
+``P qcount:QUEUE``             string  how many jobs the queue's pages hold
 ``P task:TASK``                zset    job id -> seq, per task, from when the job
                                        is first not queued (sent scheduled,
                                        claimed or cancelled)
@@ -93,13 +97,15 @@ recover wake the key's waiting sub-queues; a short hold bounds the wait).
 A job's ``owner``, ``token`` and ``expires`` fields are empty strings while it
 holds no lease.
 
-A queued job costs its hash, its ready sub-queue entry and its
-``qstate:QUEUE:queued`` entry, nothing more: a backlog of a million queued
-jobs would otherwise pay two more sorted-set entries each (about 140 bytes
-and one skiplist update apiece). Lists of every queued job, or of a task's
-queued jobs, merge the queues' ``qstate:QUEUE:queued`` instead. Earlier
-versions also wrote queued jobs to ``state:queued`` and ``task:TASK``; those
-entries are still removed as the jobs move on and are listed once.
+A queued job costs its hash, its ready sub-queue entry and its entry in
+its queue's paged index (``qpage:QUEUE:N``), nothing more: a backlog of a
+million queued jobs would otherwise pay two more sorted-set entries each
+(about 140 bytes and one skiplist update apiece). Lists of every queued job,
+or of a task's queued jobs, merge the queues' paged indexes instead. The
+pages keep the index listpack-encoded, about 31 bytes per job instead of
+134 in one large sorted set. Earlier versions wrote queued jobs to
+``qstate:QUEUE:queued``, ``state:queued`` and ``task:TASK``; those entries
+are still read, removed as the jobs move on, and listed once.
 """
 
 from __future__ import annotations
@@ -136,6 +142,9 @@ KINDS = (
     "job",
     "state",
     "qstate",
+    "qpage",
+    "qpages",
+    "qcount",
     "task",
     "sched",
     "ready",
@@ -160,6 +169,10 @@ KINDS = (
     "usertokens",
     "logs",
 )
+
+#: Sequence numbers per page of a queue's queued jobs (``L.QPAGE`` in ``lua/_base.lua``):
+#: Redis keeps a sorted set of up to 128 entries listpack-encoded by default.
+QUEUED_PAGE = 128
 
 #: Minute stats live this long (seconds), like the SQLite store's retention of them.
 STATS_TTL = 2 * 86400
@@ -200,6 +213,18 @@ class Keys:
     def qstates(self, queue: str, states: Iterable[JobState] = JobState) -> list[str]:
         """:meth:`qstate` for several states."""
         return [self.qstate(queue, s) for s in states]
+
+    def qpage(self, queue: str, page: int) -> str:
+        """One page of a queue's queued jobs: those with ``seq // QUEUED_PAGE == page``."""
+        return f"{self.prefix}qpage:{queue}:{page}"
+
+    def qpages(self, queue: str) -> str:
+        """The pages of a queue's queued jobs that hold any."""
+        return f"{self.prefix}qpages:{queue}"
+
+    def qcount(self, queue: str) -> str:
+        """How many jobs the pages of a queue's queued jobs hold."""
+        return f"{self.prefix}qcount:{queue}"
 
     def task(self, task: str) -> str:
         """Jobs of one task, by sequence."""

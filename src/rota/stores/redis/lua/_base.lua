@@ -27,6 +27,9 @@ local K = {}
 function K.job(id) return PREFIX .. 'job:' .. id end
 function K.state(state) return PREFIX .. 'state:' .. state end
 function K.qstate(queue, state) return PREFIX .. 'qstate:' .. queue .. ':' .. state end
+function K.qpage(queue, page) return PREFIX .. 'qpage:' .. queue .. ':' .. page end
+function K.qpages(queue) return PREFIX .. 'qpages:' .. queue end
+function K.qcount(queue) return PREFIX .. 'qcount:' .. queue end
 function K.task(task) return PREFIX .. 'task:' .. task end
 function K.sched(name) return PREFIX .. 'sched:' .. name end
 function K.ready(queue, priority, sig)
@@ -108,6 +111,35 @@ function L.fields(key, names)
   return t
 end
 
+-- A job's hash leaves out these fields while they hold these values, and its
+-- enqueued_at while it equals its run_at (every queued job would otherwise
+-- pay for them); L.job_fields reads them back.
+L.JOB_DEFAULTS = {priority = '0', fair = '', attempt = '0', lost = '0', sig = '-',
+                  max_attempts = '1'}
+
+-- L.fields of a job's hash, with the fields it leaves out at their values.
+function L.job_fields(jkey, names)
+  local t = L.fields(jkey, names)
+  for _, name in ipairs(names) do
+    if t[name] == nil then
+      if name == 'enqueued_at' then
+        t[name] = t.run_at or redis.call('HGET', jkey, 'run_at') or nil
+      else
+        t[name] = L.JOB_DEFAULTS[name]
+      end
+    end
+  end
+  return t
+end
+
+-- Before a job's run_at changes: write out its enqueued_at if left out.
+function L.pin_enqueued_at(jkey)
+  if redis.call('HEXISTS', jkey, 'enqueued_at') == 0 then
+    local run_at = redis.call('HGET', jkey, 'run_at')
+    if run_at then redis.call('HSET', jkey, 'enqueued_at', run_at) end
+  end
+end
+
 -- Set fields; a value of false deletes the field. pairs_: {name, value, ...}
 -- (never nil inside a table constructor: Lua's length operator stops at holes)
 function L.put(key, pairs_)
@@ -184,40 +216,142 @@ function L.batch()
     end
     t[#t + 1] = member
   end
+  -- queued jobs per queue, {seq, id, ...}: their index is paged (L.queued_add)
+  b.qadds, b.qrems = {}, {}
+  local function queued(t, queue, seq, id)
+    local list = t[queue]
+    if not list then
+      list = {}
+      t[queue] = list
+    end
+    list[#list + 1] = seq
+    list[#list + 1] = id
+  end
   -- like L.index_state
   function b.move(id, queue, seq, old, new)
-    if old then
+    if old == 'queued' then
+      b.rem(K.state(old), id) -- entries of earlier versions
+      queued(b.qrems, queue, seq, id)
+    elseif old then
       b.rem(K.state(old), id)
       b.rem(K.qstate(queue, old), id)
     end
-    if new then
-      if new ~= 'queued' then b.add(K.state(new), seq, id) end
+    if new == 'queued' then
+      queued(b.qadds, queue, seq, id)
+    elseif new then
+      b.add(K.state(new), seq, id)
       b.add(K.qstate(queue, new), seq, id)
     end
   end
   function b.flush()
+    for queue, list in pairs(b.qrems) do L.queued_rem(queue, list) end
     for _, key in ipairs(b.rem_keys) do L.chunked('ZREM', key, b.rems[key], 1) end
     for _, key in ipairs(b.add_keys) do L.chunked('ZADD', key, b.adds[key], 2) end
-    b.adds, b.rems, b.add_keys, b.rem_keys = {}, {}, {}, {}
+    for queue, list in pairs(b.qadds) do L.queued_add(queue, list) end
+    b.adds, b.rems, b.add_keys, b.rem_keys, b.qadds, b.qrems = {}, {}, {}, {}, {}, {}
   end
   return b
 end
 
 
+-- Queued jobs' index, per queue. A backlog of a million queued jobs makes
+-- one sorted set too large for Redis's compact encoding: each entry then
+-- costs a skiplist node, a hash-table entry and its own string, about 134
+-- bytes. So the index is cut into pages of QPAGE consecutive sequence
+-- numbers, qpage:QUEUE:N (job id -> seq, for seq // QPAGE == N), each small
+-- enough to stay listpack-encoded (about 31 bytes per entry); qpages:QUEUE
+-- lists the pages that hold jobs (N -> N) and qcount:QUEUE counts the jobs.
+-- Earlier versions kept queued jobs in qstate:QUEUE:queued; those entries
+-- are still read and removed (L.queued_rem), never written.
+local QPAGE = 128
+L.QPAGE = QPAGE
+
+-- Group {seq, id, ...} by page: {page -> {id, ...}} for removals, or
+-- {page -> {seq, id, ...}} for additions; and the pages in first-seen order.
+local function by_page(list, with_seq)
+  local pages, order = {}, {}
+  for i = 1, #list, 2 do
+    local page = math.floor(tonumber(list[i]) / QPAGE)
+    local t = pages[page]
+    if not t then
+      t = {}
+      pages[page] = t
+      order[#order + 1] = page
+    end
+    if with_seq then t[#t + 1] = list[i] end
+    t[#t + 1] = list[i + 1]
+  end
+  return pages, order
+end
+
+-- Index queued jobs of one queue: entries {seq, id, ...}.
+function L.queued_add(queue, entries)
+  local pages, order = by_page(entries, true)
+  local added = 0
+  for _, page in ipairs(order) do
+    added = added + redis.call('ZADD', K.qpage(queue, page), unpack(pages[page]))
+    redis.call('ZADD', K.qpages(queue), page, page)
+  end
+  if added > 0 then redis.call('INCRBY', K.qcount(queue), added) end
+end
+
+-- Unindex queued jobs of one queue: entries {seq, id, ...}.
+function L.queued_rem(queue, entries)
+  local pages, order = by_page(entries, false)
+  local removed = 0
+  for _, page in ipairs(order) do
+    local key, ids = K.qpage(queue, page), pages[page]
+    local n = redis.call('ZREM', key, unpack(ids))
+    removed = removed + n
+    if n < #ids then redis.call('ZREM', K.qstate(queue, 'queued'), unpack(ids)) end
+    if n > 0 and redis.call('EXISTS', key) == 0 then redis.call('ZREM', K.qpages(queue), page) end
+  end
+  if removed > 0 and redis.call('DECRBY', K.qcount(queue), removed) <= 0 then
+    redis.call('DEL', K.qcount(queue))
+  end
+end
+
+-- How many jobs of a queue are queued (the earlier versions' entries included).
+function L.queued_count(queue)
+  return tonumber(redis.call('GET', K.qcount(queue)) or '0')
+    + redis.call('ZCARD', K.qstate(queue, 'queued'))
+end
+
+-- Up to limit queued jobs of a queue with a sequence up to bound, oldest
+-- pages first (the earlier versions' entries before them).
+function L.queued_ids(queue, bound, limit)
+  local ids = redis.call('ZRANGEBYSCORE', K.qstate(queue, 'queued'), '-inf', bound,
+                         'LIMIT', 0, limit)
+  local top = math.floor(tonumber(bound) / QPAGE)
+  local pages = redis.call('ZRANGEBYSCORE', K.qpages(queue), '-inf', top, 'LIMIT', 0, limit)
+  for _, page in ipairs(pages) do
+    if #ids >= limit then break end
+    local got = redis.call('ZRANGEBYSCORE', K.qpage(queue, page), '-inf', bound,
+                           'LIMIT', 0, limit - #ids)
+    for _, id in ipairs(got) do ids[#ids + 1] = id end
+  end
+  return ids
+end
+
+
 -- Move a job between the state indexes (old may be nil for a new job).
--- Queued jobs are indexed per queue only (qstate), beside their ready
--- sub-queue: the global state:queued index is no longer written, since a
--- backlog of queued jobs paid an entry (~140 bytes) and a skiplist update
--- per job in it; readers merge the queues' qstate:QUEUE:queued instead.
--- Removing from state:queued stays, for entries written by earlier versions
--- (a ZREM of an absent key costs next to nothing).
+-- Queued jobs are indexed per queue only (the paged index above), beside
+-- their ready sub-queue: the global state:queued index is no longer written,
+-- since a backlog of queued jobs paid an entry (~140 bytes) and a skiplist
+-- update per job in it; readers merge the queues' indexes instead. Removing
+-- from state:queued stays, for entries written by earlier versions (a ZREM
+-- of an absent key costs next to nothing).
 function L.index_state(id, queue, seq, old, new)
-  if old then
-    redis.call('ZREM', K.state(old), id)
+  if old then redis.call('ZREM', K.state(old), id) end
+  if old == 'queued' then
+    L.queued_rem(queue, {seq, id})
+  elseif old then
     redis.call('ZREM', K.qstate(queue, old), id)
   end
-  if new then
-    if new ~= 'queued' then redis.call('ZADD', K.state(new), seq, id) end
+  if new == 'queued' then
+    L.queued_add(queue, {seq, id})
+  elseif new then
+    redis.call('ZADD', K.state(new), seq, id)
     redis.call('ZADD', K.qstate(queue, new), seq, id)
   end
 end

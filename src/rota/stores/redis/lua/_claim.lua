@@ -28,9 +28,9 @@ local INBOX_TTL = 3600
 -- been seen on the queue for the grace (counted from the head's send if the
 -- host was never seen there).
 function L.host_takes(place, queue, id, now)
-  local job = redis.call('HMGET', K.job(id), 'host', 'enqueued_at')
+  local job = redis.call('HMGET', K.job(id), 'host', 'enqueued_at', 'run_at')
   if not job[1] or job[1] == place.host then return true end
-  local seen = redis.call('HGET', K.hosts(queue), job[1]) or job[2]
+  local seen = redis.call('HGET', K.hosts(queue), job[1]) or job[2] or job[3]
   return now - (tonumber(seen) or 0) > place.grace
 end
 
@@ -337,7 +337,7 @@ end
 -- token still holds it. wake: queue -> jobs made claimable (for L.signal).
 function L.release(id, token, book, wake)
   local jkey = K.job(id)
-  local job = L.fields(jkey, {'state', 'token', 'queue', 'priority', 'vtime', 'seq', 'limits',
+  local job = L.job_fields(jkey, {'state', 'token', 'queue', 'priority', 'vtime', 'seq', 'limits',
                               'sig'})
   if job.state ~= 'running' or job.token ~= token then return false end
   if job.limits then book.release(cjson.decode(job.limits), id, nil) end

@@ -109,12 +109,21 @@ function L.enqueue(args, first, count, now, keys, watched)
       if tonumber(run_at) > now then state = 'scheduled' end
       seq = seq + 1
       local fields = {
-        'task', task, 'queue', queue, 'state', state,
-        'payload', args[b + 3], 'priority', priority, 'vtime', vtime, 'fair', fair,
-        'run_at', run_at, 'enqueued_at', stamp, 'attempt', 0,
-        'max_attempts', args[b + 7], 'lost', 0, 'max_lost', args[b + 8], 'lease', args[b + 9],
-        'sig', sig, 'seq', seq,
+        'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3], 'vtime', vtime,
+        'run_at', run_at, 'max_lost', args[b + 8], 'lease', args[b + 9], 'seq', seq,
       }
+      -- fields at their defaults are left out (L.JOB_DEFAULTS)
+      for _, field in ipairs({{'priority', priority}, {'fair', fair}, {'sig', sig},
+                              {'max_attempts', args[b + 7]}}) do
+        if field[2] ~= L.JOB_DEFAULTS[field[1]] then
+          fields[#fields + 1] = field[1]
+          fields[#fields + 1] = field[2]
+        end
+      end
+      if stamp ~= run_at then
+        fields[#fields + 1] = 'enqueued_at'
+        fields[#fields + 1] = stamp
+      end
       for _, o in ipairs(OPTIONAL) do
         local v = args[b + o[2]]
         if v ~= '' then
@@ -169,7 +178,7 @@ local REMOVE_FIELDS = {'state', 'queue', 'task', 'priority', 'seq', 'schedule', 
 -- if this job holds it without a deadline, 'any' if it holds it at all,
 -- 'keep' leaves it. Returns the job's state before, or nil if it was absent.
 function L.remove_job(id, unique, finished_key)
-  local job = L.fields(K.job(id), REMOVE_FIELDS)
+  local job = L.job_fields(K.job(id), REMOVE_FIELDS)
   if not job.state then return nil end
   L.unschedule(id, job)
   L.index_state(id, job.queue, job.seq, job.state, nil)
@@ -192,8 +201,9 @@ end
 -- the job's queue when applied, false for jobs in other states.
 function L.requeue(id, now, finished_key)
   local jkey = K.job(id)
-  local job = L.fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
+  local job = L.job_fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
   if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
+  L.pin_enqueued_at(jkey)
   L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
                'finished_at', false, 'started_at', false, 'error', false, 'traceback', false,
                'cancel_at', false, 'cancel_by', false})

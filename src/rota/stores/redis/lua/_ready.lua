@@ -143,7 +143,7 @@ end
 
 -- Make a pending job claimable now: scheduled -> queued (run_at unchanged).
 function L.promote(id)
-  local job = L.fields(K.job(id), {'queue', 'priority', 'vtime', 'seq', 'state', 'sig'})
+  local job = L.job_fields(K.job(id), {'queue', 'priority', 'vtime', 'seq', 'state', 'sig'})
   if job.state ~= 'scheduled' then return end
   redis.call('HSET', K.job(id), 'state', 'queued')
   L.index_state(id, job.queue, job.seq, 'scheduled', 'queued')

@@ -21,7 +21,7 @@ local reply = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
   local jkey = K.job(id)
-  local job = L.fields(jkey, {'state', 'queue', 'task', 'priority', 'seq', 'ukey', 'sig',
+  local job = L.job_fields(jkey, {'state', 'queue', 'task', 'priority', 'seq', 'ukey', 'sig',
                               'cancel_at'})
   if job.state == 'scheduled' or job.state == 'queued' then
     L.unschedule(id, job)

@@ -85,16 +85,19 @@ local function hand(worker, idle, now)
   idle.slots = idle.slots - 1
   local token = idle.token .. '.' .. idle.n .. ':' .. seq
   local expires = now + tonumber(lease)
+  -- fields at their defaults are left out (L.JOB_DEFAULTS): lost, sig, and
+  -- enqueued_at (the run_at)
   local fields = {
     'task', task, 'queue', queue, 'state', 'running', 'payload', payload,
-    'priority', ARGV[7], 'vtime', vtime, 'fair', ARGV[15], 'run_at', stamp,
-    'enqueued_at', stamp, 'attempt', 1, 'max_attempts', max_attempts, 'lost', 0,
-    'max_lost', ARGV[11], 'lease', lease, 'sig', '-', 'seq', seq, 'owner', worker,
-    'token', token, 'expires', expires, 'started_at', stamp,
+    'vtime', vtime, 'run_at', stamp, 'attempt', 1, 'max_lost', ARGV[11], 'lease', lease,
+    'seq', seq, 'owner', worker, 'token', token, 'expires', expires, 'started_at', stamp,
   }
-  if timeout ~= '' then
-    fields[#fields + 1] = 'timeout'
-    fields[#fields + 1] = timeout
+  for _, field in ipairs({{'priority', ARGV[7], '0'}, {'fair', ARGV[15], ''},
+                          {'max_attempts', max_attempts, '1'}, {'timeout', timeout, ''}}) do
+    if field[2] ~= field[3] then
+      fields[#fields + 1] = field[1]
+      fields[#fields + 1] = field[2]
+    end
   end
   redis.call('SADD', S.queues, queue)
   redis.call('HSET', P .. 'job:' .. id, unpack(fields))

@@ -90,12 +90,13 @@ for i = 2, #ARGV, 7 do
       idx.add(S.finished, now, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
     else
-      for name, v in pairs(L.fields(jkey, MORE)) do job[name] = v end
+      for name, v in pairs(L.job_fields(jkey, MORE)) do job[name] = v end
       local entry = L.attempt_entry(job, 'failed', stamp, hosts, err)
       L.debug_pause(job.queue, id)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
       if retry_in and tries < tonumber(job.max_attempts) then
         local run_at = now + tonumber(retry_in)
+        L.pin_enqueued_at(jkey)
         L.put(jkey, {'state', 'scheduled', 'run_at', L.fmt(run_at), 'error', err,
                      'traceback', tb, 'history', L.append_json(job.history, entry),
                      unpack(lease)})

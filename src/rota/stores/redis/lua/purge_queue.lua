@@ -24,8 +24,12 @@ local removed = 0
 for _, state in ipairs({'scheduled', 'queued'}) do
   local room = chunk - removed
   if room > 0 then
-    local ids = redis.call('ZRANGEBYSCORE', K.qstate(queue, state), '-inf', bound,
-                           'LIMIT', 0, room)
+    local ids
+    if state == 'queued' then
+      ids = L.queued_ids(queue, bound, room)
+    else
+      ids = redis.call('ZRANGEBYSCORE', K.qstate(queue, state), '-inf', bound, 'LIMIT', 0, room)
+    end
     for _, id in ipairs(ids) do
       if L.remove_job(id, 'any', S.finished) then removed = removed + 1 end
     end

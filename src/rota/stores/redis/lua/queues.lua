@@ -2,7 +2,7 @@
 -- counts by state (Store.queues).
 -- Read only; counts come from index sizes, never from scanning jobs.
 --
--- KEYS[1] prefix: the namespace prefix; qstate and delayed keys are derived from it
+-- KEYS[1] prefix: the namespace prefix; index and delayed keys are derived from it
 -- KEYS[2] queues: set of known queues
 -- KEYS[3] paused: set of paused queues
 -- KEYS[4] debug: set of queues in debug mode
@@ -26,7 +26,11 @@ for _, queue in ipairs(redis.call('SMEMBERS', S.queues)) do
   end
   local counts, total = {}, 0
   for i, state in ipairs(STATES) do
-    counts[i] = redis.call('ZCARD', K.qstate(queue, state))
+    if state == 'queued' then
+      counts[i] = L.queued_count(queue)
+    else
+      counts[i] = redis.call('ZCARD', K.qstate(queue, state))
+    end
     total = total + counts[i]
   end
   if total > 0 or mode ~= 'running' then

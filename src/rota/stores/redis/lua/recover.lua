@@ -37,7 +37,7 @@ local wake, recovered, failed, hosts = {}, {}, {}, {}
 local stamp = L.fmt(now)
 for _, id in ipairs(expired) do
   local jkey = K.job(id)
-  local job = L.fields(jkey, FIELDS)
+  local job = L.job_fields(jkey, FIELDS)
   redis.call('ZREM', S.leases, id)
   if job.state == 'running' and job.cancel_at then -- asked to stop: it ends cancelled
     recovered[#recovered + 1] = id
@@ -48,7 +48,8 @@ for _, id in ipairs(expired) do
     local entry = L.attempt_entry(job, 'lost', stamp, hosts)
     local lost = tonumber(job.lost) + 1
     local final = lost >= tonumber(job.max_lost)
-    local fields = {'lost', lost, 'run_at', stamp, 'history', L.append_json(job.history, entry),
+    local fields = {'lost', lost, 'run_at', stamp, 'enqueued_at', job.enqueued_at,
+                    'history', L.append_json(job.history, entry),
                     'owner', '', 'token', '', 'expires', ''}
     if final then
       L.settle_unique(id, job, false, now)

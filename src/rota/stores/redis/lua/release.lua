@@ -27,7 +27,7 @@ local stamp = L.fmt(now)
 local reply, wake, hosts = {}, {}, {}
 for i = 2, #ARGV, 2 do
   local jkey = K.job(ARGV[i])
-  local job = L.fields(jkey, {'attempt', 'owner', 'history', 'state', 'token', 'queue', 'seq',
+  local job = L.job_fields(jkey, {'attempt', 'owner', 'history', 'state', 'token', 'queue', 'seq',
                               'limits', 'ukey', 'cancel_at', 'cancel_by'})
   if job.cancel_at and job.state == 'running' and job.token == ARGV[i + 1] then
     L.end_cancelled(ARGV[i], job, now, hosts, book)
