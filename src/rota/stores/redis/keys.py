@@ -102,7 +102,7 @@ its queue's paged index (``qpage:QUEUE:N``), nothing more: a backlog of a
 million queued jobs would otherwise pay two more sorted-set entries each
 (about 140 bytes and one skiplist update apiece). Lists of every queued job,
 or of a task's queued jobs, merge the queues' paged indexes instead. The
-pages keep the index listpack-encoded, about 31 bytes per job instead of
+pages keep the index listpack-encoded, about 41 bytes per job instead of
 134 in one large sorted set. Earlier versions wrote queued jobs to
 ``qstate:QUEUE:queued``, ``state:queued`` and ``task:TASK``; those entries
 are still read, removed as the jobs move on, and listed once.

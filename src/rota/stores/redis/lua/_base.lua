@@ -259,7 +259,7 @@ end
 -- costs a skiplist node, a hash-table entry and its own string, about 134
 -- bytes. So the index is cut into pages of QPAGE consecutive sequence
 -- numbers, qpage:QUEUE:N (job id -> seq, for seq // QPAGE == N), each small
--- enough to stay listpack-encoded (about 31 bytes per entry); qpages:QUEUE
+-- enough to stay listpack-encoded (about 41 bytes per entry); qpages:QUEUE
 -- lists the pages that hold jobs (N -> N) and qcount:QUEUE counts the jobs.
 -- Earlier versions kept queued jobs in qstate:QUEUE:queued; those entries
 -- are still read and removed (L.queued_rem), never written.
