@@ -152,7 +152,7 @@ def test_processes_mode_children_run_the_worker_hooks(
         assert events[-1] == "stop" and events.count("stop") == 1, (pid, events)
 
 
-def test_processes_mode_holds_one_job_per_child_ahead_and_releases_it_at_shutdown(
+def test_processes_mode_holds_prefetched_jobs_and_releases_them_at_shutdown(
     url: str,
     sender: App,
     store: Store,
@@ -163,7 +163,10 @@ def test_processes_mode_holds_one_job_per_child_ahead_and_releases_it_at_shutdow
     gate = tmp_path / "gate"
     handles = sender.tasks["gated"].send_many([{"path": str(gate)}] * 5)
     worker = start_worker(
-        processes, app_path, url, "--mode", "processes", "--concurrency", "1", "--grace", "30"
+        processes,
+        app_path,
+        url,
+        *("--mode", "processes", "--concurrency", "1", "--prefetch", "1", "--grace", "30"),
     )
 
     def counts() -> dict[JobState, int]:
@@ -182,3 +185,34 @@ def test_processes_mode_holds_one_job_per_child_ahead_and_releases_it_at_shutdow
     jobs = [store.get_job(h.id) for h in handles]
     assert Counter(j.state for j in jobs if j) == {JobState.SUCCEEDED: 1, JobState.QUEUED: 4}
     assert all(j.attempt == 0 for j in jobs if j and j.state is JobState.QUEUED)
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_a_worker_of_long_jobs_holds_none_beyond_its_slots(
+    mode: str,
+    url: str,
+    sender: App,
+    store: Store,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """By default a worker holds jobs beyond its slots only while its jobs
+    are short (rota.worker.ahead): with long ones, the rest wait in the
+    queue for whichever worker frees a slot first."""
+    start_worker(processes, app_path, url, "--mode", mode, "--concurrency", "1")
+
+    def counts() -> dict[JobState, int]:
+        return {q.name: q.counts for q in store.queues()}.get("default", {})
+
+    def gated_batch(gate: Path) -> None:
+        sender.tasks["gated"].send_many([{"path": str(gate)}] * 3)
+        wait_for(Path(f"{gate}.started").exists, timeout=30, what=f"the {gate.name} gated job")
+        assert counts().get(JobState.RUNNING) == 1 and counts().get(JobState.QUEUED) == 2
+        gate.touch()
+
+    gated_batch(tmp_path / "first")  # before any job ended
+    for handle in sender.tasks["hang"].send_many([(0.2,)] * 3):
+        assert handle.result(timeout=30) == "woke"
+    gated_batch(tmp_path / "second")  # after long ones
+    wait_for(lambda: counts().get(JobState.SUCCEEDED) == 9, timeout=30, what="every job")

@@ -6,11 +6,12 @@ runs on the thread that received it; in the other modes one claim loop (the
 thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
 Either way a claim asks for free slots only and waits (``claim_or_wait``:
 the store's own waiting claim where it has one) when there is nothing to
-do. With ``prefetch`` (processes mode's default: one job per child) the
-worker may also hold that many jobs waiting for a slot: it claims again
-only once none is left waiting, then for every free slot plus the
-prefetch, so a claim brings several jobs where it would bring one; jobs
-still waiting at shutdown are released at once. Supervised side threads:
+do. It may also hold jobs waiting for a slot (``rota.worker.ahead``: by
+default one per slot while its jobs are short, none while they are long;
+``prefetch`` fixes the number): it claims again only once none is
+left waiting, then for every free slot plus those, so a claim brings
+several jobs where it would bring one; jobs still waiting at shutdown are
+released at once. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
@@ -60,6 +61,7 @@ from rota.errors import InvalidArgument, JobTimeout
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
+from rota.worker.ahead import ClaimAhead
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
 
@@ -92,14 +94,6 @@ class _Inflight:
     started: float  # monotonic
     renewed: float  # monotonic: when the lease was last known to be held
     cancelled: bool = False
-
-
-def default_prefetch(mode: str, concurrency: int) -> int:
-    """Jobs a worker holds beyond its slots unless told: one per child in
-    processes mode (each child's next job is at hand when it finishes, and
-    claims come in batches); none otherwise, where a slot claims the moment
-    it frees up."""
-    return concurrency if mode == "processes" else 0
 
 
 class Worker:
@@ -144,8 +138,10 @@ class Worker:
         self.queues = tuple(queues)
         self.concurrency = concurrency
         self.mode = mode
-        #: Jobs the worker may hold beyond its slots, waiting for one.
-        self.prefetch = default_prefetch(mode, concurrency) if prefetch is None else prefetch
+        #: Jobs the worker may hold beyond its slots, waiting for one (None:
+        #: one per slot while its jobs are short, see ``rota.worker.ahead``).
+        self.prefetch = prefetch
+        self._ahead = ClaimAhead(concurrency, prefetch)
         self.grace = grace
         self.max_cpu = max_cpu
         self.max_mem = max_mem
@@ -247,14 +243,15 @@ class Worker:
             self._stopping.wait(1.0)
             return []
         held = max(len(self._inflight), self._executor.busy())
-        if held >= self.concurrency and (held > self.concurrency or not self.prefetch):
+        ahead = self._ahead.jobs()
+        if held >= self.concurrency and (held > self.concurrency or not ahead):
             self._slot_freed.wait(1.0)  # every slot busy, and jobs wait for them
             self._slot_freed.clear()
             return []
         delay = load.claim_delay(self._load, self._idlest_peer)
         if delay and self._stopping.wait(delay):  # an idler peer claims first
             return None
-        return self._claim(self.concurrency + self.prefetch - held, yielding=bool(delay))
+        return self._claim(self.concurrency + ahead - held, yielding=bool(delay))
 
     def _claim(self, free: int, yielding: bool = False) -> list[ClaimedJob]:
         """Claim up to ``free`` jobs, waiting up to a second for some when there
@@ -314,6 +311,8 @@ class Worker:
             if flight is None:
                 return  # already reported (timed out) or released at shutdown
             self._reporting[job.id] = job
+            seconds = time.monotonic() - flight.started
+            self._ahead.done(seconds)
         try:
             outcome = runner.to_outcome(self.app, job, result)
         except Exception as exc:
@@ -321,7 +320,7 @@ class Worker:
             outcome = runner.to_outcome(self.app, job, failed)
             with self._lock:
                 self.errors += 1
-        self._outcomes.put(_Done(job, outcome, time.monotonic() - flight.started))
+        self._outcomes.put(_Done(job, outcome, seconds))
         self._slot_freed.set()
 
     # -- side threads ----------------------------------------------------------
