@@ -205,8 +205,11 @@ def _celery_defaults(n: int) -> Setting:
 def _rq_defaults(n: int) -> Setting:
     # python-rq.org/docs/workers/: `rq worker` (the forking `Worker` class: a
     # work horse per job), one job at a time per worker; more workers for more.
+    # A work horse exits after its one job, before a reporter thread of its
+    # own could write, so each job reports itself (one more round trip).
     argv = ("rq", "worker", "-u", "{url}", "-q", "default")
-    return Setting(f"{n} x `rq worker` (forks a work horse per job)", argv, copies=n)
+    label = f"{n} x `rq worker` (forks a work horse per job; jobs report themselves)"
+    return Setting(label, argv, (("BENCH_REPORT", "redis"),), copies=n)
 
 
 def _dramatiq_defaults(n: int) -> Setting:
