@@ -35,6 +35,11 @@ def sender(url: str) -> App:
     return app
 
 
+def counts(store: Store) -> dict[JobState, int]:
+    """How many jobs of the default queue are in each state."""
+    return {q.name: q.counts for q in store.queues()}.get("default", {})
+
+
 def start_worker(
     processes: Processes, app_path: Callable[[str], str], url: str, *extra: str
 ) -> subprocess.Popen[bytes]:
@@ -169,17 +174,16 @@ def test_processes_mode_holds_prefetched_jobs_and_releases_them_at_shutdown(
         *("--mode", "processes", "--concurrency", "1", "--prefetch", "1", "--grace", "30"),
     )
 
-    def counts() -> dict[JobState, int]:
-        return {q.name: q.counts for q in store.queues()}.get("default", {})
-
     # one job in the child and one waiting for it; the rest stay queued
-    wait_for(lambda: counts().get(JobState.RUNNING) == 2, timeout=30, what="two jobs held")
+    wait_for(lambda: counts(store).get(JobState.RUNNING) == 2, timeout=30, what="two jobs held")
     wait_for(Path(f"{gate}.started").exists, timeout=30, what="the child to start its job")
-    assert counts().get(JobState.QUEUED) == 3
+    assert counts(store).get(JobState.QUEUED) == 3
     os.killpg(worker.pid, signal.SIGTERM)  # as Ctrl-C does, to the child too
     # the waiting job goes back at once; the running one finishes within the grace
-    wait_for(lambda: counts().get(JobState.QUEUED) == 4, timeout=10, what="the prefetched job back")
-    assert counts().get(JobState.RUNNING) == 1
+    wait_for(
+        lambda: counts(store).get(JobState.QUEUED) == 4, timeout=10, what="the prefetched job back"
+    )
+    assert counts(store).get(JobState.RUNNING) == 1
     gate.touch()
     assert worker.wait(30) == 0
     jobs = [store.get_job(h.id) for h in handles]
@@ -202,17 +206,14 @@ def test_a_worker_of_long_jobs_holds_none_beyond_its_slots(
     queue for whichever worker frees a slot first."""
     start_worker(processes, app_path, url, "--mode", mode, "--concurrency", "1")
 
-    def counts() -> dict[JobState, int]:
-        return {q.name: q.counts for q in store.queues()}.get("default", {})
-
     def gated_batch(gate: Path) -> None:
         sender.tasks["gated"].send_many([{"path": str(gate)}] * 3)
         wait_for(Path(f"{gate}.started").exists, timeout=30, what=f"the {gate.name} gated job")
-        assert counts().get(JobState.RUNNING) == 1 and counts().get(JobState.QUEUED) == 2
+        assert counts(store).get(JobState.RUNNING) == 1 and counts(store).get(JobState.QUEUED) == 2
         gate.touch()
 
     gated_batch(tmp_path / "first")  # before any job ended
     for handle in sender.tasks["hang"].send_many([(0.2,)] * 3):
         assert handle.result(timeout=30) == "woke"
     gated_batch(tmp_path / "second")  # after long ones
-    wait_for(lambda: counts().get(JobState.SUCCEEDED) == 9, timeout=30, what="every job")
+    wait_for(lambda: counts(store).get(JobState.SUCCEEDED) == 9, timeout=30, what="every job")
