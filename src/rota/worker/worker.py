@@ -138,9 +138,8 @@ class Worker:
         self.queues = tuple(queues)
         self.concurrency = concurrency
         self.mode = mode
-        #: Jobs the worker may hold beyond its slots, waiting for one (None:
-        #: one per slot while its jobs are short, see ``rota.worker.ahead``).
-        self.prefetch = prefetch
+        #: Jobs the worker may hold beyond its slots, waiting for one: ``prefetch``
+        #: when given, else one per slot while its jobs are short (``rota.worker.ahead``).
         self._ahead = ClaimAhead(concurrency, prefetch)
         self.grace = grace
         self.max_cpu = max_cpu
