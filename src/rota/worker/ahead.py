@@ -32,9 +32,12 @@ class ClaimAhead:
         last = seconds if self.stay is None else self.stay
         self.stay = last + (seconds - last) * WEIGHT
 
+    def short(self) -> bool:
+        """Whether the worker's jobs are short now (none has ended: not)."""
+        return self.stay is not None and self.stay < SHORT_JOB
+
     def jobs(self) -> int:
         """Jobs the worker may hold beyond its slots now."""
         if self.fixed is not None:
             return self.fixed
-        short = self.stay is not None and self.stay < SHORT_JOB
-        return self.slots if short else 0
+        return self.slots if self.short() else 0

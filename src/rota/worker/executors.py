@@ -10,6 +10,7 @@ with no hand-over to another thread on the way.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import logging
@@ -57,6 +58,8 @@ class Executor(ABC):
         self.size = size
         self.on_done = on_done
         self.may_start: MayStart = lambda job: True
+        #: Whether the worker's jobs are short now (see rota.worker.ahead).
+        self.short_jobs: Callable[[], bool] = lambda: False
 
     @abstractmethod
     def start(self) -> None:
@@ -320,7 +323,8 @@ def _parent_logs() -> tuple[int, logging.Formatter | None]:
 
 
 class _ProcessSlot:
-    """One child process and the thread that feeds it."""
+    """One child process and the jobs sent to it, in order: the first is the
+    one it runs, the others wait in the pipe."""
 
     def __init__(self, ctx: BaseContext, app: App, app_spec: str | None) -> None:
         self._ctx = ctx
@@ -329,8 +333,8 @@ class _ProcessSlot:
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
         self._guard = threading.Lock()
-        self._job: ClaimedJob | None = None  # the job its child runs
-        self._cancelled = False
+        self._sent: collections.deque[ClaimedJob] = collections.deque()
+        self._cancelled = False  # the first job sent was cancelled
 
     def _spawn(self) -> tuple[BaseProcess, Connection]:
         parent, child = self._ctx.Pipe()
@@ -352,43 +356,63 @@ class _ProcessSlot:
         self._proc, self._conn = proc, parent
         return proc, parent
 
-    def run(self, job: ClaimedJob) -> Result:
-        proc, conn = (self._proc, self._conn) if self._conn else self._spawn()
-        assert proc is not None and conn is not None
+    def pending(self) -> int:
+        """Jobs sent whose result has not been taken."""
+        return len(self._sent)
+
+    def send(self, job: ClaimedJob) -> None:
+        """Send ``job`` to the child (started first if there is none); it runs
+        once the jobs sent before it are done. A child found dead shows in
+        :meth:`result`."""
+        conn = self._conn or self._spawn()[1]
         with self._guard:
-            self._job, self._cancelled = job, False
-        try:
+            self._sent.append(job)
+        with contextlib.suppress(OSError):
             conn.send(job)
+
+    def result(self) -> tuple[ClaimedJob, Result, list[ClaimedJob]]:
+        """Wait for the result of the first job sent, for at most its timeout
+        (counted from here: the child starts it as the previous one returns).
+        Returns that job, its result, and the jobs sent after it that the
+        child never started when it had to be killed (timed out or
+        cancelled) or died."""
+        job = self._sent[0]
+        proc, conn = self._proc, self._conn
+        assert proc is not None and conn is not None
+        try:
             if conn.poll(job.timeout):
                 result: Result = conn.recv()
-                return result
-        except (EOFError, OSError, BrokenPipeError):
-            self.kill()
-            if self._cancelled:
-                return runner.failure(JobCancelled(job.id), retryable=False)
-            crash = RuntimeError(
-                f"the child process running the job died (exit code {proc.exitcode})"
+                with self._guard:
+                    self._sent.popleft()
+                    self._cancelled = False
+                return job, result, []
+            result = runner.failure(
+                JobTimeout(f"timed out after {job.timeout} s; child process killed")
             )
-            return runner.failure(crash)
-        finally:
-            with self._guard:
-                self._job = None
-        self.kill()
-        return runner.failure(JobTimeout(f"timed out after {job.timeout} s; child process killed"))
+        except (EOFError, OSError):
+            proc.join(1)  # (its exit code, when it ended by itself)
+            if self._cancelled:
+                result = runner.failure(JobCancelled(job.id), retryable=False)
+            else:
+                crash = RuntimeError(
+                    f"the child process running the job died (exit code {proc.exitcode})"
+                )
+                result = runner.failure(crash)
+        return job, result, self.kill()[1:]
 
     def stop(self, job: ClaimedJob) -> None:
-        """Kill the child if it runs ``job`` (cancelled); :meth:`run` then
+        """Kill the child if it runs ``job`` (cancelled); :meth:`result` then
         reports the job cancelled, and the next job gets a fresh child."""
         with self._guard:
             proc = self._proc
-            if self._job is job and proc is not None:
+            if self._sent and self._sent[0] is job and proc is not None:
                 self._cancelled = True
                 proc.kill()
 
     def end(self) -> None:
         """Ask an idle child to end (its stop hooks run); see :meth:`close`."""
         with self._guard:
-            idle = self._job is None
+            idle = not self._sent
         if self._conn is not None and idle:
             with contextlib.suppress(OSError):
                 self._conn.send(None)
@@ -399,18 +423,31 @@ class _ProcessSlot:
             self._proc.join(wait)
         self.kill()
 
-    def kill(self) -> None:
+    def kill(self) -> list[ClaimedJob]:
+        """Kill the child (the next job gets a fresh one); returns the jobs sent
+        to it whose result was not taken, in order."""
         if self._proc is not None:
             self._proc.kill()
             self._proc.join(5)
         if self._conn is not None:
             self._conn.close()
         self._proc, self._conn = None, None
+        with self._guard:
+            sent, self._cancelled = list(self._sent), False
+            self._sent.clear()
+        return sent
 
 
 class ProcessExecutor(Executor):
     """One child process per slot: for CPU-bound tasks. A job over its timeout has
-    its child killed and replaced."""
+    its child killed and replaced.
+
+    While jobs are short (:class:`rota.worker.ahead.ClaimAhead`) and more
+    wait than there are idle children, a busy child is sent its next job
+    before its current one returns, so it goes from job to job without
+    waiting for the parent in between. A job sent so runs in that child,
+    even at shutdown (within the grace); with longer jobs none is sent
+    ahead, and a waiting job goes to the first child that frees."""
 
     def __init__(self, app: App, size: int, on_done: OnDone, app_spec: str | None = None) -> None:
         super().__init__(app, size, on_done)
@@ -420,6 +457,8 @@ class ProcessExecutor(Executor):
         ctx = multiprocessing.get_context(method)
         self._slots = [_ProcessSlot(ctx, app, app_spec) for _ in range(size)]
         self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._idle = 0  # feeder threads waiting for a job
+        self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._feed, args=(slot,), name=f"rota-proc-{i}", daemon=True)
             for i, slot in enumerate(self._slots)
@@ -442,15 +481,49 @@ class ProcessExecutor(Executor):
             slot.stop(job)
 
     def _feed(self, slot: _ProcessSlot) -> None:
-        while (job := self._jobs.get()) is not None:
-            if not self.may_start(job):
+        """Send jobs to the slot's child and report their results, until stopped."""
+        while True:
+            if not slot.pending():
+                with self._lock:
+                    self._idle += 1
+                job = self._jobs.get()
+                with self._lock:
+                    self._idle -= 1
+                if job is None:
+                    return
+                self._send(slot, job)
                 continue
+            if slot.pending() == 1 and self.short_jobs():
+                self._send_spare(slot)
             try:
-                result = runner.check(self.app, job) or slot.run(job)
+                job, result, unstarted = slot.result()
             except Exception as exc:
-                slot.kill()  # its child may hold the job: start afresh
+                sent = slot.kill()  # its child may hold the jobs: start afresh
+                job, unstarted = sent[0], sent[1:]
                 result = runner.internal_failure(exc, "a feeder thread")
+            for other in unstarted:
+                self._jobs.put(other)
             self.on_done(job, result)
+
+    def _send(self, slot: _ProcessSlot, job: ClaimedJob) -> None:
+        if self.may_start(job):
+            slot.send(job)
+
+    def _send_spare(self, slot: _ProcessSlot) -> None:
+        """Send the busy ``slot`` its next job now if one waits that no idle
+        feeder would take."""
+        with self._lock:
+            spare = self._jobs.qsize() > self._idle
+        if not spare:
+            return
+        try:
+            job = self._jobs.get_nowait()
+        except queue.Empty:
+            return
+        if job is None:  # a stop: this thread takes it once its child is idle
+            self._jobs.put(None)
+            return
+        self._send(slot, job)
 
     def stop(self) -> None:
         for _ in self._threads:

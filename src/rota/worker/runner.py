@@ -65,16 +65,6 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
     return task.fn, args, kwargs, ctx
 
 
-def check(app: App, job: ClaimedJob) -> Result | None:
-    """The final failure of a job that cannot run at all (unknown task, corrupt
-    payload), or None if it can."""
-    try:
-        prepare(app, job)
-    except (UnknownTask, CorruptJob) as exc:
-        return refusal(job, exc)
-    return None
-
-
 def refusal(job: ClaimedJob, exc: UnknownTask | CorruptJob) -> Result:
     """A final failure for a job that cannot run at all; logged as an error."""
     _worker_log.error("job %s (%s) cannot run: %s", job.id, job.task, exc)

@@ -174,6 +174,7 @@ class Worker:
         self._signals = 0
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._executor.may_start = self._may_start
+        self._executor.short_jobs = self._ahead.short
         self._side: list[threading.Thread] = []
 
     # -- public --------------------------------------------------------------
