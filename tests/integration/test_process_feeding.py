@@ -1,0 +1,104 @@
+"""How processes mode feeds its children, with real child processes: while
+jobs are short a busy child is sent its next job before its current one
+returns; with long jobs it is not; a killed child gives back the job it
+never started, which then runs once, in its replacement."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import orjson
+
+from helpers import wait_for
+from rota import App
+from rota.models import ClaimedJob
+from rota.worker.executors import ProcessExecutor
+from rota.worker.runner import Result
+
+app = App("sqlite:///:memory:")
+
+
+@app.task(name="nap")
+def nap(seconds: float) -> int:
+    """Sleep, then say which process ran the job."""
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def job(job_id: str, seconds: float, timeout: float = 30.0) -> ClaimedJob:
+    return ClaimedJob(
+        id=job_id, task="nap", queue="default", payload=orjson.dumps({"args": [seconds]}),
+        attempt=1, max_attempts=1, lost=0, token="t", lease=60.0, timeout=timeout,
+        enqueued_at=0.0, run_at=0.0, started_at=0.0,
+    )  # fmt: skip
+
+
+class Feeding:
+    """One child's executor, recording when each job is let start and done."""
+
+    def __init__(self, short_jobs: bool) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.results: dict[str, Result] = {}
+        self._lock = threading.Lock()
+        self.executor = ProcessExecutor(app, 1, self._done)
+        self.executor.may_start = self._may_start
+        self.executor.short_jobs = lambda: short_jobs
+
+    def _may_start(self, job: ClaimedJob) -> bool:
+        with self._lock:
+            self.events.append(("start", job.id))
+        return True
+
+    def _done(self, job: ClaimedJob, result: Result) -> None:
+        with self._lock:
+            self.events.append(("done", job.id))
+            self.results[job.id] = result
+
+    def run(self, *jobs: ClaimedJob) -> None:
+        """Give the jobs (all waiting before the child starts) and wait for their results."""
+        for each in jobs:
+            self.executor.submit(each)
+        self.executor.start()
+        try:
+            wait_for(lambda: len(self.results) == len(jobs), timeout=60, what="every result")
+        finally:
+            self.executor.stop()
+
+    def pid(self, job_id: str) -> int:
+        result = self.results[job_id]
+        assert result.ok and result.result is not None, result.error
+        value: int = orjson.loads(result.result)
+        return value
+
+
+def test_with_short_jobs_a_busy_child_gets_its_next_job_before_the_current_one_returns() -> None:
+    feeding = Feeding(short_jobs=True)
+    feeding.run(job("a", 0.3), job("b", 0.0))
+    assert feeding.events == [("start", "a"), ("start", "b"), ("done", "a"), ("done", "b")]
+    assert feeding.pid("a") == feeding.pid("b")
+
+
+def test_with_long_jobs_a_child_gets_its_next_job_only_once_free() -> None:
+    feeding = Feeding(short_jobs=False)
+    feeding.run(job("a", 0.3), job("b", 0.0))
+    assert feeding.events == [("start", "a"), ("done", "a"), ("start", "b"), ("done", "b")]
+
+
+def test_a_killed_child_gives_back_the_job_it_never_started() -> None:
+    feeding = Feeding(short_jobs=True)
+    feeding.run(job("first", 0.0), job("hung", 30.0, timeout=0.5), job("next", 0.0))
+    assert feeding.events == [
+        ("start", "first"),
+        ("start", "hung"),  # sent ahead while "first" runs
+        ("done", "first"),
+        ("start", "next"),  # sent ahead while "hung" runs
+        ("done", "hung"),  # timed out: its child killed, "next" given back
+        ("start", "next"),
+        ("done", "next"),
+    ]
+    hung = feeding.results["hung"]
+    assert not hung.ok
+    assert hung.error == "JobTimeout: timed out after 0.5 s; child process killed"
+    assert feeding.pid("next") != feeding.pid("first"), "run by the child's replacement"
