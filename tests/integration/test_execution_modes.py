@@ -79,6 +79,21 @@ def test_async_mode_cancels_a_coroutine_at_its_timeout(
         sender.tasks["ahang"].send(HANG_LONG).result(timeout=20)
 
 
+@pytest.mark.parametrize("mode", ["threads", "processes", "async"])
+def test_a_held_jobs_timeout_counts_from_its_start_not_its_claim(
+    mode: str, url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    """Four jobs of 0.4 s with a timeout of 0.5 s, claimed together by one
+    slot: the last starts 1.2 s after its claim, and still succeeds (the
+    worker looks for late jobs at least once a second)."""
+    task = "ahang" if mode == "async" else "hang"
+    extra = ("--mode", mode, "--concurrency", "1", "--prefetch", "3")
+    handles = sender.tasks[task].send_many([(0.4,)] * 4)
+    start_worker(processes, app_path, url, *extra)
+    assert [h.result(timeout=30) for h in handles] == ["woke"] * 4
+    assert [j.attempt for h in handles if (j := h.job())] == [1] * 4
+
+
 def test_threads_mode_reports_a_timeout_at_the_deadline(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:

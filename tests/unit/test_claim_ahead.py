@@ -1,9 +1,11 @@
-"""A worker's claim-ahead: one job per slot while its jobs are short, none
-while they are long, a fixed number when given."""
+"""A worker's claim-ahead: as many jobs as its slots free within HOLD_FOR,
+one per slot at most, none while jobs are long, a fixed number when given."""
 
 from __future__ import annotations
 
-from rota.worker.ahead import SHORT_JOB, ClaimAhead
+import pytest
+
+from rota.worker.ahead import HOLD_FOR, ClaimAhead
 
 
 def test_nothing_is_held_before_a_job_has_ended() -> None:
@@ -13,8 +15,23 @@ def test_nothing_is_held_before_a_job_has_ended() -> None:
 def test_short_jobs_let_a_worker_hold_one_job_per_slot() -> None:
     ahead = ClaimAhead(8)
     for _ in range(5):
-        ahead.done(SHORT_JOB / 10)
+        ahead.done(HOLD_FOR / 10)
+    assert ahead.short()
     assert ahead.jobs() == 8
+
+
+@pytest.mark.parametrize(
+    ("slots", "seconds", "held"),
+    [(50, 0.05, 10), (8, 0.02, 4), (8, 0.08, 1), (8, 0.1, 0), (2, 0.015, 1), (8, 1.0, 0)],
+)
+def test_longer_jobs_hold_what_the_slots_free_within_the_hold_time(
+    slots: int, seconds: float, held: int
+) -> None:
+    ahead = ClaimAhead(slots)
+    for _ in range(100):
+        ahead.done(seconds)
+    assert not ahead.short()
+    assert ahead.jobs() == held
 
 
 def test_a_long_job_stops_the_holding_until_short_ones_bring_the_average_down() -> None:
@@ -23,25 +40,17 @@ def test_a_long_job_stops_the_holding_until_short_ones_bring_the_average_down() 
     ahead.done(2.0)  # one spider among pings
     assert ahead.jobs() == 0
     shorts = 0
-    while ahead.jobs() == 0:
+    while ahead.jobs() < 4:
         ahead.done(0.001)
         shorts += 1
     assert 15 <= shorts <= 30  # the average forgets a long job over a few dozen short ones
-    assert ahead.jobs() == 4
-
-
-def test_long_jobs_hold_nothing() -> None:
-    ahead = ClaimAhead(8)
-    for _ in range(100):
-        ahead.done(SHORT_JOB * 2)
-    assert ahead.jobs() == 0
 
 
 def test_a_fixed_prefetch_holds_that_many_whatever_the_jobs() -> None:
     for fixed in (0, 3):
         ahead = ClaimAhead(8, fixed)
         assert ahead.jobs() == fixed
-        ahead.done(SHORT_JOB / 10)
+        ahead.done(HOLD_FOR / 10)
         assert ahead.jobs() == fixed
         ahead.done(60.0)
         assert ahead.jobs() == fixed

@@ -69,8 +69,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     type=click.IntRange(min=0),
     default=None,
     help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
-    "brings several (released at shutdown). Default: one per slot while its jobs "
-    "are short (under 10 ms from claim to done, on average), none while they are longer.",
+    "brings several (released at shutdown). Default: as many as its slots free within "
+    "10 ms at its jobs' average run time, one per slot at most (none while jobs are long).",
 )
 @click.option(
     "--processes",

@@ -1,43 +1,51 @@
 """How many jobs a worker holds beyond its slots, waiting for one.
 
 A held job's next slot is at hand when a running job ends, and a claim then
-brings a batch where it would bring one job: fewer claims, less CPU per job.
-But a held job is not available to other workers. So by default a worker
-holds one job per slot only while its jobs are short, when a held job waits
-a few milliseconds at most; while they are long it holds none, and a job
-waits in the queue for whichever worker frees a slot first. ``--prefetch N``
-fixes the number instead.
+brings a batch where it would bring one job: fewer claims, less CPU per job
+(for the worker and for the store). But a held job is not available to
+other workers. So by default a worker holds only as many jobs as its slots
+free within :data:`HOLD_FOR` on average (from the moving average of its
+jobs' run time), one per slot at most: a held job waits a few milliseconds.
+Short jobs (under ``HOLD_FOR``) get one held per slot; 50 ms jobs on 50
+slots get 10; while jobs are long (a script, a spider) it holds none, and a
+job waits in the queue for whichever worker frees a slot first.
+``--prefetch N`` fixes the number instead.
 """
 
 from __future__ import annotations
 
-#: Jobs that stay in a worker (claim to done) under this long on average are short.
-SHORT_JOB = 0.01
-#: The weight of the latest job in that average.
+#: How long a held job may wait for a slot, on average, in seconds.
+HOLD_FOR = 0.01
+#: The weight of the latest job in the moving average of run times.
 WEIGHT = 0.2
 
 
 class ClaimAhead:
-    """A worker's claim-ahead: ``fixed`` jobs when given, else one per slot
-    while the moving average of its jobs' stay (claim to done) is under
-    :data:`SHORT_JOB`; none before any job has ended."""
+    """A worker's claim-ahead: ``fixed`` jobs when given, else as many as its
+    ``slots`` free within :data:`HOLD_FOR` at the moving average of its jobs'
+    run time, one per slot at most; none before any job has ended."""
 
     def __init__(self, slots: int, fixed: int | None = None) -> None:
         self.slots = slots
         self.fixed = fixed
-        self.stay: float | None = None  # the moving average, seconds
+        self.run: float | None = None  # the moving average, seconds
 
     def done(self, seconds: float) -> None:
-        """A job left the worker ``seconds`` after it was claimed."""
-        last = seconds if self.stay is None else self.stay
-        self.stay = last + (seconds - last) * WEIGHT
+        """A job ran for ``seconds`` (from its start in a slot to its end)."""
+        last = seconds if self.run is None else self.run
+        self.run = last + (seconds - last) * WEIGHT
 
     def short(self) -> bool:
-        """Whether the worker's jobs are short now (none has ended: not)."""
-        return self.stay is not None and self.stay < SHORT_JOB
+        """Whether the jobs are short now: a slot frees within :data:`HOLD_FOR`
+        (none has ended: not)."""
+        return self.run is not None and self.run < HOLD_FOR
 
     def jobs(self) -> int:
         """Jobs the worker may hold beyond its slots now."""
         if self.fixed is not None:
             return self.fixed
-        return self.slots if self.short() else 0
+        if self.run is None:
+            return 0
+        if self.short():
+            return self.slots
+        return int(self.slots * HOLD_FOR / self.run)

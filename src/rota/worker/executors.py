@@ -259,6 +259,10 @@ _BATON = object()
 #: Seconds the children of a stopping processes-mode worker get to run their
 #: stop hooks and exit, all together, before they are killed.
 _CHILD_EXIT = 5.0
+#: Seconds a new child gets to load the app and run its start hooks: a job's
+#: timeout counts from the child's word that it is ready.
+_CHILD_START = 60.0
+_READY = "ready"
 
 
 def _child_main(
@@ -298,6 +302,7 @@ def _child_main(
             app.enable_commands()
     joblogs.install()
     app._worker_started()
+    conn.send(_READY)
     try:
         while True:
             try:
@@ -335,6 +340,7 @@ class _ProcessSlot:
         self._guard = threading.Lock()
         self._sent: collections.deque[ClaimedJob] = collections.deque()
         self._cancelled = False  # the first job sent was cancelled
+        self._ready = False  # the child said it is ready
 
     def _spawn(self) -> tuple[BaseProcess, Connection]:
         parent, child = self._ctx.Pipe()
@@ -353,7 +359,7 @@ class _ProcessSlot:
         )
         proc.start()
         child.close()
-        self._proc, self._conn = proc, parent
+        self._proc, self._conn, self._ready = proc, parent, False
         return proc, parent
 
     def pending(self) -> int:
@@ -380,15 +386,19 @@ class _ProcessSlot:
         proc, conn = self._proc, self._conn
         assert proc is not None and conn is not None
         try:
-            if conn.poll(job.timeout):
-                result: Result = conn.recv()
+            if not self._ready and not self._await_ready(conn):
+                late = f"the child process did not start within {_CHILD_START:g} s"
+                result = runner.failure(RuntimeError(late))
+            elif conn.poll(job.timeout):
+                result = conn.recv()
                 with self._guard:
                     self._sent.popleft()
                     self._cancelled = False
                 return job, result, []
-            result = runner.failure(
-                JobTimeout(f"timed out after {job.timeout} s; child process killed")
-            )
+            else:
+                result = runner.failure(
+                    JobTimeout(f"timed out after {job.timeout} s; child process killed")
+                )
         except (EOFError, OSError):
             proc.join(1)  # (its exit code, when it ended by itself)
             if self._cancelled:
@@ -399,6 +409,16 @@ class _ProcessSlot:
                 )
                 result = runner.failure(crash)
         return job, result, self.kill()[1:]
+
+    def _await_ready(self, conn: Connection) -> bool:
+        """Wait for a new child to load the app and run its start hooks; False
+        if it did not within :data:`_CHILD_START` seconds."""
+        if not conn.poll(_CHILD_START):
+            return False
+        if conn.recv() != _READY:
+            raise RuntimeError("a child process spoke before it said it was ready")
+        self._ready = True
+        return True
 
     def stop(self, job: ClaimedJob) -> None:
         """Kill the child if it runs ``job`` (cancelled); :meth:`result` then
@@ -499,6 +519,8 @@ class ProcessExecutor(Executor):
                 job, result, unstarted = slot.result()
             except Exception as exc:
                 sent = slot.kill()  # its child may hold the jobs: start afresh
+                if not sent:
+                    continue  # the executor stopped meanwhile
                 job, unstarted = sent[0], sent[1:]
                 result = runner.internal_failure(exc, "a feeder thread")
             for other in unstarted:

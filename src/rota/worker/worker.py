@@ -91,9 +91,11 @@ class _Done:
 @dataclass(slots=True)
 class _Inflight:
     job: ClaimedJob
-    started: float  # monotonic
+    claimed: float  # monotonic
     renewed: float  # monotonic: when the lease was last known to be held
     cancelled: bool = False
+    #: monotonic, once a slot started it (a job held for a slot has none)
+    started: float | None = None
 
 
 class Worker:
@@ -291,7 +293,9 @@ class Worker:
             flight = self._inflight.get(job.id)
             if flight is None or flight.job.token != job.token:
                 return False  # released at shutdown
-            if time.monotonic() - flight.renewed < job.lease:
+            now = time.monotonic()
+            if now - flight.renewed < job.lease:
+                flight.started = now
                 return True
             del self._inflight[job.id]
         log.warning(
@@ -311,7 +315,7 @@ class Worker:
             if flight is None:
                 return  # already reported (timed out) or released at shutdown
             self._reporting[job.id] = job
-            seconds = time.monotonic() - flight.started
+            seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
         try:
             outcome = runner.to_outcome(self.app, job, result)
@@ -473,7 +477,9 @@ class Worker:
             late = [
                 f
                 for f in self._inflight.values()
-                if f.job.timeout is not None and now - f.started > f.job.timeout
+                if f.job.timeout is not None
+                and f.started is not None  # (a held job's time starts with its slot)
+                and now - f.started > f.job.timeout
             ]
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
