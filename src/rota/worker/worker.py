@@ -71,6 +71,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.worker")
 
 _ACK_BATCH = 500
+#: Seconds an outcome may wait for others to share its report while more of
+#: the worker's jobs run (a lone job's outcome is reported at once).
+_ACK_LINGER = 0.005
 _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: A side thread that ran this long before failing restarts after the first
 #: backoff again (a new outage), not after the last one's.
@@ -354,8 +357,11 @@ class Worker:
         return run
 
     def _ack_loop(self) -> None:
-        """Report outcomes in batches. Outcomes not yet acknowledged live in
-        ``self._unacked``, so a store outage that restarts this loop loses none."""
+        """Report outcomes in batches: what has come, and while other jobs run,
+        what comes within :data:`_ACK_LINGER` (one report for several jobs
+        that end a few milliseconds apart). Outcomes not yet acknowledged live
+        in ``self._unacked``, so a store outage that restarts this loop loses
+        none."""
         pending = self._unacked
         while True:
             if not pending:
@@ -363,11 +369,18 @@ class Worker:
                 if first is None:
                     return
                 pending.append(first)
+            linger_until = time.monotonic() + _ACK_LINGER
             while len(pending) < _ACK_BATCH:
                 try:
                     more = self._outcomes.get_nowait()
                 except queue.Empty:
-                    break
+                    left = linger_until - time.monotonic()
+                    if left <= 0 or not self._inflight:
+                        break
+                    try:
+                        more = self._outcomes.get(timeout=left)
+                    except queue.Empty:
+                        break
                 if more is None:
                     self._ack_closing = True
                     break
