@@ -387,7 +387,8 @@ def _env(system: System, run: Servers, setting: Setting | None = None) -> dict[s
         "BENCH_REDIS_URL": _url(run.reports),
         "BENCH_QUEUE_URL": _url(run.queue),
         "ROTA_URL": queue,
-        "PYTHONPATH": str(APPS),
+        # the apps, then the caller's PYTHONPATH (another checkout's src/, in turns)
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(APPS), os.environ.get("PYTHONPATH")])),
     }
     if queue.startswith("sqlite:///"):  # Huey's own file beside rota's
         path = Path(queue.removeprefix("sqlite:///"))
