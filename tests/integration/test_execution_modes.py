@@ -98,8 +98,12 @@ def test_threads_mode_reports_a_timeout_at_the_deadline(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:
     start_worker(processes, app_path, url, "--concurrency", "2")
+    handle = sender.tasks["hang"].send(3.0)
     with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 0\.5 s"):
-        sender.tasks["hang"].send(3.0).result(timeout=20)
+        handle.result(timeout=20)
+    job = handle.job()
+    assert job.started_at is not None and job.finished_at is not None
+    assert job.finished_at - job.started_at < 0.9, "reported when its timeout fell due"
 
 
 @pytest.mark.parametrize("mode", ["threads", "processes", "async"])

@@ -41,6 +41,7 @@ another worker's reaper recovers them.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import signal
@@ -173,6 +174,10 @@ class Worker:
         self._slot_freed = threading.Event()
         self._stopping = threading.Event()
         self._done = threading.Event()
+        #: Wakes the keeper early: a job started whose timeout falls due before
+        #: its next round (``_keeper_due``, monotonic), or the worker is done.
+        self._keeper_wake = threading.Event()
+        self._keeper_due = math.inf
         self._outcomes: queue.SimpleQueue[_Done | None] = queue.SimpleQueue()
         self._unacked: list[_Done] = []
         self._ack_closing = False
@@ -299,6 +304,9 @@ class Worker:
             now = time.monotonic()
             if now - flight.renewed < job.lease:
                 flight.started = now
+                due = now + job.timeout if job.timeout is not None else math.inf
+                if self.mode == "threads" and due < self._keeper_due:
+                    self._keeper_wake.set()  # to report the timeout when due
                 return True
             del self._inflight[job.id]
         log.warning(
@@ -432,18 +440,26 @@ class Worker:
                 self.failed += 1
 
     def _keeper_loop(self) -> None:
+        """Renew leases and measure the load every :meth:`_keeper_interval`,
+        beat, and in threads mode report each running job's timeout when it
+        falls due (waking for it)."""
         psutil.cpu_percent(interval=None)
-        last_beat, stuck = 0.0, 0
+        last_beat, renewed, stuck = 0.0, float("-inf"), 0
         while not self._done.is_set():
             now = time.monotonic()
-            self._renew_leases()
+            every = self._keeper_interval()
+            if now - renewed >= every:
+                self._renew_leases()
+                self._measure_load()
+                renewed = now
             self._expire_soft_timeouts(now)
-            self._measure_load()
             if now - last_beat >= self.heartbeat_every or self._executor.stuck() != stuck:
                 stuck = self._executor.stuck()
                 self._send_heartbeat()
                 last_beat = now
-            self._done.wait(self._keeper_interval())
+            self._keeper_due = min(renewed + every, self._next_soft_timeout())
+            self._keeper_wake.wait(max(0.005, self._keeper_due - time.monotonic()))
+            self._keeper_wake.clear()
 
     def _keeper_interval(self) -> float:
         with self._lock:
@@ -482,6 +498,21 @@ class Worker:
         log.info("job %s was cancelled: stopping it", ref.job_id)
         cancel_running(ref.job_id)
         self._executor.cancel(flight.job)
+
+    def _next_soft_timeout(self) -> float:
+        """When the first running job's timeout falls due (monotonic; threads
+        mode only, the other modes stop their jobs themselves), or infinity."""
+        if self.mode != "threads":
+            return math.inf
+        with self._lock:
+            return min(
+                (
+                    f.started + f.job.timeout
+                    for f in self._inflight.values()
+                    if f.started is not None and f.job.timeout is not None
+                ),
+                default=math.inf,
+            )
 
     def _expire_soft_timeouts(self, now: float) -> None:
         if self.mode != "threads":
@@ -597,6 +628,7 @@ class Worker:
             if thread.name == "rota-acker":
                 thread.join(30)
         self._done.set()
+        self._keeper_wake.set()
         self._executor.stop()
         for thread in self._side:
             thread.join(5)
