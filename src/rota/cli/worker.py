@@ -70,7 +70,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default=None,
     help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
     "brings several (released at shutdown). Default: as many as its slots free within "
-    "10 ms at its jobs' average run time, one per slot at most (none while jobs are long).",
+    "10 ms at its jobs' average run time, 32 at most (none while jobs are long).",
 )
 @click.option(
     "--processes",
