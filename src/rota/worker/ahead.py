@@ -48,6 +48,4 @@ class ClaimAhead:
             return self.fixed
         if self.run is None:
             return 0
-        if self.run * HOLD_MAX <= self.slots * HOLD_FOR:
-            return HOLD_MAX
-        return int(self.slots * HOLD_FOR / self.run)
+        return min(HOLD_MAX, int(self.slots * HOLD_FOR / max(self.run, 1e-9)))

@@ -452,12 +452,12 @@ class Worker:
                 self._renew_leases()
                 self._measure_load()
                 renewed = now
-            self._expire_soft_timeouts(now)
+            next_timeout = self._expire_soft_timeouts(now)
             if now - last_beat >= self.heartbeat_every or self._executor.stuck() != stuck:
                 stuck = self._executor.stuck()
                 self._send_heartbeat()
                 last_beat = now
-            self._keeper_due = min(renewed + every, self._next_soft_timeout())
+            self._keeper_due = min(renewed + every, next_timeout)
             self._keeper_wake.wait(max(0.005, self._keeper_due - time.monotonic()))
             self._keeper_wake.clear()
 
@@ -499,32 +499,23 @@ class Worker:
         cancel_running(ref.job_id)
         self._executor.cancel(flight.job)
 
-    def _next_soft_timeout(self) -> float:
-        """When the first running job's timeout falls due (monotonic; threads
-        mode only, the other modes stop their jobs themselves), or infinity."""
+    def _expire_soft_timeouts(self, now: float) -> float:
+        """Report the running jobs whose timeout has passed (threads mode; the
+        other modes stop their jobs themselves); returns when the next one
+        falls due (monotonic), or infinity."""
         if self.mode != "threads":
             return math.inf
+        late: list[_Inflight] = []
+        next_due = math.inf
         with self._lock:
-            return min(
-                (
-                    f.started + f.job.timeout
-                    for f in self._inflight.values()
-                    if f.started is not None and f.job.timeout is not None
-                ),
-                default=math.inf,
-            )
-
-    def _expire_soft_timeouts(self, now: float) -> None:
-        if self.mode != "threads":
-            return  # processes kill, asyncio cancels
-        with self._lock:
-            late = [
-                f
-                for f in self._inflight.values()
-                if f.job.timeout is not None
-                and f.started is not None  # (a held job's time starts with its slot)
-                and now - f.started > f.job.timeout
-            ]
+            for f in self._inflight.values():
+                if f.job.timeout is None or f.started is None:
+                    continue  # (a held job's time starts with its slot)
+                due = f.started + f.job.timeout
+                if now > due:
+                    late.append(f)
+                else:
+                    next_due = min(next_due, due)
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
             if not self._executor.abandon(flight.job) and flight.job.id in self._inflight:
@@ -535,6 +526,7 @@ class Worker:
                     self._executor.stuck(),
                 )
             self._on_done(flight.job, runner.failure(error))
+        return next_due
 
     def _measure_load(self) -> None:
         self._load = self._load_meter.read()
