@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import orjson
 import pytest
 
@@ -15,6 +18,7 @@ from conformance.support import (
     lease,
     new_job,
     open_stores,
+    run_threads,
     succeed,
     wait_expired,
     wait_until,
@@ -255,3 +259,36 @@ def test_a_lease_expired_on_one_machine_is_recovered_by_another(url: str) -> Non
         assert not succeed(dead, stale, "stale")
         assert succeed(worker, fresh, "fresh")
         assert get(dead, job_id).result == "fresh"
+
+
+def test_renewals_and_finishes_of_the_same_jobs_at_once_never_deadlock(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker's keeper renews the leases of the jobs its slots finish, on
+    another connection: neither may wait on the other in a cycle (a
+    deadlock stalls both until the server breaks it, leases run out)."""
+    with open_stores(url, 2) as (keeper, acker):
+        for i in range(60):
+            enqueue_one(keeper, new_job(i, lease=30.0))
+        jobs = sorted(claim(keeper, limit=60), key=lambda job: job.id)
+        assert len(jobs) == 60
+        caplog.set_level(logging.DEBUG, logger="rota.store")
+
+        def renew() -> None:
+            refs = [lease(job) for job in reversed(jobs)]  # the worker's order is any order
+            while not finished.is_set():
+                keeper.extend(refs)
+
+        def finish() -> list[bool]:
+            applied: list[bool] = []
+            for start in range(0, len(jobs), 6):
+                batch = jobs[start : start + 6]
+                applied += acker.finish([Outcome(j.id, j.token, True) for j in batch])
+            finished.set()
+            return applied
+
+        finished = threading.Event()
+        _, applied = run_threads(2, lambda i: renew() if i == 0 else finish())
+    assert applied == [True] * 60
+    retried = [r.getMessage() for r in caplog.records if "transaction again" in r.getMessage()]
+    assert retried == []

@@ -41,6 +41,17 @@ def all_jobs(store: Store) -> list:  # type: ignore[type-arg]
         cursor = page.next_cursor
 
 
+def wait_all_succeeded(store: Store, timeout: float) -> None:
+    """Wait until every job succeeded; on timeout, say where the others are."""
+    try:
+        wait_for(lambda: succeeded(store) == N, timeout=timeout, interval=0.2, what="all jobs done")
+    except AssertionError as timed_out:
+        others = [j for j in all_jobs(store) if j.state != JobState.SUCCEEDED]
+        states = Counter(str(j.state) for j in others)
+        shown = [(j.id, j.state, j.attempt, j.lost, j.worker, j.history) for j in others[:5]]
+        raise AssertionError(f"{timed_out}; not succeeded: {dict(states)}; {shown}") from None
+
+
 def executions(log: Path) -> Counter[str]:
     return Counter(line.split()[0] for line in log.read_text().splitlines())
 
@@ -54,7 +65,7 @@ def test_two_workers_run_every_job_exactly_once(
     env = {"ROTA_TEST_LOG": str(log)}
     for _ in range(2):
         processes.rota("worker", app_path("counting"), "--url", url, "--concurrency", "4", env=env)
-    wait_for(lambda: succeeded(store) == N, timeout=180, interval=0.2, what="all jobs done")
+    wait_all_succeeded(store, timeout=180)
     runs = executions(log)
     assert set(runs) == set(ids)
     assert max(runs.values()) == 1
@@ -82,7 +93,7 @@ def test_killed_worker_loses_nothing(
     wait_for(victim_busy, timeout=120, interval=0.05, what="the victim ran 200 jobs")
     # not in the moment between a finish and its next claim, when it holds nothing
     processes.kill_while(victim, lambda: held_by(store, victim.pid))
-    wait_for(lambda: succeeded(store) == N, timeout=180, interval=0.2, what="all jobs done")
+    wait_all_succeeded(store, timeout=180)
 
     jobs = all_jobs(store)
     assert len(jobs) == N and {j.state for j in jobs} == {JobState.SUCCEEDED}

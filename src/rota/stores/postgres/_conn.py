@@ -408,9 +408,16 @@ class PgConnections(Database):
         for conflict in range(1, _ATTEMPTS + 1):
             try:
                 return self._attempt(work, attempts)
-            except _RETRYABLE:
+            except _RETRYABLE as exc:
                 if conflict == _ATTEMPTS:
                     raise
+                level = logging.WARNING if conflict >= 3 else logging.DEBUG
+                log.log(
+                    level,
+                    "the PostgreSQL store at %s: %s; running the transaction again",
+                    self.where,
+                    str(exc).splitlines()[0],
+                )
                 time.sleep(0.005 * conflict)
         raise AssertionError("unreachable")
 

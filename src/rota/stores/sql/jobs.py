@@ -223,14 +223,18 @@ class Jobs(Database):
         if not leases:
             return []
 
+        # Rows are taken in id order, as a finish takes them (held_rows): in
+        # another order a renewal and a finish of the same jobs deadlock, and
+        # the server breaks it only after its deadlock timeout.
+        in_id_order = sorted(range(len(leases)), key=lambda i: leases[i].job_id)
+
         def work(tx: Tx) -> list[LeaseStatus]:
             now = tx.now()
-            return [
-                lease_status(
-                    tx.execute("extend_lease", (now, lease.job_id, lease.token)).fetchone()
-                )
-                for lease in leases
-            ]
+            statuses: list[LeaseStatus] = ["lost"] * len(leases)
+            for i in in_id_order:
+                row = tx.execute("extend_lease", (now, leases[i].job_id, leases[i].token))
+                statuses[i] = lease_status(row.fetchone())
+            return statuses
 
         return self._transact(work)
 
