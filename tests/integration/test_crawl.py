@@ -599,6 +599,11 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(
             where = f"{len(site.requests())} requests; {lab.describe()}"
             if recrawl is not None:
                 where += f"; {len(behind)} pages fetched less than twice: {behind[:10]}"
+                for page, _ in behind[:3]:
+                    asked = [r for r in site.requests() if (r.host, r.path) == page]
+                    where += (
+                        f"; {page}: requests {asked}, jobs {lab.fetch_history(site.url(*page))}"
+                    )
             raise AssertionError(f"{exc}: {where}") from exc
         log = site.requests()
 
