@@ -273,6 +273,7 @@ def test_renewals_and_finishes_of_the_same_jobs_at_once_never_deadlock(
         jobs = sorted(claim(keeper, limit=60), key=lambda job: job.id)
         assert len(jobs) == 60
         caplog.set_level(logging.DEBUG, logger="rota.store")
+        finished = threading.Event()
 
         def renew() -> None:
             refs = [lease(job) for job in reversed(jobs)]  # the worker's order is any order
@@ -281,13 +282,14 @@ def test_renewals_and_finishes_of_the_same_jobs_at_once_never_deadlock(
 
         def finish() -> list[bool]:
             applied: list[bool] = []
-            for start in range(0, len(jobs), 6):
-                batch = jobs[start : start + 6]
-                applied += acker.finish([Outcome(j.id, j.token, True) for j in batch])
-            finished.set()
+            try:
+                for start in range(0, len(jobs), 6):
+                    batch = jobs[start : start + 6]
+                    applied += acker.finish([Outcome(j.id, j.token, True) for j in batch])
+            finally:
+                finished.set()
             return applied
 
-        finished = threading.Event()
         _, applied = run_threads(2, lambda i: renew() if i == 0 else finish())
     assert applied == [True] * 60
     retried = [r.getMessage() for r in caplog.records if "transaction again" in r.getMessage()]
