@@ -180,7 +180,10 @@ def assert_recrawled(
     for page in expected:
         first, second, *later = by_page[page]
         assert not first.conditional and first.status == 200, (page, first)
-        assert second.conditional, (page, "recrawls conditional", by_page[page], jobs_of(page))
+        assert second.conditional, (
+            f"{page}: a recrawl asks conditionally; its requests {by_page[page]}; "
+            f"its fetch jobs {jobs_of(page)}"
+        )
         assert second.start >= first.end + age - 0.5, (page, "not before the recrawl age")
         assert second.status == (200 if page in changed else 304), (page, second)
         assert all(r.conditional for r in later), (page, "only recrawls, conditional")

@@ -1,10 +1,13 @@
-"""HTTP for the crawler: one httpx client per worker process, and one fetch.
+"""HTTP for the crawler: an httpx client per thread of a worker process, and one fetch.
 
-The client is made by the app's ``on_worker_start`` hook in each worker
-process and closed by its ``on_worker_stop`` hook; a process that runs
-crawl jobs without those hooks (a child process of ``--mode processes``,
-``rota.testing``) makes its own on first use. The client keeps connections
-to each host alive between jobs and is shared by the process's threads.
+A thread makes its client on first use and keeps it: the client keeps
+connections to each host alive between the thread's jobs. The clients are
+not shared between threads: a connection pool shared by threads can close
+an idle connection that another thread has just been given, and that
+thread's request then fails after the host answered it (httpcore issue
+1110), which made a crawl fetch a page twice. A worker's ``on_worker_stop``
+hook closes every client its process made; a child made by ``fork`` makes
+its own (connections are never shared across processes).
 """
 
 from __future__ import annotations
@@ -23,39 +26,48 @@ __all__ = ["Clients", "Fetched", "conditional_headers", "content_hash", "get"]
 
 
 class Clients:
-    """The httpx client of each process, for one crawler."""
+    """The httpx clients of a process, one per thread, for one crawler."""
 
     def __init__(self, user_agent: str, timeout: float, max_redirects: int = 5) -> None:
         self._headers = {"User-Agent": user_agent}
         self._timeout = timeout
         self._max_redirects = max_redirects
         self._lock = threading.Lock()
-        self._client: httpx.Client | None = None
-        self._pid = 0
+        self._local = threading.local()
+        self._made: list[httpx.Client] = []  # by this process, to close at its end
+        self._pid = os.getpid()
 
     def open(self) -> None:
-        """Make this process's client (a worker's start hook)."""
+        """Make the calling thread's client (a worker's start hook)."""
         self.get()
 
     def get(self) -> httpx.Client:
-        """This process's client, made on first use (a child process made by
-        ``fork`` gets its own: connections are never shared across processes)."""
+        """The calling thread's client, made on first use."""
+        client: httpx.Client | None = getattr(self._local, "client", None)
+        if client is not None and self._local.pid == os.getpid():
+            return client
+        client = httpx.Client(
+            headers=self._headers,
+            timeout=self._timeout,
+            follow_redirects=False,
+            max_redirects=self._max_redirects,
+        )
+        self._local.client, self._local.pid = client, os.getpid()
         with self._lock:
-            if self._client is None or self._pid != os.getpid():
-                self._client = httpx.Client(
-                    headers=self._headers,
-                    timeout=self._timeout,
-                    follow_redirects=False,
-                    max_redirects=self._max_redirects,
-                )
-                self._pid = os.getpid()
-            return self._client
+            if self._pid != os.getpid():  # forked: the parent's clients are not ours
+                self._made, self._pid = [], os.getpid()
+            self._made.append(client)
+        return client
 
     def close(self) -> None:
-        """Close this process's client (a worker's stop hook)."""
+        """Close every client this process made (a worker's stop hook); a
+        thread that fetches afterwards makes a new one."""
         with self._lock:
-            client, self._client = self._client, None
-            if client is not None and self._pid == os.getpid():
+            made, self._made = self._made, []
+            self._local = threading.local()
+            mine = self._pid == os.getpid()
+        if mine:
+            for client in made:
                 client.close()
 
 
