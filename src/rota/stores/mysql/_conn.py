@@ -30,7 +30,7 @@ from MySQLdb.cursors import RE_INSERT_VALUES
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
-from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx
+from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx, log_run_again
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -402,10 +402,7 @@ class MySQLConnections(Database):
         if attempt == _ATTEMPTS:
             return None
         if error_code(exc) in _CONFLICTS:  # rolled back: nothing of it stays
-            level = logging.WARNING if attempt >= 3 else logging.DEBUG
-            log.log(
-                level, "the MySQL store at %s: %s; running the transaction again", self.where, exc
-            )
+            log_run_again(log, self.where, exc, attempt)
             return min(0.25, 0.005 * 2.0**attempt) * random.uniform(0.5, 1.5)
         if not connection_lost(exc):
             return None

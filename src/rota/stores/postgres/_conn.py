@@ -38,7 +38,16 @@ from rota.stores.postgres._outages import (
 )
 from rota.stores.postgres._wakeups import WakeUps
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
-from rota.stores.sql.tx import Changed, Cursor, Database, Params, Refused, Relay, Tx
+from rota.stores.sql.tx import (
+    Changed,
+    Cursor,
+    Database,
+    Params,
+    Refused,
+    Relay,
+    Tx,
+    log_run_again,
+)
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
@@ -411,13 +420,7 @@ class PgConnections(Database):
             except _RETRYABLE as exc:
                 if conflict == _ATTEMPTS:
                     raise
-                level = logging.WARNING if conflict >= 3 else logging.DEBUG
-                log.log(
-                    level,
-                    "the PostgreSQL store at %s: %s; running the transaction again",
-                    self.where,
-                    str(exc).splitlines()[0],
-                )
+                log_run_again(log, self.where, exc, conflict)
                 time.sleep(0.005 * conflict)
         raise AssertionError("unreachable")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -13,6 +14,15 @@ from rota.errors import StoreError
 class Refused(StoreError):
     """The database refused a row for one of its constraints (the
     transaction was rolled back)."""
+
+
+def log_run_again(log: logging.Logger, where: str, why: object, attempt: int) -> None:
+    """Log that a transaction of the store at ``where`` runs again after the
+    server aborted it (``why``: a deadlock, a lock wait, a serialization
+    conflict): at debug level, as a warning from its third attempt on."""
+    level = logging.WARNING if attempt >= 3 else logging.DEBUG
+    reason = str(why).splitlines()[0] if str(why) else type(why).__name__
+    log.log(level, "the store at %s: %s; running the transaction again", where, reason)
 
 
 #: Parameters of one statement: positional, or by name.
