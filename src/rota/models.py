@@ -124,6 +124,9 @@ class NewJob:
     fire_time: float | None = None
     #: Run only by workers of this host name (see :class:`HostScope`); None: any.
     host: str | None = None
+    #: How failed attempts are retried, as :meth:`rota.retry.RetryPolicy.encode`
+    #: wrote it (None: the default policy). Stored with the job and claimed with it.
+    retry: str | None = None
 
     @property
     def limit_keys(self) -> tuple[str, ...]:
@@ -173,6 +176,8 @@ class ClaimedJob:
     started_at: float
     schedule: str | None = None
     fire_time: float | None = None
+    #: The job's retry policy, as sent (:attr:`NewJob.retry`).
+    retry: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

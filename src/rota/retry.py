@@ -1,6 +1,23 @@
-"""Backoff between attempts: exponential, capped, with jitter."""
+"""When a failed attempt is tried again: the retry policy a job carries, and
+the backoff between attempts (exponential, capped, with jitter).
+
+The policy is fixed when the job is sent (the task's options with any
+per-call override) and stored with the job, so the worker that runs an
+attempt decides about a retry from the job alone, without the task's
+registration.
+"""
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from rota import _json
+from rota.errors import InvalidArgument
+
+#: The backoff of a task that names none: 1 s doubling up to 5 min.
+DEFAULT_BACKOFF = (1.0, 300.0)
 
 
 def backoff_delay(failures: int, base: float, cap: float, rand: float) -> float:
@@ -14,3 +31,102 @@ def backoff_delay(failures: int, base: float, cap: float, rand: float) -> float:
         return 0.0
     ceiling = min(cap, base * 2.0 ** min(failures - 1, 64))
     return ceiling / 2.0 + ceiling / 2.0 * rand
+
+
+def error_kind(cls: type) -> str:
+    """How a policy names an exception class: ``module.qualname``."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a job's failed attempts are retried, while attempts remain.
+
+    ``backoff`` is ``(base, cap)`` in seconds for :func:`backoff_delay`.
+    ``retry_on`` (None: every error) and ``no_retry_on`` name exception
+    classes by :func:`error_kind`; an error is matched by its class or any
+    base class.
+    """
+
+    backoff: tuple[float, float] = DEFAULT_BACKOFF
+    retry_on: tuple[str, ...] | None = None
+    no_retry_on: tuple[str, ...] = ()
+
+    def refusal(self, kinds: tuple[str, ...]) -> str | None:
+        """Why an error of ``kinds`` (its class and base classes, as
+        :func:`error_kind`) is not retried, or None when it may be."""
+        if any(kind in kinds for kind in self.no_retry_on):
+            return "in no_retry_on"
+        if self.retry_on is not None and not any(kind in kinds for kind in self.retry_on):
+            return "not in retry_on"
+        return None
+
+    def delay(self, failures: int, rand: float) -> float:
+        """:func:`backoff_delay` with this policy's backoff."""
+        return backoff_delay(failures, self.backoff[0], self.backoff[1], rand)
+
+    def encode(self) -> str | None:
+        """The policy as stored with a job: compact JSON naming what differs
+        from the default, or None for the default policy."""
+        fields: dict[str, Any] = {}
+        if self.backoff != DEFAULT_BACKOFF:
+            fields["backoff"] = list(self.backoff)
+        if self.retry_on is not None:
+            fields["retry_on"] = list(self.retry_on)
+        if self.no_retry_on:
+            fields["no_retry_on"] = list(self.no_retry_on)
+        return _json.dumps(fields).decode() if fields else None
+
+    @classmethod
+    def decode(cls, text: str | None) -> RetryPolicy:
+        """The policy :meth:`encode` wrote (None: the default); raises
+        :class:`InvalidArgument` for text it could not have written."""
+        if text is None:
+            return DEFAULT_POLICY
+        try:
+            fields = _json.loads(text)
+        except ValueError:
+            raise InvalidArgument(f"a retry policy must be JSON, not {text!r}") from None
+        if not isinstance(fields, dict) or set(fields) - {"backoff", "retry_on", "no_retry_on"}:
+            raise InvalidArgument(f"not a retry policy: {text!r}")
+        backoff = fields.get("backoff", DEFAULT_BACKOFF)
+        if (
+            not isinstance(backoff, list | tuple)
+            or len(backoff) != 2
+            or not all(_seconds(x) for x in backoff)
+            or backoff[0] > backoff[1]
+        ):
+            raise InvalidArgument(f"a retry policy's backoff must be [base, max], in {text!r}")
+        retry_on = fields.get("retry_on")
+        return cls(
+            (float(backoff[0]), float(backoff[1])),
+            None if retry_on is None else _kinds(retry_on, text),
+            _kinds(fields.get("no_retry_on", []), text),
+        )
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+def _seconds(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9
+
+
+def _kinds(value: object, text: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(k, str) and k for k in value):
+        raise InvalidArgument(f"a retry policy names exception classes as strings, in {text!r}")
+    return tuple(value)
+
+
+@functools.cache
+def encoded_policy(
+    backoff: tuple[float, float],
+    retry_on: tuple[type[BaseException], ...] | None,
+    no_retry_on: tuple[type[BaseException], ...],
+) -> str | None:
+    """The stored form of a task's retry options (cached: a task sends many jobs)."""
+    return RetryPolicy(
+        backoff,
+        None if retry_on is None else tuple(error_kind(c) for c in retry_on),
+        tuple(error_kind(c) for c in no_retry_on),
+    ).encode()

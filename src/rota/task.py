@@ -39,6 +39,7 @@ from rota.models import (
     NewJob,
     RateKey,
 )
+from rota.retry import encoded_policy
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -361,6 +362,7 @@ class Task(Generic[P, R]):
             unique_key=self._unique_key(o.unique, payload, args, kwargs),
             unique_for=o.unique_for,
             host=o.host,
+            retry=encoded_policy(o.backoff, o.retry_on, o.no_retry_on),
         )
 
     def _limit_keys(

@@ -77,7 +77,7 @@ class Inline:
             anywhere = HostScope(grace=0.0)
             while claimed := store.claim(self.worker_id, sorted(self._queues), 1, anywhere):
                 job = claimed[0]
-                outcome = runner.to_outcome(self.app, job, runner.run_sync(self.app, job))
+                outcome = runner.to_outcome(job, runner.run_sync(self.app, job))
                 if outcome.retry_in is not None:
                     outcome = dataclasses.replace(outcome, retry_in=0.0)  # backoff skipped
                 store.finish([outcome])

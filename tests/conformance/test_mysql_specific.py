@@ -99,6 +99,31 @@ def test_a_missing_database_is_created_and_migrated() -> None:
         drop_store("mysql", url)
 
 
+def test_a_migration_cut_short_after_its_statements_is_finished_by_the_next_start(
+    my_url: str,
+) -> None:
+    """MySQL commits each DDL statement on its own: a start that died after a
+    migration's statements and before recording its version leaves them
+    applied and the version missing; the next start applies it again."""
+    open_store(my_url).close()
+    last = SHIPPED[-1][0]
+    conn = MySQLdb.connect(
+        host="127.0.0.1", port=3306, user="root", database=my_url.rsplit("/", 1)[1]
+    )
+    try:
+        conn.cursor().execute("DELETE FROM schema_versions WHERE version = %s", (last,))
+        conn.commit()
+    finally:
+        conn.close()
+    store = open_store(my_url)
+    try:
+        job_id = enqueue_one(store, new_job(1, retry='{"backoff":[2.0,9.0]}'))
+        assert [(c.id, c.retry) for c in claim(store)] == [(job_id, '{"backoff":[2.0,9.0]}')]
+    finally:
+        store.close()
+    assert server_rows(my_url, "SELECT version FROM schema_versions") == SHIPPED
+
+
 def test_many_processes_opening_a_new_database_at_once_migrate_it_once(my_url: str) -> None:
     code = "import sys; from rota.stores import open_store; open_store(sys.argv[1]).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, my_url]) for _ in range(6)]

@@ -822,7 +822,9 @@ def test_the_direct_hand_off_leaves_what_the_long_way_leaves(rstore: RedisStore)
     a job sent that way and one handed the long way (a unique key makes L.enqueue
     hand it through a claim) leave the same record and the same inbox row."""
     assert rstore._claim("idle-w", ["default"], 3, 30.0)[0] == []
+    retry = '{"backoff":[3.0,30.0]}'
     fields = {"timeout": 5.0, "lease": 12.0, "max_attempts": 4, "priority": 2, "max_lost": 5}
+    fields |= {"retry": retry}
     direct = enqueue_one(rstore, new_job("a", **fields))
     long_way = enqueue_one(rstore, new_job("b", unique_key="u:b", **fields))
     client = rstore._client
@@ -839,6 +841,7 @@ def test_the_direct_hand_off_leaves_what_the_long_way_leaves(rstore: RedisStore)
     assert (slots_a, slots_b) == (2, 1) and (a.id, b.id) == (direct, long_way)
     same = ("task", "queue", "attempt", "max_attempts", "lost", "lease", "timeout", "schedule")
     assert [getattr(a, f) for f in same] == [getattr(b, f) for f in same]
+    assert a.retry == b.retry == retry
     assert a.started_at == a.enqueued_at == a.run_at and a.fire_time is None
     for job, record in zip((a, b), records, strict=True):
         assert job.token == record[b"token"].decode()

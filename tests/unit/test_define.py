@@ -45,6 +45,8 @@ def app(tmp_path: Path) -> Iterator[App]:
         queue="crawl",
         priority=3,
         retries=4,
+        backoff=(2, 60),
+        no_retry_on=ValueError,
         timeout=60,
         lease=20,
         max_lost=2,
@@ -108,6 +110,7 @@ def test_job_options_carry_the_tasks_options_and_resolved_keys(app: App) -> None
         "unique_key": stored.job_options["unique_key"],
         "unique_for": 300.0,
         "host": None,
+        "retry": '{"backoff":[2.0,60.0],"no_retry_on":["builtins.ValueError"]}',
     }
     assert str(stored.job_options["unique_key"]).startswith("crawl:")
 

@@ -48,7 +48,7 @@ def test_a_corrupt_payload_is_a_final_corrupt_job_failure_logged_as_an_error(
         result.error
         == "CorruptJob: job bad has a corrupt payload: 'args' must be a JSON list, got int"
     )
-    outcome = runner.to_outcome(app, job("bad"), result)
+    outcome = runner.to_outcome(job("bad"), result)
     assert outcome.retry_in is None, "not retried"
     assert [(r.levelname, r.name) for r in caplog.records] == [("ERROR", "rota.worker")]
 

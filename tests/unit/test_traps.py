@@ -315,11 +315,14 @@ def test_a_key_function_that_fits_no_call_is_refused_at_decoration(tmp_path: Pat
 # -- retry filters ---------------------------------------------------------------------
 
 
-def _run_once(app: rota.App, task: str, *args: object) -> tuple[str, JobState, str | None]:
-    """Send a job, run one attempt of it as a worker does, report the outcome."""
-    handle = app.get_task(task).send(*args)
+def _run_once(
+    app: rota.App, task: str | rota.Task[..., object], *args: object
+) -> tuple[str, JobState, str | None]:
+    """Send a job (of a task, or a task with per-call options), run one
+    attempt of it as a worker does, report the outcome."""
+    handle = (app.get_task(task) if isinstance(task, str) else task).send(*args)
     [claimed] = app.store.claim("w1", ["default"], 1)
-    app.store.finish([runner.to_outcome(app, claimed, runner.run_sync(app, claimed))])
+    app.store.finish([runner.to_outcome(claimed, runner.run_sync(app, claimed))])
     job = app.store.get_job(handle.id)
     assert job is not None
     return handle.id, job.state, job.error
@@ -340,6 +343,28 @@ def test_retry_on_retries_only_those_errors(app: rota.App) -> None:
     assert error == (
         "ValueError: not a connection error (not retried: ValueError is not in retry_on)"
     )
+
+
+def test_per_call_retry_filters_are_the_ones_the_worker_applies(app: rota.App) -> None:
+    strict, picky = app.get_task("strict"), app.get_task("picky")
+    _, state, error = _run_once(app, strict.options(no_retry_on=ValueError), "value")
+    assert state is JobState.FAILED
+    assert error == "ValueError: flaky (not retried: ValueError is in no_retry_on)"
+    _, state, _ = _run_once(app, picky.options(retry_on=ValueError))
+    assert state is JobState.SCHEDULED
+
+
+def test_a_per_call_backoff_is_the_one_the_retry_waits(app: rota.App) -> None:
+    """Equal jitter: the first retry waits between half the base and the base."""
+    strict = app.get_task("strict")
+    before = app.store.now()
+    job_id, state, _ = _run_once(app, strict.options(backoff=(100, 500)), "value")
+    job = app.store.get_job(job_id)
+    assert state is JobState.SCHEDULED and job is not None
+    assert 50 <= job.run_at - before <= 100 + (app.store.now() - before)
+    job_id, _, _ = _run_once(app, strict, "value")  # the task's own: (1, 300)
+    job = app.store.get_job(job_id)
+    assert job is not None and job.run_at - app.store.now() <= 1
 
 
 @pytest.mark.parametrize("value", ["TypeError", 3, (ValueError, "x"), [None]])

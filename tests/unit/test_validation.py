@@ -226,7 +226,7 @@ def test_a_result_that_is_not_json_fails_the_job_without_retry(
     [claimed] = store.claim("w", ["default"], 1)
     result = run_sync(app, claimed)
     assert not result.ok and not result.retryable
-    assert store.finish([to_outcome(app, claimed, result)]) == [True]
+    assert store.finish([to_outcome(claimed, result)]) == [True]
     job = handle.job()
     assert job.state is JobState.FAILED
     assert (job.attempt, job.max_attempts) == (1, 4)

@@ -132,6 +132,7 @@ def job_options(job: NewJob) -> dict[str, Any]:
         "unique_key": job.unique_key,
         "unique_for": job.unique_for,
         "host": job.host,
+        "retry": job.retry,
     }
 
 
@@ -170,6 +171,7 @@ def schedule_job(
         schedule=schedule.name,
         fire_time=fire_time,
         host=o.get("host"),
+        retry=o.get("retry"),
     )
 
 

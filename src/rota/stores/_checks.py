@@ -28,6 +28,7 @@ from rota.models import (
     RateKey,
     Schedule,
 )
+from rota.retry import RetryPolicy
 
 #: max_attempts, max_lost, breaker failures: 1 to this.
 MAX_COUNT = 1_000_000
@@ -157,6 +158,12 @@ def new_job(job: object) -> None:
     if job.fire_time is not None:
         moment(job.fire_time, "fire_time", jid)
     optional_text(job.host, "host", jid)
+    if job.retry is not None:
+        optional_text(job.retry, "retry", jid)
+        try:
+            RetryPolicy.decode(job.retry)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{_where(jid)}{exc}") from None
 
 
 def _limits(job: NewJob) -> None:

@@ -18,12 +18,11 @@ from rota import _json, _payload
 from rota.context import JobContext, reset_current, set_current
 from rota.errors import CorruptJob, UnknownTask
 from rota.models import ClaimedJob, Outcome
-from rota.retry import backoff_delay
+from rota.retry import RetryPolicy, error_kind
 from rota.worker import joblogs
 
 if TYPE_CHECKING:
     from rota.app import App
-    from rota.task import TaskOptions
 
 log = logging.getLogger("rota.task")
 _task_logger = functools.cache(log.getChild)  # one lookup per task name
@@ -75,21 +74,8 @@ def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     """A failed attempt from an exception, with its formatted traceback."""
     text = _storable("".join(traceback.format_exception(exc)))
     error = _storable(f"{type(exc).__name__}: {exc}")
-    kinds = tuple(_kind(cls) for cls in type(exc).__mro__)
+    kinds = tuple(error_kind(cls) for cls in type(exc).__mro__)
     return Result(False, error=error, traceback=text, retryable=retryable, kinds=kinds)
-
-
-def _kind(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _not_retried(opts: TaskOptions, result: Result) -> str | None:
-    """Why the task's ``retry_on`` / ``no_retry_on`` keep this failure from a retry."""
-    if any(_kind(cls) in result.kinds for cls in opts.no_retry_on):
-        return "in no_retry_on"
-    if opts.retry_on is not None and not any(_kind(c) in result.kinds for c in opts.retry_on):
-        return "not in retry_on"
-    return None
 
 
 def _storable(text: str) -> str:
@@ -147,19 +133,18 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def to_outcome(app: App, job: ClaimedJob, result: Result) -> Outcome:
-    """The report for the store, with a backoff delay when a retry may follow."""
+def to_outcome(job: ClaimedJob, result: Result) -> Outcome:
+    """The report for the store, with a backoff delay when a retry may follow
+    (by the retry policy the job carries)."""
     if result.ok:
         return Outcome(job.id, job.token, True, result=result.result)
     retry_in, error = None, result.error
-    if result.retryable and job.task in app.tasks:
-        opts = app.tasks[job.task].opts
-        why = _not_retried(opts, result)
+    if result.retryable:
+        policy = RetryPolicy.decode(job.retry)
+        why = policy.refusal(result.kinds)
         if why is None:
-            retry_in = backoff_delay(
-                job.attempt - job.lost, opts.backoff[0], opts.backoff[1], random.random()
-            )
-        elif opts.retries:
+            retry_in = policy.delay(job.attempt - job.lost, random.random())
+        elif job.max_attempts > 1:
             kind = result.kinds[0].rpartition(".")[2] if result.kinds else "the error"
             error = f"{error} (not retried: {kind} is {why})"
     return Outcome(

@@ -329,10 +329,10 @@ class Worker:
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
         try:
-            outcome = runner.to_outcome(self.app, job, result)
+            outcome = runner.to_outcome(job, result)
         except Exception as exc:
             failed = runner.internal_failure(exc, "the worker's reporting")
-            outcome = runner.to_outcome(self.app, job, failed)
+            outcome = runner.to_outcome(job, failed)
             with self._lock:
                 self.errors += 1
         self._outcomes.put(_Done(job, outcome, seconds))

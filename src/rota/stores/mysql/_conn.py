@@ -498,7 +498,7 @@ class MySQLConnections(Database):
                 if number > version:
                     for statement in _STATEMENT_END.split(script.format(collation=collation)):
                         if statement.strip():
-                            tx.run(statement)
+                            _apply(tx, statement)
                     tx.execute("record_version", (number,))
         finally:
             tx.execute("migration_unlock")
@@ -516,6 +516,22 @@ class MySQLConnections(Database):
     def close(self) -> None:
         """Close the pool's idle connections."""
         self._pool.close()
+
+
+#: Server errors that say a migration's statement was applied before (by a
+#: migration cut short after it): a duplicate column, a duplicate index.
+_APPLIED_BEFORE = {1060, 1061}
+
+
+def _apply(tx: MySQLTx, statement: str) -> None:
+    """Run one statement of a migration. MySQL commits DDL statement by statement
+    and has no ``ADD COLUMN IF NOT EXISTS``: a column or index a migration cut
+    short already added is taken as done."""
+    try:
+        tx.run(statement)
+    except MySQLdb.OperationalError as exc:
+        if not (exc.args and exc.args[0] in _APPLIED_BEFORE):
+            raise
 
 
 def _collation(version: str, where: str) -> str:

@@ -26,7 +26,7 @@ from rota.models import (
 )
 
 #: The fields of a claim reply per job, in order (see lua/claim.lua).
-CLAIM_FIELDS = 15
+CLAIM_FIELDS = 16
 
 
 def opt(value: object) -> str:
@@ -76,6 +76,7 @@ def new_job_args(job: NewJob) -> list[bytes | str]:
         opt(job.schedule),
         opt(None if job.fire_time is None else float(job.fire_time)),
         opt(job.host),
+        opt(job.retry),
     ]
 
 
@@ -116,7 +117,7 @@ def _claimed(r: Sequence[Any]) -> ClaimedJob:
     out at their defaults (``L.JOB_DEFAULTS`` in ``lua/_base.lua``) come back
     absent: an enqueued_at left out is the run_at."""
     (job_id, task, queue, payload, attempt, max_attempts, lost, token,
-     lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at) = r  # fmt: skip
+     lease, timeout, enqueued_at, run_at, schedule, fire_time, started_at, retry) = r  # fmt: skip
     return ClaimedJob(
         id=text(job_id),
         task=text(task),
@@ -133,6 +134,7 @@ def _claimed(r: Sequence[Any]) -> ClaimedJob:
         schedule=text(schedule) if schedule else None,
         fire_time=float(fire_time) if fire_time else None,
         started_at=float(started_at or 0),
+        retry=text(retry) if retry else None,
     )
 
 

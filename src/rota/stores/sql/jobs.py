@@ -155,6 +155,7 @@ class Jobs(Database):
                     job.schedule,
                     job.fire_time,
                     job.host,
+                    job.retry,
                 )
             )
             results.append(EnqueueResult(job.id))
@@ -413,6 +414,7 @@ def _claimed_jobs(rows: list[Any], now: float) -> list[ClaimedJob]:
             started_at=now,
             schedule=r[12],
             fire_time=r[13],
+            retry=r[14],
         )
         for r in rows
     ]

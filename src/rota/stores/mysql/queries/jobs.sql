@@ -12,8 +12,8 @@
 -- name: insert_job
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time, host)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  unique_key, unique_for, schedule, fire_time, host, retry)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -97,14 +97,14 @@ UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = %s,
     started_at = %s
 WHERE seq IN ({values});
 SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-       enqueued_at, run_at, schedule, fire_time
+       enqueued_at, run_at, schedule, fire_time, retry
 FROM jobs WHERE seq IN ({values})
 
 -- name: claimed_rows
 -- The jobs of a committed claim (by its token), read again when the claim's
 -- own reply was lost with its connection.
 SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-       enqueued_at, run_at, schedule, fire_time FROM jobs
+       enqueued_at, run_at, schedule, fire_time, retry FROM jobs
 WHERE lease_token = CONCAT(%s, ':', seq) AND state = 'running' AND seq IN ({values})
 
 -- name: advance_queue_clock

@@ -11,20 +11,20 @@
 -- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time, host)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  unique_key, unique_for, schedule, fire_time, host, retry)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: insert_job_columns
 -- insert_job for many rows in one statement: one array per column.
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time, host)
+                  unique_key, unique_for, schedule, fire_time, host, retry)
 SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[],
                      %s::integer[], %s::double precision[], %s::text[],
                      %s::double precision[], %s::double precision[], %s::integer[],
                      %s::integer[], %s::double precision[], %s::double precision[],
                      %s::bytea[], %s::text[], %s::double precision[], %s::text[],
-                     %s::double precision[], %s::text[])
+                     %s::double precision[], %s::text[], %s::text[])
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = %s
@@ -101,13 +101,13 @@ UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = %s,
     started_at = %s
 WHERE seq = ANY({values})
 RETURNING id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-          enqueued_at, run_at, schedule, fire_time
+          enqueued_at, run_at, schedule, fire_time, retry
 
 -- name: claimed_rows
 -- The jobs of a committed claim (by its token), read again when the claim's
 -- own reply was lost with its connection.
 SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-       enqueued_at, run_at, schedule, fire_time FROM jobs
+       enqueued_at, run_at, schedule, fire_time, retry FROM jobs
 WHERE lease_token = %s || ':' || seq AND state = 'running' AND seq = ANY({values})
 
 -- name: advance_queue_clock

@@ -116,4 +116,8 @@ local function check_job(args, b)
   end
   check_opt(args[b + 14], w .. 'unique_for', 0, MAX_SECONDS)
   check_opt(args[b + 16], w .. 'fire_time', -MAX_TIME, MAX_TIME)
+  if args[b + 18] ~= '' then
+    local ok, policy = pcall(cjson.decode, args[b + 18])
+    if not ok or type(policy) ~= 'table' then refuse(w .. 'retry policy must be JSON', args[b + 18]) end
+  end
 end

@@ -16,7 +16,7 @@
 -- The fields of a claimed job, in reply order (see _codec.CLAIM_FIELDS).
 L.CLAIMED = {'id', 'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'token',
              'lease', 'timeout', 'enqueued_at', 'run_at', 'schedule', 'fire_time',
-             'started_at'}
+             'started_at', 'retry'}
 local PROMOTE_MAX = 1000
 
 -- An inbox outlives its worker's registration by this many seconds at most.
@@ -175,7 +175,7 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   local idx = L.batch()
   -- the stored fields of L.CLAIMED (id, token and started_at are known here), and seq
   local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
-                 'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq'}
+                 'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq', 'retry'}
   -- every job is read before the first is written: a stored value that cannot
   -- be used (one not written by rota) must not stop the batch half-way
   local fetched = {}
@@ -200,7 +200,7 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]
     out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[5], v[6], token
     out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[7], v[8], v[9], v[10]
-    out[n + 13], out[n + 14], out[n + 15] = v[11], v[12], started
+    out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[11], v[12], started, v[14]
     local sub = K.ready(c.queue, c.priority, c.sig)
     idx.rem(sub, c.member)
     emptied[sub] = c

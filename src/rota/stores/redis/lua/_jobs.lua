@@ -32,13 +32,13 @@ end
 -- enqueue ----------------------------------------------------------------
 
 -- Fields per job in ARGV, in this order ("" stands for None):
-L.NEW_FIELDS = 18
+L.NEW_FIELDS = 19
 -- the optional ones: job hash field and offset from the job's first field
 local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
-                  {'schedule', 15}, {'fire_time', 16}, {'host', 17}}
+                  {'schedule', 15}, {'fire_time', 16}, {'host', 17}, {'retry', 18}}
 -- 1 id, 2 task, 3 queue, 4 payload, 5 priority, 6 delay, 7 run_at, 8 max_attempts,
 -- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
--- 15 unique_for, 16 schedule, 17 fire_time, 18 host
+-- 15 unique_for, 16 schedule, 17 fire_time, 18 host, 19 retry policy (JSON)
 
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply

@@ -33,7 +33,7 @@
 -- too.
 
 -- every argument is checked before the first write (_check.lua)
-local NEW_FIELDS = 18 -- L.NEW_FIELDS, the fields of one job
+local NEW_FIELDS = 19 -- L.NEW_FIELDS, the fields of one job
 local count = check_num(ARGV[2], 'job count', 1, MAX_BATCH, true)
 if #ARGV ~= 2 + count * NEW_FIELDS then
   refuse('enqueue takes ' .. NEW_FIELDS .. ' arguments per job', #ARGV - 2)
@@ -77,7 +77,7 @@ end
 -- worker and push its claimed row (L.CLAIMED order) to the worker's inbox.
 local function hand(worker, idle, now)
   local id, task, queue, payload = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-  local max_attempts, lease, timeout = ARGV[10], ARGV[12], ARGV[13]
+  local max_attempts, lease, timeout, retry = ARGV[10], ARGV[12], ARGV[13], ARGV[21]
   local seq = redis.call('INCRBY', S.seq, 1)
   local vtime = tonumber(redis.call('HGET', S.vclock, queue) or '0') + 1
   local stamp = fmt(now)
@@ -93,7 +93,8 @@ local function hand(worker, idle, now)
     'seq', seq, 'owner', worker, 'token', token, 'expires', expires, 'started_at', stamp,
   }
   for _, field in ipairs({{'priority', ARGV[7], '0'}, {'fair', ARGV[15], ''},
-                          {'max_attempts', max_attempts, '1'}, {'timeout', timeout, ''}}) do
+                          {'max_attempts', max_attempts, '1'}, {'timeout', timeout, ''},
+                          {'retry', retry, ''}}) do
     if field[2] ~= field[3] then
       fields[#fields + 1] = field[1]
       fields[#fields + 1] = field[2]
@@ -107,7 +108,8 @@ local function hand(worker, idle, now)
   redis.call('ZADD', S.leases, expires, id)
   local inbox = P .. 'inbox:' .. worker
   local row = {idle.slots, id, task, queue, payload, '1', max_attempts, '0', token, lease,
-               timeout ~= '' and timeout or false, stamp, stamp, false, false, stamp}
+               timeout ~= '' and timeout or false, stamp, stamp, false, false, stamp,
+               retry ~= '' and retry or false}
   if redis.call('RPUSH', inbox, cjson.encode(row)) == 1 then -- a new list (L.deliver)
     redis.call('EXPIRE', inbox, 3600) -- INBOX_TTL
   end

@@ -27,7 +27,7 @@ check_num(ARGV[3], w .. 'expected next fire', -MAX_TIME, MAX_TIME)
 check_opt(ARGV[4], w .. 'new next fire', -MAX_TIME, MAX_TIME)
 check_flag(ARGV[5], w .. 'job flag')
 if ARGV[5] == '1' then
-  check_count(5 + 18) -- L.NEW_FIELDS
+  check_count(5 + 19) -- L.NEW_FIELDS
   check_job(ARGV, 6)
 else
   check_count(5)

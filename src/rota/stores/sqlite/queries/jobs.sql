@@ -5,8 +5,8 @@
 -- A reused id fails the insert (and the transaction).
 INSERT INTO jobs (id, task, queue, state, payload, priority, vtime, fair_key, run_at,
                   enqueued_at, max_attempts, max_lost, lease, timeout, limits,
-                  unique_key, unique_for, schedule, fire_time, host)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  unique_key, unique_for, schedule, fire_time, host, retry)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_exists
 SELECT 1 FROM jobs WHERE id = ?
@@ -79,13 +79,13 @@ UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?,
     started_at = ?
 WHERE seq IN ({values})
 RETURNING id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-          enqueued_at, run_at, schedule, fire_time
+          enqueued_at, run_at, schedule, fire_time, retry
 
 -- name: claimed_rows
 -- The jobs of a committed claim (by its token), read again when the claim's
 -- own reply was lost with its connection.
 SELECT id, task, queue, payload, attempt, max_attempts, lost, lease_token, lease, timeout,
-       enqueued_at, run_at, schedule, fire_time FROM jobs
+       enqueued_at, run_at, schedule, fire_time, retry FROM jobs
 WHERE lease_token = ? || ':' || seq AND state = 'running' AND seq IN ({values})
 
 -- name: advance_queue_clock

@@ -1,0 +1,2 @@
+-- Each job's retry policy (NewJob.retry), claimed with it; NULL: the default.
+ALTER TABLE jobs ADD COLUMN retry TEXT NULL;

@@ -1,0 +1,70 @@
+"""RetryPolicy: what a job carries about its retries, and how it is stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from rota import InvalidArgument
+from rota.retry import DEFAULT_POLICY, RetryPolicy, encoded_policy, error_kind
+
+
+class Flaky(ConnectionError):
+    pass
+
+
+def test_the_default_policy_is_stored_as_nothing() -> None:
+    assert RetryPolicy().encode() is None
+    assert RetryPolicy.decode(None) is DEFAULT_POLICY
+    assert encoded_policy((1.0, 300.0), None, ()) is None
+
+
+def test_a_policy_survives_its_stored_form() -> None:
+    policy = RetryPolicy((0.5, 20.0), ("builtins.OSError",), ("builtins.TimeoutError",))
+    text = policy.encode()
+    assert text == (
+        '{"backoff":[0.5,20.0],"retry_on":["builtins.OSError"],'
+        '"no_retry_on":["builtins.TimeoutError"]}'
+    )
+    assert RetryPolicy.decode(text) == policy
+    assert RetryPolicy.decode(RetryPolicy(retry_on=()).encode()) == RetryPolicy(retry_on=())
+
+
+def test_a_tasks_options_name_exception_classes_by_module_and_qualname() -> None:
+    text = encoded_policy((2.0, 60.0), (Flaky,), (KeyError,))
+    assert RetryPolicy.decode(text) == RetryPolicy(
+        (2.0, 60.0), (f"{__name__}.Flaky",), ("builtins.KeyError",)
+    )
+
+
+def test_an_error_is_matched_by_its_class_or_a_base_class() -> None:
+    kinds = tuple(error_kind(c) for c in Flaky.__mro__)
+    assert RetryPolicy(retry_on=("builtins.OSError",)).refusal(kinds) is None
+    assert RetryPolicy(retry_on=("builtins.KeyError",)).refusal(kinds) == "not in retry_on"
+    assert RetryPolicy(no_retry_on=("builtins.ConnectionError",)).refusal(kinds) == (
+        "in no_retry_on"
+    )
+    assert DEFAULT_POLICY.refusal(kinds) is None
+
+
+def test_the_delay_follows_the_policys_backoff() -> None:
+    policy = RetryPolicy((10.0, 25.0))
+    assert [policy.delay(n, 0.0) for n in range(4)] == [0.0, 5.0, 10.0, 12.5]
+    assert policy.delay(1, 0.999999) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{", "must be JSON"),
+        ('{"backoff": [1]}', "backoff must be"),
+        ('{"backoff": [3, 2]}', "backoff must be"),
+        ('{"backoff": [true, 2]}', "backoff must be"),
+        ('{"retry_on": "builtins.OSError"}', "as strings"),
+        ('{"no_retry_on": [""]}', "as strings"),
+        ('{"max": 1}', "not a retry policy"),
+        ("[]", "not a retry policy"),
+    ],
+)
+def test_text_encode_never_writes_is_refused_precisely(text: str, says: str) -> None:
+    with pytest.raises(InvalidArgument, match=says):
+        RetryPolicy.decode(text)
