@@ -159,7 +159,7 @@ def new_job(job: object) -> None:
         moment(job.fire_time, "fire_time", jid)
     optional_text(job.host, "host", jid)
     if job.retry is not None:
-        optional_text(job.retry, "retry", jid)
+        text(job.retry, "retry", jid)
         try:
             RetryPolicy.decode(job.retry)
         except InvalidArgument as exc:
