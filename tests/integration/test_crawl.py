@@ -259,7 +259,8 @@ class Lab:
             page = self.store.list_jobs(JobQuery(queue="crawl", state=state), limit=5)
             pending += [f"{j.state} {j.task} {j.args} run_at={j.run_at}" for j in page.jobs]
         overrides = [i for i in self.store.limits() if i.override or i.rate_override]
-        return f"jobs {dict(counts)}; pending {pending}; overrides {overrides}"
+        failed = self.failed()[:5]
+        return f"jobs {dict(counts)}; pending {pending}; failed {failed}; overrides {overrides}"
 
     def fetched(self, label: str, path: str) -> list[Request]:
         return [r for r in self.site.requests(label) if r.path == path and r.status in (200, 304)]
@@ -602,6 +603,9 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(
             where = f"{len(site.requests())} requests; {lab.describe()}"
             if recrawl is not None:
                 where += f"; {len(behind)} pages fetched less than twice: {behind[:10]}"
+                hosts = Counter(host for (host, _), _ in behind)
+                robots = [(r.host, r.status) for r in site.requests() if r.path == "/robots.txt"]
+                where += f"; behind by host {dict(hosts)}; robots.txt answers {robots}"
                 for page, _ in behind[:3]:
                     asked = [r for r in site.requests() if (r.host, r.path) == page]
                     where += (
