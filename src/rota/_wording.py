@@ -1,10 +1,12 @@
-"""How a job's attempts read, the same in the dashboard and the CLI."""
+"""How a job's attempts and retries read, the same in the dashboard and the CLI."""
 
 from __future__ import annotations
 
+from rota.errors import InvalidArgument
 from rota.models import Job
+from rota.retry import RetryPolicy
 
-__all__ = ["attempt_text"]
+__all__ = ["attempt_text", "retry_text"]
 
 
 def attempt_text(job: Job) -> str:
@@ -13,3 +15,26 @@ def attempt_text(job: Job) -> str:
     if job.lost:
         return f"{job.attempt} ({job.lost} lost)"
     return f"{job.attempt}/{job.max_attempts}"
+
+
+def retry_text(job: Job) -> str:
+    """How the job's failed attempts are retried: ``none``, or e.g. ``up to 4,
+    backoff 2 s doubling to 60 s; only on OSError; never on TimeoutError``."""
+    if job.max_attempts <= 1:
+        return "none"
+    try:
+        policy = RetryPolicy.decode(job.retry)
+    except InvalidArgument:
+        return f"up to {job.max_attempts - 1} (the stored policy cannot be read: {job.retry!r})"
+    base, cap = policy.backoff
+    text = f"up to {job.max_attempts - 1}, backoff {base:g} s doubling to {cap:g} s"
+    if policy.retry_on is not None:
+        text += f"; only on {_names(policy.retry_on)}"
+    if policy.no_retry_on:
+        text += f"; never on {_names(policy.no_retry_on)}"
+    return text
+
+
+def _names(kinds: tuple[str, ...]) -> str:
+    """Exception classes by their own names (``builtins.OSError``: ``OSError``)."""
+    return ", ".join(kind.rpartition(".")[2] for kind in kinds) or "no error"

@@ -235,6 +235,8 @@ class Job:
     schedule: str | None = None
     fire_time: float | None = None
     host: str | None = None
+    #: The job's retry policy, as sent (:attr:`NewJob.retry`).
+    retry: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

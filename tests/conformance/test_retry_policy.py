@@ -1,6 +1,6 @@
-"""A job's retry policy is stored with it and claimed with it (sent, retried,
-or fired by a schedule), so the worker decides about a retry from the job
-alone. (Redis's hand-off to waiting workers: test_redis_specific.py.)"""
+"""A job's retry policy is stored with it, shown with it and claimed with it
+(sent, retried, or fired by a schedule), so the worker decides about a retry
+from the job alone. (Redis's hand-off to waiting workers: test_redis_specific.py.)"""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ POLICY = RetryPolicy((2.5, 40.0), ("builtins.OSError",), ("builtins.TimeoutError
 def test_a_claimed_job_carries_the_retry_policy_it_was_sent_with(store: Store) -> None:
     with_policy = enqueue_one(store, new_job(1, retry=POLICY))
     without = enqueue_one(store, new_job(2))
+    assert (get(store, with_policy).retry, get(store, without).retry) == (POLICY, None)
     claimed = {job.id: job.retry for job in claim(store, limit=2)}
     assert claimed == {with_policy: POLICY, without: None}
     assert RetryPolicy.decode(claimed[with_policy]) == RetryPolicy(

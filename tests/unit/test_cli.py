@@ -372,6 +372,7 @@ def test_jobs_show_everything(env: Env) -> None:
     assert fields["queue"] == "crawl"
     assert fields["state"] == "failed"
     assert fields["attempt"] == "3/3"
+    assert fields["retries"] == "up to 2, backoff 1 s doubling to 300 s"
     assert fields["priority"] == "0"
     assert "limit keys" in out and "spiders" in out.split("limit keys")[1].splitlines()[0]
     assert '"url": "https://example.com/x"' in out

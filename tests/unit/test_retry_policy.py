@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rota import InvalidArgument
+from rota._wording import retry_text
+from rota.models import Job, JobState
 from rota.retry import DEFAULT_POLICY, RetryPolicy, encoded_policy, error_kind
 
 
@@ -68,3 +70,29 @@ def test_the_delay_follows_the_policys_backoff() -> None:
 def test_text_encode_never_writes_is_refused_precisely(text: str, says: str) -> None:
     with pytest.raises(InvalidArgument, match=says):
         RetryPolicy.decode(text)
+
+
+def _job(max_attempts: int, retry: str | None) -> Job:
+    return Job("j", "t", "q", JobState.QUEUED, [], {}, 0, 0.0, 0.0, 0, max_attempts, 0, retry=retry)
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "retry", "text"),
+    [
+        (1, '{"backoff":[2.0,60.0]}', "none"),
+        (4, None, "up to 3, backoff 1 s doubling to 300 s"),
+        (
+            2,
+            '{"backoff":[0.5,30.0],"retry_on":["builtins.OSError","x.Flaky"],'
+            '"no_retry_on":["builtins.TimeoutError"]}',
+            "up to 1, backoff 0.5 s doubling to 30 s; only on OSError, Flaky; "
+            "never on TimeoutError",
+        ),
+        (2, '{"retry_on":[]}', "up to 1, backoff 1 s doubling to 300 s; only on no error"),
+        (3, "{bad", "up to 2 (the stored policy cannot be read: '{bad')"),
+    ],
+)
+def test_a_jobs_retries_read_the_same_in_the_cli_and_the_dashboard(
+    max_attempts: int, retry: str | None, text: str
+) -> None:
+    assert retry_text(_job(max_attempts, retry)) == text

@@ -84,6 +84,16 @@ def test_lost_attempts_read_as_lost(client: TestClient, demo: Demo) -> None:
     assert re.search(r'<dd id="attempt">2 \(1 lost\)', page)
 
 
+def test_a_job_page_says_how_its_failures_are_retried(client: TestClient, demo: Demo) -> None:
+    policy = '{"backoff":[2.0,60.0],"no_retry_on":["builtins.ValueError"]}'
+    patient = _put(demo, "7e7e7e" + "0" * 26, max_attempts=4, retry=policy)
+    once = _put(demo, "0ce0ce" + "0" * 26)
+    page = client.get(f"/jobs/{patient}").text
+    expected = "up to 3, backoff 2 s doubling to 60 s; never on ValueError"
+    assert f'<dd id="retries">{expected}</dd>' in page
+    assert '<dd id="retries">none</dd>' in client.get(f"/jobs/{once}").text
+
+
 def test_a_job_that_succeeded_on_retry_shows_no_error(client: TestClient, demo: Demo) -> None:
     job_id = _put(demo, "5ecced" + "0" * 26, max_attempts=2)
     [first] = demo.store.claim("worker", ["default"], 1)

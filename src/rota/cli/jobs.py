@@ -13,7 +13,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from rota._wording import attempt_text
+from rota._wording import attempt_text, retry_text
 from rota.app import App
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
@@ -159,6 +159,7 @@ def _fields(job: Job, now: float) -> Text:
         ("state", state_text(job.state)),
         ("priority", str(job.priority)),
         ("attempt", attempt_text(job)),
+        ("retries", retry_text(job)),
         ("enqueued", fmt_when(job.enqueued_at, now)),
         ("run at", fmt_when(job.run_at, now)),
         ("started", fmt_when(job.started_at, now)),

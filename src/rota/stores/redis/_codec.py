@@ -183,6 +183,7 @@ def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
         schedule=_text(h.get(b"schedule")),
         fire_time=_float(h.get(b"fire_time")),
         host=_text(h.get(b"host")),
+        retry=_text(h.get(b"retry")),
     )
 
 

@@ -59,6 +59,7 @@ def job_from_row(row: Sequence[Any], now: float) -> Job:
         schedule=row[22],
         fire_time=row[23],
         host=row[24],
+        retry=row[25],
     )
 
 

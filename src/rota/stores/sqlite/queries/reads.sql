@@ -5,13 +5,13 @@
 -- name: jobs_by_id
 SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
        max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
-       error, traceback, history, limits, unique_key, schedule, fire_time, host
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
 FROM jobs WHERE id IN ({values})
 
 -- name: list_jobs
 SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
        max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
-       error, traceback, history, limits, unique_key, schedule, fire_time, host
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
 FROM jobs WHERE {where}
 ORDER BY seq DESC LIMIT ?
 
