@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from rota import _json
+from rota import _json, _validate
 from rota.errors import InvalidArgument
 
 #: The backoff of a task that names none: 1 s doubling up to 5 min.
@@ -109,7 +109,12 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 def _seconds(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9
+    """A duration a task's backoff may hold (as ``parse_duration`` allows)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value <= _validate.MAX_DURATION
+    )
 
 
 def _kinds(value: object, text: str) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rota import InvalidArgument
+from rota._validate import MAX_DURATION
 from rota._wording import retry_text
 from rota.models import Job, JobState
 from rota.retry import DEFAULT_POLICY, RetryPolicy, encoded_policy, error_kind
@@ -29,6 +30,12 @@ def test_a_policy_survives_its_stored_form() -> None:
     )
     assert RetryPolicy.decode(text) == policy
     assert RetryPolicy.decode(RetryPolicy(retry_on=()).encode()) == RetryPolicy(retry_on=())
+
+
+def test_every_backoff_a_task_accepts_can_be_stored() -> None:
+    longest = (MAX_DURATION, MAX_DURATION)
+    assert RetryPolicy.decode(encoded_policy(longest, None, ())).backoff == longest
+    assert RetryPolicy.decode(encoded_policy((0.0, 0.0), None, ())).backoff == (0.0, 0.0)
 
 
 def test_a_tasks_options_name_exception_classes_by_module_and_qualname() -> None:
