@@ -22,9 +22,6 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: Seconds a page answer waits at most for a closed gate (:attr:`Site.gate`).
-GATE_WAIT = 60.0
-
 Target = tuple[str, str]  # (host label, path)
 
 
@@ -124,7 +121,6 @@ class _Host:
                 self.robots_asked += 1
                 status, text = spec.robots[min(self.robots_asked, len(spec.robots)) - 1]
             return status, {"Content-Type": "text/plain"}, text.encode()
-        self.site.gate.wait(GATE_WAIT)
         time.sleep(spec.delay)
         if path not in spec.pages:
             return 404, {"Content-Type": "text/html"}, b"<html><title>gone</title></html>"
@@ -163,10 +159,6 @@ class Site:
     def __init__(self, hosts: dict[str, HostSpec]) -> None:
         self._lock = threading.Lock()
         self._log: list[Request] = []
-        #: Pages are answered while set (a test clears it to hold every page
-        #: answer, up to GATE_WAIT seconds, until its clients are all up).
-        self.gate = threading.Event()
-        self.gate.set()
         self.hosts = {label: _Host(self, label, spec) for label, spec in hosts.items()}
         for host in self.hosts.values():
             host.thread.start()
