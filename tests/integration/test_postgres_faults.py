@@ -121,13 +121,17 @@ def test_three_workers_survive_a_kill(
     processes.kill_while(killed, lambda: held_by(pstore, killed.pid))
     # its last statement, if any, ends once the server sees the connection gone
     wait_for(lambda: not backends(pg_cluster, "rota-killed"), 10, 0.05, "its connections to end")
+    # its jobs still leased to it; on a slow machine some leases may already
+    # have run out and been recovered by then: they are added from their
+    # histories below
     in_flight = held_by(pstore, killed.pid)
-    assert in_flight, "the killed worker held no job"
 
     wait_for(lambda: all_succeeded(pstore, n), 90, 0.25, "every job to succeed")
 
     # nothing lost: every job succeeded with its own result and ran at least once
     jobs = [j for j in pstore.get_jobs(list(ids)) if j is not None]
+    in_flight |= {j.id for j in jobs if lost_on(j, killed.pid)}
+    assert in_flight, "the killed worker held no job"
     assert len(jobs) == n
     assert {j.state for j in jobs} == {JobState.SUCCEEDED}
     assert all(j.result == ids[j.id] for j in jobs)

@@ -2,7 +2,8 @@
 every link of the pages it is given (``SEEDS``, space-separated) and
 records what it fetched (``FETCHED``: a file, one URL and pid a line);
 its callback raises on a page whose path ends with ``/boom``.
-``ROTA_URL`` names the store; ``PER_HOST`` and ``RATE`` the politeness."""
+``ROTA_URL`` names the store; ``PER_HOST`` and ``RATE`` the politeness;
+``CONCURRENT`` caps the requests the process runs at once (8)."""
 
 import os
 
@@ -24,7 +25,7 @@ class SiteSpider(scrapy.Spider):
         "ROBOTSTXT_OBEY": False,
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO"),
-        "CONCURRENT_REQUESTS": 8,
+        "CONCURRENT_REQUESTS": int(os.environ.get("CONCURRENT", "8")),
         "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
     }
 
