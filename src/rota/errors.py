@@ -17,6 +17,7 @@ __all__ = [
     "PayloadTooLarge",
     "RotaError",
     "SerializationError",
+    "Snooze",
     "StoreError",
     "StoreUnavailable",
     "UnknownTask",
@@ -98,6 +99,27 @@ class JobCancelled(RotaError):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"job {job_id} was cancelled")
         self.job_id = job_id
+
+
+class Snooze(RotaError):
+    """Raised by a task: not now, run this job again in ``seconds``.
+
+    The attempt does not count: the job goes back to ``scheduled`` with the
+    same attempt number and as many retries left as before, and ``error`` says why it
+    waits (``Snooze: <reason>``); no history entry is added. Use it for a job
+    that waits on something outside it (a file not there yet, a host asking
+    for a pause), not for a failure: a job that snoozes every time waits for
+    ever.
+    """
+
+    def __init__(self, seconds: float, reason: str = "") -> None:
+        from rota import _validate  # here: rota._validate imports this module
+
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise InvalidArgument(f"Snooze takes a number of seconds, not {seconds!r}")
+        self.seconds = float(_validate.seconds(seconds, "snooze seconds"))
+        self.reason = reason
+        super().__init__(reason or f"snoozed for {self.seconds:g} s")
 
 
 class JobTimeout(RotaError, TimeoutError):

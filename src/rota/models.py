@@ -194,7 +194,10 @@ class Outcome:
 
     ``ok`` with ``result`` (JSON bytes), or not ``ok`` with ``error`` and
     ``traceback``. On failure ``retry_in`` asks for another attempt after that
-    many seconds; the store grants it only while attempts remain.
+    many seconds; the store grants it only while attempts remain. A
+    ``snooze`` (not ``ok``, with ``retry_in``) is not counted as an attempt:
+    the job is scheduled at ``now() + retry_in`` with its attempt number
+    stepped back, ``error`` saying why, and no history entry.
     """
 
     job_id: str
@@ -204,6 +207,7 @@ class Outcome:
     error: str | None = None
     traceback: str | None = None
     retry_in: float | None = None
+    snooze: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,9 @@ uniqueness, limits, attempts and history are the store's own:
 - jobs a task sends run after its attempt, in queue order (no recursion);
 - a failed attempt with retries left runs again at once: the backoff is
   skipped, the attempt count and history are those a worker leaves;
+- a snoozed job (:class:`~rota.errors.Snooze`) runs again at once too, up
+  to :data:`SNOOZES_SKIPPED` times in one ``send``; after that it waits its
+  snooze, ``scheduled``, as a worker would leave it;
 - ``current_job()`` works inside the task;
 - delayed jobs (``send_in``, ``send_at``) stay ``scheduled`` until due; they
   run when a later ``send`` or ``result(timeout=...)`` finds them due, or
@@ -32,6 +35,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +50,8 @@ from rota.worker.worker import Worker
 __all__ = ["Inline", "RunSummary", "inline", "run_until_idle"]
 
 MEMORY_URL = "sqlite:///:memory:"
+#: How many times in a row one ``send`` runs a snoozed job again at once.
+SNOOZES_SKIPPED = 20
 
 
 class Inline:
@@ -71,6 +77,7 @@ class Inline:
             return 0
         self._local.running = True
         ran = 0
+        snoozed: Counter[str] = Counter()
         try:
             store = self.app.store
             # every job runs here, whatever host it was sent to
@@ -78,7 +85,9 @@ class Inline:
             while claimed := store.claim(self.worker_id, sorted(self._queues), 1, anywhere):
                 job = claimed[0]
                 outcome = runner.to_outcome(job, runner.run_sync(self.app, job))
-                if outcome.retry_in is not None:
+                if outcome.snooze:
+                    snoozed[job.id] += 1
+                if outcome.retry_in is not None and snoozed[job.id] <= SNOOZES_SKIPPED:
                     outcome = dataclasses.replace(outcome, retry_in=0.0)  # backoff skipped
                 store.finish([outcome])
                 ran += 1

@@ -30,7 +30,7 @@ def _job(**changes: str) -> list[str]:
     return list(fields.values())
 
 
-def _outcome(retry_in: str = "", flags: str = "0010", job_id: str = "runs") -> list[str]:
+def _outcome(retry_in: str = "", flags: str = "00100", job_id: str = "runs") -> list[str]:
     return [job_id, "token", flags, "", "boom", "", retry_in]
 
 
@@ -74,7 +74,10 @@ CASES: dict[str, list[list[str]]] = {
         ["", *_outcome("nan")],
         ["", *_outcome("inf")],
         ["", *_outcome("-1")],
-        ["", *_outcome(flags="1x00")],
+        ["", *_outcome(flags="1x000")],
+        ["", *_outcome(flags="0010")],
+        ["", *_outcome(flags="00101")],  # a snooze without retry_in
+        ["", *_outcome("1", flags="10001")],  # a snooze that succeeded
         ["", *_outcome(job_id="")],
         ["", *_outcome(), "extra"],
         [""],

@@ -31,6 +31,7 @@ EXPECTED_EXPORTS = {
     "Registry",
     "RotaError",
     "SerializationError",
+    "Snooze",
     "StoreError",
     "StoreUnavailable",
     "Task",

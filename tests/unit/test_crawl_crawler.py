@@ -86,6 +86,28 @@ def test_a_crawl_keeps_items_as_results_and_fetches_each_page_once(app: App, sit
     assert rows.count("\n") == 6 and '"title":"a/menu v1"' in rows
 
 
+def test_pages_wait_for_a_robots_txt_that_cannot_be_read_without_using_their_retries(
+    app: App,
+) -> None:
+    # robots.txt is read, then, once its one-second TTL is over, answers 503:
+    # the page being fetched then waits for its next read, though the crawl
+    # gives a fetch no retry (a snooze is no attempt)
+    chain = {f"/{i}": [("a", f"/{i + 1}")] for i in range(8)} | {"/": [("a", "/0")], "/8": []}
+    robots = [(200, "User-agent: *\nAllow: /\n"), (503, ""), (200, "User-agent: *\nAllow: /\n")]
+    with serving({"a": HostSpec(chain, robots=robots, delay=0.25)}) as site:
+        crawler = Crawler(
+            app, "slow", seeds=[site.url("a")], rate=1000, retries=0, robots_ttl=1, timeout=1
+        )
+        crawler.start()
+        summary = run_until_idle(app, timeout=60)
+        paths = [r.path for r in site.requests("a")]
+    assert summary.failed == 1  # the robots.txt fetch that was refused, and no page
+    assert paths.count("/robots.txt") >= 3, paths  # read, refused, read again
+    assert sorted(r["url"] for r in results(app, "slow.fetch")) == sorted(
+        site.url("a", path) for path in chain
+    )
+
+
 def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(
     app: App, site: Site
 ) -> None:

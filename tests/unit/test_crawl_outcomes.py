@@ -59,9 +59,8 @@ def test_error_kinds_from_the_errors_the_crawler_raises() -> None:
     assert error_kind(stored(FetchFailed("timeout", "http://a/: ReadTimeout: x"))) == "timeout"
     assert error_kind(stored(FetchFailed("connection", "http://a/: ConnectError"))) == "connection"
     assert error_kind(stored(Throttled("http://a/ answered 429: a is paused"))) == "throttled"
-    assert error_kind(stored(TryLater("robots.txt of http://a is not read yet"))) == (
-        "robots-waiting"
-    )
+    # a wait for robots.txt is a snooze, no attempt: only older versions stored it
+    assert error_kind(stored(TryLater("robots.txt of http://a is not read yet", 5.0))) == "other"
     assert error_kind(stored(ParseFailed("parse callback f failed"))) == "parse"
     for other in (None, "", "ValueError: boom", "FetchFailed: odd: x", "internal error in x"):
         assert error_kind(other) == "other", other

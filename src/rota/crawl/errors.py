@@ -3,7 +3,7 @@ message naming the URL or host, and says whether the job is tried again."""
 
 from __future__ import annotations
 
-from rota.errors import RotaError
+from rota.errors import RotaError, Snooze
 
 __all__ = ["CrawlError", "FetchFailed", "ParseFailed", "Throttled", "TryLater"]
 
@@ -12,15 +12,22 @@ class CrawlError(RotaError):
     """Base class of the crawler's errors."""
 
 
-class TryLater(CrawlError):
-    """Not now: the job is tried again after the task's backoff (robots.txt
-    of its origin is not read yet, or, with a seen-set, a recrawl came before
-    the last fetch let go of the URL)."""
+class TryLater(CrawlError, Snooze):
+    """Not now: robots.txt of the job's origin is not read yet, or, with a
+    seen-set, a recrawl came before the last fetch let go of the URL. A
+    :class:`~rota.errors.Snooze`: the job runs again in ``seconds`` without
+    using one of its retries, so a page waits for its robots.txt as long as
+    it takes."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        Snooze.__init__(self, seconds, message)
 
 
-class Throttled(TryLater):
+class Throttled(CrawlError):
     """The host answered 429 or 503: it is paused (see
-    :mod:`rota.crawl.pacing`), and the job tried again once the pause is over."""
+    :mod:`rota.crawl.pacing`), and the job tried again with backoff (no
+    fetch of the host starts before the pause is over). It counts as an
+    attempt: the host did answer."""
 
 
 class FetchFailed(CrawlError):

@@ -13,6 +13,7 @@ period.
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -63,7 +64,9 @@ class RobotsBook:
         result (sending that job if no fetch of the file is within its TTL,
         and waiting up to ``robots_wait`` seconds for one being fetched).
         :class:`TryLater` when the file is not read yet or is unreachable:
-        nothing of the origin is fetched meanwhile."""
+        nothing of the origin is fetched meanwhile, and the page snoozes
+        (5 s while the file is being fetched, until its next try while its
+        fetch is retried, 60 s once it gave up; each spread by up to half)."""
         known = self.known(origin)
         if known is not None:
             return known
@@ -78,7 +81,9 @@ class RobotsBook:
                 handle.result(timeout=self._settings.robots_wait)
             job = handle.job()
         if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
-            raise TryLater(f"robots.txt of {origin} is not read yet: {_why(job)}")
+            store = self.task.app.store
+            wait = _snooze(job, store.now()) * (1.0 + random.random() / 2)  # spread the pages
+            raise TryLater(f"robots.txt of {origin} is not read yet: {_why(job)}", wait)
         rules = Rules.from_result(job.result, self._settings.agent)
         store = self.task.app.store
         left = (job.finished_at or store.now()) + self._settings.robots_ttl - store.now()
@@ -109,6 +114,21 @@ class RobotsBook:
                 f"{url} answered {got.status}: nothing of {origin} is fetched yet",
             )
         return robots.stored(got.status, got.content)
+
+
+#: How long a page waits for a robots.txt being fetched, and for one whose
+#: fetch gave up (its origin unreachable; the next page to wake sends it again).
+_WAIT_FETCHING = 5.0
+_WAIT_UNREACHABLE = 60.0
+
+
+def _snooze(job: Job, now: float) -> float:
+    """How long a page of ``job``'s origin waits before it asks again."""
+    if job.state in (JobState.QUEUED, JobState.RUNNING):
+        return _WAIT_FETCHING
+    if job.state is JobState.SCHEDULED:  # its fetch is tried again then
+        return max(1.0, job.run_at - now + 1.0)
+    return _WAIT_UNREACHABLE
 
 
 def _why(job: Job) -> str:

@@ -54,8 +54,11 @@ __all__ = ["Callback", "CrawlJobs"]
 #: How long the store holds a fetched URL's unique key without a seen-set: for
 #: good, so a page found again is never sent again (its recrawls fetch it).
 NEVER = _validate.MAX_DURATION
-#: Retries of jobs that only wait for something (robots.txt, the end of a hold).
+#: Retries of the jobs that send pages (admit, recrawl); their waits for a
+#: robots.txt or for the end of a hold are snoozes, which use none.
 _PATIENT = {"retries": 20, "backoff": (1.0, 600.0)}
+#: How long a recrawl waits for the last fetch of its page to let go of it.
+_HOLD_WAIT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +210,7 @@ class CrawlJobs:
             task = task.options(unique=_after_key(url, after), unique_for=s.recrawl)
         handle = task.send(url, depth, previous)
         if handle.duplicate and handle.id == after:
-            raise TryLater(f"the last fetch of {url} ({after}) still holds it")
+            raise TryLater(f"the last fetch of {url} ({after}) still holds it", _HOLD_WAIT)
         return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
 
     def _send_resume(self, host: str, level: int, rate: float | None, delay: float) -> None:

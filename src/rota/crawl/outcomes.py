@@ -11,9 +11,10 @@ Answers (the fetch got a page back and its job succeeded): ``2xx``,
 ``3xx`` (redirects and 304 Not Modified), ``4xx``; ``robots-disallowed``
 (not fetched: robots.txt says no). Failed attempts: ``5xx``,
 ``throttled`` (429 or 503: the host was paused), ``timeout``,
-``connection`` (any other network error), ``robots-waiting`` (the
-origin's robots.txt was not read yet), ``parse`` (a parse callback
-raised), ``lost`` (the worker died or its lease ran out), ``other``.
+``connection`` (any other network error), ``parse`` (a parse callback
+raised), ``lost`` (the worker died or its lease ran out), ``other``. A
+fetch that waits for its origin's robots.txt snoozes
+(:class:`~rota.crawl.TryLater`): that is no attempt, and leaves none.
 """
 
 from __future__ import annotations
@@ -41,14 +42,13 @@ ERROR_KINDS = (
     "throttled",
     "timeout",
     "connection",
-    "robots-waiting",
     "parse",
     "lost",
     "other",
 )
 
 #: Failed attempts whose kind is their exception's class.
-_BY_CLASS = {"Throttled": "throttled", "TryLater": "robots-waiting", "ParseFailed": "parse"}
+_BY_CLASS = {"Throttled": "throttled", "ParseFailed": "parse"}
 _FETCH_FAILED = ("5xx", "throttled", "timeout", "connection")
 
 

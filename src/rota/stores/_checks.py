@@ -217,7 +217,8 @@ def leases(refs: Sequence[object]) -> None:
 
 
 def outcomes(values: Sequence[object]) -> None:
-    """:class:`Outcome` values: ids, tokens, types, and a finite ``retry_in``."""
+    """:class:`Outcome` values: ids, tokens, types, a finite ``retry_in``, and
+    a ``snooze`` only on a failure with ``retry_in``."""
     for o in values:
         if not isinstance(o, Outcome):
             raise InvalidArgument(f"an outcome must be an Outcome, not {_show(o)}")
@@ -234,6 +235,10 @@ def outcomes(values: Sequence[object]) -> None:
                 )
         if o.retry_in is not None:
             seconds(o.retry_in, "retry_in", job_id=o.job_id)
+        if o.snooze is not False and (o.snooze is not True or o.ok or o.retry_in is None):
+            raise InvalidArgument(
+                f"{_where(o.job_id)}snooze must be False, or True on a failure with retry_in"
+            )
 
 
 def job_ids(values: object) -> None:

@@ -132,7 +132,11 @@ class JobStore(ABC):
 
         Success: ``succeeded`` with the result. Failure with ``retry_in`` and
         attempts left: back to ``scheduled`` at ``now() + retry_in``.
-        Otherwise ``failed``. Limit slots are released either way.
+        Otherwise ``failed``. A snooze (``snooze`` and ``retry_in``) is not
+        an attempt: back to ``scheduled`` at ``now() + retry_in`` whatever
+        the attempts left, ``attempt`` one less, ``error`` the outcome's,
+        ``traceback`` None, no history entry, no count in the stats nor in a
+        breaker. Limit slots are released either way.
 
         A job marked by :meth:`SteeringStore.cancel` ends ``cancelled``
         whatever the outcome.

@@ -43,7 +43,6 @@ ERROR_COLUMNS = (
     "timeout",
     "connection",
     "robots-disallowed",
-    "robots-waiting",
     "parse",
     "lost",
     "other",

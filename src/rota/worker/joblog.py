@@ -24,9 +24,12 @@ FIELDS = ("task", "job_id", "attempt", "duration_ms", "outcome", "error", "retry
 
 
 def outcome_name(job: ClaimedJob, outcome: Outcome) -> str:
-    """``succeeded``, ``retrying`` (the store will grant another attempt) or ``failed``."""
+    """``succeeded``, ``snoozed`` (runs again; the attempt does not count),
+    ``retrying`` (the store will grant another attempt) or ``failed``."""
     if outcome.ok:
         return "succeeded"
+    if outcome.snooze:
+        return "snoozed"
     if outcome.retry_in is not None and job.attempt - job.lost < job.max_attempts:
         return "retrying"
     return "failed"
@@ -39,7 +42,7 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
     name = outcome_name(job, outcome)
     ms = round(seconds * 1000.0, 1)
     error = (outcome.error or "").split("\n", 1)[0] if not outcome.ok else None
-    retry_in = outcome.retry_in if name == "retrying" else None
+    retry_in = outcome.retry_in if name in ("retrying", "snoozed") else None
     text = f"{job.task} {job.id} attempt {job.attempt} {name} in {ms:g} ms"
     if error is not None:
         text += f": {error}"

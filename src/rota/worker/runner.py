@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
 from rota.context import JobContext, reset_current, set_current
-from rota.errors import CorruptJob, UnknownTask
+from rota.errors import CorruptJob, Snooze, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import RetryPolicy, error_kind
 from rota.worker import joblogs
@@ -42,6 +42,8 @@ class Result:
     internal: bool = False
     #: The error's classes, most derived first, as ``module.qualname``.
     kinds: tuple[str, ...] = ()
+    #: The task raised :class:`~rota.errors.Snooze`: run again in that many seconds.
+    snooze: float | None = None
 
 
 def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], JobContext]:
@@ -75,7 +77,10 @@ def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     text = _storable("".join(traceback.format_exception(exc)))
     error = _storable(f"{type(exc).__name__}: {exc}")
     kinds = tuple(error_kind(cls) for cls in type(exc).__mro__)
-    return Result(False, error=error, traceback=text, retryable=retryable, kinds=kinds)
+    snooze = exc.seconds if isinstance(exc, Snooze) else None
+    return Result(
+        False, error=error, traceback=text, retryable=retryable, kinds=kinds, snooze=snooze
+    )
 
 
 def _storable(text: str) -> str:
@@ -135,9 +140,13 @@ async def _await(awaitable: Any) -> Any:
 
 def to_outcome(job: ClaimedJob, result: Result) -> Outcome:
     """The report for the store, with a backoff delay when a retry may follow
-    (by the retry policy the job carries)."""
+    (by the retry policy the job carries); a snooze waits what it asked."""
     if result.ok:
         return Outcome(job.id, job.token, True, result=result.result)
+    if result.snooze is not None:
+        return Outcome(
+            job.id, job.token, False, error=result.error, retry_in=result.snooze, snooze=True
+        )
     retry_in, error = None, result.error
     if result.retryable:
         policy = RetryPolicy.decode(job.retry)

@@ -436,7 +436,7 @@ class Worker:
                 )
             elif outcome.ok:
                 self.processed += 1
-            else:
+            elif not outcome.snooze:  # a snooze is no attempt
                 self.failed += 1
 
     def _keeper_loop(self) -> None:

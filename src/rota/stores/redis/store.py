@@ -254,7 +254,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         args: list[bytes | str] = [self._request_id()]
         for o in outcomes:
             has = (o.result is not None, o.error is not None, o.traceback is not None)
-            flags = f"{o.ok:d}{has[0]:d}{has[1]:d}{has[2]:d}"
+            flags = f"{o.ok:d}{has[0]:d}{has[1]:d}{has[2]:d}{o.snooze:d}"
             args += [
                 o.job_id,
                 o.token,

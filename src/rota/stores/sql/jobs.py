@@ -249,13 +249,18 @@ class Jobs(Database):
         now = tx.now()  # in the transaction: finishes are recorded in time order
         rows = _held_by_id(tx, [o.job_id for o in outcomes])
         if self.orders_debug_queues:
-            failing = [rows[o.job_id].queue for o in outcomes if not o.ok and o.job_id in rows]
+            failing = [
+                rows[o.job_id].queue
+                for o in outcomes
+                if not (o.ok or o.snooze) and o.job_id in rows
+            ]
             now = hold_debug_queues(tx, failing, now)
         book = _limits.LimitBook(tx, now)
         limits_of = _decode_limits(rows.values())
         book.load(limits_of.values())
         done: list[tuple[Any, ...]] = []
         retries: list[tuple[Any, ...]] = []
+        snoozes: list[tuple[Any, ...]] = []
         fails: list[tuple[Any, ...]] = []
         counts: Counter[tuple[str, str, bool]] = Counter()
         retried: Counter[tuple[str, str]] = Counter()
@@ -272,6 +277,11 @@ class Jobs(Database):
                 if limits:
                     book.release(limits, o.job_id, None)
                 end_cancelled(tx, row, now)
+                continue
+            if o.snooze:
+                if limits:
+                    book.release(limits, o.job_id, None)
+                snoozes.append((now + (o.retry_in or 0.0), o.error, o.job_id))
                 continue
             counts[(row.queue, row.task, o.ok)] += 1
             if limits:
@@ -292,11 +302,12 @@ class Jobs(Database):
                 settle_unique(tx, row.unique_key, row.id, row.unique_for, now, succeeded=False)
         tx.executemany("mark_succeeded", done)
         tx.executemany("mark_retry", retries)
+        tx.executemany("mark_snoozed", snoozes)
         tx.executemany("mark_failed", fails)
         book.save()
         _unpark(tx, book)
         count_attempts(tx, int(now // 60), counts, retried)
-        if retries or book.freed:  # work that may now start
+        if retries or snoozes or book.freed:  # work that may now start
             tx.wake()
         return applied
 

@@ -149,6 +149,13 @@ UPDATE jobs SET state = 'scheduled', run_at = %s, error = %s, traceback = %s,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = %s
 
+-- name: mark_snoozed
+-- A snooze is not an attempt: the claim's attempt is taken back.
+UPDATE jobs SET state = 'scheduled', run_at = %s, error = %s, traceback = NULL,
+    attempt = attempt - 1,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = %s
+
 -- name: mark_failed
 UPDATE jobs SET state = 'failed', error = %s, traceback = %s, finished_at = %s,
     history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(%s, 'UTF8')::jsonb),

@@ -12,14 +12,15 @@
 -- KEYS[9] debugjob: queue -> the failed job that paused it in debug mode
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
 -- ARGV[2..] 7 fields per outcome: job id, token, flags, result, error,
---           traceback, retry_in ("" for None). flags is four characters
---           "1"/"0": ok, has result, has error, has traceback.
+--           traceback, retry_in ("" for None). flags is five characters
+--           "1"/"0": ok, has result, has error, has traceback, snooze.
 --
 -- An outcome whose token does not hold the running job is refused (0) and
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
 -- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
 -- outcome appends the attempt to the job's history, with the worker that ran
--- it and its host. Limit slots are released and breakers count the outcome;
+-- it and its host, but a snooze: scheduled at now + retry_in, its attempt
+-- taken back, no history entry, no stats nor breaker count. Limit slots are released and breakers count the outcome;
 -- stats are counted per minute (kept two days) and all time. A queue in
 -- debug mode is paused at its first failed attempt, linking that job. A job
 -- asked to stop (cancel.lua) ends cancelled whatever the outcome.
@@ -30,10 +31,14 @@ check_groups(2, 7, 'outcomes')
 for i = 2, #ARGV, 7 do
   local w = 'outcome of job ' .. string.format('%q', check_str(ARGV[i], 'job id')) .. ': '
   check_str(ARGV[i + 1], w .. 'token')
-  if not string.match(ARGV[i + 2], '^[01][01][01][01]$') then
-    refuse(w .. 'flags must be four "0"/"1"', ARGV[i + 2])
+  if not string.match(ARGV[i + 2], '^[01][01][01][01][01]$') then
+    refuse(w .. 'flags must be five "0"/"1"', ARGV[i + 2])
   end
   check_opt(ARGV[i + 6], w .. 'retry_in', 0, MAX_SECONDS)
+  local flags = ARGV[i + 2]
+  if string.sub(flags, 5, 5) == '1' and (ARGV[i + 6] == '' or string.sub(flags, 1, 1) == '1') then
+    refuse(w .. 'a snooze is a failure with retry_in', ARGV[i + 2])
+  end
 end
 
 local replay = L.replayed(ARGV[1])
@@ -74,15 +79,27 @@ for i = 2, #ARGV, 7 do
     local err = string.sub(flags, 3, 3) == '1' and ARGV[i + 4]
     local tb = string.sub(flags, 4, 4) == '1' and ARGV[i + 5]
     local retry_in = L.opt(ARGV[i + 6])
+    local snooze = string.sub(flags, 5, 5) == '1'
     idx.rem(S.leases, id)
-    count(job.queue, job.task, ok)
+    if not snooze then count(job.queue, job.task, ok) end
     if job.limits then
-      book.release(cjson.decode(job.limits), id, ok)
+      local counted = ok
+      if snooze then counted = nil end -- a snooze counts in no breaker, as a release
+      book.release(cjson.decode(job.limits), id, counted)
       used_book = true
       wake[job.queue] = true
     end
     local lease = {'owner', '', 'token', '', 'expires', ''}
-    if ok then
+    if snooze then
+      local run_at = now + tonumber(retry_in)
+      redis.call('HINCRBY', jkey, 'attempt', -1)
+      L.pin_enqueued_at(jkey)
+      L.put(jkey, {'state', 'scheduled', 'run_at', L.fmt(run_at), 'error', err,
+                   'traceback', false, unpack(lease)})
+      idx.move(id, job.queue, job.seq, 'running', 'scheduled')
+      idx.add(K.delayed(job.queue), run_at, id)
+      wake[job.queue] = true
+    elseif ok then
       local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
       L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
                    'history', L.append_json(job.history, entry), unpack(lease)})

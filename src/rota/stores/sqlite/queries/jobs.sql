@@ -115,6 +115,13 @@ UPDATE jobs SET state = 'scheduled', run_at = ?, error = ?, traceback = ?,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE id = ?
 
+-- name: mark_snoozed
+-- A snooze is not an attempt: the claim's attempt is taken back.
+UPDATE jobs SET state = 'scheduled', run_at = ?, error = ?, traceback = NULL,
+    attempt = attempt - 1,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE id = ?
+
 -- name: mark_failed
 UPDATE jobs SET state = 'failed', error = ?, traceback = ?, finished_at = ?,
     history = json_insert(coalesce(history, '[]'), '$[#]', json(?)),

@@ -1,0 +1,120 @@
+"""rota.Snooze: a task that raises it runs again after the delay it asked
+for, without using a retry (inline and under a real worker); the crawler's
+waits for robots.txt are snoozes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rota.testing
+from rota import App, Snooze, current_job
+from rota.crawl import Throttled, TryLater
+from rota.crawl.hostrules import _snooze
+from rota.errors import InvalidArgument
+from rota.models import ClaimedJob, Job, JobState
+from rota.worker import runner
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    value = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    yield value
+    value.close()
+
+
+@pytest.mark.parametrize("seconds", [-1, math.nan, math.inf, "5", True, None])
+def test_a_snooze_of_no_usable_duration_is_refused(seconds: object) -> None:
+    with pytest.raises(InvalidArgument, match=r"[Ss]nooze"):
+        Snooze(seconds, "not yet")  # type: ignore[arg-type]
+
+
+def test_a_snooze_becomes_an_outcome_that_asks_for_its_delay() -> None:
+    job = ClaimedJob(
+        id="j1", task="t", queue="default", payload=b"{}", attempt=2, max_attempts=2,
+        lost=0, token="tok", lease=30.0, timeout=None, enqueued_at=0.0, run_at=0.0,
+        started_at=0.0,
+    )  # fmt: skip
+    result = runner.failure(Snooze(7.5, "the file is not there yet"))
+    outcome = runner.to_outcome(job, result)
+    assert (outcome.ok, outcome.snooze, outcome.retry_in) == (False, True, 7.5)
+    assert outcome.error == "Snooze: the file is not there yet"
+    assert outcome.traceback is None
+    # an error of any other class is an attempt, which the store counts
+    assert runner.to_outcome(job, runner.failure(OSError("reset"))).snooze is False
+
+
+def test_the_crawlers_waits_are_snoozes_and_a_throttle_is_an_attempt() -> None:
+    wait = TryLater("robots.txt of http://a is not read yet", 5.0)
+    assert isinstance(wait, Snooze) and wait.seconds == 5.0
+    assert str(wait) == "robots.txt of http://a is not read yet"
+    assert not isinstance(Throttled("http://a answered 429"), Snooze)
+
+
+def _robots_job(state: JobState, run_at: float = 0.0) -> Job:
+    return Job(
+        id="r", task="c.robots", queue="crawl", state=state, args=["http://a"], kwargs={},
+        priority=0, run_at=run_at, enqueued_at=0.0, attempt=1, max_attempts=4, lost=0,
+    )  # fmt: skip
+
+
+def test_a_page_waits_for_its_robots_txt_by_the_state_of_its_fetch() -> None:
+    assert _snooze(_robots_job(JobState.RUNNING), now=100.0) == 5.0
+    assert _snooze(_robots_job(JobState.QUEUED), now=100.0) == 5.0
+    assert _snooze(_robots_job(JobState.SCHEDULED, run_at=112.0), now=100.0) == 13.0
+    assert _snooze(_robots_job(JobState.SCHEDULED, run_at=90.0), now=100.0) == 1.0
+    assert _snooze(_robots_job(JobState.FAILED), now=100.0) == 60.0
+
+
+def test_inline_a_snoozing_job_runs_again_without_using_a_retry(app: App) -> None:
+    attempts: list[int] = []
+
+    @app.task(retries=0)
+    def wait_for_file() -> int:
+        attempts.append(current_job().attempt)
+        if len(attempts) < 3:
+            raise Snooze(60, "the file is not there yet")
+        return len(attempts)
+
+    with rota.testing.inline(app):
+        handle = wait_for_file.send()
+        assert handle.result(timeout=1) == 3
+        job = handle.job()
+    assert attempts == [1, 1, 1]
+    assert (job.state, job.attempt) == (JobState.SUCCEEDED, 1)
+    assert [(h["event"], h["attempt"]) for h in job.history] == [("succeeded", 1)]
+
+
+def test_inline_a_job_that_always_snoozes_is_left_waiting(app: App) -> None:
+    @app.task
+    def never_ready() -> None:
+        raise Snooze(3600, "never")
+
+    with rota.testing.inline(app):
+        handle = never_ready.send()
+        job = handle.job()
+    assert job.state is JobState.SCHEDULED
+    assert job.error == "Snooze: never"
+    assert job.run_at > app.store.now() + 3000
+    assert job.attempt == 0
+
+
+def test_a_worker_runs_a_snoozed_job_again_after_its_delay(app: App) -> None:
+    ran: list[float] = []
+
+    @app.task(retries=0)
+    def wait_a_little() -> int:
+        ran.append(app.store.now())
+        if len(ran) == 1:
+            raise Snooze(0.5, "not yet")
+        return current_job().attempt
+
+    handle = wait_a_little.send()
+    rota.testing.run_until_idle(app, timeout=20)
+    assert handle.result(timeout=1) == 1
+    assert ran[1] - ran[0] >= 0.45
+    job = handle.job()
+    assert [(h["event"], h["attempt"]) for h in job.history] == [("succeeded", 1)]
