@@ -279,6 +279,14 @@ class Lab:
         mine = [job for job in page.jobs if job.args and job.args[0] == url]
         return [(job.id, str(job.state), list(job.history)) for job in mine]
 
+    def pauses(self, host: str) -> list[tuple[float, float]]:
+        """When each pause of ``host`` was recorded and when it ended, in
+        order, by the store's clock (the machine's): its resume job is sent
+        once the pause is in the store, to run at its end."""
+        page = self.store.list_jobs(JobQuery(task="site.resume"), limit=100)
+        resumes = [job for job in page.jobs if job.args and job.args[0] == host]
+        return sorted((job.enqueued_at, job.run_at) for job in resumes)
+
     def failed(self) -> list[str]:
         page = self.store.list_jobs(JobQuery(queue="crawl", state=JobState.FAILED), limit=100)
         return [f"{job.task} {job.args} {job.error}" for job in page.jobs]
@@ -402,8 +410,10 @@ def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., 
 
     # b answered 429 + Retry-After: 2: paused cluster-wide, then back at 1, then 2
     b_log = site.requests("b")
-    for throttle in (r for r in b_log if r.status == 429):
-        during = [r for r in b_log if throttle.end + 0.3 < r.start < throttle.end + 1.95]
+    throttles = [r for r in b_log if r.status == 429]
+    for throttle, (since, until) in zip(throttles, lab.pauses(site.key("b")), strict=True):
+        assert throttle.end <= since < until, (throttle, since, until)
+        during = [r for r in b_log if since + 0.3 < r.start < until - 0.05]
         assert during == [], f"requests to b during its pause: {during}"
         first, second = sorted((r for r in b_log if r.start >= throttle.end + 1.95), key=start)[:2]
         assert second.start >= first.end, "back at one fetch at a time after the pause"
@@ -638,10 +648,14 @@ def test_a_crawl_of_ten_thousand_pages_over_twenty_hosts(
         host_log = site.requests(label)
         throttles = [r for r in host_log if r.status == 429]
         assert len(throttles) == 2, label
-        for throttle in throttles:
-            # a fetch claimed before the pause may reach the host a little
-            # later on a busy machine; none may come in the rest of it
-            during = [r for r in host_log if throttle.end + 0.8 < r.start < throttle.end + 1.95]
+        pauses = lab.pauses(site.key(label))
+        assert len(pauses) == 2, (label, pauses)
+        for throttle, (since, until) in zip(throttles, pauses, strict=True):
+            # the pause holds from when the store has it (its resume job is
+            # sent then) to its end; a fetch claimed before it may reach the
+            # host a little later on a busy machine, none may come in the rest
+            assert throttle.end <= since < until, (label, throttle, since, until)
+            during = [r for r in host_log if since + 0.8 < r.start < until - 0.05]
             assert during == [], f"requests to {label} during its pause: {during}"
         limits = {info.key: info for info in lab.store.limits()}
         info = limits.get(site.key(label))
