@@ -105,11 +105,11 @@ class Snooze(RotaError):
     """Raised by a task: not now, run this job again in ``seconds``.
 
     The attempt does not count: the job goes back to ``scheduled`` with the
-    same attempt number and as many retries left as before, and ``error`` says why it
-    waits (``Snooze: <reason>``); no history entry is added. Use it for a job
-    that waits on something outside it (a file not there yet, a host asking
-    for a pause), not for a failure: a job that snoozes every time waits for
-    ever.
+    same attempt number and as many retries left as before, its ``error``
+    saying why it waits (``Snooze: <reason>``), and no history entry. Use it
+    for a job that waits on something outside it (a file not there yet, a
+    host asking for a pause), not for a failure: a job that snoozes every
+    time waits for ever.
     """
 
     def __init__(self, seconds: float, reason: str = "") -> None:

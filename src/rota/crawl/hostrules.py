@@ -80,12 +80,11 @@ class RobotsBook:
             with contextlib.suppress(JobTimeout, JobFailed):
                 handle.result(timeout=self._settings.robots_wait)
             job = handle.job()
+        store = self.task.app.store
         if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
-            store = self.task.app.store
             wait = _snooze(job, store.now()) * (1.0 + random.random() / 2)  # spread the pages
             raise TryLater(f"robots.txt of {origin} is not read yet: {_why(job)}", wait)
         rules = Rules.from_result(job.result, self._settings.agent)
-        store = self.task.app.store
         left = (job.finished_at or store.now()) + self._settings.robots_ttl - store.now()
         with self._lock:
             self._entries[origin] = _Entry(rules, time.monotonic() + max(1.0, left))

@@ -19,9 +19,10 @@
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
 -- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
 -- outcome appends the attempt to the job's history, with the worker that ran
--- it and its host, but a snooze: scheduled at now + retry_in, its attempt
--- taken back, no history entry, no stats nor breaker count. Limit slots are released and breakers count the outcome;
--- stats are counted per minute (kept two days) and all time. A queue in
+-- it and its host. Limit slots are released and breakers count the outcome;
+-- stats are counted per minute (kept two days) and all time. A snooze is no
+-- attempt: scheduled at now + retry_in, its attempt taken back, no history
+-- entry, no stats nor breaker count. A queue in
 -- debug mode is paused at its first failed attempt, linking that job. A job
 -- asked to stop (cancel.lua) ends cancelled whatever the outcome.
 -- Returns 1 or 0 per outcome.
@@ -31,13 +32,13 @@ check_groups(2, 7, 'outcomes')
 for i = 2, #ARGV, 7 do
   local w = 'outcome of job ' .. string.format('%q', check_str(ARGV[i], 'job id')) .. ': '
   check_str(ARGV[i + 1], w .. 'token')
-  if not string.match(ARGV[i + 2], '^[01][01][01][01][01]$') then
-    refuse(w .. 'flags must be five "0"/"1"', ARGV[i + 2])
+  local flags = ARGV[i + 2]
+  if not string.match(flags, '^[01][01][01][01][01]$') then
+    refuse(w .. 'flags must be five "0"/"1"', flags)
   end
   check_opt(ARGV[i + 6], w .. 'retry_in', 0, MAX_SECONDS)
-  local flags = ARGV[i + 2]
   if string.sub(flags, 5, 5) == '1' and (ARGV[i + 6] == '' or string.sub(flags, 1, 1) == '1') then
-    refuse(w .. 'a snooze is a failure with retry_in', ARGV[i + 2])
+    refuse(w .. 'a snooze is a failure with retry_in', flags)
   end
 end
 
