@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rota.errors import InvalidArgument
-from rota.models import Job
+from rota.models import Job, JobState
 from rota.retry import RetryPolicy
 
-__all__ = ["attempt_text", "retry_text"]
+__all__ = ["attempt_text", "retry_text", "snooze_reason"]
 
 
 def attempt_text(job: Job) -> str:
@@ -38,3 +38,15 @@ def retry_text(job: Job) -> str:
 def _names(kinds: tuple[str, ...]) -> str:
     """Exception classes by their own names (``builtins.OSError``: ``OSError``)."""
     return ", ".join(kind.rpartition(".")[2] for kind in kinds) or "no error"
+
+
+def snooze_reason(job: Job) -> str | None:
+    """Why the job last snoozed (:class:`~rota.errors.Snooze`), when its
+    ``error`` says that rather than why an attempt failed. A snooze leaves
+    its reason as the job's error and no history entry, so an error that is
+    not the one of the job's last failed attempt is a snooze's. A failed job's
+    error is always its last attempt's."""
+    if not job.error or job.state is JobState.FAILED:
+        return None
+    failures = [h.get("error") for h in job.history if h.get("event") == "failed"]
+    return None if failures and failures[-1] == job.error else job.error

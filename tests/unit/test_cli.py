@@ -388,6 +388,19 @@ def test_jobs_show_everything(env: Env) -> None:
     assert all(row.split()[-2:] == ["ValueError:", "boom"] for row in history[1:])
 
 
+def test_jobs_show_a_snooze_as_a_wait_not_an_error(env: Env) -> None:
+    job_id = env.send("add", "2", "3")
+    why = "Snooze: the export is not ready"
+    work(
+        env.store,
+        "default",
+        lambda j: Outcome(j.id, j.token, False, error=why, retry_in=600.0, snooze=True),
+    )
+    out = env.rota("jobs", "show", job_id).stdout
+    assert f"\nsnoozed (not an attempt)\n{why}\n" in out
+    assert "\nerror\n" not in out
+
+
 def test_jobs_show_result(env: Env) -> None:
     job_id = env.send("add", "2", "3")
     work(env.store, "default", ok({"sum": 5}))

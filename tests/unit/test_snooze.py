@@ -1,9 +1,10 @@
 """rota.Snooze: a task that raises it runs again after the delay it asked
 for, without using a retry (inline and under a real worker); the crawler's
-waits for robots.txt are snoozes."""
+waits for robots.txt are snoozes; a snooze's reason is not read as an error."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 import rota.testing
 from rota import App, Snooze, current_job
+from rota._wording import snooze_reason
 from rota.crawl import Throttled, TryLater
 from rota.crawl.hostrules import _snooze
 from rota.errors import InvalidArgument
@@ -118,3 +120,21 @@ def test_a_worker_runs_a_snoozed_job_again_after_its_delay(app: App) -> None:
     assert ran[1] - ran[0] >= 0.45
     job = handle.job()
     assert [(h["event"], h["attempt"]) for h in job.history] == [("succeeded", 1)]
+
+
+def _shown(state: JobState, error: str | None, *failures: str) -> Job:
+    history = tuple(
+        {"attempt": i + 1, "event": "failed", "error": e} for i, e in enumerate(failures)
+    )
+    return dataclasses.replace(_robots_job(state), error=error, history=history)
+
+
+def test_a_jobs_error_reads_as_a_snooze_when_no_failed_attempt_left_it() -> None:
+    assert snooze_reason(_shown(JobState.SCHEDULED, "Snooze: not yet")) == "Snooze: not yet"
+    assert snooze_reason(_shown(JobState.SCHEDULED, "Snooze: not yet", "OSError: x")) == (
+        "Snooze: not yet"
+    )
+    assert snooze_reason(_shown(JobState.SCHEDULED, "OSError: x", "OSError: x")) is None
+    assert snooze_reason(_shown(JobState.SUCCEEDED, "Snooze: not yet")) == "Snooze: not yet"
+    assert snooze_reason(_shown(JobState.FAILED, "worker_lost")) is None
+    assert snooze_reason(_shown(JobState.QUEUED, None)) is None

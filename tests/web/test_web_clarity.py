@@ -111,6 +111,17 @@ def test_a_job_that_succeeded_on_retry_shows_no_error(client: TestClient, demo: 
     assert '<details id="earlier-error">' in page and "ValueError: flaky" in page
 
 
+def test_a_snoozed_job_reads_as_waiting_not_failed(client: TestClient, demo: Demo) -> None:
+    job_id = _put(demo, "5a0022" + "0" * 26)
+    [first] = demo.store.claim("worker", ["default"], 1)
+    why = "Snooze: the export is not ready"
+    snoozed = Outcome(job_id, first.token, ok=False, error=why, retry_in=600.0, snooze=True)
+    assert demo.store.finish([snoozed]) == [True]
+    page = client.get(f"/jobs/{job_id}").text
+    assert '<p id="snoozed">Snoozed until ' in page and f'<span class="mono">{why}</span>' in page
+    assert 'id="error"' not in page and 'class="bad"' not in page.split("<h2>Output", 1)[0]
+
+
 def test_a_failed_job_still_shows_its_error(client: TestClient, demo: Demo) -> None:
     job_id = demo.add.send(1, 1).id
     work(demo.store, ["default"], fail=lambda job: True)

@@ -13,7 +13,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from rota._wording import attempt_text, retry_text
+from rota._wording import attempt_text, retry_text, snooze_reason
 from rota.app import App
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
@@ -220,7 +220,11 @@ def job_details(job: Job, now: float) -> Group:
     ]
     if job.state is JobState.SUCCEEDED or job.result is not None:
         parts += [_section("result"), pretty_json(job.result)]
-    if job.state is not JobState.SUCCEEDED:  # a success's earlier errors are in its history
+    snoozed = snooze_reason(job)
+    if snoozed:  # not an error; shown while the job waits
+        if job.state in (JobState.SCHEDULED, JobState.QUEUED):
+            parts += [_section("snoozed (not an attempt)"), Text(snoozed)]
+    elif job.state is not JobState.SUCCEEDED:  # a success's earlier errors are in its history
         if job.error:
             parts += [_section("error"), Text(job.error, style="red")]
         if job.traceback:

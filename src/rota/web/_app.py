@@ -18,7 +18,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota import __version__
-from rota._wording import attempt_text, retry_text
+from rota._wording import attempt_text, retry_text, snooze_reason
 from rota.app import App
 from rota.stores import redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
@@ -150,6 +150,7 @@ def _templates() -> Jinja2Templates:
         call_preview=_call_preview,
         attempts=attempt_text,
         retries=retry_text,
+        snooze_reason=snooze_reason,
     )
     return Jinja2Templates(env=env, context_processors=[_base_context])
 
