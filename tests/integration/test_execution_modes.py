@@ -121,6 +121,24 @@ def test_retries_with_backoff_then_success_or_dead_letter(
     assert "Traceback" in (job.traceback or "")
 
 
+@pytest.mark.parametrize("mode", ["threads", "processes", "async"])
+def test_a_snoozing_job_runs_again_without_using_a_retry(
+    mode: str,
+    url: str,
+    sender: App,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    start_worker(processes, app_path, url, "--mode", mode, "--concurrency", "2")
+    task = sender.tasks["asnoozy" if mode == "async" else "snoozy"]
+    handle = task.send(str(tmp_path / "runs"), 3)
+    assert handle.result(timeout=30) == [1, 1, 1]
+    job = handle.job()
+    assert (job.state, job.attempt, job.max_attempts) == (JobState.SUCCEEDED, 1, 1)
+    assert [h["event"] for h in job.history] == ["succeeded"]
+
+
 def test_an_unknown_task_fails_with_a_message_naming_it(
     url: str, processes: Processes, app_path: Callable[[str], str]
 ) -> None:

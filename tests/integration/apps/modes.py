@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 
-from rota import App, current_job
+from rota import App, Snooze, current_job
 
 app = App(lease=float(os.environ.get("ROTA_TEST_LEASE", "30")))
 
@@ -38,6 +39,29 @@ def flaky(fail_times: int) -> int:
     if attempt <= fail_times:
         raise RuntimeError(f"attempt {attempt} fails on purpose")
     return attempt
+
+
+def _snooze_until(path: str, runs: int) -> list[int]:
+    """Note this run's attempt in ``path``; snooze while fewer than ``runs``
+    runs are noted."""
+    with open(path, "a") as notes:
+        notes.write(f"{current_job().attempt}\n")
+    attempts = [int(line) for line in Path(path).read_text().split()]
+    if len(attempts) < runs:
+        raise Snooze(0.05, f"run {len(attempts)} of {runs}")
+    return attempts
+
+
+@app.task()  # no retry: the snoozes must not use any
+def snoozy(path: str, runs: int) -> list[int]:
+    """Snoozes until its ``runs``-th run, then returns each run's attempt."""
+    return _snooze_until(path, runs)
+
+
+@app.task()
+async def asnoozy(path: str, runs: int) -> list[int]:
+    """An ``async def`` version of :func:`snoozy`."""
+    return _snooze_until(path, runs)
 
 
 @app.task()
