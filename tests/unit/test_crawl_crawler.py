@@ -14,8 +14,8 @@ import pytest
 
 import rota.testing
 from crawl_site import HostSpec, Site, serving
-from rota import App, Breaker, export
-from rota.crawl import Adaptive, Crawler, Link, Response
+from rota import App, Breaker, Snooze, export
+from rota.crawl import Adaptive, Crawler, Link, Response, TryLater
 from rota.errors import InvalidArgument
 from rota.models import JobQuery, JobState
 from rota.testing import run_until_idle
@@ -106,6 +106,23 @@ def test_pages_wait_for_a_robots_txt_that_cannot_be_read_without_using_their_ret
     assert sorted(r["url"] for r in results(app, "slow.fetch")) == sorted(
         site.url("a", path) for path in chain
     )
+
+
+def test_a_fetch_of_a_host_paused_since_its_claim_snoozes_without_asking_it(site: Site) -> None:
+    app = App()
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=0, rate=1000)
+    with rota.testing.inline(app):
+        crawler.start()  # robots.txt and / read: this process knows the host
+        asked = len(site.requests("a"))
+        jobs = crawler._jobs
+        host = site.key("a")
+        assert not jobs.pacer.paused(host)
+        jobs.pacer.throttle(host, 60.0)  # a 429 seen by another fetch of this process
+        assert jobs.pacer.paused(host)
+        with pytest.raises(TryLater, match="is paused") as waited:
+            jobs.fetch(site.url("a", "/menu"))
+    assert isinstance(waited.value, Snooze) and 1.0 <= waited.value.seconds <= 2.0
+    assert len(site.requests("a")) == asked, "the paused host was not asked"
 
 
 def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(

@@ -4,6 +4,7 @@ and the keys every fetch job carries."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,3 +144,18 @@ def test_each_fetch_carries_its_hosts_keys_and_rotates_over_hosts(app: App) -> N
     assert [(r.key, r.rate, r.burst) for r in new.rate] == [(HOST, 0.5, 1)]
     assert [(b.key, b.failures) for b in new.breaker] == [(HOST, 5)]
     assert new.unique_for == NEVER, "held for good: recrawl jobs go round it"
+
+
+def test_a_pause_is_known_at_once_here_and_at_the_next_read_elsewhere(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = Pacer(app, 4, None, Resumes()), Pacer(app, 4, None, Resumes())
+    assert not there.paused(HOST)  # read from the store: no pause
+    here.throttle(HOST, 30.0)
+    assert here.paused(HOST)
+    assert not there.paused(HOST), "its copy of the levels is trusted for a second"
+    later = time.monotonic() + 1.1
+    monkeypatch.setattr("rota.crawl.pacing.time.monotonic", lambda: later)
+    assert there.paused(HOST)
+    here.resume(HOST, 2)
+    assert not here.paused(HOST)

@@ -13,8 +13,9 @@ class CrawlError(RotaError):
 
 
 class TryLater(CrawlError, Snooze):
-    """Not now: robots.txt of the job's origin is not read yet, or, with a
-    seen-set, a recrawl came before the last fetch let go of the URL. A
+    """Not now: robots.txt of the job's origin is not read yet, its host was
+    paused after the fetch was claimed, or, with a seen-set, a recrawl came
+    before the last fetch let go of the URL. A
     :class:`~rota.errors.Snooze`: the job runs again in ``seconds`` without
     using one of its retries, so a page waits for its robots.txt as long as
     it takes."""

@@ -4,7 +4,8 @@ For a crawler named ``site``:
 
 - ``site.fetch(url, depth, previous)``: one page. Carries its host's
   politeness keys (see :mod:`rota.crawl.frontier`); reads robots.txt first,
-  fetches (conditionally when ``previous`` has validators), runs the parse
+  snoozes if its host was paused since it was claimed, else fetches
+  (conditionally when ``previous`` has validators), runs the parse
   callbacks on a changed page, sends its links, keeps the items as its
   result and schedules the page's recrawl;
 - ``site.admit(origin, urls)``: links of an origin whose robots.txt the
@@ -25,6 +26,7 @@ highest), so a host's robots.txt is read before its pages.
 from __future__ import annotations
 
 import hashlib
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,6 +61,9 @@ NEVER = _validate.MAX_DURATION
 _PATIENT = {"retries": 20, "backoff": (1.0, 600.0)}
 #: How long a recrawl waits for the last fetch of its page to let go of it.
 _HOLD_WAIT = 30.0
+#: How long a fetch claimed before its host's pause waits (the store then
+#: holds it until the pause is over).
+_PAUSED_WAIT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +162,8 @@ class CrawlJobs:
         if not rules.allows(url):
             return result | {"skipped": "disallowed by robots.txt"}
         host, own_rate = host_key(url), self.settings.host_rate(rules)
+        if self.pacer.paused(host):  # since this job was claimed: not a request more
+            raise TryLater(f"{host} is paused", _PAUSED_WAIT * (1.0 + random.random()))
         try:
             got = fetching.get(
                 self.clients.get(),

@@ -107,6 +107,12 @@ class Pacer:
         self._resume(host, back, self._rates.get(host), seconds)
         return seconds
 
+    def paused(self, host: str) -> bool:
+        """Whether ``host`` is paused, as this process knows it: at once for
+        a pause it set, within a second for one another process set."""
+        with self._lock:
+            return self._level(host) == 0
+
     def resume(self, host: str, level: int, rate: float | None = None) -> None:
         """End the pause of ``host`` at ``level`` (the resume job runs this;
         ``rate`` is the host's own rate, as the throttled fetch knew it)."""
