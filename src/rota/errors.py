@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 __all__ = [
     "AmbiguousJobId",
     "Conflict",
@@ -102,7 +104,8 @@ class JobCancelled(RotaError):
 
 
 class Snooze(RotaError):
-    """Raised by a task: not now, run this job again in ``seconds``.
+    """Raised by a task: not now, run this job again in ``seconds`` (a number,
+    a string like ``"5m"`` or a timedelta, as every duration rota takes).
 
     The attempt does not count: the job goes back to ``scheduled`` with the
     same attempt number and as many retries left as before, its ``error``
@@ -112,12 +115,10 @@ class Snooze(RotaError):
     time waits for ever.
     """
 
-    def __init__(self, seconds: float, reason: str = "") -> None:
-        from rota import _validate  # here: rota._validate imports this module
+    def __init__(self, seconds: float | str | timedelta, reason: str = "") -> None:
+        from rota._time import parse_duration  # here: rota._time imports this module
 
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-            raise InvalidArgument(f"Snooze takes a number of seconds, not {seconds!r}")
-        self.seconds = float(_validate.seconds(seconds, "snooze seconds"))
+        self.seconds = float(parse_duration(seconds, what="snooze seconds"))
         self.reason = reason
         super().__init__(reason or f"snoozed for {self.seconds:g} s")
 

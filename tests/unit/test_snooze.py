@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import rota.testing
 from rota import App, Snooze, current_job
 from rota._wording import snooze_reason
 from rota.crawl import Throttled, TryLater
-from rota.crawl.hostrules import _snooze
+from rota.crawl.hostrules import _waiting
 from rota.errors import InvalidArgument
 from rota.models import ClaimedJob, Job, JobState
 from rota.worker import runner
@@ -28,10 +29,14 @@ def app(tmp_path: Path) -> Iterator[App]:
     value.close()
 
 
-@pytest.mark.parametrize("seconds", [-1, math.nan, math.inf, "5", True, None])
+@pytest.mark.parametrize("seconds", [-1, math.nan, math.inf, "soon", True, None])
 def test_a_snooze_of_no_usable_duration_is_refused(seconds: object) -> None:
     with pytest.raises(InvalidArgument, match=r"[Ss]nooze"):
         Snooze(seconds, "not yet")  # type: ignore[arg-type]
+
+
+def test_a_snooze_takes_durations_as_every_rota_duration() -> None:
+    assert [Snooze(d).seconds for d in (5, 2.5, "5m", timedelta(hours=1))] == [5, 2.5, 300, 3600]
 
 
 def test_a_snooze_becomes_an_outcome_that_asks_for_its_delay() -> None:
@@ -64,11 +69,11 @@ def _robots_job(state: JobState, run_at: float = 0.0) -> Job:
 
 
 def test_a_page_waits_for_its_robots_txt_by_the_state_of_its_fetch() -> None:
-    assert _snooze(_robots_job(JobState.RUNNING), now=100.0) == 5.0
-    assert _snooze(_robots_job(JobState.QUEUED), now=100.0) == 5.0
-    assert _snooze(_robots_job(JobState.SCHEDULED, run_at=112.0), now=100.0) == 13.0
-    assert _snooze(_robots_job(JobState.SCHEDULED, run_at=90.0), now=100.0) == 1.0
-    assert _snooze(_robots_job(JobState.FAILED), now=100.0) == 60.0
+    assert _waiting(_robots_job(JobState.RUNNING), now=100.0)[1] == 5.0
+    assert _waiting(_robots_job(JobState.QUEUED), now=100.0)[1] == 5.0
+    assert _waiting(_robots_job(JobState.SCHEDULED, run_at=112.0), now=100.0)[1] == 13.0
+    assert _waiting(_robots_job(JobState.SCHEDULED, run_at=90.0), now=100.0)[1] == 1.0
+    assert _waiting(_robots_job(JobState.FAILED), now=100.0)[1] == 60.0
 
 
 def test_inline_a_snoozing_job_runs_again_without_using_a_retry(app: App) -> None:

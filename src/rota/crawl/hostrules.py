@@ -82,8 +82,9 @@ class RobotsBook:
             job = handle.job()
         store = self.task.app.store
         if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
-            wait = _snooze(job, store.now()) * (1.0 + random.random() / 2)  # spread the pages
-            raise TryLater(f"robots.txt of {origin} is not read yet: {_why(job)}", wait)
+            why, wait = _waiting(job, store.now())
+            spread = wait * (1.0 + random.random() / 2)  # the pages do not all wake at once
+            raise TryLater(f"robots.txt of {origin} is not read yet: {why}", spread)
         rules = Rules.from_result(job.result, self._settings.agent)
         left = (job.finished_at or store.now()) + self._settings.robots_ttl - store.now()
         with self._lock:
@@ -121,18 +122,12 @@ _WAIT_FETCHING = 5.0
 _WAIT_UNREACHABLE = 60.0
 
 
-def _snooze(job: Job, now: float) -> float:
-    """How long a page of ``job``'s origin waits before it asks again."""
+def _waiting(job: Job, now: float) -> tuple[str, float]:
+    """Why a page of the origin of ``job`` (its robots job) cannot be
+    fetched yet, and how long it waits before it asks again."""
     if job.state in (JobState.QUEUED, JobState.RUNNING):
-        return _WAIT_FETCHING
+        return "it is being fetched", _WAIT_FETCHING
     if job.state is JobState.SCHEDULED:  # its fetch is tried again then
-        return max(1.0, job.run_at - now + 1.0)
-    return _WAIT_UNREACHABLE
-
-
-def _why(job: Job) -> str:
-    if job.state in (JobState.QUEUED, JobState.RUNNING):
-        return "it is being fetched"
-    if job.state is JobState.SCHEDULED:
-        return f"its fetch is tried again shortly (last error: {job.error})"
-    return f"its fetch failed ({job.error})"
+        why = f"its fetch is tried again shortly (last error: {job.error})"
+        return why, max(1.0, job.run_at - now + 1.0)
+    return f"its fetch failed ({job.error})", _WAIT_UNREACHABLE

@@ -60,6 +60,22 @@ local function count(queue, task, ok)
   counts[field] = (counts[field] or 0) + 1
 end
 
+-- the fields that end a lease
+local LEASE_ENDS = {'owner', '', 'token', '', 'expires', ''}
+
+-- Back to scheduled, due at now + retry_in, with the fields of more
+-- ({name, value, ...}; false deletes one): a retry or a snooze.
+local function schedule_again(id, jkey, job, retry_in, more)
+  local run_at = now + tonumber(retry_in)
+  L.pin_enqueued_at(jkey)
+  local fields = {'state', 'scheduled', 'run_at', L.fmt(run_at), unpack(LEASE_ENDS)}
+  for _, v in ipairs(more) do fields[#fields + 1] = v end
+  L.put(jkey, fields)
+  idx.move(id, job.queue, job.seq, 'running', 'scheduled')
+  idx.add(K.delayed(job.queue), run_at, id)
+  wake[job.queue] = true
+end
+
 for i = 2, #ARGV, 7 do
   local id, token, flags = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local jkey = K.job(id)
@@ -90,20 +106,13 @@ for i = 2, #ARGV, 7 do
       used_book = true
       wake[job.queue] = true
     end
-    local lease = {'owner', '', 'token', '', 'expires', ''}
     if snooze then
-      local run_at = now + tonumber(retry_in)
       redis.call('HINCRBY', jkey, 'attempt', -1)
-      L.pin_enqueued_at(jkey)
-      L.put(jkey, {'state', 'scheduled', 'run_at', L.fmt(run_at), 'error', err,
-                   'traceback', false, unpack(lease)})
-      idx.move(id, job.queue, job.seq, 'running', 'scheduled')
-      idx.add(K.delayed(job.queue), run_at, id)
-      wake[job.queue] = true
+      schedule_again(id, jkey, job, retry_in, {'error', err, 'traceback', false})
     elseif ok then
       local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
       L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
-                   'history', L.append_json(job.history, entry), unpack(lease)})
+                   'history', L.append_json(job.history, entry), unpack(LEASE_ENDS)})
       idx.move(id, job.queue, job.seq, 'running', 'succeeded')
       idx.add(S.finished, now, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
@@ -113,19 +122,13 @@ for i = 2, #ARGV, 7 do
       L.debug_pause(job.queue, id)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
       if retry_in and tries < tonumber(job.max_attempts) then
-        local run_at = now + tonumber(retry_in)
-        L.pin_enqueued_at(jkey)
-        L.put(jkey, {'state', 'scheduled', 'run_at', L.fmt(run_at), 'error', err,
-                     'traceback', tb, 'history', L.append_json(job.history, entry),
-                     unpack(lease)})
-        idx.move(id, job.queue, job.seq, 'running', 'scheduled')
-        idx.add(K.delayed(job.queue), run_at, id)
+        schedule_again(id, jkey, job, retry_in, {'error', err, 'traceback', tb,
+                                                 'history', L.append_json(job.history, entry)})
         local retried = L.retried_field(job.queue, job.task)
         counts[retried] = (counts[retried] or 0) + 1
-        wake[job.queue] = true
       else
         L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb, 'finished_at', stamp,
-                     'history', L.append_json(job.history, entry), unpack(lease)})
+                     'history', L.append_json(job.history, entry), unpack(LEASE_ENDS)})
         idx.move(id, job.queue, job.seq, 'running', 'failed')
         idx.add(S.finished, now, id)
         if job.ukey then settle[#settle + 1] = {id, job, false} end
