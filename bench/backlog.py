@@ -32,6 +32,14 @@ With ``--backlog scheduled`` the N jobs of the backlog are scheduled an hour
 ahead in the same queue (retries waiting out their backoff, ``send_in``)
 instead of queued: what jobs due later cost the claims of the ones due now.
 
+With ``--paired`` every size's store is filled first, then the sizes are
+drained in rounds, one drain per size per round (the order reversed every
+other round), and each size is compared with the first round by round
+(the median of the rounds' ratios): on a machine whose speed drifts, sizes
+drained minutes apart differ by more than the backlog makes them::
+
+    python bench/backlog.py --stores redis,sqlite --sizes 1000,1000000 --runs 15 --paired
+
 ``PYTHONPATH=/path/to/other/checkout/src`` measures other code in turns.
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -48,6 +56,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -191,51 +200,134 @@ def file_bytes(path: str) -> int:
 # -- one measurement -----------------------------------------------------------
 
 
+@dataclass
+class Backlog:
+    """One store filled with a backlog, and the figures of its drains so far."""
+
+    kind: str
+    backlog: int
+    store: Store
+    where: str
+    send_rate: float
+    bytes_per_job: float
+    bytes_by_kind: dict[str, float]
+    rates: list[float] = field(default_factory=list)
+    claim_us: list[float] = field(default_factory=list)
+    finish_us: list[float] = field(default_factory=list)
+    cpu_us: list[float] = field(default_factory=list)
+
+
+def filled(
+    stack: contextlib.ExitStack, kind: str, backlog: int, jobs: int, scheduled: bool
+) -> Backlog:
+    """A fresh store of ``kind`` (closed with ``stack``) holding the backlog and
+    the ``jobs`` of the first drain, with its bytes per queued job."""
+    opener = redis_store if kind == "redis" else sqlite_store
+    store, where = stack.enter_context(opener())
+    store.now()  # connect before measuring
+    before: dict[str, float] = {"used": 0.0}
+    if kind == "redis":
+        before = redis_bytes(where, 1)
+    else:
+        before["used"] = file_bytes(where)
+    if scheduled:
+        send_rate = fill(store, backlog, LATER) if backlog else 0.0
+        fill(store, jobs)
+    else:
+        send_rate = fill(store, backlog + jobs)
+    jobs_sent = backlog + jobs
+    after = redis_bytes(where, jobs_sent) if kind == "redis" else {"used": float(file_bytes(where))}
+    per_job = (after.pop("used") - before["used"]) / jobs_sent
+    return Backlog(kind, backlog, store, where, send_rate, per_job, after)
+
+
+def drain_once(held: Backlog, jobs: int) -> None:
+    """Drain ``jobs`` jobs from ``held`` (after sending as many more, untimed,
+    from its second drain on) and keep the figures."""
+    if held.rates:
+        fill(held.store, jobs)
+    cpu = store_cpu(held.kind, held.where)
+    rate, in_claim, in_finish = drain(held.store, jobs)
+    held.cpu_us.append((store_cpu(held.kind, held.where) - cpu) / jobs * 1e6)
+    held.rates.append(rate)
+    held.claim_us.append(in_claim)
+    held.finish_us.append(in_finish)
+
+
+def row(held: Backlog, per_script: dict[str, float]) -> dict[str, object]:
+    """The figures of ``held``'s drains: medians, and every drain's rate."""
+    return {
+        "store": held.kind,
+        "backlog": held.backlog,
+        "send_per_s": round(held.send_rate),
+        "drain_per_s": round(statistics.median(held.rates)),
+        "runs_per_s": [round(r) for r in held.rates],
+        "claim_us_per_job": round(statistics.median(held.claim_us), 1),
+        "finish_us_per_job": round(statistics.median(held.finish_us), 1),
+        "store_cpu_us_per_job": round(statistics.median(held.cpu_us), 1),
+        "bytes_per_job": round(held.bytes_per_job),
+        "bytes_by_kind": {k: round(v, 1) for k, v in held.bytes_by_kind.items()},
+        "server_us_per_call": per_script,
+    }
+
+
 def measure(
     kind: str, backlog: int, jobs: int, runs: int, slowlog: bool, scheduled: bool = False
 ) -> dict[str, object]:
-    opener = redis_store if kind == "redis" else sqlite_store
-    with opener() as (store, where):
-        store.now()  # connect before measuring
-        before: dict[str, float] = {"used": 0.0}
-        if kind == "redis":
-            before = redis_bytes(where, 1)
-        else:
-            before["used"] = file_bytes(where)
-        if scheduled:
-            send_rate = fill(store, backlog, LATER) if backlog else 0.0
-            fill(store, jobs)
-        else:
-            send_rate = fill(store, backlog + jobs)
-        if kind == "redis":
-            after = redis_bytes(where, backlog + jobs)
-        else:
-            after = {"used": file_bytes(where)}
-        per_job = (after.pop("used") - before["used"]) / (backlog + jobs)
-        rates, claim_us, finish_us, cpu_us = [], [], [], []
+    """One backlog size alone: fill, then ``runs`` drains."""
+    with contextlib.ExitStack() as stack:
+        held = filled(stack, kind, backlog, jobs, scheduled)
+        for _ in range(runs):
+            drain_once(held, jobs)
+        if slowlog and kind == "redis":
+            return row(held, script_times(held.store, held.where, 2_000))
+        return row(held, {})
+
+
+def measure_paired(
+    kind: str, sizes: list[int], jobs: int, runs: int, scheduled: bool = False
+) -> list[dict[str, object]]:
+    """Every backlog size at once, each in a store of its own: ``runs`` rounds,
+    each one drain per size (in turns, the order reversed every other round),
+    so that the sizes are compared drain by drain at the same moment of a
+    machine whose speed drifts. ``vs_first`` is the median over the rounds of
+    each round's ratio to the first size."""
+    with contextlib.ExitStack() as stack:
+        held = [filled(stack, kind, size, jobs, scheduled) for size in sizes]
         for run in range(runs):
-            if run:
-                fill(store, jobs)
-            cpu = store_cpu(kind, where)
-            rate, in_claim, in_finish = drain(store, jobs)
-            cpu_us.append((store_cpu(kind, where) - cpu) / jobs * 1e6)
-            rates.append(rate)
-            claim_us.append(in_claim)
-            finish_us.append(in_finish)
-        per_script = script_times(store, where, 2_000) if slowlog and kind == "redis" else {}
-    return {
-        "store": kind,
-        "backlog": backlog,
-        "send_per_s": round(send_rate),
-        "drain_per_s": round(statistics.median(rates)),
-        "runs_per_s": [round(r) for r in rates],
-        "claim_us_per_job": round(statistics.median(claim_us), 1),
-        "finish_us_per_job": round(statistics.median(finish_us), 1),
-        "store_cpu_us_per_job": round(statistics.median(cpu_us), 1),
-        "bytes_per_job": round(per_job),
-        "bytes_by_kind": {k: round(v, 1) for k, v in after.items()},
-        "server_us_per_call": per_script,
-    }
+            for one in held if run % 2 == 0 else held[::-1]:
+                drain_once(one, jobs)
+        rows = [row(one, {}) for one in held]
+        first = held[0]
+        for one, figures in zip(held, rows, strict=True):
+            ratios = [a / b for a, b in zip(one.rates, first.rates, strict=True)]
+            cpu = [a / b for a, b in zip(one.cpu_us, first.cpu_us, strict=True)]
+            figures["vs_first"] = round(statistics.median(ratios), 2)
+            figures["rounds_vs_first"] = [round(r, 2) for r in ratios]
+            figures["cpu_vs_first"] = round(statistics.median(cpu), 2)
+        return rows
+
+
+def show(kind: str, backlog: str, row: dict[str, object]) -> None:
+    """Print one measurement's line (and its Redis details)."""
+    extra = ""
+    if "rounds_vs_first" in row:
+        extra = (
+            f" rounds {row['rounds_vs_first']}; "
+            f"store CPU per job {row['cpu_vs_first']}x the first size's"
+        )
+    print(
+        f"{kind:6} {backlog} backlog {row['backlog']:>9,}: send {row['send_per_s']:>7,}/s  "
+        f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
+        f"{row['vs_first']}x the first size{extra}; per job: claim {row['claim_us_per_job']} us, "
+        f"finish {row['finish_us_per_job']} us; store CPU {row['store_cpu_us_per_job']} us)"
+        f"  {row['bytes_per_job']:,} bytes/queued job",
+        flush=True,
+    )
+    if row["bytes_by_kind"]:
+        print(f"{'':8}bytes by key kind: {row['bytes_by_kind']}", flush=True)
+    if row["server_us_per_call"]:
+        print(f"{'':8}server us per call: {row['server_us_per_call']}", flush=True)
 
 
 def main() -> None:
@@ -257,32 +349,35 @@ def main() -> None:
         help="Redis: then drain 2,000 more with SLOWLOG logging every command, "
         "and report the server's median time per call of each script",
     )
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="fill a store per size first, then drain the sizes in turns, round by "
+        "round, and compare them round by round (not with --slowlog)",
+    )
     args = parser.parse_args()
     code = Path(rota.__file__).resolve().parents[2]
     print(f"rota from {code}", file=sys.stderr)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    scheduled = args.backlog == "scheduled"
     for kind in args.stores.split(","):
-        base = None
-        for size in (int(s) for s in args.sizes.split(",")):
-            row = measure(
-                kind, size, args.jobs, args.runs, args.slowlog, args.backlog == "scheduled"
-            )
-            base = base or row["drain_per_s"]
-            row["vs_first"] = round(int(row["drain_per_s"]) / int(base), 2)  # type: ignore[call-overload]
-            if args.json:
-                print(json.dumps(row), flush=True)
+        if args.paired:
+            rows = measure_paired(kind, sizes, args.jobs, args.runs, scheduled)
+        else:
+            rows = []
+            for size in sizes:
+                rows.append(measure(kind, size, args.jobs, args.runs, args.slowlog, scheduled))
+                base = int(rows[0]["drain_per_s"])  # type: ignore[call-overload]
+                rows[-1]["vs_first"] = round(int(rows[-1]["drain_per_s"]) / base, 2)  # type: ignore[call-overload]
+                if not args.json:
+                    show(kind, args.backlog, rows[-1])
+            if not args.json:
                 continue
-            print(
-                f"{kind:6} {args.backlog} backlog {size:>9,}: send {row['send_per_s']:>7,}/s  "
-                f"drain {row['drain_per_s']:>6,} jobs/s (runs {row['runs_per_s']}, "
-                f"{row['vs_first']}x the first size; per job: claim {row['claim_us_per_job']} us, "
-                f"finish {row['finish_us_per_job']} us; store CPU {row['store_cpu_us_per_job']} us)"
-                f"  {row['bytes_per_job']:,} bytes/queued job",
-                flush=True,
-            )
-            if row["bytes_by_kind"]:
-                print(f"{'':8}bytes by key kind: {row['bytes_by_kind']}", flush=True)
-            if row["server_us_per_call"]:
-                print(f"{'':8}server us per call: {row['server_us_per_call']}", flush=True)
+        for one in rows:
+            if args.json:
+                print(json.dumps(one), flush=True)
+            else:
+                show(kind, args.backlog, one)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ COMMANDS = [
         "bench/backlog.py --stores redis,sqlite --sizes 100,1000 --jobs 200 --runs 1",
         "bytes/queued job",
     ),
+    (  # every size's store filled first, then drained in turns
+        "bench/backlog.py --stores redis,sqlite --sizes 100,1000 --jobs 200 --runs 2 --paired",
+        "store CPU per job",
+    ),
     (
         "bench/backlog.py --stores sqlite --backlog scheduled --sizes 0,1000 --jobs 200 --runs 1",
         "scheduled backlog",
