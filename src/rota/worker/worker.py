@@ -171,7 +171,11 @@ class Worker:
         #: would let them run again elsewhere.
         self._reporting: dict[str, ClaimedJob] = {}
         self._lock = threading.Lock()
+        #: Set when a slot frees while no claimed job waits for one (a claim
+        #: may follow), at shutdown, and when a held job is dropped.
         self._slot_freed = threading.Event()
+        #: Set once no claimed job is left in flight: ends the acker's linger.
+        self._none_in_flight = threading.Event()
         self._stopping = threading.Event()
         self._done = threading.Event()
         #: Wakes the keeper early: a job started whose timeout falls due before
@@ -291,6 +295,8 @@ class Worker:
         with self._lock:
             for job in jobs:
                 self._inflight[job.id] = _Inflight(job, now, now)
+            if jobs:
+                self._none_in_flight.clear()
         return jobs
 
     def _may_start(self, job: ClaimedJob) -> bool:
@@ -328,6 +334,10 @@ class Worker:
             self._reporting[job.id] = job
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
+            if not self._inflight:
+                self._none_in_flight.set()
+            # a claim waits only while jobs wait for a slot (see _lead)
+            freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
         try:
             outcome = runner.to_outcome(job, result)
         except Exception as exc:
@@ -336,7 +346,8 @@ class Worker:
             with self._lock:
                 self.errors += 1
         self._outcomes.put(_Done(job, outcome, seconds))
-        self._slot_freed.set()
+        if freed:
+            self._slot_freed.set()
 
     # -- side threads ----------------------------------------------------------
 
@@ -385,10 +396,10 @@ class Worker:
                     left = linger_until - time.monotonic()
                     if left <= 0 or not self._inflight:
                         break
-                    try:
-                        more = self._outcomes.get(timeout=left)
-                    except queue.Empty:
-                        break
+                    # Linger woken only once nothing is in flight, not by each
+                    # outcome: waking this thread per job costs more than its report.
+                    self._none_in_flight.wait(left)
+                    continue
                 if more is None:
                     self._ack_closing = True
                     break
