@@ -39,14 +39,15 @@ def drop(url: str) -> None:
         parts = urlsplit(url)
         conn = MySQLdb.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username)
         conn.cursor().execute(f"DROP DATABASE IF EXISTS {parts.path.strip('/')}")
-        conn.close()
+        conn.close()  # type: ignore[no-untyped-call]
         return
     if url.startswith(("postgresql://", "postgres://")):
         import psycopg
+        from psycopg import sql
 
         schema = url.rsplit("schema=", 1)[1]
-        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")  # type: ignore[arg-type]
+        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as pg:
+            pg.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
         return
     import redis
 

@@ -360,24 +360,25 @@ def main() -> None:
     print(f"rota from {code}", file=sys.stderr)
     sizes = [int(s) for s in args.sizes.split(",")]
     scheduled = args.backlog == "scheduled"
+
+    def report(kind: str, figures: dict[str, object]) -> None:
+        if args.json:
+            print(json.dumps(figures), flush=True)
+        else:
+            show(kind, args.backlog, figures)
+
     for kind in args.stores.split(","):
         if args.paired:
-            rows = measure_paired(kind, sizes, args.jobs, args.runs, scheduled)
-        else:
-            rows = []
-            for size in sizes:
-                rows.append(measure(kind, size, args.jobs, args.runs, args.slowlog, scheduled))
-                base = int(rows[0]["drain_per_s"])  # type: ignore[call-overload]
-                rows[-1]["vs_first"] = round(int(rows[-1]["drain_per_s"]) / base, 2)  # type: ignore[call-overload]
-                if not args.json:
-                    show(kind, args.backlog, rows[-1])
-            if not args.json:
-                continue
-        for one in rows:
-            if args.json:
-                print(json.dumps(one), flush=True)
-            else:
-                show(kind, args.backlog, one)
+            for figures in measure_paired(kind, sizes, args.jobs, args.runs, scheduled):
+                report(kind, figures)
+            continue
+        base = 0
+        for size in sizes:  # each reported as soon as it is measured
+            figures = measure(kind, size, args.jobs, args.runs, args.slowlog, scheduled)
+            rate = int(figures["drain_per_s"])  # type: ignore[call-overload]
+            base = base or rate
+            figures["vs_first"] = round(rate / base, 2)
+            report(kind, figures)
 
 
 if __name__ == "__main__":
