@@ -14,7 +14,7 @@ from rota import App
 from rota.models import JobState
 from rota.stores import Store
 
-ROUNDS, PER_ROUND = 40, 3
+ROUNDS, PER_ROUND = 80, 3
 JOBS = ROUNDS * PER_ROUND
 
 
