@@ -125,6 +125,21 @@ def test_a_fetch_of_a_host_paused_since_its_claim_snoozes_without_asking_it(site
     assert len(site.requests("a")) == asked, "the paused host was not asked"
 
 
+def test_a_seed_sent_first_by_a_deep_link_is_fetched_at_depth_0(site: Site) -> None:
+    # A link from another host can send a seed before the seed's own admit job
+    # (waiting for robots.txt) does; the seed's send is then a duplicate, and at
+    # the link's depth max_depth would cut every page below it.
+    app = App()
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000)
+    with rota.testing.inline(app):  # what the fetch sends runs at once
+        fetched = crawler._jobs.fetch(site.url("a"), 5)  # as a link 5 hops away sent it
+    assert fetched["depth"] == 0
+    assert fetched["links"] == 2, "/menu and /about, at depth 1 (/private/ is disallowed)"
+    paths = Counter(r.path for r in site.requests("a"))
+    assert paths["/menu"] == 1 and paths["/about"] == 1
+    assert paths["/menu/soup"] == 0, "two hops from the seed: beyond max_depth"
+
+
 def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(
     app: App, site: Site
 ) -> None:

@@ -156,7 +156,12 @@ class CrawlJobs:
     def fetch(
         self, url: str, depth: int = 0, previous: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Fetch one page (the fetch job): see the module's docstring."""
+        """Fetch one page (the fetch job): see the module's docstring. A seed is
+        at depth 0 however it was sent: a link from another page can send it
+        first while the seed's own admit job still waits for robots.txt, and
+        the seed's send is then a duplicate (``max_depth`` would cut its pages)."""
+        if self.settings.is_seed(url):
+            depth = 0
         rules = self.robots.rules(origin(url))
         result: dict[str, Any] = {"url": url, "depth": depth}
         if not rules.allows(url):
