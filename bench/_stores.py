@@ -62,3 +62,16 @@ def drop(url: str) -> None:
     if batch:
         client.unlink(*batch)
     client.close()
+
+
+def redis_cpu_seconds(url: str) -> float:
+    """CPU time (user + system) the Redis server at ``url`` has used so far,
+    from ``INFO cpu`` (rota's own URL options are left out of the connection)."""
+    import redis
+
+    client = redis.Redis.from_url(url.split("?", 1)[0])
+    try:
+        cpu = client.info("cpu")
+    finally:
+        client.close()
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])

@@ -68,6 +68,7 @@ from rota.stores import Store, open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _peer_procs import redis_server
+from _stores import redis_cpu_seconds
 
 QUEUE = "bench"
 CLAIM = 16
@@ -113,16 +114,11 @@ def drain(store: Store, count: int) -> tuple[float, float, float]:
 
 
 def store_cpu(kind: str, where: str) -> float:
-    """CPU seconds the store has used so far: the redis-server's (INFO cpu),
-    or for SQLite, which runs inside this process, this process's."""
+    """CPU seconds the store has used so far: the redis-server's, or for
+    SQLite, which runs inside this process, this process's."""
     if kind != "redis":
         return time.process_time()
-    import redis
-
-    client = redis.Redis.from_url(where)
-    cpu = client.info("cpu")
-    client.close()
-    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return redis_cpu_seconds(where)
 
 
 def redis_bytes(url: str, jobs: int) -> dict[str, float]:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
-from _stores import drop, fresh_url
+from _stores import drop, fresh_url, redis_cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -92,19 +92,11 @@ def cpu_seconds(proc: psutil.Process) -> float:
 
 
 def server_cpu_seconds(url: str) -> float | None:
-    """CPU time the store's server has used so far: a Redis server's, from
-    ``INFO cpu`` (None for the other stores: SQLite runs inside the worker,
-    whose CPU is counted already)."""
+    """CPU time the store's server has used so far: a Redis server's (None for
+    the other stores: SQLite runs inside the worker, whose CPU is counted)."""
     if not url.startswith(("redis://", "rediss://")):
         return None
-    import redis
-
-    client = redis.Redis.from_url(url.split("?", 1)[0])  # (rota's options are not redis-py's)
-    try:
-        cpu = client.info("cpu")
-    finally:
-        client.close()
-    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return redis_cpu_seconds(url)
 
 
 def wait_drained(
