@@ -151,7 +151,8 @@ def script_times(store: Store, url: str, jobs: int) -> dict[str, float]:
 
     from rota.stores.redis import scripts
 
-    names = {scripts.load(name).sha: name for name in scripts.names()}
+    lib = scripts.library()
+    names = {lib.function(name): name for name in scripts.names()}
     client = redis.Redis.from_url(url)
     fill(store, jobs)
     client.config_set("slowlog-max-len", 4 * jobs)
@@ -162,7 +163,7 @@ def script_times(store: Store, url: str, jobs: int) -> dict[str, float]:
     times: dict[str, list[int]] = defaultdict(list)
     for entry in client.slowlog_get(4 * jobs):
         words = entry["command"].split()
-        if words and words[0].upper() == b"EVALSHA":
+        if words and words[0].upper() == b"FCALL":
             times[names.get(words[1].decode(), "?")].append(int(entry["duration"]))
     client.close()
     return {name: statistics.median(us) for name, us in sorted(times.items())}

@@ -34,3 +34,23 @@ def store(url: str) -> Iterator[Store]:
     opened = open_store(url)
     yield opened
     opened.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Unload the store's Redis Functions library from the shared test Redis:
+    every change to rota's Lua loads a library of another name, and a run
+    still using this one loads it again on its next call."""
+    if "redis" not in available_backends():
+        return
+    import redis
+
+    from backends import REDIS_URL
+    from rota.stores.redis import scripts
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.function_delete(scripts.library().name)
+    except redis.RedisError:  # the service gone, or the library never loaded
+        pass
+    finally:
+        client.close()

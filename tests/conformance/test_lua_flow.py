@@ -53,11 +53,16 @@ class LuaRules:
     def __init__(self, client: Any, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
-        self._script = scripts.assemble("flow_rules", HARNESS.read_text())
+        self.library = scripts.build({"flow_rules": HARNESS.read_text()})
+        scripts.load(client, self.library)
 
     def _call(self, rule: str, *args: Arg) -> list[float | None]:
-        reply = self.client.eval(
-            self._script.text, 1, self.prefix, rule, *(_encode(a) for a in args)
+        reply = self.client.fcall(
+            self.library.function("flow_rules"),
+            1,
+            self.prefix,
+            rule,
+            *(_encode(a) for a in args),
         )
         return [None if raw == b"" else float(raw) for raw in reply]
 
@@ -109,7 +114,9 @@ class LuaRules:
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LuaRules]:
     url = store_url("redis", tmp_path_factory.mktemp("lua-flow"))
     client = redis.Redis.from_url(url.split("?", 1)[0])
-    yield LuaRules(client, Keys(url.split("namespace=", 1)[1]).prefix)
+    rules = LuaRules(client, Keys(url.split("namespace=", 1)[1]).prefix)
+    yield rules
+    client.function_delete(rules.library.name)
     client.close()
     drop_store("redis", url)
 

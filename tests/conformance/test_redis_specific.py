@@ -19,6 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -265,29 +266,48 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
 
 def test_every_script_declares_keys_and_argv() -> None:
     for name in scripts.names():
-        script = scripts.load(name)
-        header = script.text.split(f"-- {name}.lua\n", 1)[1].split("\n\n", 1)[0]
-        assert set(script.static) <= set(keys.STATIC)
+        header = (files(scripts.__package__) / "lua" / f"{name}.lua").read_text().split("\n\n")[0]
+        assert set(scripts.library().static[name]) <= set(keys.STATIC)
         assert "-- KEYS[1] prefix:" in header, name
         assert "-- ARGV" in header, name
 
 
-def test_scripts_are_loaded_again_after_script_flush(private_redis: RedisServer) -> None:
+def test_the_library_is_loaded_again_after_function_flush(private_redis: RedisServer) -> None:
     store = open_store(f"{private_redis.url}?namespace=flushed")
     client = redis.Redis(port=private_redis.port)
+    name = scripts.library().name
     try:
         first = enqueue_one(store, new_job(1))
         assert claim_one(store).id == first
-        client.script_flush()
-        assert client.script_exists(scripts.load("enqueue").sha) == [False]
+        client.function_flush()
+        assert client.function_list(library=name) == []
         second = enqueue_one(store, new_job(2))
-        client.script_flush()
+        client.function_flush()
         claimed = claim_one(store)
         assert claimed.id == second
-        client.script_flush()
+        client.function_flush()
         assert succeed(store, claimed)
         assert get(store, second).state is JobState.SUCCEEDED
-        assert client.script_exists(scripts.load("finish").sha) == [True]
+        assert len(client.function_list(library=name)) == 1
+    finally:
+        client.close()
+        store.close()
+
+
+def test_two_libraries_live_side_by_side(private_redis: RedisServer) -> None:
+    """Another rota version's library (another text, so another name) neither
+    stops this one loading nor replaces its functions."""
+    client = redis.Redis(port=private_redis.port)
+    store = open_store(f"{private_redis.url}?namespace=side")
+    other = scripts.build({"heartbeat": "-- KEYS[1] prefix: p\n-- ARGV none\n\nreturn 7"})
+    try:
+        scripts.load(client, other)
+        scripts.load(client, other)  # already there: no error
+        job = enqueue_one(store, new_job(1))
+        assert claim_one(store).id == job
+        assert client.fcall(other.function("heartbeat"), 1, "p") == 7
+        listed = {entry[1].decode() for entry in client.function_list()}
+        assert listed == {other.name, scripts.library().name}
     finally:
         client.close()
         store.close()
@@ -299,8 +319,8 @@ def test_a_script_error_keeps_the_connection_and_a_fork_opens_its_own(rstore: Re
     lane = rstore._scripts._lane
     enqueue_one(rstore, new_job(1))
     (conn,) = lane._idle
-    with pytest.raises(redis.exceptions.NoScriptError):
-        lane.call("EVALSHA", "0" * 40, 0)
+    with pytest.raises(redis.exceptions.ResponseError, match="Function not found"):
+        lane.call("FCALL", "rota_no_such_function", 0)
     assert lane._idle == [conn]
     parent_ids = copy.deepcopy(unique_ids)  # the ids the parent makes next
     pid = os.fork()

@@ -2,7 +2,7 @@
 -- arguments given, so that the golden cases of tests/flow_cases.py run
 -- against the Lua rules as they run against rota.flow. Writes nothing.
 --
--- KEYS[1] prefix: the namespace prefix (the library is built around one)
+-- KEYS[1] prefix: the namespace prefix (the library binds it per call)
 -- ARGV[1] rule: refill | take | breaker_room | breaker_after
 -- ARGV[2..] the rule's arguments in its order: a number, "" for nil, "1" or
 --   "0" for a flag (breaker_room's probe_running, breaker_after's ok)

@@ -272,13 +272,34 @@ def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis
 _warned: set[str] = set()  # servers whose missing persistence this process logged
 
 
+#: The oldest Redis rota runs on: its scripts are a Redis Functions library.
+MIN_REDIS = (7, 0)
+
+
+def too_old(version: str) -> bool:
+    """Whether a server reporting ``redis_version`` ``version`` predates
+    :data:`MIN_REDIS` (an unreadable version is not refused here)."""
+    try:
+        found = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return found < MIN_REDIS
+
+
 def check_server(client: redis.Redis, where: str, *, allow_eviction: bool = False) -> None:
-    """Refuse a server that evicts keys under memory pressure (any
+    """Refuse a server older than :data:`MIN_REDIS`, raising
+    :class:`StoreError`. Refuse a server that evicts keys under memory pressure (any
     ``maxmemory-policy`` but ``noeviction``: rota's keys include some with a
     TTL, so ``volatile-*`` policies drop them too) unless ``allow_eviction``,
     raising :class:`StoreError`; log once per process and server when it keeps
     neither an append-only file nor RDB snapshots. Reads ``CONFIG GET``, or
     ``INFO`` where CONFIG is disabled (managed services)."""
+    version = str(client.info("server").get("redis_version", ""))
+    if too_old(version):
+        raise StoreError(
+            f"the Redis server at {where} runs Redis {version}; rota needs Redis "
+            f"{'.'.join(map(str, MIN_REDIS))} or later (its scripts are a Redis Functions library)"
+        )
     try:
         config = client.config_get("maxmemory-policy")
         config |= client.config_get("appendonly")

@@ -1,20 +1,24 @@
-"""The Lua scripts: loaded from ``lua/*.lua``, run by EVALSHA.
+"""The Lua code: one Redis Functions library built from ``lua/*.lua``, run by FCALL.
 
-Each file's header lists its ``KEYS`` and ``ARGV``. ``KEYS[1]`` is always the
-namespace prefix; header lines of the form ``-- KEYS[n] name: ...`` (n >= 2)
-name fixed keys from :data:`keys.STATIC`, and this module passes exactly those,
-in that order. The script text sent to Redis is one generated line binding
-them (``local S = {name = KEYS[n], ...}``), then the library files
-(:data:`LIBRARY`), then the file. Of the library's top-level functions only
-those the script uses (directly or through other library functions) are sent:
-Redis runs the whole chunk on every call, and defining the unused ones would
-cost each call several microseconds. A script whose body calls ``library()``
-gets the library wrapped in that function (which returns ``L``), so that a
-way through it that needs no library function defines none.
+Each script file's header lists its ``KEYS`` and ``ARGV``. ``KEYS[1]`` is
+always the namespace prefix; header lines of the form ``-- KEYS[n] name: ...``
+(n >= 2) name fixed keys from :data:`keys.STATIC`, and this module passes
+exactly those, in that order.
 
-Scripts are loaded once with SCRIPT LOAD on first use; a NOSCRIPT reply (after
-SCRIPT FLUSH or a restart without persistence of the script cache) loads the
-script again and repeats the call.
+Every script becomes one function of a single library: the argument checks
+(:data:`CHECKS`), the shared files (:data:`LIBRARY`), then each script's body
+wrapped in a function registered as ``<library>_<script>``. Redis compiles the
+library once, at ``FUNCTION LOAD``, so a call runs only its own script's work
+(an ``EVALSHA`` chunk defined every library function on each call, which cost
+more than a small call's work). The library's name carries a hash of its text:
+two rota versions sharing a Redis each call their own functions.
+
+Each call binds the script's keys and arguments to the library's ``KEYS``,
+``ARGV``, ``PREFIX`` and ``S`` (the fixed keys by name) before running its
+body; Redis runs one call at a time, so the library's functions see the
+caller's. The library is loaded on first use; a ``Function not found`` reply
+(after ``FUNCTION FLUSH``, or a restart of a Redis that keeps no data) loads
+it again and repeats the call.
 """
 
 from __future__ import annotations
@@ -22,24 +26,24 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
 from rota.errors import InvalidArgument
 from rota.stores import _checks
 from rota.stores.redis._conn import Lane
 from rota.stores.redis.keys import STATIC, Keys
 
-#: Shared Lua, sent before every script in this order (later files use earlier ones).
+#: Shared Lua, in this order (later files use earlier ones).
 LIBRARY = ("_base", "_ready", "_limits", "_jobs", "_claim")
-#: The argument checks, sent before the library (outside ``library()``), with
-#: the bounds of :mod:`rota.stores._checks` bound to Lua locals of the same names.
+#: The argument checks, before the library, with the bounds of
+#: :mod:`rota.stores._checks` bound to Lua locals of the same names.
 CHECKS = "_check"
 _BOUNDS = (
     "MAX_PRIORITY",
@@ -53,24 +57,24 @@ _BOUNDS = (
 )
 
 _STATIC_KEY = re.compile(r"^-- KEYS\[(\d+)\] (\w+):", re.MULTILINE)
-_COMMENT = re.compile(r"--[^\n]*")
-# what may name a library function: "L.name", "K.name", or "name(" (a local one)
-_NAME = re.compile(r"(?<![\w.])([LK]\.\w+|\w+(?=\s*\())")
-# a top-level library function: "function L.name(", "function K.name(" or "local function name("
-_FUNCTION = re.compile(r"^(?:function ([LK]\.\w+)|local function (\w+))\(")
 _INVALID = "ROTA_INVALID "
+_MISSING = "Function not found"
 
 EncodableArg = bytes | str | int | float
 
 
 @dataclass(frozen=True, slots=True)
-class Script:
-    """One script: its name, the fixed keys it takes after the prefix, its text."""
+class Library:
+    """The scripts as one Redis Functions library: its name, its text, and
+    the fixed keys each script takes after the prefix."""
 
     name: str
-    static: tuple[str, ...]
     text: str
-    sha: str
+    static: Mapping[str, tuple[str, ...]]
+
+    def function(self, script: str) -> str:
+        """The name under which ``script`` is registered."""
+        return f"{self.name}_{script}"
 
 
 def _header_keys(name: str, body: str) -> tuple[str, ...]:
@@ -84,72 +88,46 @@ def _header_keys(name: str, body: str) -> tuple[str, ...]:
     return tuple(key for _, key in found)
 
 
-def _names(code: str) -> set[str]:
-    """The library function names ``code`` may use: ``L.x``, ``K.x``, and ``x(``."""
-    return set(_NAME.findall(_COMMENT.sub("", code)))
+def _source(name: str) -> str:
+    return resources.files(__package__).joinpath("lua", f"{name}.lua").read_text()
 
 
-def _library(lib: str, body: str) -> str:
-    """The library text without the top-level functions ``body`` does not need.
+# Registers a script's body under NAME_<script>; each call first binds the
+# keys and arguments the library's functions read (PREFIX is _base.lua's).
+_BINDING = """
+local function register(script, fixed, body)
+  redis.register_function(NAME .. '_' .. script, function(keys, args)
+    KEYS, ARGV, PREFIX, S = keys, args, keys[1], {}
+    for i, key in ipairs(fixed) do S[key] = keys[i + 1] end
+    return body()
+  end)
+end
+"""
 
-    A function spans from its ``function`` line to the first line that is just
-    ``end`` (or is that one line when it ends with `` end``); everything else
-    (locals, comments) is kept. A function is needed when the script or a
-    needed function's code (comments aside) names it.
+
+def build(bodies: Mapping[str, str]) -> Library:
+    """A library registering each script of ``bodies`` (name -> its own text).
+
+    :func:`library` builds rota's from every ``lua/`` script; a script kept
+    elsewhere (a test harness calling library functions directly) is built
+    the same way, into a library of its own.
     """
-    lines = lib.split("\n")
-    parts: list[tuple[str | None, str]] = []  # (function name, text), in order
-    i = 0
-    while i < len(lines):
-        match = _FUNCTION.match(lines[i])
-        if match is None:
-            parts.append((None, lines[i]))
-            i += 1
-            continue
-        j = i
-        if not lines[i].rstrip().endswith(" end"):
-            j = lines.index("end", i + 1)
-        parts.append((match.group(1) or match.group(2), "\n".join(lines[i : j + 1])))
-        i = j + 1
-    defined = {fn: text for fn, text in parts if fn is not None}
-    if len(defined) != sum(fn is not None for fn, _ in parts):
-        raise RuntimeError("the Lua library defines a top-level function twice")
-    needed: set[str] = set()
-    pending = [body, *(text for fn, text in parts if fn is None)]
-    while pending:
-        for fn in _names(pending.pop()) & defined.keys() - needed:
-            needed.add(fn)
-            pending.append(defined[fn])
-    return "\n".join(text for fn, text in parts if fn is None or fn in needed)
-
-
-@cache
-def load(name: str) -> Script:
-    """The script ``lua/NAME.lua``, ready to send."""
-    folder = resources.files(__package__).joinpath("lua")
-    return assemble(name, folder.joinpath(f"{name}.lua").read_text())
-
-
-def assemble(name: str, body: str) -> Script:
-    """The script ``name`` whose own text is ``body``, ready to send: its fixed
-    keys bound, then the checks and library functions it uses, then ``body``.
-
-    :func:`load` builds every ``lua/`` script with it; a script kept elsewhere
-    (a test harness calling library functions directly) is built the same way.
-    """
-    folder = resources.files(__package__).joinpath("lua")
-    lib = _library("\n".join(folder.joinpath(f"{part}.lua").read_text() for part in LIBRARY), body)
-    checks = _library(folder.joinpath(f"{CHECKS}.lua").read_text(), f"{lib}\n{body}")
-    if "library()" in body:
-        lib = f"local function library()\n{lib}\nreturn L\nend"
-    static = _header_keys(name, body)
-    binds = ", ".join(f"{key} = KEYS[{i}]" for i, key in enumerate(static, start=2))
+    static = {name: _header_keys(name, body) for name, body in bodies.items()}
     values = ", ".join(repr(getattr(_checks, bound)) for bound in _BOUNDS)
-    text = (
-        f"local S = {{{binds}}}\nlocal {', '.join(_BOUNDS)} = {values}\n{checks}\n"
-        f"{lib}\n-- {name}.lua\n{body}"
-    )
-    return Script(name, static, text, hashlib.sha1(text.encode()).hexdigest())
+    parts = [
+        "local KEYS, ARGV, S",
+        f"local {', '.join(_BOUNDS)} = {values}",
+        _source(CHECKS),
+        *(_source(part) for part in LIBRARY),
+        _BINDING,
+    ]
+    for name, body in bodies.items():
+        fixed = ", ".join(f"'{key}'" for key in static[name])
+        parts.append(f"-- {name}.lua\nregister('{name}', {{{fixed}}}, function()\n{body}\nend)")
+    text = "\n".join(parts)
+    name = "rota_" + hashlib.sha1(text.encode()).hexdigest()[:16]
+    header = f"#!lua name={name}\nlocal NAME = '{name}'\n"
+    return Library(name, header + text, static)
 
 
 def names() -> list[str]:
@@ -160,6 +138,21 @@ def names() -> list[str]:
         for entry in folder.iterdir()
         if entry.name.endswith(".lua") and not entry.name.startswith("_")
     )
+
+
+@cache
+def library() -> Library:
+    """rota's library: every ``lua/`` script."""
+    return build({name: _source(name) for name in names()})
+
+
+def load(client: redis.Redis, lib: Library) -> None:
+    """Load ``lib`` into the server unless it is there already."""
+    try:
+        client.function_load(lib.text)
+    except ResponseError as exc:
+        if "already exists" not in str(exc):
+            raise
 
 
 class Scripts:
@@ -173,14 +166,6 @@ class Scripts:
         self._loaded = False
         self._lock = threading.Lock()
 
-    def load_all(self) -> None:
-        """SCRIPT LOAD every script in one round trip."""
-        pipe = self._client.pipeline(transaction=False)
-        for name in names():
-            pipe.script_load(load(name).text)
-        pipe.execute()
-        self._loaded = True
-
     def close(self) -> None:
         """Close the connections of script calls."""
         self._lane.close()
@@ -189,7 +174,8 @@ class Scripts:
         """The KEYS a call of ``name`` passes: the prefix, its fixed keys, ``extra``."""
         fixed = self._fixed.get(name)
         if fixed is None:
-            fixed = [self._keys.prefix, *(self._keys.static(k) for k in load(name).static)]
+            static = library().static[name]
+            fixed = [self._keys.prefix, *(self._keys.static(k) for k in static)]
             self._fixed[name] = fixed
         return [*fixed, *extra]
 
@@ -197,22 +183,26 @@ class Scripts:
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()
     ) -> Any:
         """Run one script; a ``ROTA_INVALID`` error becomes :class:`InvalidArgument`."""
-        script = load(name)
+        lib = library()
         if not self._loaded:
             with self._lock:
                 if not self._loaded:
-                    self.load_all()
+                    load(self._client, lib)
+                    self._loaded = True
         keys = self.keys_for(name, extra_keys)
+        call = ("FCALL", lib.function(name), len(keys), *keys, *args)
         try:
             try:
-                return self._lane.call("EVALSHA", script.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                self._client.script_load(script.text)
-                return self._lane.call("EVALSHA", script.sha, len(keys), *keys, *args)
+                return self._lane.call(*call)
+            except ResponseError as exc:
+                if not str(exc).startswith(_MISSING):
+                    raise
+                load(self._client, lib)
+                return self._lane.call(*call)
         except ResponseError as exc:
             message = str(exc)
             if message.startswith(_INVALID):
-                # Redis appends where a script raised: " script: SHA, on @user_script:N."
+                # Redis appends where a script raised: " script: NAME, on @user_function: N."
                 message = message[len(_INVALID) :].rsplit(" script: ", 1)[0]
                 raise InvalidArgument(message) from None
             raise

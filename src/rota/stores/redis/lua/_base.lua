@@ -1,12 +1,12 @@
 -- _base.lua: keys, values and index helpers shared by every script.
 --
--- scripts.py sends each script as one chunk: a generated line binding the
--- fixed keys, then the library files _base.lua, _ready.lua, _limits.lua and
--- _jobs.lua, _claim.lua (in that order; later ones use the earlier ones), then the
--- script's own file.
+-- scripts.py builds one Redis Functions library: the checks (_check.lua),
+-- then _base.lua, _ready.lua, _limits.lua, _jobs.lua and _claim.lua (in
+-- that order; later ones use the earlier ones), then each script's own file
+-- as a registered function. Each call binds the library's KEYS, ARGV,
+-- PREFIX and S (the fixed keys its script declares in its header, by name)
+-- before running the script.
 --
--- The generated line binds the fixed keys the script declares in its header:
--- local S = {seq = KEYS[2], ...}
 -- KEYS[1] is always the namespace prefix "{rota:NAMESPACE}:". Keys that
 -- depend on a job, queue or flow-control key are derived from it here, and
 -- only here; the functions mirror keys.py name for name, so every key keeps
@@ -18,7 +18,7 @@
 -- L.fmt(). A job's owner, token and expires fields are "" while it holds no
 -- lease (cheaper than deleting and re-creating them on every claim).
 
-local PREFIX = KEYS[1]
+local PREFIX -- KEYS[1], bound by each call (scripts.py)
 local L = {}
 
 -- keys -------------------------------------------------------------------

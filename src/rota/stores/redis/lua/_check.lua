@@ -3,9 +3,9 @@
 -- Redis does not roll back a script that fails after writing, so every
 -- script reads and checks all of its ARGV first; a refusal is the error
 -- "ROTA_INVALID <message>" (InvalidArgument in Python) with nothing changed.
--- scripts.py sends these functions outside the library (a script that runs
--- without the library checks too) and binds the bounds they use from
--- rota.stores._checks, the one home of the bounds both stores apply:
+-- scripts.py puts these functions first in the library and binds the bounds
+-- they use from rota.stores._checks, the one home of the bounds both stores
+-- apply:
 -- MAX_PRIORITY, MAX_COUNT, MAX_LIMIT, MAX_SECONDS, MAX_TIME, MAX_RATE,
 -- MAX_BATCH.
 
