@@ -25,20 +25,22 @@ class CancelSignal:
     with :meth:`add`, each once, in the thread that sets it."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        # a flag, not a threading.Event: nothing waits on it, and every job
+        # makes one (an Event costs a condition and two locks)
+        self._set = False
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], object]] = []
 
     def is_set(self) -> bool:
         """Whether the job was cancelled."""
-        return self._event.is_set()
+        return self._set
 
     def set(self) -> None:
         """Mark the job cancelled and run the callbacks (their errors are logged)."""
         with self._lock:
-            if self._event.is_set():
+            if self._set:
                 return
-            self._event.set()
+            self._set = True
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             _run(callback)
@@ -46,7 +48,7 @@ class CancelSignal:
     def add(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` when the job is cancelled; at once if it already is."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._set:
                 self._callbacks.append(callback)
                 return
         _run(callback)
