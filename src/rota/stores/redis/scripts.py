@@ -16,16 +16,15 @@ two rota versions sharing a Redis each call their own functions.
 Each call binds the script's keys and arguments to the library's ``KEYS``,
 ``ARGV``, ``PREFIX`` and ``S`` (the fixed keys by name) before running its
 body; Redis runs one call at a time, so the library's functions see the
-caller's. The library is loaded on first use; a ``Function not found`` reply
-(after ``FUNCTION FLUSH``, or a restart of a Redis that keeps no data) loads
-it again and repeats the call.
+caller's. A call that finds no library (``Function not found``: a server that
+never had this version's, or lost it to ``FUNCTION FLUSH`` or a restart that
+kept no data) loads it and is repeated.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -163,8 +162,6 @@ class Scripts:
         self._lane = Lane(client)
         self._keys = keys
         self._fixed: dict[str, list[str]] = {}  # script name -> its KEYS before the extra ones
-        self._loaded = False
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         """Close the connections of script calls."""
@@ -184,11 +181,6 @@ class Scripts:
     ) -> Any:
         """Run one script; a ``ROTA_INVALID`` error becomes :class:`InvalidArgument`."""
         lib = library()
-        if not self._loaded:
-            with self._lock:
-                if not self._loaded:
-                    load(self._client, lib)
-                    self._loaded = True
         keys = self.keys_for(name, extra_keys)
         call = ("FCALL", lib.function(name), len(keys), *keys, *args)
         try:
