@@ -1,9 +1,10 @@
-"""The thread pool is a sink: it runs the jobs it is given, one per free
-slot, reports each, and gives back the ones no slot started."""
+"""The thread pool claiming for itself (leader and followers), with a claim
+function in place of a store: which thread runs what, and when it stops."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import orjson
@@ -45,6 +46,33 @@ def job(n: int, *, block: bool = False) -> ClaimedJob:
     )
 
 
+class Claims:
+    """Hands out prepared batches, one per call, and records each call."""
+
+    def __init__(self, batches: list[list[ClaimedJob]]) -> None:
+        self.batches = batches
+        self.calls: list[tuple[str, int]] = []  # (thread, free slots asked for)
+        self.lock = threading.Lock()
+        self.idle = threading.Event()  # set while nothing is left to hand out
+        self.fail_next = False
+        self.under_way = 0
+
+    def __call__(self) -> list[ClaimedJob] | None:
+        with self.lock:
+            if self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("store hiccup")
+            self.calls.append((threading.current_thread().name, len(self.batches)))
+            if self.batches:
+                return self.batches.pop(0)
+            self.under_way += 1
+        self.idle.set()
+        time.sleep(0.01)  # as claim_wait blocks while there is no work
+        with self.lock:
+            self.under_way -= 1
+        return []
+
+
 @pytest.fixture
 def done() -> Iterator[dict[str, Result]]:
     ran_on.clear()
@@ -53,58 +81,55 @@ def done() -> Iterator[dict[str, Result]]:
     release.set()
 
 
-def pool(done: dict[str, Result], size: int) -> ThreadExecutor:
+def pool(claims: Claims, done: dict[str, Result], size: int) -> ThreadExecutor:
     executor = ThreadExecutor(app, size, lambda j, r: done.__setitem__(j.id, r))
+    assert executor.lead(claims)
     executor.start()
     return executor
 
 
-def test_every_submitted_job_runs_once_on_a_slot_thread(done: dict[str, Result]) -> None:
-    executor = pool(done, 4)
-    for n in range(12):
-        executor.submit(job(n))
-    wait_for(lambda: len(done) == 12)
+def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
+    done: dict[str, Result],
+) -> None:
+    claims = Claims([[job(0), job(1), job(2)], [job(3)], [job(4), job(5)]])
+    executor = pool(claims, done, 4)
+    wait_for(lambda: len(done) == 6)
     assert all(r.ok for r in done.values())
-    assert set(ran_on) == set(range(12))
-    assert {name.rsplit("-", 1)[0] for name in ran_on.values()} == {"rota-slot"}
-    wait_for(lambda: executor.busy() == 0)
+    claimers = [thread for thread, _ in claims.calls]
+    assert ran_on[0] == claimers[0]  # no hand-over to another thread
+    executor.stop_leading()
     executor.stop()
 
 
-def test_busy_counts_submitted_jobs_until_they_return(done: dict[str, Result]) -> None:
-    executor = pool(done, 2)
-    executor.submit(job(0, block=True))
-    executor.submit(job(1, block=True))
+def test_busy_slots_make_no_claim(done: dict[str, Result]) -> None:
+    claims = Claims([[job(0, block=True), job(1, block=True)]])
+    executor = pool(claims, done, 2)
     wait_for(lambda: len(ran_on) == 2)
-    assert executor.busy() == 2
+    calls = len(claims.calls)
+    assert executor.busy() == 2  # both slots busy: no thread is free to claim
+    assert len(claims.calls) == calls
     release.set()
     wait_for(lambda: len(done) == 2)
-    wait_for(lambda: executor.busy() == 0)
+    wait_for(lambda: len(claims.calls) > calls)  # a freed slot claims again
+    executor.stop_leading()
     executor.stop()
 
 
-def test_jobs_no_slot_started_are_given_back(done: dict[str, Result]) -> None:
-    executor = pool(done, 1)
-    executor.submit(job(0, block=True))
-    wait_for(lambda: 0 in ran_on)
-    executor.submit(job(1))
-    executor.submit(job(2))
-    assert executor.busy() == 3
-    waiting = executor.take_waiting()
-    assert [j.id for j in waiting] == ["j1", "j2"]
-    assert executor.busy() == 1  # the running one
-    release.set()
-    wait_for(lambda: "j0" in done)
+def test_a_failing_claim_costs_a_retry_not_a_thread(done: dict[str, Result]) -> None:
+    claims = Claims([])
+    claims.fail_next = True
+    executor = pool(claims, done, 1)
+    wait_for(lambda: claims.idle.is_set())  # the only thread claims again after the error
+    claims.batches.append([job(7)])
+    wait_for(lambda: "j7" in done)
+    executor.stop_leading()
     executor.stop()
-    assert set(done) == {"j0"}  # the given-back jobs never ran
 
 
-def test_a_job_whose_lease_ran_out_is_dropped_unrun(done: dict[str, Result]) -> None:
-    executor = pool(done, 1)
-    executor.may_start = lambda j: j.id != "j0"
-    executor.submit(job(0))
-    executor.submit(job(1))
-    wait_for(lambda: "j1" in done)
-    assert "j0" not in done and 0 not in ran_on
-    wait_for(lambda: executor.busy() == 0)
+def test_stop_leading_waits_for_the_claim_under_way(done: dict[str, Result]) -> None:
+    claims = Claims([])
+    executor = pool(claims, done, 2)
+    wait_for(lambda: claims.idle.is_set())
+    executor.stop_leading()
+    assert claims.under_way == 0  # it waited for the claim under way
     executor.stop()

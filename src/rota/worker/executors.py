@@ -1,8 +1,10 @@
 """Where jobs run: threads (default), child processes, or an asyncio loop.
 
-Each executor is a sink: it runs a job it is given and calls
-``on_done(job, result)`` from one of its own threads. It never claims: the
-worker's claim loop gives it a job only when a slot is free.
+Each executor runs a job it is given and calls ``on_done(job, result)`` from
+one of its own threads. The worker gives it a job only when a slot is free.
+The thread pool can also claim for itself (:meth:`Executor.lead`): an idle
+slot thread takes the claim, so the thread that receives a job runs it,
+with no hand-over to another thread on the way.
 """
 
 from __future__ import annotations
@@ -41,11 +43,10 @@ OnDone = Callable[[ClaimedJob, Result], None]
 #: Whether a job handed to a slot may still start (False: its lease ran out
 #: while it waited, and the job is dropped unrun).
 MayStart = Callable[[ClaimedJob], bool]
+#: One claim for the executor's free slots: the jobs (already counted as the
+#: worker's), or None once the worker stops claiming.
+Claim = Callable[[], "list[ClaimedJob] | None"]
 MODES = ("threads", "processes", "async")
-#: Seconds a hand-over to an idle slot thread waits for the thread to take the
-#: job: without it the claim loop would build its next claim first, holding
-#: the interpreter, and the job would start about 0.1 ms later.
-_PICK_WAIT = 0.005
 T = TypeVar("T")
 
 
@@ -93,6 +94,16 @@ class Executor(ABC):
         ``current_job().cancelled``)."""
         return None
 
+    def lead(self, claim: Claim) -> bool:
+        """Let idle slots call ``claim`` themselves, before :meth:`start`. False
+        (the default) if this executor cannot: the worker's loop then claims
+        and calls :meth:`submit`."""
+        return False
+
+    def stop_leading(self) -> None:
+        """Claim no more; return once a claim under way has returned."""
+        return None
+
     def take_waiting(self) -> list[ClaimedJob]:
         """Take back the jobs given to this executor that no slot has started
         (the worker releases them at shutdown)."""
@@ -105,18 +116,33 @@ class ThreadExecutor(Executor):
     job (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
     ends once the task returns. At most ``size`` threads are stuck at once;
     beyond that a timed-out job keeps its slot until it returns.
+
+    When leading, slots are leader and followers: an idle thread with nothing
+    handed to it takes the claim if no other thread holds it, keeps the first
+    job it gets, queues the rest for the idle followers and passes the claim
+    on (a baton in the queue wakes one of them) before running its own job.
     """
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
-        self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[ClaimedJob | object | None] = queue.SimpleQueue()
         self._threads = [self._thread(i) for i in range(size)]
         self._busy = 0
         self._lock = threading.Lock()
         self._running: set[str] = set()  # tokens of the jobs being run
         self._replaced: set[str] = set()  # tokens of abandoned jobs whose slot moved on
         self._spawned = size
-        self._picked = threading.Event()  # set when a slot thread takes a job
+        self._claim: Claim | None = None
+        self._leader = threading.Lock()
+
+    def lead(self, claim: Claim) -> bool:
+        self._claim = claim
+        return True
+
+    def stop_leading(self) -> None:
+        self._claim = None
+        with self._leader:
+            pass
 
     def start(self) -> None:
         for thread in self._threads:
@@ -124,16 +150,11 @@ class ThreadExecutor(Executor):
 
     def submit(self, job: ClaimedJob) -> None:
         with self._lock:
-            idle = self._busy < self.size  # a slot thread waits for a job
             self._busy += 1
-            if idle:
-                self._picked.clear()
         self._jobs.put(job)
-        if idle:  # let it take the job (and the interpreter) before the caller goes on
-            self._picked.wait(_PICK_WAIT)
 
     def take_waiting(self) -> list[ClaimedJob]:
-        jobs = [job for job in _drain(self._jobs) if job is not None]
+        jobs = [item for item in _drain(self._jobs) if isinstance(item, ClaimedJob)]
         with self._lock:
             self._busy -= len(jobs)
         return jobs
@@ -161,8 +182,7 @@ class ThreadExecutor(Executor):
         return threading.Thread(target=self._slot, name=f"rota-slot-{number}", daemon=True)
 
     def _slot(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            self._picked.set()
+        while (job := self._next()) is not None:
             if not self.may_start(job):
                 with self._lock:
                     self._busy -= 1
@@ -190,10 +210,52 @@ class ThreadExecutor(Executor):
             self._busy -= 1
             return False
 
+    def _next(self) -> ClaimedJob | None:
+        """The next job for this thread, claimed by it or handed to it; None to stop."""
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                item = _BATON
+                if self._leader.acquire(blocking=False):
+                    try:
+                        jobs = self._claim_safely()
+                    finally:
+                        self._leader.release()
+                    if jobs:
+                        with self._lock:
+                            self._busy += len(jobs)
+                        for other in jobs[1:]:
+                            self._jobs.put(other)
+                        self._jobs.put(_BATON)  # the next idle thread claims meanwhile
+                        return jobs[0]
+                    if jobs is not None:
+                        continue  # claim_wait blocked for a while: claim again
+                item = self._jobs.get()
+            if item is None:
+                return None
+            if isinstance(item, ClaimedJob):
+                return item
+
+    def _claim_safely(self) -> list[ClaimedJob] | None:
+        """``self._claim()``; an unexpected error is logged and costs a second,
+        never the slot thread."""
+        claim = self._claim
+        if claim is None:
+            return None
+        try:
+            return claim()
+        except Exception:
+            log.exception("claiming failed; trying again in a second")
+            time.sleep(1.0)
+            return []
+
     def stop(self) -> None:
         for _ in self._threads:
             self._jobs.put(None)
 
+
+_BATON = object()
 #: Seconds the children of a stopping processes-mode worker get to run their
 #: stop hooks and exit, all together, before they are killed.
 _CHILD_EXIT = 5.0

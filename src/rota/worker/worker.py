@@ -1,9 +1,10 @@
 """The worker: claims jobs it has room for, runs them, reports outcomes.
 
-Claiming: in every mode one claim loop (the thread that calls
-:meth:`Worker.run`) claims and hands the jobs to the executor, a sink that
-only runs them (``rota.worker.executors``). A claim asks for free slots
-only and waits (``claim_or_wait``:
+Claiming: in threads mode the idle slot threads take turns claiming
+(leader and followers, see ``executors.ThreadExecutor``), so a claimed job
+runs on the thread that received it; in the other modes one claim loop (the
+thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
+Either way a claim asks for free slots only and waits (``claim_or_wait``:
 the store's own waiting claim where it has one) when there is nothing to
 do. It may also hold jobs waiting for a slot (``rota.worker.ahead``: by
 default one per slot while its jobs are short, none while they are long;
@@ -201,6 +202,7 @@ class Worker:
         self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
+        leading = self._executor.lead(self._lead)
         self._executor.start()
         self._start_side(self._ack_loop, "rota-acker")
         self._start_side(self._keeper_loop, "rota-keeper")
@@ -215,7 +217,13 @@ class Worker:
             self.mode,
         )
         try:
-            self._claim_loop()
+            if leading:  # the slot threads claim (threads mode)
+                # Wait in steps: a signal the OS gives to another thread runs
+                # its Python handler only once this thread runs again.
+                while not self._stopping.wait(0.5):
+                    pass
+            else:
+                self._claim_loop()
         finally:
             self._shutdown()
             store.remove_worker(self.id)
@@ -235,12 +243,13 @@ class Worker:
     # -- claim loop ----------------------------------------------------------
 
     def _claim_loop(self) -> None:
-        while (jobs := self._turn()) is not None:
+        while (jobs := self._lead()) is not None:
             for job in jobs:
                 self._executor.submit(job)
 
-    def _turn(self) -> list[ClaimedJob] | None:
-        """One turn of the claim loop: the jobs, [] to be asked again, None
+    def _lead(self) -> list[ClaimedJob] | None:
+        """One turn of claiming, by the claim loop or by a slot thread that has
+        nothing to run (threads mode): the jobs, [] to be asked again, None
         once the worker stops claiming."""
         if self._stopping.is_set():
             return None
@@ -327,7 +336,7 @@ class Worker:
             self._ahead.done(seconds)
             if not self._inflight:
                 self._none_in_flight.set()
-            # a claim waits only while jobs wait for a slot (see _turn)
+            # a claim waits only while jobs wait for a slot (see _lead)
             freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
         try:
             outcome = runner.to_outcome(job, result)
@@ -606,6 +615,7 @@ class Worker:
         self.stop()
 
     def _shutdown(self) -> None:
+        self._executor.stop_leading()
         self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._send_heartbeat_quietly()
         deadline = time.monotonic() + self.grace
