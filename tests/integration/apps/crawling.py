@@ -26,7 +26,7 @@ crawler = Crawler(
     "site",
     seeds=json.loads(os.environ.get("ROTA_TEST_SEEDS", "[]")),
     deny=r"/skip/",
-    max_depth=6,
+    max_depth=None if os.environ.get("ROTA_TEST_MAX_DEPTH") == "none" else 6,
     recrawl=float(os.environ["ROTA_TEST_RECRAWL"]) if "ROTA_TEST_RECRAWL" in os.environ else None,
     per_host=2,
     rate=os.environ.get("ROTA_TEST_RATE", "10/s"),

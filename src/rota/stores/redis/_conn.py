@@ -287,11 +287,11 @@ def too_old(version: str) -> bool:
 
 
 def check_server(client: redis.Redis, where: str, *, allow_eviction: bool = False) -> None:
-    """Refuse a server older than :data:`MIN_REDIS`, raising
-    :class:`StoreError`. Refuse a server that evicts keys under memory pressure (any
+    """Refuse, raising :class:`StoreError`, a server older than
+    :data:`MIN_REDIS`, and one that evicts keys under memory pressure (any
     ``maxmemory-policy`` but ``noeviction``: rota's keys include some with a
-    TTL, so ``volatile-*`` policies drop them too) unless ``allow_eviction``,
-    raising :class:`StoreError`; log once per process and server when it keeps
+    TTL, so ``volatile-*`` policies drop them too) unless ``allow_eviction``;
+    log once per process and server when it keeps
     neither an append-only file nor RDB snapshots. Reads ``CONFIG GET``, or
     ``INFO`` where CONFIG is disabled (managed services)."""
     version = str(client.info("server").get("redis_version", ""))
