@@ -40,6 +40,36 @@ local OPTIONAL = {{'timeout', 10}, {'limits', 11}, {'ukey', 13}, {'ufor', 14},
 -- 9 max_lost, 10 lease, 11 timeout, 12 limits (JSON), 13 fair key, 14 unique key,
 -- 15 unique_for, 16 schedule, 17 fire_time, 18 host, 19 retry policy (JSON)
 
+-- The hash fields {name, value, ...} of a new job read from args at index b
+-- (L.NEW_FIELDS of them), with its limit signature sig (L.sig), in state
+-- with vtime, run_at and seq, sent at the store time stamp. Fields at their
+-- defaults are left out (L.JOB_DEFAULTS), and enqueued_at while it equals run_at.
+function L.new_job_fields(args, b, sig, state, vtime, run_at, seq, stamp)
+  local fields = {
+    'task', args[b + 1], 'queue', args[b + 2], 'state', state, 'payload', args[b + 3],
+    'vtime', vtime, 'run_at', run_at, 'max_lost', args[b + 8], 'lease', args[b + 9], 'seq', seq,
+  }
+  for _, field in ipairs({{'priority', args[b + 4]}, {'fair', args[b + 12]}, {'sig', sig},
+                          {'max_attempts', args[b + 7]}}) do
+    if field[2] ~= L.JOB_DEFAULTS[field[1]] then
+      fields[#fields + 1] = field[1]
+      fields[#fields + 1] = field[2]
+    end
+  end
+  if stamp ~= run_at then
+    fields[#fields + 1] = 'enqueued_at'
+    fields[#fields + 1] = stamp
+  end
+  for _, o in ipairs(OPTIONAL) do
+    local v = args[b + o[2]]
+    if v ~= '' then
+      fields[#fields + 1] = o[1]
+      fields[#fields + 1] = v
+    end
+  end
+  return fields
+end
+
 -- Store count jobs read from args starting at index first. Checks everything
 -- before writing, so a refused batch changes nothing. Returns the flat reply
 -- {id, duplicate, id, duplicate, ...}, or nil and an error message.
@@ -108,29 +138,7 @@ function L.enqueue(args, first, count, now, keys, watched)
       local state = 'queued'
       if tonumber(run_at) > now then state = 'scheduled' end
       seq = seq + 1
-      local fields = {
-        'task', task, 'queue', queue, 'state', state, 'payload', args[b + 3], 'vtime', vtime,
-        'run_at', run_at, 'max_lost', args[b + 8], 'lease', args[b + 9], 'seq', seq,
-      }
-      -- fields at their defaults are left out (L.JOB_DEFAULTS)
-      for _, field in ipairs({{'priority', priority}, {'fair', fair}, {'sig', sig},
-                              {'max_attempts', args[b + 7]}}) do
-        if field[2] ~= L.JOB_DEFAULTS[field[1]] then
-          fields[#fields + 1] = field[1]
-          fields[#fields + 1] = field[2]
-        end
-      end
-      if stamp ~= run_at then
-        fields[#fields + 1] = 'enqueued_at'
-        fields[#fields + 1] = stamp
-      end
-      for _, o in ipairs(OPTIONAL) do
-        local v = args[b + o[2]]
-        if v ~= '' then
-          fields[#fields + 1] = o[1]
-          fields[#fields + 1] = v
-        end
-      end
+      local fields = L.new_job_fields(args, b, sig, state, vtime, run_at, seq, stamp)
       redis.call('HSET', K.job(id), unpack(fields))
       if ukey then redis.call('SET', K.unique(ukey), id) end
       idx.move(id, queue, seq, nil, state)

@@ -65,20 +65,10 @@ local function hand(worker, idle, now)
   idle.n = idle.n + 1
   local token = idle.token .. '.' .. idle.n .. ':' .. seq
   local expires = now + tonumber(lease)
-  -- fields at their defaults are left out (L.JOB_DEFAULTS): lost, sig, and
-  -- enqueued_at (the run_at)
-  local fields = {
-    'task', task, 'queue', queue, 'state', 'running', 'payload', payload,
-    'vtime', vtime, 'run_at', stamp, 'attempt', 1, 'max_lost', ARGV[11], 'lease', lease,
-    'seq', seq, 'owner', worker, 'token', token, 'expires', expires, 'started_at', stamp,
-  }
-  for _, field in ipairs({{'priority', ARGV[7]}, {'fair', ARGV[15]},
-                          {'max_attempts', max_attempts}, {'timeout', timeout},
-                          {'retry', retry}}) do
-    if field[2] ~= (L.JOB_DEFAULTS[field[1]] or '') then
-      fields[#fields + 1] = field[1]
-      fields[#fields + 1] = field[2]
-    end
+  local fields = L.new_job_fields(ARGV, 3, L.sig(nil, nil), 'running', vtime, stamp, seq, stamp)
+  for _, v in ipairs({'attempt', 1, 'owner', worker, 'token', token, 'expires', expires,
+                      'started_at', stamp}) do
+    fields[#fields + 1] = v
   end
   redis.call('SADD', S.queues, queue)
   redis.call('HSET', K.job(id), unpack(fields))
