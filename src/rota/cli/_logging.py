@@ -11,8 +11,6 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
 
 def log_options(f: F) -> F:
     """``--quiet`` and ``--log-format`` on a command."""
@@ -33,9 +31,9 @@ def log_options(f: F) -> F:
 
 def configure(level: str, quiet: bool, log_format: str) -> None:
     """Log to stderr from ``level`` up (warning when ``quiet``), as text or JSON."""
-    from rota.worker.joblog import JsonFormatter
+    from rota.worker.joblog import JsonFormatter, TextFormatter
 
     handler = logging.StreamHandler(sys.stderr)
-    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handler.setFormatter(formatter)
     logging.basicConfig(level="WARNING" if quiet else level.upper(), handlers=[handler])

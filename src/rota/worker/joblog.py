@@ -10,6 +10,9 @@ record as attributes (``task``, ``job_id``, ``attempt``, ``duration_ms``,
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +21,9 @@ import orjson
 from rota.models import ClaimedJob, Outcome
 
 log = logging.getLogger("rota.worker")
+
+#: The text format of the log lines of long-running commands.
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: Record attributes of a job line, in the order the JSON format writes them.
 FIELDS = ("task", "job_id", "attempt", "duration_ms", "outcome", "error", "retry_in")
@@ -57,9 +63,53 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
         "error": error,
         "retry_in": retry_in,
     }
-    # made and handled directly: the logger's look-up of the calling line
-    # would cost more than the rest of the line
-    log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None, extra=fields))
+    log.handle(_record(text, fields))
+
+
+_made = threading.local()  # per thread: (process id, a record's attributes)
+
+
+def _record(text: str, fields: dict[str, Any]) -> logging.LogRecord:
+    """The record of a job line, as ``Logger.makeRecord`` would make it (the
+    logger's look-up of the calling line skipped), at under half the cost:
+    what stays the same within a thread of one process (its name and id,
+    the process's, the source) is copied from a record made once; the time,
+    the message and ``fields`` are the line's own. With a record factory of
+    the application's, the factory makes every record."""
+    if logging.getLogRecordFactory() is not logging.LogRecord:
+        return log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None, extra=fields)
+    pid = os.getpid()
+    made = getattr(_made, "base", None)
+    if made is None or made[0] != pid:  # new in this thread, or a forked child
+        first = logging.LogRecord(log.name, logging.INFO, __file__, 0, "", (), None)
+        made = _made.base = (pid, first.__dict__)
+    base = made[1]
+    now = time.time()
+    record = logging.LogRecord.__new__(logging.LogRecord)
+    record.__dict__ = base | fields
+    record.msg = text
+    record.created = now
+    record.msecs = int((now - int(now)) * 1000) + 0.0
+    record.relativeCreated = base["relativeCreated"] + (now - base["created"]) * 1000
+    return record
+
+
+class TextFormatter(logging.Formatter):
+    """rota's text lines: time, level, logger, message. The time's text is
+    made once per second (``Formatter.formatTime`` makes it on every line)."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """The record's local time, as ``2026-11-28 06:34:49,088``."""
+        whole = int(record.created)
+        second, text = self._second
+        if second != whole:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (whole, text)
+        return f"{text},{int(record.msecs):03d}"
 
 
 class JsonFormatter(logging.Formatter):
@@ -82,4 +132,4 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(data, default=str).decode()
 
 
-__all__ = ["FIELDS", "JsonFormatter", "outcome_name", "report"]
+__all__ = ["FIELDS", "TEXT_FORMAT", "JsonFormatter", "TextFormatter", "outcome_name", "report"]
