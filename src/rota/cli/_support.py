@@ -14,16 +14,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.text import Text
 
 from rota import _validate
 from rota._time import parse_duration
 from rota.app import App
 from rota.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,7 +128,11 @@ def read_url_option(f: F) -> F:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A rich console that prints text literally (no markup, no guessing of colours)."""
+    """A rich console that prints text literally (no markup, no guessing of colours).
+    (rich is imported here, on first use: it is a tenth of a command's start,
+    and ``rota worker`` never prints through it.)"""
+    from rich.console import Console
+
     stream: IO[str] = sys.stderr if stderr else sys.stdout
     width = None
     if not stream.isatty() and "COLUMNS" not in os.environ:
@@ -150,6 +155,8 @@ class CliError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         """Print the message in red on stderr, on one line whatever the width."""
+        from rich.text import Text
+
         line = Text.assemble(("Error: ", "bold red"), self.message)
         console(stderr=True).print(line, soft_wrap=True)
 

@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, CroniterError, croniter
-
 from rota.errors import InvalidSchedule
 
 __all__ = ["CronExpression"]
@@ -36,6 +34,9 @@ _ALIASES = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+# croniter (with dateutil, a tenth of rota's import time) is imported where an
+# expression is parsed or walked: most processes never parse one.
+
 # croniter's R (random) and H (hashed) values would differ between schedulers.
 _RANDOM_OR_HASHED = re.compile(r"(?<![a-z])[hr](?![a-z])", re.IGNORECASE)
 
@@ -63,6 +64,8 @@ class CronExpression:
     """
 
     def __init__(self, expr: str, tz: str = "UTC") -> None:
+        from croniter import CroniterBadDateError
+
         fields = _cron_fields(expr)
         seconds_first = len(fields) == 6
         expanded = _expand(expr, fields, seconds_first)
@@ -127,6 +130,8 @@ class CronExpression:
 
     def _walls(self, after: datetime) -> Iterator[datetime]:
         """Matching naive wall times strictly after ``after``, ascending."""
+        from croniter import croniter
+
         it = croniter(
             self._croniter_expr,
             after,
@@ -201,6 +206,8 @@ class CronExpression:
 
     def _count_walls(self, lo: datetime, hi: datetime) -> int:
         """How many matching wall times lie in ``[lo, hi]`` (whole seconds)."""
+        from croniter import croniter
+
         days = croniter(self._day_expr, datetime.combine(lo.date(), datetime.min.time()) - _SECOND)
         total = 0
         while (day := days.get_next(datetime).date()) <= hi.date():
@@ -240,6 +247,8 @@ def _cron_fields(expr: str) -> list[str]:
 
 def _expand(expr: str, fields: list[str], seconds_first: bool) -> list[list[Any]]:
     """croniter's expanded fields (minute, hour, dom, month, dow[, second]); checks each field."""
+    from croniter import CroniterError, croniter
+
     names = ("second", *_FIELDS) if seconds_first else _FIELDS
     for index, (name, value) in enumerate(zip(names, fields, strict=True)):
         if _RANDOM_OR_HASHED.search(value):
