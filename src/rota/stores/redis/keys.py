@@ -208,8 +208,8 @@ class Keys:
         return f"{self.prefix}job:{job_id}"
 
     def state(self, state: JobState | str) -> str:
-        """Jobs in one state, by sequence, as earlier versions wrote them (no
-        longer written: only removed from, by tests and moves)."""
+        """Jobs in one state, by sequence: an index earlier versions wrote, which
+        moves still remove their jobs from."""
         return f"{self.prefix}state:{JobState(state).value}"
 
     def qstate(self, queue: str, state: JobState | str) -> str:
