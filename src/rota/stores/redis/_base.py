@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from rota._ids import unique_ids
-from rota.stores.redis._codec import text
 from rota.stores.redis._conn import Lane, Reconnect, RedisOptions, clients
 from rota.stores.redis.keys import Keys
 from rota.stores.redis.scripts import EncodableArg, Scripts
@@ -61,10 +60,6 @@ class RedisBase:
         after a lost connection returns the first reply instead of acting twice.
         It says how long Redis keeps the reply: as long as calls keep retrying."""
         return f"{int(self.options.retry_for) + 30}/{unique_ids.next()}"
-
-    def _queues(self) -> list[str]:
-        """Every queue that ever had a job, by name."""
-        return sorted(text(q) for q in self._client.smembers(self.keys.static("queues")))
 
     @guarded
     def now(self) -> float:

@@ -61,7 +61,7 @@ class Reads(RedisBase):
 
     @guarded
     def find_job_ids(self, prefix: str, limit: int = 2) -> list[str]:
-        """Jobs have no index by id, so this walks the queues' state indexes with
+        """Jobs have no index by id, so this walks the per-state indexes with
         ZSCAN, :data:`ZSCAN_COUNT` members per call (each call holds the server
         for ~10 ms): an operator's lookup of a short id, linear in the
         namespace's jobs (~0.4 s for 100,000), never on a worker's path; a
@@ -71,8 +71,8 @@ class Reads(RedisBase):
         if self._client.exists(self.keys.job(prefix)):
             found.add(prefix)
         pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
-        queues = self._queues()
-        for index in [self.keys.qstate(q, s) for q in queues for s in _STATES]:
+        indexes = [self.keys.state(s) for s in _STATES if s is not JobState.QUEUED]
+        for index in [*indexes, *(self.keys.qstate(q, JobState.QUEUED) for q in self._queues())]:
             for member in self._client.zscan_iter(index, match=pattern, count=ZSCAN_COUNT):
                 found.add(_codec.text(member[0]))
                 if len(found) >= limit:
@@ -132,8 +132,7 @@ class Reads(RedisBase):
         elif query.state is not None:
             states = (query.state,)
         queued = JobState.QUEUED in states
-        queues = self._queues()
-        every_queue = list(self._queued_indexes(queues)) if queued else []
+        every_queue = list(self._queued_indexes(self._queues())) if queued else []
         groups: list[list[str]] = []
         if query.queue is not None:
             own = [k.qstate(query.queue, s) for s in states if s is not JobState.QUEUED]
@@ -144,8 +143,7 @@ class Reads(RedisBase):
             groups.append([k.task(query.task), *every_queue])
         if query.schedule is not None:
             groups.append([k.sched(query.schedule)])
-        others = [k.qstate(q, s) for q in queues for s in states if s is not JobState.QUEUED]
-        groups.append([*others, *every_queue])
+        groups.append([*(k.state(s) for s in states if s is not JobState.QUEUED), *every_queue])
         keys: list[str] = []
         layout = [str(len(groups))]
         for group in groups:
@@ -155,6 +153,10 @@ class Reads(RedisBase):
                 ref = str(len(keys) + 1)  # KEYS[1] is the prefix
                 layout.append("p" + ref if key.startswith(k.qpages("")) else ref)
         return keys, layout
+
+    def _queues(self) -> list[str]:
+        """Every queue that ever had a job, by name."""
+        return sorted(_codec.text(q) for q in self._client.smembers(self.keys.static("queues")))
 
     def _queued_indexes(self, queues: Sequence[str]) -> Iterator[str]:
         """The indexes of the queues' queued jobs (they have no global one): each

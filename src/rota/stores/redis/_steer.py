@@ -37,15 +37,11 @@ class Steering(RedisBase):
     def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
         _checks.optional_text(queue, "queue")
         _checks.optional_text(task, "task")
-        queues = [queue] if queue is not None else self._queues()
-        return sum(self._retry_failed_of(q, task) for q in queues)
-
-    def _retry_failed_of(self, queue: str, task: str | None) -> int:
-        """Queue the failed jobs of ``queue`` (of ``task``, if given) again,
-        :data:`_CHUNK` jobs looked at per call."""
         total, skip = 0, 0
         while True:
-            done, looked = self._run("retry_failed", [queue, task or "", str(_CHUNK), str(skip)])
+            done, looked = self._run(
+                "retry_failed", [queue or "", task or "", str(_CHUNK), str(skip)]
+            )
             total += int(done)
             skip += int(looked) - int(done)
             if int(looked) < _CHUNK:

@@ -35,9 +35,9 @@ key                            type    holds
 ``P job:ID``                   hash    one job (fields written by ``lua/_jobs.lua``
                                        ``L.enqueue``; no id field: the key names
                                        the job)
+``P state:STATE``              zset    job id -> seq, per state but queued (paging,
+                                       counts; queued jobs: ``qstate`` only)
 ``P qstate:QUEUE:STATE``       zset    job id -> seq, per queue and state but queued
-                                       (paging, counts; lists across queues
-                                       merge the queues' indexes)
 ``P qpage:QUEUE:N``            zset    job id -> seq, the queue's queued jobs with
                                        seq // 128 == N (listpack-sized pages)
 ``P qpages:QUEUE``             zset    the queue's pages holding queued jobs, N -> N
@@ -106,11 +106,6 @@ pages keep the index listpack-encoded, about 41 bytes per job instead of
 134 in one large sorted set. Earlier versions wrote queued jobs to
 ``qstate:QUEUE:queued``, ``state:queued`` and ``task:TASK``; those entries
 are still read, removed as the jobs move on, and listed once.
-
-No index holds every job of a state: a job moving between states updates
-its queue's indexes only, and a list of a state across queues merges them.
-Earlier versions also wrote every job not queued to ``state:STATE``; those
-entries are no longer read, and are removed as their jobs move on or go.
 """
 
 from __future__ import annotations
@@ -208,8 +203,7 @@ class Keys:
         return f"{self.prefix}job:{job_id}"
 
     def state(self, state: JobState | str) -> str:
-        """Jobs in one state, by sequence: an index earlier versions wrote, which
-        moves still remove their jobs from."""
+        """Jobs in one state, by sequence."""
         return f"{self.prefix}state:{JobState(state).value}"
 
     def qstate(self, queue: str, state: JobState | str) -> str:

@@ -229,15 +229,17 @@ function L.batch()
   end
   -- like L.index_state
   function b.move(id, queue, seq, old, new)
-    if old then b.rem(K.state(old), id) end -- entries of earlier versions
     if old == 'queued' then
+      b.rem(K.state(old), id) -- entries of earlier versions
       queued(b.qrems, queue, seq, id)
     elseif old then
+      b.rem(K.state(old), id)
       b.rem(K.qstate(queue, old), id)
     end
     if new == 'queued' then
       queued(b.qadds, queue, seq, id)
     elseif new then
+      b.add(K.state(new), seq, id)
       b.add(K.qstate(queue, new), seq, id)
     end
   end
@@ -333,13 +335,12 @@ end
 
 
 -- Move a job between the state indexes (old may be nil for a new job).
--- Jobs are indexed per queue and state only: queued ones in the paged index
--- above, beside their ready sub-queue, the others in qstate:QUEUE:STATE.
--- Readers of a state across queues merge the queues' indexes. The global
--- state:STATE indexes are no longer written (each cost a skiplist update
--- per move and an entry per job); removing from them stays, for entries
--- written by earlier versions (a ZREM of an absent key costs next to
--- nothing).
+-- Queued jobs are indexed per queue only (the paged index above), beside
+-- their ready sub-queue: the global state:queued index is no longer written,
+-- since a backlog of queued jobs paid an entry (~140 bytes) and a skiplist
+-- update per job in it; readers merge the queues' indexes instead. Removing
+-- from state:queued stays, for entries written by earlier versions (a ZREM
+-- of an absent key costs next to nothing).
 function L.index_state(id, queue, seq, old, new)
   if old then redis.call('ZREM', K.state(old), id) end
   if old == 'queued' then
@@ -350,6 +351,7 @@ function L.index_state(id, queue, seq, old, new)
   if new == 'queued' then
     L.queued_add(queue, {seq, id})
   elseif new then
+    redis.call('ZADD', K.state(new), seq, id)
     redis.call('ZADD', K.qstate(queue, new), seq, id)
   end
 end

@@ -1,10 +1,10 @@
--- retry_failed: queue failed jobs of a queue (of a task, if given) again,
--- one chunk per call (Store.retry_failed calls it for each queue in turn).
+-- retry_failed: queue failed jobs of a queue and/or task again, one chunk
+-- per call (Store.retry_failed).
 --
 -- KEYS[1] prefix: the namespace prefix; job, index, ready, unique and signal
 --                 keys are derived from it (_base.lua)
 -- KEYS[2] finished: finished job id -> finished_at
--- ARGV[1] queue
+-- ARGV[1] queue ("" for any)
 -- ARGV[2] task ("" for any)
 -- ARGV[3] most failed jobs to look at in this call
 -- ARGV[4] how many failed jobs at the front of the index to skip (jobs of
@@ -15,12 +15,13 @@
 
 -- every argument is checked before the first write (_check.lua)
 check_count(4)
-check_str(ARGV[1], 'queue')
 check_num(ARGV[3], 'retry chunk', 1, MAX_BATCH, true)
 check_num(ARGV[4], 'retry skip', 0, 2 ^ 53, true)
 
-local queue, task, chunk, skip = ARGV[1], L.opt(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local ids = redis.call('ZRANGE', K.qstate(queue, 'failed'), skip, skip + chunk - 1)
+local queue, task, chunk, skip = L.opt(ARGV[1]), L.opt(ARGV[2]), tonumber(ARGV[3]),
+                                 tonumber(ARGV[4])
+local source = queue and K.qstate(queue, 'failed') or K.state('failed')
+local ids = redis.call('ZRANGE', source, skip, skip + chunk - 1)
 local now = L.now()
 local done, wake = 0, {}
 for _, id in ipairs(ids) do
