@@ -11,6 +11,7 @@ import time
 
 import orjson
 
+from claims import Claims
 from helpers import wait_for
 from rota import App
 from rota.models import ClaimedJob
@@ -58,9 +59,7 @@ class Feeding:
 
     def run(self, *jobs: ClaimedJob) -> None:
         """Give the jobs (all waiting before the child starts) and wait for their results."""
-        for each in jobs:
-            self.executor.submit(each)
-        self.executor.start()
+        self.executor.start(Claims([list(jobs)]))
         try:
             wait_for(lambda: len(self.results) == len(jobs), timeout=60, what="every result")
         finally:

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from claims import Claims
 from rota import App
 from rota.models import ClaimedJob
 from rota.worker import runner
@@ -70,10 +71,8 @@ def test_an_internal_failure_never_raises_even_for_an_unprintable_error() -> Non
 def test_a_thread_slot_survives_a_task_that_exits_and_runs_the_next_job() -> None:
     done: queue.SimpleQueue[tuple[str, Result]] = queue.SimpleQueue()
     pool = ThreadExecutor(app, 1, lambda j, r: done.put((j.id, r)))
-    pool.start()
+    pool.start(Claims([[job("exits", task="leave", payload=b"{}"), job("after")]]))
     try:
-        pool.submit(job("exits", task="leave", payload=b"{}"))
-        pool.submit(job("after"))
         first, second = done.get(timeout=10), done.get(timeout=10)
     finally:
         pool.stop()

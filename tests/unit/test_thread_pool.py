@@ -1,15 +1,15 @@
 """The thread pool claiming for itself (leader and followers), with a claim
-function in place of a store: which thread runs what, and when it stops."""
+function in place of a worker's: which thread runs what, and when it stops."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import orjson
 import pytest
 
+from claims import Claims
 from helpers import wait_for
 from rota import App
 from rota.models import ClaimedJob
@@ -46,33 +46,6 @@ def job(n: int, *, block: bool = False) -> ClaimedJob:
     )
 
 
-class Claims:
-    """Hands out prepared batches, one per call, and records each call."""
-
-    def __init__(self, batches: list[list[ClaimedJob]]) -> None:
-        self.batches = batches
-        self.calls: list[tuple[str, int]] = []  # (thread, free slots asked for)
-        self.lock = threading.Lock()
-        self.idle = threading.Event()  # set while nothing is left to hand out
-        self.fail_next = False
-        self.under_way = 0
-
-    def __call__(self) -> list[ClaimedJob] | None:
-        with self.lock:
-            if self.fail_next:
-                self.fail_next = False
-                raise RuntimeError("store hiccup")
-            self.calls.append((threading.current_thread().name, len(self.batches)))
-            if self.batches:
-                return self.batches.pop(0)
-            self.under_way += 1
-        self.idle.set()
-        time.sleep(0.01)  # as claim_wait blocks while there is no work
-        with self.lock:
-            self.under_way -= 1
-        return []
-
-
 @pytest.fixture
 def done() -> Iterator[dict[str, Result]]:
     ran_on.clear()
@@ -83,8 +56,7 @@ def done() -> Iterator[dict[str, Result]]:
 
 def pool(claims: Claims, done: dict[str, Result], size: int) -> ThreadExecutor:
     executor = ThreadExecutor(app, size, lambda j, r: done.__setitem__(j.id, r))
-    assert executor.lead(claims)
-    executor.start()
+    executor.start(claims)
     return executor
 
 
@@ -97,7 +69,7 @@ def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
     assert all(r.ok for r in done.values())
     claimers = [thread for thread, _ in claims.calls]
     assert ran_on[0] == claimers[0]  # no hand-over to another thread
-    executor.stop_leading()
+    executor.stop_claiming()
     executor.stop()
 
 
@@ -111,7 +83,7 @@ def test_busy_slots_make_no_claim(done: dict[str, Result]) -> None:
     release.set()
     wait_for(lambda: len(done) == 2)
     wait_for(lambda: len(claims.calls) > calls)  # a freed slot claims again
-    executor.stop_leading()
+    executor.stop_claiming()
     executor.stop()
 
 
@@ -122,14 +94,14 @@ def test_a_failing_claim_costs_a_retry_not_a_thread(done: dict[str, Result]) -> 
     wait_for(lambda: claims.idle.is_set())  # the only thread claims again after the error
     claims.batches.append([job(7)])
     wait_for(lambda: "j7" in done)
-    executor.stop_leading()
+    executor.stop_claiming()
     executor.stop()
 
 
-def test_stop_leading_waits_for_the_claim_under_way(done: dict[str, Result]) -> None:
+def test_stop_claiming_waits_for_the_claim_under_way(done: dict[str, Result]) -> None:
     claims = Claims([])
     executor = pool(claims, done, 2)
     wait_for(lambda: claims.idle.is_set())
-    executor.stop_leading()
+    executor.stop_claiming()
     assert claims.under_way == 0  # it waited for the claim under way
     executor.stop()

@@ -1,28 +1,29 @@
 """Where jobs run: threads (default), child processes, or an asyncio loop.
 
-Each executor runs a job it is given and calls ``on_done(job, result)`` from
-one of its own threads. The worker gives it a job only when a slot is free.
-The thread pool can also claim for itself (:meth:`Executor.lead`): an idle
-slot thread takes the claim, so the thread that receives a job runs it,
-with no hand-over to another thread on the way.
+Every executor gets its jobs through the worker's claim function, which
+asks for free slots only (:meth:`Executor.start`). In threads and async
+mode the idle slots take turns calling it (``rota.worker.turns``), so the
+slot that claims a job runs it; in processes mode one thread of the
+parent claims for the children. Each executor calls ``on_done(job,
+result)`` from one of its own threads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import inspect
 import logging
 import multiprocessing
-import queue
 import signal
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from rota.commands import COMMAND_TASK
 from rota.context import reset_current, set_current
@@ -30,6 +31,7 @@ from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, U
 from rota.models import ClaimedJob
 from rota.worker import joblogs, runner
 from rota.worker.runner import Result
+from rota.worker.turns import BATON, Claim, Turns, claim_safely
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -43,11 +45,7 @@ OnDone = Callable[[ClaimedJob, Result], None]
 #: Whether a job handed to a slot may still start (False: its lease ran out
 #: while it waited, and the job is dropped unrun).
 MayStart = Callable[[ClaimedJob], bool]
-#: One claim for the executor's free slots: the jobs (already counted as the
-#: worker's), or None once the worker stops claiming.
-Claim = Callable[[], "list[ClaimedJob] | None"]
 MODES = ("threads", "processes", "async")
-T = TypeVar("T")
 
 
 class Executor(ABC):
@@ -62,12 +60,17 @@ class Executor(ABC):
         self.short_jobs: Callable[[], bool] = lambda: False
 
     @abstractmethod
-    def start(self) -> None:
-        """Start the slots."""
+    def start(self, claim: Claim) -> None:
+        """Start the slots; the idle ones take turns calling ``claim`` for jobs."""
 
     @abstractmethod
-    def submit(self, job: ClaimedJob) -> None:
-        """Run ``job`` in a free slot."""
+    def stop_claiming(self) -> None:
+        """Claim no more; return once a claim under way has returned."""
+
+    @abstractmethod
+    def take_waiting(self) -> list[ClaimedJob]:
+        """Take back the claimed jobs no slot has started (the worker releases
+        them at shutdown)."""
 
     @abstractmethod
     def stop(self) -> None:
@@ -94,73 +97,37 @@ class Executor(ABC):
         ``current_job().cancelled``)."""
         return None
 
-    def lead(self, claim: Claim) -> bool:
-        """Let idle slots call ``claim`` themselves, before :meth:`start`. False
-        (the default) if this executor cannot: the worker's loop then claims
-        and calls :meth:`submit`."""
-        return False
-
-    def stop_leading(self) -> None:
-        """Claim no more; return once a claim under way has returned."""
-        return None
-
-    def take_waiting(self) -> list[ClaimedJob]:
-        """Take back the jobs given to this executor that no slot has started
-        (the worker releases them at shutdown)."""
-        return []
-
 
 class ThreadExecutor(Executor):
     """A pool of ``size`` threads: for I/O-bound tasks. Timeouts are reported at
     the deadline, but Python cannot stop a thread: the worker then abandons the
     job (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
     ends once the task returns. At most ``size`` threads are stuck at once;
-    beyond that a timed-out job keeps its slot until it returns.
-
-    When leading, slots are leader and followers: an idle thread with nothing
-    handed to it takes the claim if no other thread holds it, keeps the first
-    job it gets, queues the rest for the idle followers and passes the claim
-    on (a baton in the queue wakes one of them) before running its own job.
-    """
+    beyond that a timed-out job keeps its slot until it returns."""
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
-        self._jobs: queue.SimpleQueue[ClaimedJob | object | None] = queue.SimpleQueue()
+        self._turns = Turns()
         self._threads = [self._thread(i) for i in range(size)]
-        self._busy = 0
+        self._busy = 0  # slots running a job
         self._lock = threading.Lock()
         self._running: set[str] = set()  # tokens of the jobs being run
         self._replaced: set[str] = set()  # tokens of abandoned jobs whose slot moved on
         self._spawned = size
-        self._claim: Claim | None = None
-        self._leader = threading.Lock()
 
-    def lead(self, claim: Claim) -> bool:
-        self._claim = claim
-        return True
-
-    def stop_leading(self) -> None:
-        self._claim = None
-        with self._leader:
-            pass
-
-    def start(self) -> None:
+    def start(self, claim: Claim) -> None:
+        self._turns.open(claim)
         for thread in self._threads:
             thread.start()
 
-    def submit(self, job: ClaimedJob) -> None:
-        with self._lock:
-            self._busy += 1
-        self._jobs.put(job)
+    def stop_claiming(self) -> None:
+        self._turns.close()
 
     def take_waiting(self) -> list[ClaimedJob]:
-        jobs = [item for item in _drain(self._jobs) if isinstance(item, ClaimedJob)]
-        with self._lock:
-            self._busy -= len(jobs)
-        return jobs
+        return self._turns.take_waiting()
 
     def busy(self) -> int:
-        return self._busy
+        return self._busy + self._turns.waiting
 
     def stuck(self) -> int:
         return len(self._replaced)
@@ -182,13 +149,12 @@ class ThreadExecutor(Executor):
         return threading.Thread(target=self._slot, name=f"rota-slot-{number}", daemon=True)
 
     def _slot(self) -> None:
-        while (job := self._next()) is not None:
+        while (job := self._turns.next()) is not None:
             if not self.may_start(job):
-                with self._lock:
-                    self._busy -= 1
                 continue
             with self._lock:
                 self._running.add(job.token)
+                self._busy += 1
             try:
                 result = runner.run_sync(self.app, job)
             except BaseException as exc:  # a task's SystemExit too: the slot lives on
@@ -210,52 +176,10 @@ class ThreadExecutor(Executor):
             self._busy -= 1
             return False
 
-    def _next(self) -> ClaimedJob | None:
-        """The next job for this thread, claimed by it or handed to it; None to stop."""
-        while True:
-            try:
-                item = self._jobs.get_nowait()
-            except queue.Empty:
-                item = _BATON
-                if self._leader.acquire(blocking=False):
-                    try:
-                        jobs = self._claim_safely()
-                    finally:
-                        self._leader.release()
-                    if jobs:
-                        with self._lock:
-                            self._busy += len(jobs)
-                        for other in jobs[1:]:
-                            self._jobs.put(other)
-                        self._jobs.put(_BATON)  # the next idle thread claims meanwhile
-                        return jobs[0]
-                    if jobs is not None:
-                        continue  # claim_wait blocked for a while: claim again
-                item = self._jobs.get()
-            if item is None:
-                return None
-            if isinstance(item, ClaimedJob):
-                return item
-
-    def _claim_safely(self) -> list[ClaimedJob] | None:
-        """``self._claim()``; an unexpected error is logged and costs a second,
-        never the slot thread."""
-        claim = self._claim
-        if claim is None:
-            return None
-        try:
-            return claim()
-        except Exception:
-            log.exception("claiming failed; trying again in a second")
-            time.sleep(1.0)
-            return []
-
     def stop(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
+        self._turns.end(len(self._threads))
 
 
-_BATON = object()
 #: Seconds the children of a stopping processes-mode worker get to run their
 #: stop hooks and exit, all together, before they are killed.
 _CHILD_EXIT = 5.0
@@ -476,7 +400,9 @@ class ProcessExecutor(Executor):
             raise InvalidArgument("processes mode needs the app's import spec on this platform")
         ctx = multiprocessing.get_context(method)
         self._slots = [_ProcessSlot(ctx, app, app_spec) for _ in range(size)]
-        self._jobs: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
+        self._turns = Turns()  # claimed jobs waiting for a feeder (which does not claim)
+        self._claimer: threading.Thread | None = None
+        self._claiming_stopped = False
         self._idle = 0  # feeder threads waiting for a job
         self._lock = threading.Lock()
         self._threads = [
@@ -484,17 +410,29 @@ class ProcessExecutor(Executor):
             for i, slot in enumerate(self._slots)
         ]
 
-    def start(self) -> None:
+    def start(self, claim: Claim) -> None:
         for slot in self._slots:
             slot._spawn()
+        self._claimer = threading.Thread(
+            target=self._claim_loop, args=(claim,), name="rota-claim", daemon=True
+        )
+        self._claimer.start()
         for thread in self._threads:
             thread.start()
 
-    def submit(self, job: ClaimedJob) -> None:
-        self._jobs.put(job)
+    def _claim_loop(self, claim: Claim) -> None:
+        """Claim for the children, from a thread of their own: a feeder that
+        claimed would leave its child idle for the claim's round trip."""
+        while not self._claiming_stopped and (jobs := claim_safely(claim)) is not None:
+            self._turns.put(jobs)
+
+    def stop_claiming(self) -> None:
+        self._claiming_stopped = True
+        if self._claimer is not None:
+            self._claimer.join()
 
     def take_waiting(self) -> list[ClaimedJob]:
-        return [job for job in _drain(self._jobs) if job is not None]
+        return self._turns.take_waiting()
 
     def cancel(self, job: ClaimedJob) -> None:
         for slot in self._slots:
@@ -506,7 +444,7 @@ class ProcessExecutor(Executor):
             if not slot.pending():
                 with self._lock:
                     self._idle += 1
-                job = self._jobs.get()
+                job = self._turns.next()
                 with self._lock:
                     self._idle -= 1
                 if job is None:
@@ -523,8 +461,7 @@ class ProcessExecutor(Executor):
                     continue  # the executor stopped meanwhile
                 job, unstarted = sent[0], sent[1:]
                 result = runner.internal_failure(exc, "a feeder thread")
-            for other in unstarted:
-                self._jobs.put(other)
+            self._turns.put(unstarted)
             self.on_done(job, result)
 
     def _send(self, slot: _ProcessSlot, job: ClaimedJob) -> None:
@@ -535,21 +472,12 @@ class ProcessExecutor(Executor):
         """Send the busy ``slot`` its next job now if one waits that no idle
         feeder would take."""
         with self._lock:
-            spare = self._jobs.qsize() > self._idle
-        if not spare:
-            return
-        try:
-            job = self._jobs.get_nowait()
-        except queue.Empty:
-            return
-        if job is None:  # a stop: this thread takes it once its child is idle
-            self._jobs.put(None)
-            return
-        self._send(slot, job)
+            spare = self._turns.waiting > self._idle
+        if spare and (job := self._turns.take()) is not None:
+            self._send(slot, job)
 
     def stop(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
+        self._turns.end(len(self._threads))
         for slot in self._slots:
             slot.end()
         deadline = time.monotonic() + _CHILD_EXIT
@@ -558,8 +486,11 @@ class ProcessExecutor(Executor):
 
 
 class AsyncExecutor(Executor):
-    """One asyncio loop in a thread: ``async def`` tasks run on it, with real
-    cancellation at their timeout; plain functions run in the loop's thread pool."""
+    """One asyncio loop in a thread, with ``size`` slots on it: ``async def``
+    tasks run on the loop, with real cancellation at their timeout; plain
+    functions run in the loop's thread pool. The slots take turns at the
+    claim as threads do; the claim itself runs off the loop, in a thread of
+    its own."""
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
@@ -567,14 +498,41 @@ class AsyncExecutor(Executor):
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rota-async", daemon=True
         )
+        self._claimer = concurrent.futures.ThreadPoolExecutor(1, "rota-claim")
+        self._claim: Claim | None = None
+        self._claiming = threading.Lock()  # held by the claim under way
+        # The rest belongs to the loop's thread:
+        self._waiting: asyncio.Queue[ClaimedJob | object] = asyncio.Queue()
+        self._leading = False  # a slot holds the claim
+        self._slots: list[asyncio.Task[None]] = []
         self._tasks: dict[asyncio.Task[None], ClaimedJob] = {}
-        self._cancelled: set[str] = set()  # tokens of the jobs cancelled (loop thread only)
+        self._cancelled: set[str] = set()  # tokens of the jobs cancelled
 
-    def start(self) -> None:
+    def start(self, claim: Claim) -> None:
+        self._claim = claim
         self._thread.start()
+        self._loop.call_soon_threadsafe(self._start_slots)
 
-    def submit(self, job: ClaimedJob) -> None:
-        self._loop.call_soon_threadsafe(self._spawn, job)
+    def _start_slots(self) -> None:
+        self._slots = [self._loop.create_task(self._slot()) for _ in range(self.size)]
+
+    def stop_claiming(self) -> None:
+        self._claim = None
+        with self._claiming:
+            pass
+
+    def take_waiting(self) -> list[ClaimedJob]:
+        if not self._thread.is_alive():
+            return []
+        return asyncio.run_coroutine_threadsafe(self._take_waiting(), self._loop).result(5)
+
+    async def _take_waiting(self) -> list[ClaimedJob]:
+        taken = []
+        while not self._waiting.empty():
+            item = self._waiting.get_nowait()
+            if isinstance(item, ClaimedJob):
+                taken.append(item)
+        return taken
 
     def cancel(self, job: ClaimedJob) -> None:
         self._loop.call_soon_threadsafe(self._cancel, job)
@@ -585,15 +543,52 @@ class AsyncExecutor(Executor):
                 self._cancelled.add(job.token)
                 task.cancel()
 
-    def _spawn(self, job: ClaimedJob) -> None:
-        if not self.may_start(job):
-            return
-        task = self._loop.create_task(self._run(job))
-        self._tasks[task] = job
-        task.add_done_callback(self._forget)
+    async def _slot(self) -> None:
+        """Run jobs, each in a task of its own, one at a time, until stopped."""
+        while (job := await self._next()) is not None:
+            if not self.may_start(job):
+                continue
+            task = self._loop.create_task(self._run(job))
+            self._tasks[task] = job
+            try:
+                await task
+            except asyncio.CancelledError:
+                if current_task(self._loop).cancelling():
+                    raise  # the slot is stopped
+                # the job was cancelled before it began
+                self._cancelled.discard(job.token)
+                self.on_done(job, runner.failure(JobCancelled(job.id), retryable=False))
+            finally:
+                del self._tasks[task]
 
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        self._tasks.pop(task, None)
+    async def _next(self) -> ClaimedJob | None:
+        """The next job for the calling slot, claimed by it (when no other slot
+        holds the claim) or left for it; None once the worker claims no more."""
+        while True:
+            if not self._waiting.empty():
+                item = self._waiting.get_nowait()
+            elif not self._leading:
+                self._leading = True
+                try:
+                    jobs = await self._loop.run_in_executor(self._claimer, self._claim_turn)
+                finally:
+                    self._leading = False
+                if jobs:
+                    for other in jobs[1:]:
+                        self._waiting.put_nowait(other)
+                    self._waiting.put_nowait(BATON)  # the next idle slot claims meanwhile
+                    return jobs[0]
+                if jobs is None:
+                    return None
+                continue  # the claim waited a while for work: claim again
+            else:
+                item = await self._waiting.get()
+            if isinstance(item, ClaimedJob):
+                return item
+
+    def _claim_turn(self) -> list[ClaimedJob] | None:
+        with self._claiming:
+            return claim_safely(self._claim)
 
     async def _run(self, job: ClaimedJob) -> None:
         try:
@@ -629,21 +624,20 @@ class AsyncExecutor(Executor):
 
     def stop(self) -> None:
         def cancel_all() -> None:
-            for task in list(self._tasks):
+            for task in [*self._slots, *self._tasks]:
                 task.cancel()
             self._loop.stop()
 
         self._loop.call_soon_threadsafe(cancel_all)
         self._thread.join(5)
+        self._claimer.shutdown(wait=False)
 
 
-def _drain(jobs: queue.SimpleQueue[T]) -> list[T]:
-    """Everything in ``jobs`` right now, taken out."""
-    taken = []
-    with contextlib.suppress(queue.Empty):
-        while True:
-            taken.append(jobs.get_nowait())
-    return taken
+def current_task(loop: asyncio.AbstractEventLoop) -> asyncio.Task[object]:
+    """The task running on ``loop`` now (called from one)."""
+    task = asyncio.current_task(loop)
+    assert task is not None
+    return task
 
 
 def make_executor(

@@ -1,12 +1,10 @@
 """The worker: claims jobs it has room for, runs them, reports outcomes.
 
-Claiming: in threads mode the idle slot threads take turns claiming
-(leader and followers, see ``executors.ThreadExecutor``), so a claimed job
-runs on the thread that received it; in the other modes one claim loop (the
-thread that calls :meth:`Worker.run`) claims and hands jobs to the executor.
-Either way a claim asks for free slots only and waits (``claim_or_wait``:
-the store's own waiting claim where it has one) when there is nothing to
-do. It may also hold jobs waiting for a slot (``rota.worker.ahead``: by
+Claiming, in every mode: the executor's idle slots take turns claiming
+(leader and followers, see ``rota.worker.turns``), so a claimed job runs in
+the slot that claimed it. A claim asks for free slots only and waits
+(``claim_or_wait``: the store's own waiting claim where it has one) when
+there is nothing to do. It may also hold jobs waiting for a slot (``rota.worker.ahead``: by
 default one per slot while its jobs are short, none while they are long;
 ``prefetch`` fixes the number): it claims again only once none is
 left waiting, then for every free slot plus those, so a claim brings
@@ -202,8 +200,7 @@ class Worker:
         self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
-        leading = self._executor.lead(self._lead)
-        self._executor.start()
+        self._executor.start(self._claim_turn)
         self._start_side(self._ack_loop, "rota-acker")
         self._start_side(self._keeper_loop, "rota-keeper")
         self._start_side(self._reaper_loop, "rota-reaper")
@@ -217,13 +214,10 @@ class Worker:
             self.mode,
         )
         try:
-            if leading:  # the slot threads claim (threads mode)
-                # Wait in steps: a signal the OS gives to another thread runs
-                # its Python handler only once this thread runs again.
-                while not self._stopping.wait(0.5):
-                    pass
-            else:
-                self._claim_loop()
+            # Wait in steps: a signal the OS gives to another thread runs its
+            # Python handler only once this thread runs again.
+            while not self._stopping.wait(0.5):
+                pass
         finally:
             self._shutdown()
             store.remove_worker(self.id)
@@ -240,17 +234,11 @@ class Worker:
         """Jobs being run right now."""
         return len(self._inflight)
 
-    # -- claim loop ----------------------------------------------------------
+    # -- claiming ----------------------------------------------------------------
 
-    def _claim_loop(self) -> None:
-        while (jobs := self._lead()) is not None:
-            for job in jobs:
-                self._executor.submit(job)
-
-    def _lead(self) -> list[ClaimedJob] | None:
-        """One turn of claiming, by the claim loop or by a slot thread that has
-        nothing to run (threads mode): the jobs, [] to be asked again, None
-        once the worker stops claiming."""
+    def _claim_turn(self) -> list[ClaimedJob] | None:
+        """One turn of claiming for the executor's free slots: the jobs, [] to
+        be asked again, None once the worker stops claiming."""
         if self._stopping.is_set():
             return None
         if self.holding_back:
@@ -336,7 +324,7 @@ class Worker:
             self._ahead.done(seconds)
             if not self._inflight:
                 self._none_in_flight.set()
-            # a claim waits only while jobs wait for a slot (see _lead)
+            # a claim waits only while jobs wait for a slot (see _claim_turn)
             freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
         try:
             outcome = runner.to_outcome(job, result)
@@ -615,7 +603,7 @@ class Worker:
         self.stop()
 
     def _shutdown(self) -> None:
-        self._executor.stop_leading()
+        self._executor.stop_claiming()
         self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._send_heartbeat_quietly()
         deadline = time.monotonic() + self.grace
