@@ -623,12 +623,15 @@ class AsyncExecutor(Executor):
             joblogs.end(ctx)
 
     def stop(self) -> None:
-        def cancel_all() -> None:
-            for task in [*self._slots, *self._tasks]:
+        async def cancel_all() -> None:
+            tasks = [*self._slots, *self._tasks]
+            for task in tasks:
                 task.cancel()
+            if tasks:  # let them end (a task that ignores it is left behind)
+                await asyncio.wait(tasks, timeout=1.0)
             self._loop.stop()
 
-        self._loop.call_soon_threadsafe(cancel_all)
+        asyncio.run_coroutine_threadsafe(cancel_all(), self._loop)
         self._thread.join(5)
         self._claimer.shutdown(wait=False)
 
