@@ -61,7 +61,7 @@ class Executor(ABC):
 
     @abstractmethod
     def start(self, claim: Claim) -> None:
-        """Start the slots; the idle ones take turns calling ``claim`` for jobs."""
+        """Start the slots, fed by calls of ``claim`` (see the module docstring)."""
 
     @abstractmethod
     def stop_claiming(self) -> None:

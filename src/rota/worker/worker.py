@@ -1,10 +1,13 @@
 """The worker: claims jobs it has room for, runs them, reports outcomes.
 
-Claiming, in every mode: the executor's idle slots take turns claiming
-(leader and followers, see ``rota.worker.turns``), so a claimed job runs in
-the slot that claimed it. A claim asks for free slots only and waits
-(``claim_or_wait``: the store's own waiting claim where it has one) when
-there is nothing to do. It may also hold jobs waiting for a slot (``rota.worker.ahead``: by
+Claiming: the executor asks for jobs through the worker's one claim
+function (:meth:`Worker._claim_turn`). In threads and async mode its idle
+slots take turns calling it (leader and followers, see
+``rota.worker.turns``), so a claimed job runs in the slot that claimed it;
+in processes mode a thread of the executor claims for the children. A
+claim asks for free slots only and waits (``claim_or_wait``: the store's
+own waiting claim where it has one) when there is nothing to do. It may
+also hold jobs waiting for a slot (``rota.worker.ahead``: by
 default one per slot while its jobs are short, none while they are long;
 ``prefetch`` fixes the number): it claims again only once none is
 left waiting, then for every free slot plus those, so a claim brings
