@@ -1,7 +1,7 @@
 """``rota worker APP --processes N``: a supervisor of N full worker processes.
 
-Each child is a complete ``rota worker`` (its own worker id, slots, claim
-loop and heartbeat), started as a fresh interpreter running the same
+Each child is a complete ``rota worker`` (its own worker id, slots, claims
+and heartbeat), started as a fresh interpreter running the same
 command line without ``--processes``. A fresh interpreter, not a bare fork:
 the parent may already hold threads, store connections and locks, which a
 fork would copy half-held; a new process loads the app cleanly, and the
