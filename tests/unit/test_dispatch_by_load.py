@@ -29,10 +29,11 @@ def worker(name: str, load: float | None, **fields: object) -> WorkerInfo:
 
 
 def test_a_busier_worker_waits_in_proportion_to_the_gap() -> None:
-    assert claim_delay(0.9, 0.1) == pytest.approx(0.8 * YIELD_AT_FULL_LOAD)
-    assert claim_delay(0.5, 0.5) == 0.0
-    assert claim_delay(0.1, 0.9) == 0.0  # the idler one never waits
-    assert claim_delay(1.0, None) == 0.0  # alone: no wait at all
+    assert claim_delay(0.9, 0.1, running=1) == pytest.approx(0.8 * YIELD_AT_FULL_LOAD)
+    assert claim_delay(0.5, 0.5, running=1) == 0.0
+    assert claim_delay(0.1, 0.9, running=1) == 0.0  # the idler one never waits
+    assert claim_delay(1.0, None, running=1) == 0.0  # alone: no wait at all
+    assert claim_delay(0.9, 0.1, running=0) == 0.0  # running nothing: its load is past work
 
 
 def test_the_idlest_peer_is_an_idle_one_that_could_take_the_work() -> None:

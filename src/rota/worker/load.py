@@ -11,7 +11,9 @@ still waiting for a slot, so workers sharing a backlog all show full and
 none waits for another: every worker then claims as fast as it can.
 Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds
 times how much busier it is than that peer (nothing when no peer is idler,
-or when it works alone), so the delay grows with the gap and never slows a
+when it works alone, or when it runs nothing: its load is then past work,
+and two idle workers each reading the other's older, lower load would
+otherwise both wait), so the delay grows with the gap and never slows a
 worker that has no idler peer.
 """
 
@@ -82,9 +84,11 @@ def idlest_peer_load(
     return min(loads, default=None)
 
 
-def claim_delay(own: float, idlest_peer: float | None) -> float:
-    """Seconds to wait before claiming, for a worker at load ``own`` whose
-    idlest peer is at ``idlest_peer`` (None: no peer could take the work)."""
-    if idlest_peer is None:
+def claim_delay(own: float, idlest_peer: float | None, running: int) -> float:
+    """Seconds to wait before claiming, for a worker at load ``own`` that
+    runs or holds ``running`` jobs, whose idlest peer is at ``idlest_peer``
+    (None: no peer could take the work). A worker running nothing never
+    waits: every slot of it is free, and its load is past work."""
+    if idlest_peer is None or not running:
         return 0.0
     return YIELD_AT_FULL_LOAD * max(0.0, min(1.0, own - idlest_peer))
