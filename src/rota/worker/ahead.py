@@ -7,7 +7,7 @@ other workers. So by default a worker holds only as many jobs as its slots
 free within :data:`HOLD_FOR` on average (from the moving average of its
 jobs' run time), :data:`HOLD_MAX` at most: a held job waits a few
 milliseconds. Jobs of 1 ms on 2 slots get 20 held; 50 ms jobs on 50 slots
-10; while jobs are long (a script, a spider) it holds none, and a job waits
+10; no-op jobs 128; while jobs are long (a script, a spider) it holds none, and a job waits
 in the queue for whichever worker frees a slot first. ``--prefetch N``
 fixes the number instead.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 #: How long a held job may wait for a slot, on average, in seconds.
 HOLD_FOR = 0.01
 #: The most jobs held at once (a claim brings at most the free slots and these).
-HOLD_MAX = 32
+HOLD_MAX = 128
 #: The weight of the latest job in the moving average of run times.
 WEIGHT = 0.2
 
