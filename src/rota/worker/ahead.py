@@ -7,9 +7,9 @@ other workers. So by default a worker holds only as many jobs as its slots
 free within :data:`HOLD_FOR` on average (from the moving average of its
 jobs' run time), :data:`HOLD_MAX` at most: a held job waits a few
 milliseconds. Jobs of 1 ms on 2 slots get 20 held; 50 ms jobs on 50 slots
-10; no-op jobs 128; while jobs are long (a script, a spider) it holds none, and a job waits
-in the queue for whichever worker frees a slot first. ``--prefetch N``
-fixes the number instead.
+10; no-op jobs 128; while jobs are long (a script, a spider) it holds
+none, and a job waits in the queue for whichever worker frees a slot
+first. ``--prefetch N`` fixes the number instead.
 """
 
 from __future__ import annotations

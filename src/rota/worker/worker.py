@@ -7,12 +7,12 @@ slots take turns calling it (leader and followers, see
 in processes mode a thread of the executor claims for the children. A
 claim asks for free slots only and waits (``claim_or_wait``: the store's
 own waiting claim where it has one) when there is nothing to do. It may
-also hold jobs waiting for a slot (``rota.worker.ahead``: by
-default one per slot while its jobs are short, none while they are long;
-``prefetch`` fixes the number): it claims again only once none is
-left waiting, then for every free slot plus those, so a claim brings
-several jobs where it would bring one; jobs still waiting at shutdown are
-released at once. Supervised side threads:
+also hold jobs waiting for a slot (``rota.worker.ahead``: by default as
+many as its slots free within 10 ms while its jobs are short, none while
+they are long; ``prefetch`` fixes the number): it claims again only once
+none is left waiting, then for every free slot plus those, so a claim
+brings several jobs where it would bring one; jobs still waiting at
+shutdown are released at once. Supervised side threads:
 
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
