@@ -43,6 +43,15 @@ def test_failed_then_succeeded_attempts_name_worker_and_host(store: Store) -> No
     assert all(isinstance(h["at"], float | int) for h in job.history)
 
 
+def test_a_first_attempt_success_names_worker_host_and_time(store: Store) -> None:
+    store.heartbeat(worker_info("w-a", host="box-a"))
+    job_id = enqueue_one(store, new_job())
+    assert succeed(store, claim_one(store, worker="w-a"), "done")
+    job = get(store, job_id)
+    assert _records(store, job_id) == [(1, "succeeded", "w-a", "box-a")]
+    assert job.history[0]["at"] == job.finished_at
+
+
 def test_final_failure_names_worker_and_host(store: Store) -> None:
     store.heartbeat(worker_info("w-a", host="box-a"))
     job_id = enqueue_one(store, new_job(max_attempts=1))

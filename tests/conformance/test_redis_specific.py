@@ -577,6 +577,39 @@ def test_unique_key_is_held_by_a_redis_ttl_after_success(rstore: RedisStore) -> 
     client.close()
 
 
+def test_a_first_attempt_success_keeps_the_hash_compact(rstore: RedisStore) -> None:
+    """Its one history entry is kept as two short fields, not as a JSON string
+    too long for Redis's compact hash encoding; it reads back the same."""
+    rstore.heartbeat(worker_info("w-a", host="box-a"))
+    job_id = enqueue_one(rstore, new_job(7))
+    assert succeed(rstore, claim_one(rstore, worker="w-a"))
+    client = redis.Redis.from_url(rstore.options.url)
+    key = rstore.keys.job(job_id)
+    assert client.object("encoding", key) == b"listpack"
+    assert not client.hexists(key, "history")
+    client.close()
+    job = get(rstore, job_id)
+    at = job.finished_at
+    assert job.history == (
+        {"attempt": 1, "event": "succeeded", "worker": "w-a", "host": "box-a", "at": at},
+    )
+
+
+def test_a_success_after_other_attempts_appends_to_the_history(rstore: RedisStore) -> None:
+    rstore.heartbeat(worker_info("w-a", host="box-a"))
+    job_id = enqueue_one(rstore, new_job(7))
+    assert rstore.release([lease(claim_one(rstore, worker="w-a"))]) == [True]
+    assert succeed(rstore, claim_one(rstore, worker="w-a"))
+    client = redis.Redis.from_url(rstore.options.url)
+    assert client.hexists(rstore.keys.job(job_id), "history")
+    assert not client.hexists(rstore.keys.job(job_id), "ran_by")
+    client.close()
+    assert [(h["attempt"], h["event"]) for h in get(rstore, job_id).history] == [
+        (1, "released"),
+        (1, "succeeded"),
+    ]
+
+
 def test_namespace_and_options_come_from_the_url() -> None:
     store = RedisStore.from_url("redis://127.0.0.1:6379/3?namespace=crawl&retry_for=5")
     try:

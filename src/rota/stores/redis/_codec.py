@@ -143,6 +143,19 @@ def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
+def _one_success(h: Mapping[bytes, bytes]) -> dict[str, Any]:
+    """The history entry of a job that succeeded at its first entry, which
+    ``lua/finish.lua`` keeps as the fields ``ran_by`` and ``ran_on``: the entry
+    the other outcomes write, key for key."""
+    return {
+        "attempt": int(h.get(b"attempt", 0)),
+        "event": "succeeded",
+        "worker": h[b"ran_by"].decode(),
+        "host": _text(h.get(b"ran_on")),
+        "at": _json.loads(h[b"finished_at"]),
+    }
+
+
 def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
     """A :class:`Job` from its id and hash; a scheduled job whose time has come
     shows as queued. Stored JSON that cannot be read shows as empty, and says
@@ -153,6 +166,8 @@ def job_from_hash(job_id: str, h: Mapping[bytes, bytes], now: float) -> Job:
     args, kwargs, bad_payload = _payload.read(job_id, h.get(b"payload"))
     result, bad_result = _payload.read_json(h.get(b"result"), "result")
     history, bad_history = _payload.read_history(h.get(b"history"))
+    if b"history" not in h and b"ran_by" in h:
+        history = (_one_success(h),)
     state = JobState(h[b"state"].decode())
     run_at = float(h[b"run_at"])
     if state is JobState.SCHEDULED and run_at <= now:

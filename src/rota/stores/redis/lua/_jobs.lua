@@ -227,25 +227,31 @@ end
 
 -- attempts ---------------------------------------------------------------
 
+-- The host of worker owner (nil for none), from its heartbeat record in
+-- S.workers: false once the record is gone. hosts caches the hosts looked up
+-- in one call.
+function L.owner_host(owner, hosts)
+  if not owner then return false end
+  local host = hosts[owner]
+  if host == nil then
+    host = false
+    local record = redis.call('HGET', S.workers, owner)
+    if record then
+      local ok, info = pcall(cjson.decode, record)
+      if ok and type(info) == 'table' and type(info.host) == 'string' then host = info.host end
+    end
+    hosts[owner] = host
+  end
+  return host
+end
+
 -- The history entry (JSON) of the attempt of job (fields attempt and owner)
 -- that ends with event: the worker that held its lease and that worker's
 -- host, from its heartbeat record in S.workers (null once the record is
 -- gone); err for a failure. hosts caches the hosts looked up in one call.
 function L.attempt_entry(job, event, stamp, hosts, err)
   local owner = L.opt(job.owner)
-  local host = false
-  if owner then
-    host = hosts[owner]
-    if host == nil then
-      host = false
-      local record = redis.call('HGET', S.workers, owner)
-      if record then
-        local ok, info = pcall(cjson.decode, record)
-        if ok and type(info) == 'table' and type(info.host) == 'string' then host = info.host end
-      end
-      hosts[owner] = host
-    end
-  end
+  local host = L.owner_host(owner, hosts)
   local extra = ''
   if event == 'failed' then extra = ',"error":' .. L.json_str(err or nil) end
   if event == 'cancelled' then

@@ -19,7 +19,11 @@
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
 -- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
 -- outcome appends the attempt to the job's history, with the worker that ran
--- it and its host. Limit slots are released and breakers count the outcome;
+-- it and its host; a job that succeeds at its first entry keeps that entry
+-- as the fields ran_by (the worker) and ran_on (its host, left out when not
+-- known), with attempt and finished_at: a history string would be the
+-- hash's only value too long for Redis's compact hash encoding, and most
+-- jobs end so (the store's reads make the entry from them). Limit slots are released and breakers count the outcome;
 -- stats are counted per minute (kept two days) and all time. A snooze is no
 -- attempt: scheduled at now + retry_in, its attempt taken back, no history
 -- entry, no stats nor breaker count. A queue in
@@ -110,9 +114,20 @@ for i = 2, #ARGV, 7 do
       redis.call('HINCRBY', jkey, 'attempt', -1)
       schedule_again(id, jkey, job, retry_in, {'error', err, 'traceback', false})
     elseif ok then
-      local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
-      L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
-                   'history', L.append_json(job.history, entry), unpack(LEASE_ENDS)})
+      local fields = {'state', 'succeeded', 'result', result, 'finished_at', stamp,
+                      unpack(LEASE_ENDS)}
+      local owner = L.opt(job.owner)
+      if (job.history and job.history ~= '[]') or not owner then
+        local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
+        fields[#fields + 1] = 'history'
+        fields[#fields + 1] = L.append_json(job.history, entry)
+      else -- its one attempt, in two short fields (see the header)
+        fields[#fields + 1] = 'ran_by'
+        fields[#fields + 1] = owner
+        fields[#fields + 1] = 'ran_on'
+        fields[#fields + 1] = L.owner_host(owner, hosts)
+      end
+      L.put(jkey, fields)
       idx.move(id, job.queue, job.seq, 'running', 'succeeded')
       idx.add(S.finished, now, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
