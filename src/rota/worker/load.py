@@ -9,8 +9,9 @@ load of the idlest live peer that serves one of its queues, has a free
 slot and is not stopping or holding back. A peer's jobs count claimed ones
 still waiting for a slot, so workers sharing a backlog all show full and
 none waits for another: every worker then claims as fast as it can.
-Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds
-times how much busier it is than that peer (nothing when no peer is idler,
+Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds,
+plus the time the store may take to tell an idle worker of new work (its
+polling pace on MySQL), times how much busier it is than that peer (nothing when no peer is idler,
 when it works alone, or when it runs nothing: its load is then past work,
 and two idle workers each reading the other's older, lower load would
 otherwise both wait), so the delay grows with the gap and never slows a
@@ -84,11 +85,15 @@ def idlest_peer_load(
     return min(loads, default=None)
 
 
-def claim_delay(own: float, idlest_peer: float | None, running: int) -> float:
+def claim_delay(
+    own: float, idlest_peer: float | None, running: int, wake_latency: float = 0.0
+) -> float:
     """Seconds to wait before claiming, for a worker at load ``own`` that
     runs or holds ``running`` jobs, whose idlest peer is at ``idlest_peer``
-    (None: no peer could take the work). A worker running nothing never
-    waits: every slot of it is free, and its load is past work."""
+    (None: no peer could take the work), on a store whose idle workers see
+    new work within ``wake_latency`` seconds (``Store.wake_latency``: the
+    idler peer must have had the time to see it). A worker running nothing
+    never waits: every slot of it is free, and its load is past work."""
     if idlest_peer is None or not running:
         return 0.0
-    return YIELD_AT_FULL_LOAD * max(0.0, min(1.0, own - idlest_peer))
+    return (YIELD_AT_FULL_LOAD + wake_latency) * max(0.0, min(1.0, own - idlest_peer))

@@ -253,7 +253,7 @@ class Worker:
             self._slot_freed.wait(1.0)  # every slot busy, and jobs wait for them
             self._slot_freed.clear()
             return []
-        delay = load.claim_delay(self._load, self._idlest_peer, held)
+        delay = load.claim_delay(self._load, self._idlest_peer, held, self.app.store.wake_latency)
         if delay and self._stopping.wait(delay):  # an idler peer claims first
             return None
         return self._claim(self.concurrency + ahead - held, yielding=bool(delay))

@@ -289,6 +289,7 @@ class MySQLConnections(Database):
         self.where = where
         #: Seconds between two looks of an idle worker at the wake-up count.
         self.wake_poll = wake_poll
+        self.wake_latency = wake_poll
         self._connect_args = connect
         self._outage = False
         self._seen = threading.local()  # the wake-up count each thread saw last
