@@ -11,11 +11,11 @@ still waiting for a slot, so workers sharing a backlog all show full and
 none waits for another: every worker then claims as fast as it can.
 Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds,
 plus the time the store may take to tell an idle worker of new work (its
-polling pace on MySQL), times how much busier it is than that peer (nothing when no peer is idler,
-when it works alone, or when it runs nothing: its load is then past work,
-and two idle workers each reading the other's older, lower load would
-otherwise both wait), so the delay grows with the gap and never slows a
-worker that has no idler peer.
+polling pace on MySQL), times how much busier it is than that peer
+(nothing when no peer is idler, when it works alone, or when it runs
+nothing: its load is then past work, and two idle workers each reading
+the other's older, lower load would otherwise both wait), so the delay
+grows with the gap and never slows a worker that has no idler peer.
 """
 
 from __future__ import annotations

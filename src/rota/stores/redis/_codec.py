@@ -144,9 +144,9 @@ def pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
 
 
 def _one_success(h: Mapping[bytes, bytes]) -> dict[str, Any]:
-    """The history entry of a job that succeeded at its first entry, which
-    ``lua/finish.lua`` keeps as the fields ``ran_by`` and ``ran_on``: the entry
-    the other outcomes write, key for key."""
+    """The history entry of a job whose success is its history's only entry,
+    which ``lua/finish.lua`` keeps as the fields ``ran_by`` and ``ran_on``:
+    the entry the other outcomes write, key for key."""
     return {
         "attempt": int(h.get(b"attempt", 0)),
         "event": "succeeded",

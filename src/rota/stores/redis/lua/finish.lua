@@ -19,12 +19,12 @@
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
 -- and attempts left: scheduled at now + retry_in. Otherwise failed. Each
 -- outcome appends the attempt to the job's history, with the worker that ran
--- it and its host; a job that succeeds at its first entry keeps that entry
--- as the fields ran_by (the worker) and ran_on (its host, left out when not
--- known), with attempt and finished_at: a history string would be the
--- hash's only value too long for Redis's compact hash encoding, and most
--- jobs end so (the store's reads make the entry from them). Limit slots are released and breakers count the outcome;
--- stats are counted per minute (kept two days) and all time. A snooze is no
+-- it and its host. A success that would be the history's first entry is
+-- kept as the fields ran_by (the worker) and ran_on (its host, left out when
+-- not known) instead, with attempt and finished_at: most jobs end so, and
+-- the entry as a string is longer than Redis's compact hash encoding takes
+-- (64 bytes by default); the store's reads make the entry from them. Limit
+-- slots are released and breakers count the outcome; stats are counted per minute (kept two days) and all time. A snooze is no
 -- attempt: scheduled at now + retry_in, its attempt taken back, no history
 -- entry, no stats nor breaker count. A queue in
 -- debug mode is paused at its first failed attempt, linking that job. A job
