@@ -190,10 +190,13 @@ class Store(
 
     #: Backend name shown to users ("sqlite", "redis", ...).
     kind: str = "abstract"
-    #: The longest an idle worker may take to see work made claimable, in
-    #: seconds, beyond a round trip: 0 for a store that tells waiting workers
-    #: at once, the polling pace for one that does not.
-    wake_latency: float = 0.0
+
+    @property
+    def wake_latency(self) -> float:
+        """The longest an idle worker may take to see work made claimable, in
+        seconds, beyond a round trip: 0 for a store that tells waiting
+        workers at once, the polling pace for one that does not."""
+        return 0.0
 
     @abstractmethod
     def close(self) -> None:

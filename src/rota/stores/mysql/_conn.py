@@ -289,7 +289,6 @@ class MySQLConnections(Database):
         self.where = where
         #: Seconds between two looks of an idle worker at the wake-up count.
         self.wake_poll = wake_poll
-        self.wake_latency = wake_poll
         self._connect_args = connect
         self._outage = False
         self._seen = threading.local()  # the wake-up count each thread saw last
@@ -300,6 +299,12 @@ class MySQLConnections(Database):
         except BaseException:
             self.close()
             raise
+
+    @property
+    def wake_latency(self) -> float:
+        """An idle worker sees new work at its next look: ``wake_poll`` (see
+        ``Store.wake_latency``)."""
+        return self.wake_poll
 
     def _open(self, with_database: bool = True) -> Any:
         """A new connection, set up for the store (autocommit: a transaction

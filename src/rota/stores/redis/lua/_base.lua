@@ -157,9 +157,14 @@ function L.put(key, pairs_)
   if #del > 0 then redis.call('HDEL', key, unpack(del)) end
 end
 
+-- Whether a JSON list held as a string (or nothing) has no entries.
+function L.json_empty(list)
+  return not list or list == '' or list == '[]'
+end
+
 -- Append one JSON object to a JSON list held as a string.
 function L.append_json(list, entry)
-  if not list or list == '' or list == '[]' then return '[' .. entry .. ']' end
+  if L.json_empty(list) then return '[' .. entry .. ']' end
   return string.sub(list, 1, -2) .. ',' .. entry .. ']'
 end
 

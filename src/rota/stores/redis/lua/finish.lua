@@ -24,12 +24,12 @@
 -- not known) instead, with attempt and finished_at: most jobs end so, and
 -- the entry as a string is longer than Redis's compact hash encoding takes
 -- (64 bytes by default); the store's reads make the entry from them. Limit
--- slots are released and breakers count the outcome; stats are counted per minute (kept two days) and all time. A snooze is no
--- attempt: scheduled at now + retry_in, its attempt taken back, no history
--- entry, no stats nor breaker count. A queue in
--- debug mode is paused at its first failed attempt, linking that job. A job
--- asked to stop (cancel.lua) ends cancelled whatever the outcome.
--- Returns 1 or 0 per outcome.
+-- slots are released and breakers count the outcome; stats are counted per
+-- minute (kept two days) and all time. A snooze is no attempt: scheduled at
+-- now + retry_in, its attempt taken back, no history entry, no stats nor
+-- breaker count. A queue in debug mode is paused at its first failed
+-- attempt, linking that job. A job asked to stop (cancel.lua) ends cancelled
+-- whatever the outcome. Returns 1 or 0 per outcome.
 
 -- every argument is checked before the first write (_check.lua)
 check_groups(2, 7, 'outcomes')
@@ -117,7 +117,7 @@ for i = 2, #ARGV, 7 do
       local fields = {'state', 'succeeded', 'result', result, 'finished_at', stamp,
                       unpack(LEASE_ENDS)}
       local owner = L.opt(job.owner)
-      if (job.history and job.history ~= '[]') or not owner then
+      if not L.json_empty(job.history) or not owner then
         local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
         fields[#fields + 1] = 'history'
         fields[#fields + 1] = L.append_json(job.history, entry)
