@@ -12,7 +12,10 @@ median of several runs::
 counted; ``steady_per_s`` and ``cpu_us_per_job`` are over the jobs done after
 the first 5 %, its start-up left out, and so is ``server_cpu_us_per_job`` on
 Redis: the server's CPU per job (from ``INFO cpu``), which with the rate
-tells how busy its one thread is.
+tells how busy its one thread is. ``start_ms`` is the time from the worker's
+spawn to the start of a job sent before it, and ``pss_mib`` the proportional
+memory of its processes (a supervisor and its children share some pages)
+once idle.
 
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -27,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
@@ -75,6 +78,15 @@ def worker(
             proc.kill()
             proc.wait()
         log.close()
+
+
+def pss_mib(proc: psutil.Process) -> float:
+    """The proportional set size of ``proc`` and its descendants, in MiB."""
+    total = 0
+    for p in (proc, *proc.children(recursive=True)):
+        with suppress(psutil.NoSuchProcess):
+            total += p.memory_full_info().pss
+    return total / 2**20
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
@@ -160,8 +172,11 @@ def run_once(
 
     # Enqueue-to-start latency with an idle worker: one job at a time.
     stamp = bench_app.stamp.options(queue="lat")
-    with worker(url, mode, concurrency, "lat", flags):
-        stamp.send().result(timeout=30)  # the worker is up and idle
+    first = stamp.send()
+    spawned = time.time()
+    with worker(url, mode, concurrency, "lat", flags) as proc:
+        figures["start_ms"] = (first.result(timeout=30) - spawned) * 1000  # up and idle
+        figures["pss_mib"] = pss_mib(proc)
         latencies = []
         for _ in range(samples):
             sent = time.time()

@@ -118,6 +118,64 @@ def test_sigterm_drains_every_child_within_grace(
     assert store.workers() == [], "each child removed its heartbeat"
 
 
+def running_ids(store: Store, ids: list[str]) -> set[str]:
+    jobs = (store.get_job(i) for i in ids)
+    return {job.id for job in jobs if job is not None and job.state is JobState.RUNNING}
+
+
+def test_a_stop_signalled_to_every_process_at_once_drains_every_child(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    """As systemd stops a service: SIGTERM to the supervisor and to each child
+    at once. A child takes the supervisor's forwarded signal as the same
+    request, not as a second one, and finishes its running jobs."""
+    log = tmp_path / "executions.log"
+    pool = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
+        "--processes", "2", "--grace", "10", env={"ROTA_TEST_LOG": str(log)},
+    )  # fmt: skip
+    kids = wait_for(
+        lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
+    )
+    ids = send_records(url, 40, pause=1.0)
+
+    def four_running() -> set[str] | None:
+        running = running_ids(store, ids)
+        return running if len(running) == 4 else None
+
+    running = wait_for(four_running, timeout=20, interval=0.02, what="four jobs running")
+    for pid in (pool.pid, *kids):
+        os.kill(pid, signal.SIGTERM)
+    assert pool.wait(10 + 4) == 0, processes.output(pool)
+    assert running <= set(executions(log)), "the jobs running at the stop finished"
+    assert running_ids(store, ids) == set()
+    assert store.workers() == [], "each child removed its heartbeat"
+    assert "second signal" not in processes.output(pool)
+
+
+def test_a_second_signal_kills_the_children_at_once(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    pool = processes.rota(
+        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
+        "--processes", "2", "--grace", "60", env={"ROTA_TEST_LOG": str(tmp_path / "log")},
+    )  # fmt: skip
+    kids = wait_for(
+        lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
+    )
+    ids = send_records(url, 4, pause=60.0)
+    wait_for(lambda: len(running_ids(store, ids)) == 4, timeout=20, what="four jobs running")
+    pool.send_signal(signal.SIGTERM)
+    wait_for(
+        lambda: "stopping 2 child(ren)" in processes.output(pool), timeout=5,
+        what="the supervisor stopping",
+    )  # fmt: skip
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(5) == 1, "well within the grace of 60 s"
+    assert "second signal: killing the children" in processes.output(pool)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in kids)
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [("0", "0 is too few"), ("-3", "-3 is too few"), ("many", "'many' is not a number")],

@@ -165,6 +165,7 @@ def worker(
     processes, restarts any that exits, and forwards the signals to them.
     """
     from rota.worker import Worker
+    from rota.worker.pool import POOL_CHILD
 
     configure(log_level, quiet, log_format)
     if processes > 1:
@@ -189,6 +190,7 @@ def worker(
         prefetch=prefetch,
         host=host,
         host_grace=host_grace,
+        second_signal_exits=POOL_CHILD not in os.environ,  # (the supervisor escalates)
     )
     extra = ", with scheduler" if scheduler else ""
     click.echo(

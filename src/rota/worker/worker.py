@@ -36,7 +36,11 @@ Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop`:
    before the first claim).
 
 A second signal exits at once; the leases of running jobs then expire and
-another worker's reaper recovers them.
+another worker's reaper recovers them. A worker made with
+``second_signal_exits=False`` (a pool's child) takes every signal as the
+first: its supervisor escalates instead (a stop request may reach every
+process of a service at once, as systemd's stop does, while the supervisor
+forwards its own).
 """
 
 from __future__ import annotations
@@ -122,6 +126,7 @@ class Worker:
         prefetch: int | None = None,
         host: str | None = None,
         host_grace: float = DEFAULT_HOST_GRACE,
+        second_signal_exits: bool = True,
     ) -> None:
         if concurrency < 1:
             raise InvalidArgument(f"concurrency must be at least 1, not {concurrency}")
@@ -187,6 +192,7 @@ class Worker:
         self._unacked: list[_Done] = []
         self._ack_closing = False
         self._signals = 0
+        self._second_signal_exits = second_signal_exits
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._executor.may_start = self._may_start
         self._executor.short_jobs = self._ahead.short
@@ -599,6 +605,8 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1
+        if self._signals > 1 and not self._second_signal_exits:
+            return
         if self._signals > 1:
             log.warning("second signal: exiting now; leases of running jobs will expire")
             os._exit(1)
