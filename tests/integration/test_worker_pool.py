@@ -203,6 +203,7 @@ def test_the_documented_pool_benchmark_runs_small(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--processes 1):" in done.stdout and "--processes 2):" in done.stdout
     assert done.stdout.count("drain_per_s") >= 4, done.stdout
+    assert done.stdout.count("start_ms") >= 4 and done.stdout.count("pss_mib") >= 4
 
 
 def test_a_child_that_crashes_at_once_is_restarted_with_doubling_delays(
