@@ -6,8 +6,9 @@ line without ``--processes``. The supervisor has by then only parsed its
 command line: it never loads the app, touches the store or starts a thread,
 so a child inherits no connection, lock or thread half-held, and loads the
 app itself. Forking skips a new interpreter's start and rota's imports in
-every child (about 0.15 s of CPU each), and the children share the pages of
-the modules already loaded.
+every child (a pool's first job starts about 0.18 s sooner, as soon as a
+single worker's), and the children share the pages of the modules already
+loaded (docs/performance.md).
 
 Children run in their own session, so a Ctrl-C in the terminal reaches the
 supervisor only, which forwards one SIGTERM to each child. A child takes any

@@ -605,13 +605,12 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1
-        if self._signals > 1 and not self._second_signal_exits:
-            return
-        if self._signals > 1:
+        if self._signals == 1:
+            log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
+            self.stop()
+        elif self._second_signal_exits:
             log.warning("second signal: exiting now; leases of running jobs will expire")
             os._exit(1)
-        log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
-        self.stop()
 
     def _shutdown(self) -> None:
         self._executor.stop_claiming()
