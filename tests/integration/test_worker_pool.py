@@ -99,17 +99,26 @@ def test_two_children_claim_and_a_killed_one_is_restarted(
     assert pool.poll() is None
 
 
-def test_sigterm_drains_every_child_within_grace(
-    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
-) -> None:
-    log = tmp_path / "executions.log"
+def start_pool(
+    processes: Processes, url: str, store: Store, app: str, log: Path, grace: int
+) -> tuple[subprocess.Popen[bytes], set[int]]:
+    """A pool of two children of 2 slots each running ``app``, once both
+    heartbeat: the supervisor and the children's pids."""
     pool = processes.rota(
-        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
-        "--processes", "2", "--grace", "3", env={"ROTA_TEST_LOG": str(log)},
+        "worker", app, "--url", url, "--concurrency", "2", "--processes", "2",
+        "--grace", str(grace), env={"ROTA_TEST_LOG": str(log)},
     )  # fmt: skip
     kids = wait_for(
         lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
     )
+    return pool, kids
+
+
+def test_sigterm_drains_every_child_within_grace(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.log"
+    pool, kids = start_pool(processes, url, store, app_path("counting"), log, 3)
     send_records(url, 40, pause=0.5)
     wait_for(lambda: log.exists(), timeout=10, what="jobs running")
     pool.send_signal(signal.SIGTERM)
@@ -130,13 +139,7 @@ def test_a_stop_signalled_to_every_process_at_once_drains_every_child(
     at once. A child takes the supervisor's forwarded signal as the same
     request, not as a second one, and finishes its running jobs."""
     log = tmp_path / "executions.log"
-    pool = processes.rota(
-        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
-        "--processes", "2", "--grace", "10", env={"ROTA_TEST_LOG": str(log)},
-    )  # fmt: skip
-    kids = wait_for(
-        lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
-    )
+    pool, kids = start_pool(processes, url, store, app_path("counting"), log, 10)
     ids = send_records(url, 40, pause=1.0)
 
     def four_running() -> set[str] | None:
@@ -156,13 +159,7 @@ def test_a_stop_signalled_to_every_process_at_once_drains_every_child(
 def test_a_second_signal_kills_the_children_at_once(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
 ) -> None:
-    pool = processes.rota(
-        "worker", app_path("counting"), "--url", url, "--concurrency", "2",
-        "--processes", "2", "--grace", "60", env={"ROTA_TEST_LOG": str(tmp_path / "log")},
-    )  # fmt: skip
-    kids = wait_for(
-        lambda: two_children(pool, store), timeout=20, interval=0.05, what="two children up"
-    )
+    pool, kids = start_pool(processes, url, store, app_path("counting"), tmp_path / "log", 60)
     ids = send_records(url, 4, pause=60.0)
     wait_for(lambda: len(running_ids(store, ids)) == 4, timeout=20, what="four jobs running")
     pool.send_signal(signal.SIGTERM)
