@@ -173,6 +173,19 @@ def test_a_second_signal_kills_the_children_at_once(
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in kids)
 
 
+def test_each_child_exits_as_a_worker_process_does(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A child's interpreter exits normally: the app's ``atexit`` handlers run
+    in every child, and the supervisor, which never loaded the app, runs none."""
+    log = tmp_path / "exits.log"
+    pool, kids = start_pool(processes, url, store, app_path("exiting"), log, 3)
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(3 + 4) == 0, processes.output(pool)
+    exited = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(pid) for event, pid in exited if event == "exit") == sorted(kids)
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [("0", "0 is too few"), ("-3", "-3 is too few"), ("many", "'many' is not a number")],

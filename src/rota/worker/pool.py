@@ -88,8 +88,10 @@ def _die_with_parent(parent: int) -> None:
 
 def _child_main(argv: Sequence[str], index: int, parent: int) -> NoReturn:
     """A forked child's life: a session of its own, the default signal
-    handlers back, then ``rota`` with ``argv``; exits with its status."""
-    status = 1
+    handlers back, then ``rota`` with ``argv``. It ends as any worker
+    process does, by the interpreter's exit (the app's ``atexit`` handlers
+    run): the :class:`SystemExit` unwinds the supervisor's frames the child
+    inherited, none of which catches it."""
     try:
         os.setsid()
         _die_with_parent(parent)
@@ -98,23 +100,13 @@ def _child_main(argv: Sequence[str], index: int, parent: int) -> NoReturn:
         os.environ[POOL_CHILD] = str(index)
         from rota.cli import main
 
-        try:
-            main(args=list(argv), prog_name="rota")
-            status = 0
-        except SystemExit as exc:  # (click ends every command so)
-            if isinstance(exc.code, int):
-                status = exc.code
-            elif exc.code is not None:
-                print(exc.code, file=sys.stderr)
-            else:
-                status = 0
+        main(args=list(argv), prog_name="rota")  # (click ends with SystemExit)
+    except SystemExit:
+        raise
     except BaseException:
         traceback.print_exc()
-    finally:
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
+        sys.exit(1)
+    sys.exit(0)
 
 
 class _Process:
