@@ -38,7 +38,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
@@ -90,23 +89,17 @@ def _child_main(argv: Sequence[str], index: int, parent: int) -> NoReturn:
     """A forked child's life: a session of its own, the default signal
     handlers back, then ``rota`` with ``argv``. It ends as any worker
     process does, by the interpreter's exit (the app's ``atexit`` handlers
-    run): the :class:`SystemExit` unwinds the supervisor's frames the child
-    inherited, none of which catches it."""
-    try:
-        os.setsid()
-        _die_with_parent(parent)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, signal.SIG_DFL)
-        os.environ[POOL_CHILD] = str(index)
-        from rota.cli import main
+    run): click's :class:`SystemExit`, or an error's traceback, unwinds the
+    supervisor's frames the child inherited, none of which catches it."""
+    os.setsid()
+    _die_with_parent(parent)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+    os.environ[POOL_CHILD] = str(index)
+    from rota.cli import main
 
-        main(args=list(argv), prog_name="rota")  # (click ends with SystemExit)
-    except SystemExit:
-        raise
-    except BaseException:
-        traceback.print_exc()
-        sys.exit(1)
-    sys.exit(0)
+    main(args=list(argv), prog_name="rota")
+    sys.exit(0)  # (click's standalone main never returns)
 
 
 class _Process:
