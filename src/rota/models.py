@@ -327,6 +327,11 @@ class WorkerInfo:
     #: The worker process's share of the machine's CPU (0 to 1; see
     #: ``rota.worker.load``), None before its first reading.
     load: float | None = None
+    #: Whether its latest claim brought fewer jobs than it asked for: the
+    #: queues had no more for it, so it could take more work now (see
+    #: ``rota.worker.load``). Records of workers that do not report it read
+    #: True.
+    claimed_short: bool = True
 
     @classmethod
     def from_record(cls, info: dict[str, Any]) -> WorkerInfo:

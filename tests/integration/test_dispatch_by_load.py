@@ -5,14 +5,17 @@ idle worker's free slots is a backlog, which both share."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 
 from helpers import wait_for
 from procs import Processes
 from rota import App
-from rota.models import JobState
+from rota.models import JobState, WorkerInfo
 from rota.stores import Store
+from rota.worker import Worker
 
 ROUNDS, PER_ROUND = 80, 3
 JOBS = ROUNDS * PER_ROUND
@@ -78,3 +81,37 @@ def test_a_busy_worker_leaves_new_jobs_to_an_idle_one(
         assert idle >= 2 * busy, f"the idle worker ran {idle} jobs, the busy one {busy}"
     finally:
         sender.close()
+
+
+def test_a_worker_with_a_backlog_is_no_idler_peer(url: str, store: Store) -> None:
+    """A worker whose claims come back full reports no room for more work
+    (``claimed_short``), even between two claims with a slot free, so its
+    peers sharing the backlog never wait for it; once the queue runs dry it
+    does."""
+    app = App(url)
+    app.task(name="nap")(lambda: time.sleep(0.02))
+    worker = Worker(app, queues=["default"], concurrency=2, heartbeat=0.2)
+
+    def record() -> WorkerInfo | None:
+        return next((w for w in store.workers() if w.id == worker.id), None)
+
+    handles = app.tasks["nap"].send_many([()] * 200)  # 2 s of work for two slots
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(
+            lambda: (r := record()) is not None and r.processed > 0 and not r.claimed_short,
+            timeout=30,
+            what="a heartbeat saying the queue gives all the worker asks for",
+        )
+        left = store.get_jobs([h.id for h in handles])
+        assert any(j is not None and j.state is not JobState.SUCCEEDED for j in left)
+        wait_for(
+            lambda: (r := record()) is not None and r.processed == 200 and r.claimed_short,
+            timeout=60,
+            what="a heartbeat saying the worker could take more, once the queue is empty",
+        )
+    finally:
+        worker.stop()
+        thread.join(30)
+        app.close()

@@ -51,6 +51,9 @@ def test_the_idlest_peer_is_an_idle_one_that_could_take_the_work() -> None:
         worker("busy", 0.6),
         worker("full", 0.0, running=4),  # every slot taken (or claimed for)
         worker("working", 0.3, running=3),  # a slot free: could take more
+        # between two full claims of a backlog: a slot free, but the queues
+        # give it all it asks for, so waiting for it would only leave work undone
+        worker("sharing", 0.1, running=2, claimed_short=False),
         worker("elsewhere", 0.0, queues=("other",)),
         worker("stopping", 0.0, stopping=True),
         worker("gated", 0.0, holding_back=True),

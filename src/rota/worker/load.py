@@ -6,9 +6,12 @@ A worker's load is its process's share of the machine's CPU time over the
 last second or so (1.0: every core busy with this worker). Each heartbeat
 reports it, and each heartbeat the worker reads its peers' records: the
 load of the idlest live peer that serves one of its queues, has a free
-slot and is not stopping or holding back. A peer's jobs count claimed ones
-still waiting for a slot, so workers sharing a backlog all show full and
-none waits for another: every worker then claims as fast as it can.
+slot, found the queues short at its latest claim (fewer jobs than it asked
+for) and is not stopping or holding back. A peer's jobs count claimed ones
+still waiting for a slot, and a peer whose claims come back full has all
+the work it asks for, so workers sharing a backlog are no idler peers to
+each other, even when a heartbeat catches one between two claims: every
+worker then claims as fast as it can.
 Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds,
 plus the time the store may take to tell an idle worker of new work (its
 polling pace on MySQL), times how much busier it is than that peer
@@ -65,7 +68,8 @@ def idlest_peer_load(
     me: str, queues: Iterable[str], workers: Iterable[WorkerInfo], stale_after: float
 ) -> float | None:
     """The load of the idlest live peer of worker ``me`` that serves one of
-    ``queues`` and has a free slot; None when there is none. A record older
+    ``queues``, has a free slot and found the queues short at its latest
+    claim; None when there is none. A record older
     than ``stale_after`` seconds next to ``me``'s own is not live."""
     records = list(workers)
     mine = next((w for w in records if w.id == me), None)
@@ -80,6 +84,7 @@ def idlest_peer_load(
         and mine.heartbeat_at - w.heartbeat_at < stale_after
         and wanted.intersection(w.queues)
         and w.running < w.concurrency
+        and w.claimed_short
         and not (w.stopping or w.holding_back)
     ]
     return min(loads, default=None)

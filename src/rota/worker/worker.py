@@ -171,6 +171,9 @@ class Worker:
         self._load = 0.0
         self._idlest_peer: float | None = None  # see rota.worker.load
         self._yielding = False  # an idler peer claims before this worker
+        #: Whether the latest claim brought fewer jobs than it asked for (none yet:
+        #: False, so that peers do not wait for a worker still starting).
+        self._claimed_short = False
         self._inflight: dict[str, _Inflight] = {}
         #: Jobs whose attempt ended and whose outcome the store has not yet
         #: taken: their leases are renewed until it has, or a slow report
@@ -285,6 +288,7 @@ class Worker:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)
             return []
+        self._claimed_short = len(jobs) < free
         if jobs and self.holding_back:  # claimed for us as the gate closed: not ours to run
             self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
             return []
@@ -574,6 +578,7 @@ class Worker:
                 errors=self.errors,
                 stuck=self._executor.stuck(),
                 load=self._load,
+                claimed_short=self._claimed_short,
             )
         )
         self._idlest_peer = load.idlest_peer_load(
