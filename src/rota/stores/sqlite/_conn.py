@@ -21,6 +21,7 @@ from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 from rota.stores.sqlite._wakeups import WakeUps, open_wake_ups
+from rota.stores.sqlite._writers import WriterLine
 
 #: Every statement of the SQLite store, by name.
 Q = load("rota.stores.sqlite", "connection.sql", *ENGINE_FILES)
@@ -148,6 +149,8 @@ class Connections(Database):
         self._conns_guard = threading.Lock()
         self._wakes: WakeUps | None = None
         self._wakes_pid = 0
+        #: Write transactions take turns here rather than in SQLite's busy handler.
+        self._writers = WriterLine(None if self._uri else path)
         if self._uri:
             self._keepalive = self._open()  # the database lives while one connection does
         self._migrate()
@@ -192,7 +195,7 @@ class Connections(Database):
 
     @contextmanager
     def _write(self) -> Iterator[Tx]:
-        with self._transaction("begin_write") as conn:
+        with self._writers.turn(), self._transaction("begin_write") as conn:
             tx = SQLiteTx(conn)
             yield tx
         if tx.woken:
@@ -244,6 +247,7 @@ class Connections(Database):
             if self._wakes is not None and self._wakes_pid == os.getpid():
                 self._wakes.release()
             self._wakes = None
+            self._writers.close()
             for conn in self._all_conns:
                 conn.close()
             self._all_conns.clear()
