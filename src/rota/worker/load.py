@@ -69,8 +69,8 @@ def idlest_peer_load(
 ) -> float | None:
     """The load of the idlest live peer of worker ``me`` that serves one of
     ``queues``, has a free slot and found the queues short at its latest
-    claim; None when there is none. A record older
-    than ``stale_after`` seconds next to ``me``'s own is not live."""
+    claim; None when there is none. A record older than ``stale_after``
+    seconds next to ``me``'s own is not live."""
     records = list(workers)
     mine = next((w for w in records if w.id == me), None)
     if mine is None:
