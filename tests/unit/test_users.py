@@ -71,7 +71,7 @@ def test_a_token_is_shown_once_and_stored_only_as_its_sha256(app: App) -> None:
     # the secret is nowhere in the database files, its hash is
     app.store.close()
     folder = Path(app.url.removeprefix("sqlite:///")).parent
-    raw = b"".join(path.read_bytes() for path in folder.glob("users.db*"))
+    raw = b"".join(p.read_bytes() for p in folder.glob("users.db*") if p.is_file())
     assert secret.encode() not in raw
     assert hash_token(secret).encode() in raw
 
