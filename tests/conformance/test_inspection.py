@@ -211,7 +211,11 @@ def test_refused_outcomes_are_not_counted(store: Store) -> None:
 
 def test_workers_after_heartbeat_and_removal(store: Store) -> None:
     assert store.workers() == []
-    store.heartbeat(worker_info("w-1", queues=("a", "b"), running=2, cpu_percent=12.5, load=0.25))
+    store.heartbeat(
+        worker_info(
+            "w-1", queues=("a", "b"), running=2, cpu_percent=12.5, load=0.25, claimed_short=False
+        )
+    )
     first_beat = store.now()
     wait_until(store, first_beat + 0.02)
     store.heartbeat(worker_info("w-2", host="host-b", pid=7))
@@ -228,6 +232,8 @@ def test_workers_after_heartbeat_and_removal(store: Store) -> None:
         0.25,
     )
     assert w1.heartbeat_at == pytest.approx(first_beat, abs=0.5)
+    # what dispatch by load reads of a peer (rota.worker.load), kept as sent
+    assert (w1.claimed_short, workers[0].claimed_short) == (False, True)
 
     store.heartbeat(worker_info("w-1", running=0, stopping=True))
     workers = store.workers()
