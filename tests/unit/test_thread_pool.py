@@ -1,9 +1,11 @@
 """The thread pool claiming for itself (leader and followers), with a claim
-function in place of a worker's: which thread runs what, and when it stops."""
+function in place of a worker's: which thread runs what, how many slots run
+at once, and when it stops."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import orjson
@@ -15,10 +17,13 @@ from rota import App
 from rota.models import ClaimedJob
 from rota.worker.executors import ThreadExecutor
 from rota.worker.runner import Result
+from rota.worker.turns import OVERLAP
 
 app = App("sqlite:///:memory:")
 ran_on: dict[int, str] = {}  # job number -> thread name
 release = threading.Event()
+at_once = {"now": 0, "most": 0}  # jobs running at once, and the most seen
+counting = threading.Lock()
 
 
 @app.task(name="record")
@@ -26,6 +31,17 @@ def record(n: int, block: bool) -> None:
     ran_on[n] = threading.current_thread().name
     if block:
         assert release.wait(10)
+
+
+@app.task(name="wait_briefly")
+def wait_briefly() -> None:
+    """A short job that waits on something (as on a socket), counted."""
+    with counting:
+        at_once["now"] += 1
+        at_once["most"] = max(at_once["most"], at_once["now"])
+    time.sleep(0.0002)
+    with counting:
+        at_once["now"] -= 1
 
 
 def job(n: int, *, block: bool = False) -> ClaimedJob:
@@ -46,16 +62,28 @@ def job(n: int, *, block: bool = False) -> ClaimedJob:
     )
 
 
+def brief(n: int) -> ClaimedJob:
+    return ClaimedJob(
+        id=f"b{n}", task="wait_briefly", queue="default", payload=b'{"args":[],"kwargs":{}}',
+        attempt=1, max_attempts=1, lost=0, token="t", lease=30.0, timeout=None,
+        enqueued_at=0.0, run_at=0.0, started_at=0.0,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def done() -> Iterator[dict[str, Result]]:
     ran_on.clear()
     release.clear()
+    at_once.update(now=0, most=0)
     yield {}
     release.set()
 
 
-def pool(claims: Claims, done: dict[str, Result], size: int) -> ThreadExecutor:
+def pool(
+    claims: Claims, done: dict[str, Result], size: int, *, short: bool = False
+) -> ThreadExecutor:
     executor = ThreadExecutor(app, size, lambda j, r: done.__setitem__(j.id, r))
+    executor.short_jobs = lambda: short  # the worker's moving average says so
     executor.start(claims)
     return executor
 
@@ -105,3 +133,44 @@ def test_stop_claiming_waits_for_the_claim_under_way(done: dict[str, Result]) ->
     executor.stop_claiming()
     assert claims.under_way == 0  # it waited for the claim under way
     executor.stop()
+
+
+def test_short_jobs_run_on_few_slots_at_once(
+    done: dict[str, Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No job is held up for a second: only the slots that keep the jobs
+    # overlapping run, and the others stay parked.
+    monkeypatch.setattr("rota.worker.executors.PACE", 1.0)
+    claims = Claims([[brief(n) for n in range(first, first + 50)] for first in range(0, 400, 50)])
+    executor = pool(claims, done, 8, short=True)
+    wait_for(lambda: len(done) == 400)
+    executor.stop_claiming()
+    executor.stop()
+    assert all(r.ok for r in done.values())
+    assert at_once["most"] <= OVERLAP
+
+
+def test_while_jobs_are_long_every_slot_runs_at_once(done: dict[str, Result]) -> None:
+    claims = Claims([[job(n, block=True) for n in range(8)]])
+    executor = pool(claims, done, 8, short=False)
+    wait_for(lambda: len(ran_on) == 8)
+    release.set()
+    wait_for(lambda: len(done) == 8)
+    executor.stop_claiming()
+    executor.stop()
+
+
+def test_a_held_up_job_wakes_parked_slots_for_the_waiting_ones(done: dict[str, Result]) -> None:
+    # Short jobs so far, but these wait on something: every pace, the slots
+    # running held-up jobs wake as many parked slots, until all eight run.
+    claims = Claims([[job(n, block=True) for n in range(8)]])
+    executor = pool(claims, done, 8, short=True)
+    started = time.monotonic()
+    wait_for(lambda: len(ran_on) == 8, timeout=5)
+    took = time.monotonic() - started
+    release.set()
+    wait_for(lambda: len(done) == 8)
+    executor.stop_claiming()
+    executor.stop()
+    assert len(set(ran_on.values())) == 8
+    assert took < 1.0  # a few paces of 2 ms; on a busy machine, more

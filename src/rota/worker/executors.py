@@ -31,7 +31,7 @@ from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, U
 from rota.models import ClaimedJob
 from rota.worker import joblogs, runner
 from rota.worker.runner import Result
-from rota.worker.turns import BATON, Claim, Turns, claim_safely
+from rota.worker.turns import BATON, PACE, Claim, Turns, claim_safely
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -107,7 +107,7 @@ class ThreadExecutor(Executor):
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
-        self._turns = Turns()
+        self._turns = Turns(pace=PACE, short=lambda: self.short_jobs())
         self._threads = [self._thread(i) for i in range(size)]
         self._busy = 0  # slots running a job
         self._lock = threading.Lock()
@@ -162,6 +162,7 @@ class ThreadExecutor(Executor):
             finally:
                 replaced = self._returned(job)
             if replaced:
+                self._turns.leave()
                 return  # abandoned: its slot went to a fresh thread, its result is void
             self.on_done(job, result)
 
