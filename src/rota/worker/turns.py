@@ -11,9 +11,9 @@ claim.
 Paced slots (threads mode) wake only as the work needs them. Every thread
 that runs Python takes the interpreter's lock in turn, and a job that waits
 on a socket hands it to another thread and takes it back when its reply
-comes: with short jobs that do I/O (a query, a Redis call), eight slots
-running at once cost each job about twice the CPU of two (measured in
-docs/performance.md, "Slots woken as needed"). So a waiting job is taken by
+comes: a Redis call made by eight threads at once cost about twice the CPU
+of the same call made by two (measured in docs/performance.md, "Slots woken
+as needed"). So a waiting job is taken by
 a slot as it frees, and a parked slot is woken for it only while fewer than
 :data:`OVERLAP` slots run jobs, or while a running job has gone on for
 :attr:`Turns.pace` or more (it waits on something: another slot can run
