@@ -8,19 +8,23 @@ next idle slot) before running its own job. The slot that claims a job runs
 it, with no hand-over to another thread on the way, and only idle slots
 claim.
 
-Paced slots (threads mode) wake only as the work needs them. Every thread
-that runs Python takes the interpreter's lock in turn, and a job that waits
-on a socket hands it to another thread and takes it back when its reply
-comes: a Redis call made by eight threads at once cost about twice the CPU
-of the same call made by two (measured in docs/performance.md, "Slots woken
-as needed"). So a waiting job is taken by
-a slot as it frees, and a parked slot is woken for it only while fewer than
-:data:`OVERLAP` slots run jobs, or while a running job has gone on for
-:attr:`Turns.pace` or more (it waits on something: another slot can run
-meanwhile); a slot that frees while :data:`OVERLAP` others run short jobs
-parks. While jobs wait, the latest parked slot looks again every ``pace``,
-so slots held up in long jobs double the slots running every ``pace`` until
-every slot runs: a slot is never idle for long while a job waits for it.
+Paced slots (threads mode, while jobs are short) wake only as the work
+needs them. Threads that run Python take the interpreter's lock in turn,
+and a job that waits on a socket hands the lock to another thread and takes
+it back when its reply comes: a Redis call made by eight threads at once
+costs about twice the CPU of the same call made by two (measured in
+docs/performance.md, "Slots woken as needed"). So a waiting job is taken by
+a slot as it frees, and a parked slot is woken for it only while fewer
+slots run than the pace's target, :data:`OVERLAP` at first (one runs while
+another waits on its I/O). While jobs wait, a parked slot looks every
+``pace`` at the process's CPU use since its last look: below
+:data:`IDLE_BELOW` of a core, the running slots mostly wait on something
+(a slow reply, a sleep), so the target doubles; above
+:data:`PARALLEL_ABOVE`, the jobs' work runs outside the interpreter's lock
+(in C code that lets it go), so more slots run in parallel, and the target
+doubles too; from :data:`BUSY_FROM` up to that, the lock is the limit and
+the target halves, down to :data:`OVERLAP`. The target is kept from one
+claimed batch to the next.
 
 :class:`Turns` serves slots that are threads (threads mode); the async
 executor's slots are coroutines and take turns the same way on its loop.
@@ -50,12 +54,20 @@ Claim = Callable[[], "list[ClaimedJob] | None"]
 #: Wakes an idle slot to take the claim (the async executor's line).
 BATON = object()
 
-#: Paced slots running short jobs at once: while one waits on its I/O,
-#: another runs.
+#: Paced slots running jobs at first: while one waits on its I/O, another runs.
 OVERLAP = 2
-#: Seconds a paced slot's job runs before it counts as held up (waiting on
-#: something), so that a parked slot is woken for a waiting job.
+#: Seconds between a parked slot's looks at the process's CPU use while
+#: jobs wait.
 PACE = 0.002
+#: Below this share of a core used while jobs wait, the running slots wait
+#: on something: more of them run.
+IDLE_BELOW = 0.4
+#: From this share of a core up to PARALLEL_ABOVE, the interpreter's lock
+#: is the limit: fewer slots run.
+BUSY_FROM = 0.8
+#: Above this share of a core, the jobs' work runs in parallel outside the
+#: interpreter's lock: more slots run.
+PARALLEL_ABOVE = 1.2
 
 
 def claim_safely(claim: Claim | None) -> list[ClaimedJob] | None:
@@ -74,10 +86,10 @@ def claim_safely(claim: Claim | None) -> list[ClaimedJob] | None:
 class Turns:
     """Jobs waiting for a slot, and the claim the idle slot threads take turns at.
 
-    ``pace``: seconds a running job may take before a parked slot is woken
-    for a waiting job (see the module's docstring), while ``short()`` says
-    the jobs are short; None, or while jobs are long, a parked slot is woken
-    for every waiting job at once."""
+    ``pace``: seconds between looks at the process's CPU use while jobs
+    wait and ``short()`` says the jobs are short (see the module's
+    docstring); None, or while jobs are long, a parked slot is woken for
+    every waiting job at once."""
 
     def __init__(self, pace: float | None = None, short: Callable[[], bool] | None = None) -> None:
         self.pace = pace
@@ -87,10 +99,12 @@ class Turns:
         #: Idle slots, each waiting on its own held lock; the latest parked last.
         self._parked: list[threading.Lock] = []
         self._woken = 0  # parked slots let go that have not looked yet
-        self._looking = False  # whether a parked slot looks again every pace
-        #: The slots running a job (paced only): thread -> when it started,
-        #: the earliest first.
-        self._running: dict[int, float] = {}
+        self._looking = False  # whether a parked slot looks every pace
+        self._running: set[int] = set()  # the slots (threads) running a job
+        #: Slots to run at once while paced.
+        self.target = OVERLAP
+        #: When the latest look was, and the process's CPU time then.
+        self._looked: tuple[float, float] | None = None
         self._baton = False
         self._stops = 0
         self._leader = threading.Lock()
@@ -115,7 +129,7 @@ class Turns:
         """Leave ``jobs`` for the next idle slots."""
         with self._lock:
             self._jobs.extend(jobs)
-            self._wake(self._wanted(time.monotonic()))
+            self._wake(self._wanted())
 
     def end(self, slots: int) -> None:
         """Tell ``slots`` slots to stop once they are idle (after the jobs
@@ -127,7 +141,7 @@ class Turns:
     def leave(self) -> None:
         """The calling slot ends without asking for another job."""
         with self._lock:
-            self._running.pop(threading.get_ident(), None)
+            self._running.discard(threading.get_ident())
 
     def next(self) -> ClaimedJob | None:
         """The next job for the calling slot, claimed by it (while a claim is
@@ -136,11 +150,15 @@ class Turns:
         lock = self._lock
         lock.acquire()
         try:
-            self._running.pop(me, None)
+            self._running.discard(me)
             while True:
-                now = time.monotonic()
-                if self._jobs and (self._stops or self._should_take(now)):
-                    return self._start(me, self._jobs.popleft(), now)
+                if self._jobs and self._paced():
+                    self._look()
+                if self._jobs and (self._stops or self._should_take()):
+                    self._running.add(me)
+                    job = self._jobs.popleft()
+                    self._wake(self._wanted())  # the target's slots, and one to look
+                    return job
                 if self._stops and not self._jobs:
                     self._stops -= 1
                     return None
@@ -160,14 +178,14 @@ class Turns:
                         continue  # claiming has ended
                     self._jobs.extend(jobs)
                     self._baton = True  # to claim meanwhile, or again after a wait for work
-                    now = time.monotonic()
-                    if jobs and self._should_take(now):  # the claimer runs its first job
-                        first = self._start(me, self._jobs.popleft(), now)
-                        self._wake(max(1, self._wanted(now)))  # and an idle slot takes the baton
+                    if jobs and self._should_take():  # the claimer runs its first job
+                        self._running.add(me)
+                        first = self._jobs.popleft()
+                        self._wake(max(1, self._wanted()))  # and an idle slot takes the baton
                         return first
-                    self._wake(self._wanted(now))
+                    self._wake(self._wanted())
                     continue  # the jobs wait for running slots; this one keeps the baton
-                self._park(now)
+                self._park()
         finally:
             lock.release()
 
@@ -185,32 +203,20 @@ class Turns:
 
     # -- with self._lock held -------------------------------------------------
 
-    def _start(self, me: int, job: ClaimedJob, now: float) -> ClaimedJob:
-        if self.pace is not None:
-            self._running[me] = now
-        return job
+    def _paced(self) -> bool:
+        return self.pace is not None and self._short()
 
-    def _should_take(self, now: float) -> bool:
+    def _should_take(self) -> bool:
         """Whether a slot asking for a job takes a waiting one, or parks."""
-        if self.pace is None or len(self._running) < OVERLAP or not self._short():
-            return True
-        earliest = next(iter(self._running.values()))
-        return now - earliest >= self.pace  # a job is held up: run another beside it
+        return not self._paced() or len(self._running) < self.target
 
-    def _wanted(self, now: float) -> int:
+    def _wanted(self) -> int:
         """How many parked slots to wake for the waiting jobs."""
-        if self.pace is None or not self._short():
-            wanted = len(self._jobs)
-        else:
-            held_up = 0
-            for started in self._running.values():  # the earliest first
-                if now - started < self.pace:
-                    break
-                held_up += 1
-            fresh = len(self._running) - held_up
-            wanted = min(len(self._jobs), held_up + max(0, OVERLAP - fresh))
-        if self._jobs and not self._looking and self.pace is not None:
-            wanted = max(wanted, 1)  # a parked slot to look again every pace
+        if not self._paced():
+            return len(self._jobs) - self._woken
+        wanted = min(len(self._jobs), self.target - len(self._running))
+        if self._jobs and not self._looking:
+            wanted = max(wanted, 1)  # a parked slot to look every pace
         return wanted - self._woken
 
     def _wake(self, slots: int) -> None:
@@ -219,11 +225,12 @@ class Turns:
             self._woken += 1
             slots -= 1
 
-    def _park(self, now: float) -> None:
-        """Wait to be woken (releasing the lock meanwhile). While jobs wait,
-        one parked slot looks again every pace."""
+    def _park(self) -> None:
+        """Wait to be woken (releasing the lock meanwhile). While paced jobs
+        wait, one parked slot looks every pace (when no running slot has)."""
         timeout = -1.0
-        if self.pace is not None and self._jobs and not self._looking:
+        if self._jobs and not self._looking and self._paced():
+            assert self.pace is not None
             self._looking = True
             timeout = self.pace
         waiter = threading.Lock()
@@ -238,6 +245,25 @@ class Turns:
             self._looking = False
         if waiter in self._parked:  # it looked again in time: none woke it
             self._parked.remove(waiter)
-            self._wake(self._wanted(time.monotonic()) - 1)  # this one counts itself
+            self._look()
+            self._wake(self._wanted() - 1)  # this one counts itself
         else:
             self._woken -= 1
+
+    def _look(self) -> None:
+        """Every pace while jobs wait, set the target from the process's CPU
+        use since the last look (the first look only starts the count)."""
+        assert self.pace is not None
+        now = time.monotonic()
+        if self._looked is not None and now - self._looked[0] < self.pace:
+            return
+        cpu = time.process_time()
+        if self._looked is not None and now - self._looked[0] < 2 * self.pace:
+            used = (cpu - self._looked[1]) / (now - self._looked[0])
+            running = len(self._running)
+            fed = running >= self.target and len(self._jobs) >= running
+            if fed and (used < IDLE_BELOW or used > PARALLEL_ABOVE):
+                self.target = 2 * running
+            elif BUSY_FROM <= used <= PARALLEL_ABOVE:
+                self.target = max(OVERLAP, self.target // 2)
+        self._looked = (now, cpu)
