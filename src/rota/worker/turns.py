@@ -56,9 +56,10 @@ BATON = object()
 
 #: Paced slots running jobs at first: while one waits on its I/O, another runs.
 OVERLAP = 2
-#: Seconds between a parked slot's looks at the process's CPU use while
-#: jobs wait.
-PACE = 0.002
+#: Seconds between looks at the process's CPU use while jobs wait: long
+#: enough to span a few of the system scheduler's time slices, so that a
+#: process waiting for a core does not look idle.
+PACE = 0.01
 #: Below this share of a core used while jobs wait, the running slots wait
 #: on something: more of them run.
 IDLE_BELOW = 0.4
@@ -129,7 +130,7 @@ class Turns:
         """Leave ``jobs`` for the next idle slots."""
         with self._lock:
             self._jobs.extend(jobs)
-            self._wake(self._wanted())
+            self._wake(self._wanted(self._paced()))
 
     def end(self, slots: int) -> None:
         """Tell ``slots`` slots to stop once they are idle (after the jobs
@@ -152,12 +153,17 @@ class Turns:
         try:
             self._running.discard(me)
             while True:
-                if self._jobs and self._paced():
-                    self._look()
-                if self._jobs and (self._stops or self._should_take()):
+                paced = self._paced()
+                waiting = self._jobs
+                if waiting and (self._stops or not paced or len(self._running) < self.target):
                     self._running.add(me)
-                    job = self._jobs.popleft()
-                    self._wake(self._wanted())  # the target's slots, and one to look
+                    job = waiting.popleft()
+                    if not waiting:
+                        self._looked = None  # the next look counts from the next batch
+                    elif paced:
+                        self._look()
+                    if self._parked:
+                        self._wake(self._wanted(paced))  # the target's slots, and one to look
                     return job
                 if self._stops and not self._jobs:
                     self._stops -= 1
@@ -178,12 +184,13 @@ class Turns:
                         continue  # claiming has ended
                     self._jobs.extend(jobs)
                     self._baton = True  # to claim meanwhile, or again after a wait for work
-                    if jobs and self._should_take():  # the claimer runs its first job
-                        self._running.add(me)
+                    paced = self._paced()
+                    if jobs and (not paced or len(self._running) < self.target):
+                        self._running.add(me)  # the claimer runs its first job
                         first = self._jobs.popleft()
-                        self._wake(max(1, self._wanted()))  # and an idle slot takes the baton
+                        self._wake(max(1, self._wanted(paced)))  # and an idle slot takes the baton
                         return first
-                    self._wake(self._wanted())
+                    self._wake(self._wanted(paced))
                     continue  # the jobs wait for running slots; this one keeps the baton
                 self._park()
         finally:
@@ -204,15 +211,12 @@ class Turns:
     # -- with self._lock held -------------------------------------------------
 
     def _paced(self) -> bool:
+        """Whether slots wake only as the work needs them, now."""
         return self.pace is not None and self._short()
 
-    def _should_take(self) -> bool:
-        """Whether a slot asking for a job takes a waiting one, or parks."""
-        return not self._paced() or len(self._running) < self.target
-
-    def _wanted(self) -> int:
+    def _wanted(self, paced: bool) -> int:
         """How many parked slots to wake for the waiting jobs."""
-        if not self._paced():
+        if not paced:
             return len(self._jobs) - self._woken
         wanted = min(len(self._jobs), self.target - len(self._running))
         if self._jobs and not self._looking:
@@ -227,7 +231,7 @@ class Turns:
 
     def _park(self) -> None:
         """Wait to be woken (releasing the lock meanwhile). While paced jobs
-        wait, one parked slot looks every pace (when no running slot has)."""
+        wait, one parked slot looks every pace."""
         timeout = -1.0
         if self._jobs and not self._looking and self._paced():
             assert self.pace is not None
@@ -246,19 +250,19 @@ class Turns:
         if waiter in self._parked:  # it looked again in time: none woke it
             self._parked.remove(waiter)
             self._look()
-            self._wake(self._wanted() - 1)  # this one counts itself
+            self._wake(self._wanted(self._paced()) - 1)  # this one counts itself
         else:
             self._woken -= 1
 
     def _look(self) -> None:
         """Every pace while jobs wait, set the target from the process's CPU
-        use since the last look (the first look only starts the count)."""
+        use since the last look (the first look of a batch starts the count)."""
         assert self.pace is not None
         now = time.monotonic()
         if self._looked is not None and now - self._looked[0] < self.pace:
             return
         cpu = time.process_time()
-        if self._looked is not None and now - self._looked[0] < 2 * self.pace:
+        if self._looked is not None:
             used = (cpu - self._looked[1]) / (now - self._looked[0])
             running = len(self._running)
             fed = running >= self.target and len(self._jobs) >= running
