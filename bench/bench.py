@@ -7,6 +7,7 @@ median of several runs::
     python bench/bench.py --url redis://127.0.0.1:6379/0 --runs 5
     python bench/bench.py --url sqlite:///tmp/bench.db --processes 1,2   # pool vs one worker
     python bench/bench.py --mode processes --concurrency 2 --prefetch 0,2  # held jobs or none
+    python bench/bench.py --url redis://127.0.0.1:6379/9 --body roundtrip  # jobs that do I/O
 
 ``drain_per_s`` is the whole drain from the worker's spawn, its start-up
 counted; ``steady_per_s`` and ``cpu_us_per_job`` are over the jobs done after
@@ -15,7 +16,10 @@ Redis: the server's CPU per job (from ``INFO cpu``), which with the rate
 tells how busy its one thread is. ``start_ms`` is the time from the worker's
 spawn to the start of a job sent before it, and ``pss_mib`` the proportional
 memory of its processes (a supervisor and its children share some pages)
-once idle.
+once idle. ``--body roundtrip`` drains jobs that each make one Redis round
+trip of their own (a pipelined ``INCR`` of a counter of the run's) instead
+of no-op jobs: to the store's Redis server, or to ``BENCH_BODY_URL``
+(default: the local Redis's database 9) on other stores.
 
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -29,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -146,23 +151,34 @@ def wait_drained(
 
 
 def run_once(
-    base_url: str, jobs: int, mode: str, concurrency: int, samples: int, flags: Sequence[str] = ()
+    base_url: str,
+    jobs: int,
+    mode: str,
+    concurrency: int,
+    samples: int,
+    flags: Sequence[str] = (),
+    body: str = "noop",
 ) -> dict[str, float]:
     """One run of every workload on a fresh store."""
     import bench_app
 
     url = fresh_url(base_url)
     os.environ["ROTA_URL"] = url
+    body_url = base_url.partition("?")[0] if base_url.startswith("redis") else None
+    os.environ["BENCH_BODY_URL"] = body_url or os.environ.get(
+        "BENCH_BODY_URL", "redis://127.0.0.1:6379/9"
+    )
+    os.environ["BENCH_BODY_KEY"] = f"bench:body:{uuid.uuid4().hex[:8]}"  # read by the workers
     app = bench_app.app
     app.url = url
     app.close()
     figures: dict[str, float] = {}
 
     # Bulk send, then the time a worker takes to drain it.
-    noop = bench_app.noop.options(queue="tput")
+    task = getattr(bench_app, body).options(queue="tput")
     start = time.perf_counter()
     for offset in range(0, jobs, 5000):
-        noop.send_many([() for _ in range(min(5000, jobs - offset))])
+        task.send_many([() for _ in range(min(5000, jobs - offset))])
     figures["send_per_s"] = jobs / (time.perf_counter() - start)
     # drain_per_s counts the worker's start-up; steady_per_s leaves it out
     with worker(url, mode, concurrency, "tput", flags) as proc:
@@ -189,6 +205,11 @@ def run_once(
     figures["p99_ms"] = latencies[int(len(latencies) * 0.99)]
     app.close()
     drop(url)
+    if body == "roundtrip":
+        import redis
+
+        with redis.Redis.from_url(os.environ["BENCH_BODY_URL"]) as client:
+            client.delete(os.environ["BENCH_BODY_KEY"])
     return figures
 
 
@@ -201,6 +222,12 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quiet", action="store_true", help="worker with --quiet (no job lines)")
+    parser.add_argument(
+        "--body",
+        default="noop",
+        choices=["noop", "roundtrip"],
+        help="the drained jobs: no-op, or one Redis round trip of their own each",
+    )
     parser.add_argument(
         "--processes",
         default="1",
@@ -224,14 +251,15 @@ def main() -> None:
     for n in range(args.runs):
         for flags in variants:
             figures = run_once(
-                args.url, args.jobs, args.mode, args.concurrency, args.samples, flags
+                args.url, args.jobs, args.mode, args.concurrency, args.samples, flags, args.body
             )
             runs[" ".join(flags)].append(figures)
             line = "  ".join(f"{k}={v:,.1f}" for k, v in figures.items())
             print(f"run {n + 1}, {' '.join(flags)}: {line}", flush=True)
     for label, figures_of_runs in runs.items():
         print(
-            f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}, {label}):"
+            f"\nmedian of {args.runs} runs ({args.mode}, concurrency {args.concurrency}, "
+            f"{args.body} jobs, {label}):"
         )
         for key in figures_of_runs[0]:
             print(f"  {key:21s} {statistics.median(r[key] for r in figures_of_runs):12,.1f}")

@@ -27,6 +27,10 @@ COMMANDS = [
     ),
     ("bench/bench.py --url {mysql} --jobs 200 --samples 20 --runs 1 --concurrency 64", "p50_ms"),
     (
+        "bench/bench.py --url {redis} --jobs 200 --samples 20 --runs 1 --body roundtrip",
+        "roundtrip jobs",
+    ),
+    (
         "bench/bench.py --url {sqlite} --jobs 200 --samples 10 --runs 1 --mode processes "
         "--concurrency 2 --prefetch 0,2",
         "--prefetch 2",
