@@ -188,3 +188,17 @@ def test_while_jobs_are_long_every_slot_runs_at_once(done: dict[str, Result]) ->
     executor.stop_claiming()
     executor.stop()
     assert len(set(ran_on.values())) == 8
+
+
+def test_a_job_left_waiting_beside_blocked_ones_starts_while_jobs_are_short(
+    done: dict[str, Result],
+) -> None:
+    # Two slots run blocked jobs; the process idles, so the target grows
+    # and the third job starts within a few looks, not once one returns.
+    claims = Claims([[job(n, block=True) for n in range(3)]])
+    executor = pool(claims, done, 8, short=True)
+    wait_for(lambda: len(ran_on) == 3, timeout=5)
+    release.set()
+    wait_for(lambda: len(done) == 3)
+    executor.stop_claiming()
+    executor.stop()

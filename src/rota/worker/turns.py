@@ -15,11 +15,12 @@ it back when its reply comes: a Redis call made by eight threads at once
 costs about twice the CPU of the same call made by two (measured in
 docs/performance.md, "Slots woken as needed"). So a waiting job is taken by
 a slot as it frees, and a parked slot is woken for it only while fewer
-slots run than the pace's target, :data:`OVERLAP` at first (one runs while
-another waits on its I/O). While jobs wait, a parked slot looks every
-``pace`` at the process's CPU use since its last look: below
-:data:`IDLE_BELOW` of a core, the running slots mostly wait on something
-(a slow reply, a sleep), so the target doubles; above
+slots run than a target, :data:`OVERLAP` at first (one runs while another
+waits on its I/O). While jobs wait, every ``pace`` (looked at by a slot as
+it takes a job, or by a parked slot when none has), the target follows
+the process's CPU use since the last look: below :data:`IDLE_BELOW` of a
+core, the running slots mostly wait on something (a slow reply, a sleep),
+so the target doubles; above
 :data:`PARALLEL_ABOVE`, the jobs' work runs outside the interpreter's lock
 (in C code that lets it go), so more slots run in parallel, and the target
 doubles too; from :data:`BUSY_FROM` up to that, the lock is the limit and
@@ -56,9 +57,8 @@ BATON = object()
 
 #: Paced slots running jobs at first: while one waits on its I/O, another runs.
 OVERLAP = 2
-#: Seconds between looks at the process's CPU use while jobs wait: long
-#: enough to span a few of the system scheduler's time slices, so that a
-#: process waiting for a core does not look idle.
+#: Seconds between looks at the process's CPU use while jobs wait (a few of
+#: the system scheduler's time slices).
 PACE = 0.01
 #: Below this share of a core used while jobs wait, the running slots wait
 #: on something: more of them run.
@@ -265,8 +265,7 @@ class Turns:
         if self._looked is not None:
             used = (cpu - self._looked[1]) / (now - self._looked[0])
             running = len(self._running)
-            fed = running >= self.target and len(self._jobs) >= running
-            if fed and (used < IDLE_BELOW or used > PARALLEL_ABOVE):
+            if running >= self.target and (used < IDLE_BELOW or used > PARALLEL_ABOVE):
                 self.target = 2 * running
             elif BUSY_FROM <= used <= PARALLEL_ABOVE:
                 self.target = max(OVERLAP, self.target // 2)
