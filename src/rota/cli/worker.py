@@ -54,7 +54,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     type=click.IntRange(min=1),
     default=8,
     show_default=True,
-    help="Jobs run at once by this worker.",
+    help="Jobs run at once by this worker, at most: in threads mode fewer run while "
+    "short jobs would only take turns on the interpreter's lock.",
 )
 @click.option(
     "--mode",
