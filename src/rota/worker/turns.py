@@ -20,12 +20,11 @@ waits on its I/O). While jobs wait, every ``pace`` (looked at by a slot as
 it takes a job, or by a parked slot when none has), the target follows
 the process's CPU use since the last look: below :data:`IDLE_BELOW` of a
 core, the running slots mostly wait on something (a slow reply, a sleep),
-so the target doubles; above
-:data:`PARALLEL_ABOVE`, the jobs' work runs outside the interpreter's lock
-(in C code that lets it go), so more slots run in parallel, and the target
-doubles too; from :data:`BUSY_FROM` up to that, the lock is the limit and
-the target halves, down to :data:`OVERLAP`. The target is kept from one
-claimed batch to the next.
+so the target doubles; above :data:`PARALLEL_ABOVE`, the jobs' work runs
+outside the interpreter's lock (in C code that lets it go), so more slots
+run in parallel, and the target doubles too; from :data:`BUSY_FROM` up to
+that, the lock is the limit and the target halves, down to
+:data:`OVERLAP`. The target is kept from one claimed batch to the next.
 
 :class:`Turns` serves slots that are threads (threads mode); the async
 executor's slots are coroutines and take turns the same way on its loop.
@@ -104,7 +103,10 @@ class Turns:
         self._running: set[int] = set()  # the slots (threads) running a job
         #: Slots to run at once while paced.
         self.target = OVERLAP
-        #: When the latest look was, and the process's CPU time then.
+        #: When the latest look was, and the process's CPU time then (from
+        #: the clock ``process_time`` reads, to the nanosecond: the
+        #: worker's LoadMeter counts the kernel's 10 ms ticks, as much as
+        #: one look spans).
         self._looked: tuple[float, float] | None = None
         self._baton = False
         self._stops = 0
