@@ -164,11 +164,13 @@ def run_once(
 
     url = fresh_url(base_url)
     os.environ["ROTA_URL"] = url
+    # read by the workers' bench_app (through the peers bench's _common)
     body_url = base_url.partition("?")[0] if base_url.startswith("redis") else None
-    os.environ["BENCH_BODY_URL"] = body_url or os.environ.get(
+    os.environ["BENCH_QUEUE_URL"] = body_url or os.environ.get(
         "BENCH_BODY_URL", "redis://127.0.0.1:6379/9"
     )
-    os.environ["BENCH_BODY_KEY"] = f"bench:body:{uuid.uuid4().hex[:8]}"  # read by the workers
+    os.environ["BENCH_BODY"] = body
+    os.environ["BENCH_BODY_KEY"] = f"bench:body:{uuid.uuid4().hex[:8]}"
     app = bench_app.app
     app.url = url
     app.close()
@@ -208,7 +210,7 @@ def run_once(
     if body == "roundtrip":
         import redis
 
-        with redis.Redis.from_url(os.environ["BENCH_BODY_URL"]) as client:
+        with redis.Redis.from_url(os.environ["BENCH_QUEUE_URL"]) as client:
             client.delete(os.environ["BENCH_BODY_KEY"])
     return figures
 

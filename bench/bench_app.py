@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import os
-import threading
+import sys
 import time
-from typing import Any
+from pathlib import Path
 
 from rota import App
 
-app = App(os.environ.get("ROTA_URL", "sqlite:///bench.db"))
+# the peers bench's job bodies, so that both benches' round trips are the same
+sys.path.insert(0, str(Path(__file__).resolve().parent / "redis_peers" / "apps"))
+import _common
 
-#: The Redis a ``roundtrip`` job talks to, and the counter it increments
-#: (``bench.py --body roundtrip`` sets both for each run).
-BODY_URL = os.environ.get("BENCH_BODY_URL", "redis://127.0.0.1:6379/9")
-BODY_KEY = os.environ.get("BENCH_BODY_KEY", "bench:body")
-_body: tuple[int, Any] | None = None  # (pid, client): made again after a fork
-_making = threading.Lock()
+app = App(os.environ.get("ROTA_URL", "sqlite:///bench.db"))
 
 
 @app.task()
@@ -26,20 +23,9 @@ def noop() -> None:
 
 @app.task()
 def roundtrip() -> None:
-    """One Redis round trip of its own (a pipelined ``INCR``): a short job
-    that does I/O, as most jobs do."""
-    global _body
-    found = _body
-    if found is None or found[0] != os.getpid():
-        import redis
-
-        with _making:  # one client per process, made once
-            if _body is None or _body[0] != os.getpid():
-                _body = (os.getpid(), redis.Redis.from_url(BODY_URL))
-            found = _body
-    pipe = found[1].pipeline(transaction=False)
-    pipe.execute_command("INCR", BODY_KEY)
-    pipe.execute()
+    """One Redis round trip of its own: a short job that does I/O, as most
+    jobs do (the peers bench's body, ``BENCH_BODY=roundtrip``)."""
+    _common.roundtrip()
 
 
 @app.task()

@@ -36,7 +36,7 @@ import redis.asyncio
 DONE = "bench:done"
 SPAN = "bench:span"
 STAMPS = "bench:stamps"
-BODY = "bench:body"
+BODY = os.environ.get("BENCH_BODY_KEY", "bench:body")  # the counter the bodies increment
 REPORT_EVERY = 0.005
 
 _lock = threading.Lock()
