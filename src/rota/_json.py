@@ -15,7 +15,15 @@ import orjson
 from rota._validate import check_call, check_json
 from rota.errors import PayloadTooLarge, SerializationError
 
-__all__ = ["DEFAULT_PAYLOAD_CAP", "InvalidJSON", "dumps", "dumps_call", "loads", "parse"]
+__all__ = [
+    "DEFAULT_PAYLOAD_CAP",
+    "InvalidJSON",
+    "dumps",
+    "dumps_call",
+    "dumps_record",
+    "loads",
+    "parse",
+]
 
 DEFAULT_PAYLOAD_CAP = 1024 * 1024
 
@@ -37,6 +45,13 @@ def dumps_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], *, cap: int | N
     checked as :func:`rota._validate.check_call` says."""
     check_call(args, kwargs, "task arguments")
     return _encode({"args": args, "kwargs": kwargs}, "task arguments", cap)
+
+
+def dumps_record(value: Mapping[str, str | int | float | None], *, what: str) -> bytes:
+    """Encode a flat record rota builds itself from stored values (strings,
+    finite numbers, None), such as a job's history entry: nothing in it needs
+    :func:`dumps`'s walk of user values, only the encoding."""
+    return _encode(value, what, None)
 
 
 def _encode(value: Any, what: str, cap: int | None) -> bytes:

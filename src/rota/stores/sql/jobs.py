@@ -445,7 +445,7 @@ def _choose(
     in growing pages."""
     chosen: list[_Choice] = []
     parked: list[tuple[str, float, int]] = []
-    page, offset, max_scan = max(16, limit * 2), 0, max(10_000, limit * 32)
+    page, offset, max_scan = max(16, limit), 0, max(10_000, limit * 32)
     remaining = list(queues)
     book: _limits.LimitBook | None = None
     while book is None or (remaining and len(chosen) < limit and offset < max_scan):
@@ -521,7 +521,7 @@ def attempt_entry(row: Held, event: str, now: float, **extra: str | float | None
     heartbeat record is gone)."""
     host = row.host if row.lease_owner is not None and isinstance(row.host, str) else None
     entry = {"attempt": row.attempt, "event": event, "worker": row.lease_owner, "host": host}
-    return _json.dumps(entry | extra | {"at": now})
+    return _json.dumps_record(entry | extra | {"at": now}, what="history entry")
 
 
 def end_cancelled(tx: Tx, row: Held, now: float) -> None:

@@ -33,16 +33,18 @@
 
 -- every argument is checked before the first write (_check.lua)
 check_groups(2, 7, 'outcomes')
+-- (the prefix naming the outcome is built only for a refusal)
+local function of(i) return 'outcome of job ' .. string.format('%q', ARGV[i]) .. ': ' end
 for i = 2, #ARGV, 7 do
-  local w = 'outcome of job ' .. string.format('%q', check_str(ARGV[i], 'job id')) .. ': '
-  check_str(ARGV[i + 1], w .. 'token')
-  local flags = ARGV[i + 2]
+  check_str(ARGV[i], 'job id')
+  local token, flags, retry_in = ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
+  if token == '' then check_str(token, of(i) .. 'token') end
   if not string.match(flags, '^[01][01][01][01][01]$') then
-    refuse(w .. 'flags must be five "0"/"1"', flags)
+    refuse(of(i) .. 'flags must be five "0"/"1"', flags)
   end
-  check_opt(ARGV[i + 6], w .. 'retry_in', 0, MAX_SECONDS)
-  if string.sub(flags, 5, 5) == '1' and (ARGV[i + 6] == '' or string.sub(flags, 1, 1) == '1') then
-    refuse(w .. 'a snooze is a failure with retry_in', flags)
+  if retry_in ~= '' then check_num(retry_in, of(i) .. 'retry_in', 0, MAX_SECONDS) end
+  if string.sub(flags, 5, 5) == '1' and (retry_in == '' or string.sub(flags, 1, 1) == '1') then
+    refuse(of(i) .. 'a snooze is a failure with retry_in', flags)
   end
 end
 
