@@ -47,7 +47,7 @@ def dumps_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], *, cap: int | N
     return _encode({"args": args, "kwargs": kwargs}, "task arguments", cap)
 
 
-def dumps_record(value: Mapping[str, str | int | float | None], *, what: str) -> bytes:
+def dumps_record(value: Mapping[str, str | float | None], *, what: str) -> bytes:
     """Encode a flat record rota builds itself from stored values (strings,
     finite numbers, None), such as a job's history entry: nothing in it needs
     :func:`dumps`'s walk of user values, only the encoding."""

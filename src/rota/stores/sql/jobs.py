@@ -520,7 +520,12 @@ def attempt_entry(row: Held, event: str, now: float, **extra: str | float | None
     the worker that held its lease and that worker's host (None once its
     heartbeat record is gone)."""
     host = row.host if row.lease_owner is not None and isinstance(row.host, str) else None
-    entry = {"attempt": row.attempt, "event": event, "worker": row.lease_owner, "host": host}
+    entry: dict[str, str | float | None] = {
+        "attempt": row.attempt,
+        "event": event,
+        "worker": row.lease_owner,
+        "host": host,
+    }
     return _json.dumps_record(entry | extra | {"at": now}, what="history entry")
 
 
