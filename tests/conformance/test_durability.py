@@ -1,9 +1,11 @@
-"""SQLite durability: fsync on every commit by default, a URL option to opt
-down, and a full disk raised as a rota error with nothing half-written."""
+"""SQLite durability: fsync on every commit by default (but a claim's), a
+URL option to opt down, and a full disk raised as a rota error with nothing
+half-written."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from rota.errors import InvalidArgument, StoreError
 from rota.models import JobState
 from rota.stores import open_store
 from rota.stores.sqlite import SQLiteStore
+from syncs import SYNC_CALLS, require_strace
 
 
 def _synchronous(store: SQLiteStore) -> int:
@@ -41,6 +44,65 @@ def test_sqlite_synchronous_can_be_chosen_in_the_url(
         assert _synchronous(store) == level
     finally:
         store.close()
+
+
+# Sends 20 jobs, claims them one call each, then reports each in a call of
+# its own; names each step on stderr as it begins (argv: the store's URL).
+_SYNC_SCRIPT = """
+import sys
+from rota._ids import unique_ids
+from rota.models import NewJob, Outcome
+from rota.stores import open_store
+
+store = open_store(sys.argv[1])
+sys.stderr.write("step:send\\n")
+store.enqueue([NewJob(unique_ids.next(), "t", "q", b"[]") for _ in range(20)])
+sys.stderr.write("step:claim\\n")
+claimed = [store.claim("w", ["q"], 1)[0] for _ in range(20)]
+sys.stderr.write("step:finish\\n")
+for job in claimed:
+    assert store.finish([Outcome(job.id, job.token, ok=True, result=b"null")]) == [True]
+sys.stderr.write("step:close\\n")
+store.close()
+"""
+
+
+def _syncs_per_step(tmp_path: Path, option: str = "") -> dict[str, int]:
+    """The fsync and fdatasync calls, counted by strace, of a process running
+    ``_SYNC_SCRIPT`` on a fresh database, by the step they came in."""
+    trace = tmp_path / "syncs.strace"
+    url = f"sqlite:///{tmp_path / 'rota.db'}{option}"
+    strace = ["strace", "-f", "-qq", "-e", f"{SYNC_CALLS},write", "-o", str(trace)]
+    subprocess.run(
+        [*strace, sys.executable, "-c", _SYNC_SCRIPT, url],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    steps, step = {"open": 0}, "open"
+    for line in trace.read_text().splitlines():
+        if "sync(" in line:
+            steps[step] += 1
+        elif 'write(2, "step:' in line:
+            step = line.split('"step:')[1].split("\\")[0]
+            steps[step] = 0
+    return steps
+
+
+def test_a_claim_is_not_synced_and_every_outcome_is(tmp_path: Path) -> None:
+    # A claim lost to a power cut leaves its jobs queued, as a lease that
+    # expires with its machine does: sends and outcomes wait for the disk.
+    require_strace()
+    synced = _syncs_per_step(tmp_path)
+    assert synced["send"] >= 1
+    assert synced["claim"] == 0  # 20 claims
+    assert synced["finish"] >= 20  # 20 outcomes
+
+
+def test_at_synchronous_normal_no_commit_is_synced(tmp_path: Path) -> None:
+    require_strace()
+    synced = _syncs_per_step(tmp_path, "?synchronous=normal")
+    assert synced["send"] == synced["claim"] == synced["finish"] == 0
 
 
 @pytest.mark.parametrize(

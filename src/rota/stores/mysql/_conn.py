@@ -344,7 +344,7 @@ class MySQLConnections(Database):
     # -- transactions --------------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[Tx]:
+    def _write(self, sync: bool = True) -> Iterator[Tx]:  # (sync: see _transact)
         try:
             with self._connection() as conn:
                 tx = MySQLTx(conn)
@@ -370,13 +370,15 @@ class MySQLConnections(Database):
         finally:
             reads.close()
 
-    def _transact(self, work: Callable[[Tx], T]) -> T:
+    def _transact(self, work: Callable[[Tx], T], *, sync: bool = True) -> T:
         """``work`` in one transaction. It runs again, after a short random
         pause, when InnoDB aborted it to break a deadlock or a lock was not
         granted in time, and when the connection dropped before the commit
         was sent (a server restart leaves the pool's connections broken); a
         connection lost during the commit is an outage, since the commit may
-        or may not have happened."""
+        or may not have happened. Every commit is flushed as the server's
+        ``innodb_flush_log_at_trx_commit`` says (InnoDB has no setting per
+        transaction), so ``sync`` is not read."""
         for attempt in range(1, _ATTEMPTS + 1):
             committing = False
             try:

@@ -183,7 +183,10 @@ class Jobs(Database):
         _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
-        taken = self._transact(lambda tx: self._claim(tx, worker_id, queues, limit, host))
+        # Not synced: a claim lost to a power cut leaves its jobs queued (Database._transact).
+        taken = self._transact(
+            lambda tx: self._claim(tx, worker_id, queues, limit, host), sync=False
+        )
         if taken is None:
             return []
         try:

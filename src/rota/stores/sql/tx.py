@@ -138,17 +138,24 @@ class Database(ABC):
     orders_debug_queues: bool = False
 
     @abstractmethod
-    def _write(self) -> AbstractContextManager[Tx]:
+    def _write(self, sync: bool = True) -> AbstractContextManager[Tx]:
         """A write transaction: committed when the block ends, rolled back
-        whole when it raises; database errors leave it as rota errors."""
+        whole when it raises; database errors leave it as rota errors.
+        ``sync=False``: the commit may return before it is on disk, where the
+        dialect can say so per transaction (SQLite); see :meth:`_transact`."""
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:
         """A connection for reads outside a write transaction."""
 
-    def _transact(self, work: Callable[[Tx], T]) -> T:
+    def _transact(self, work: Callable[[Tx], T], *, sync: bool = True) -> T:
         """``work(tx)`` in one write transaction. A dialect whose database may
         abort a transaction to break a deadlock runs ``work`` again, so it
-        must change nothing outside the transaction."""
-        with self._write() as tx:
+        must change nothing outside the transaction.
+
+        ``sync=False`` is for work whose loss to a power cut or an OS crash
+        harms nothing, a claim: its jobs are then queued again, as after a
+        lease that expires with its worker (which died with the machine).
+        The next synced commit makes it durable with its own."""
+        with self._write(sync) as tx:
             return work(tx)

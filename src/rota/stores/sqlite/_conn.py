@@ -26,6 +26,8 @@ from rota.stores.sqlite._writers import WriterLine
 #: Every statement of the SQLite store, by name.
 Q = load("rota.stores.sqlite", "connection.sql", *ENGINE_FILES)
 _CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
+#: The levels of ``PRAGMA synchronous`` that sync every commit in WAL mode.
+_SYNCED = frozenset({"FULL", "EXTRA"})
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
@@ -194,8 +196,8 @@ class Connections(Database):
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[Tx]:
-        with self._writers.turn(), self._transaction("begin_write") as conn:
+    def _write(self, sync: bool = True) -> Iterator[Tx]:
+        with self._writers.turn(), self._transaction("begin_write", sync) as conn:
             tx = SQLiteTx(conn)
             yield tx
         if tx.woken:
@@ -206,13 +208,20 @@ class Connections(Database):
         yield SQLiteTx(self._conn())
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, begin: str, sync: bool = True) -> Iterator[sqlite3.Connection]:
         """A transaction opened with statement ``begin``: committed when the
         block ends, rolled back whole when it raises; SQLite errors that
-        escape it are raised as rota errors."""
+        escape it are raised as rota errors. Without ``sync`` its commit is
+        not synced to disk at the ``full`` and ``extra`` levels (SQLite
+        allows the level to change only between transactions); the next
+        synced commit of any connection syncs it with its own, the log
+        being one file."""
         conn = self._conn()
-        conn.execute(Q[begin])
+        relaxed = not sync and not self._uri and self._synchronous in _SYNCED
         try:
+            if relaxed:
+                conn.execute(Q["set_synchronous"].format(level="NORMAL"))
+            conn.execute(Q[begin])
             try:
                 yield conn
                 conn.execute(Q["commit"])
@@ -220,6 +229,9 @@ class Connections(Database):
                 if conn.in_transaction:  # SQLite may have rolled back already (disk full)
                     conn.execute(Q["rollback"])
                 raise
+            finally:
+                if relaxed and not conn.in_transaction:
+                    conn.execute(Q["set_synchronous"].format(level=self._synchronous))
         except sqlite3.Error as exc:
             raise store_error(exc, self.path) from exc
 
