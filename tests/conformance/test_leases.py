@@ -138,6 +138,23 @@ def test_stale_token_cannot_extend(store: Store) -> None:
     assert store.extend([lease(first), lease(second)]) == ["lost", "held"]
 
 
+def test_many_leases_extended_at_once_each_get_their_own_status(store: Store) -> None:
+    # one call for many leases (a worker's claim-ahead holds up to 128), in
+    # an order that is not the ids': each status is the one of its lease
+    for n in range(40):
+        enqueue_one(store, new_job(n, lease=30.0))
+    claimed = claim(store, limit=40)
+    assert len(claimed) == 40
+    finished, cancelled = claimed[5::7], claimed[3]
+    assert all(succeed(store, job, "done") for job in finished)
+    assert store.cancel([cancelled.id]) == [True]
+    asked = sorted(claimed, key=lambda job: job.token)[::-1]
+    expected = [
+        "lost" if job in finished else "cancel" if job is cancelled else "held" for job in asked
+    ]
+    assert store.extend([lease(job) for job in asked]) == expected
+
+
 def test_wrong_token_is_refused(store: Store) -> None:
     job_id = enqueue_one(store, new_job(lease=5.0))
     claim_one(store)

@@ -116,6 +116,10 @@ class PgTx(Tx):
         # in the pipeline each statement is queued: none waits for a reply
         return _Counted(self._pipeline, [self._conn.execute(sql, row) for row in rows])
 
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        sent = [self.execute(name, params) for params in rows]  # queued in the pipeline
+        return [cursor.fetchone() for cursor in sent]
+
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         if not values:
             return []

@@ -234,10 +234,10 @@ class Jobs(Database):
 
         def work(tx: Tx) -> list[LeaseStatus]:
             now = tx.now()
+            asked = [(now, leases[i].job_id, leases[i].token) for i in in_id_order]
             statuses: list[LeaseStatus] = ["lost"] * len(leases)
-            for i in in_id_order:
-                row = tx.execute("extend_lease", (now, leases[i].job_id, leases[i].token))
-                statuses[i] = lease_status(row.fetchone())
+            for i, row in zip(in_id_order, tx.first_rows("extend_lease", asked), strict=True):
+                statuses[i] = lease_status(row)
             return statuses
 
         return self._transact(work)

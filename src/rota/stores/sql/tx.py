@@ -69,6 +69,12 @@ class Tx(ABC):
         ``values`` (``{values}`` in its text), with ``params`` before the list.
         Long lists are split as the database needs."""
 
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        """The first row (None if none) of query ``name`` run once per
+        parameter row, in order. A dialect that pipelines sends them all
+        before it reads the first reply: one round trip, not one each."""
+        return [self.execute(name, params).fetchone() for params in rows]
+
     def rows_in_later(
         self, name: str, values: Sequence[Any], params: Sequence[Any] = ()
     ) -> Callable[[], list[Any]]:
