@@ -141,10 +141,10 @@ def test_stale_token_cannot_extend(store: Store) -> None:
 def test_many_leases_extended_at_once_each_get_their_own_status(store: Store) -> None:
     # one call for many leases (a worker's claim-ahead holds up to 128), in
     # an order that is not the ids': each status is the one of its lease
-    for n in range(40):
+    for n in range(70):
         enqueue_one(store, new_job(n, lease=30.0))
-    claimed = claim(store, limit=40)
-    assert len(claimed) == 40
+    claimed = claim(store, limit=70)
+    assert len(claimed) == 70
     finished, cancelled = claimed[5::7], claimed[3]
     assert all(succeed(store, job, "done") for job in finished)
     assert store.cancel([cancelled.id]) == [True]

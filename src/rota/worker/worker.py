@@ -178,7 +178,7 @@ class Worker:
         #: Jobs whose attempt ended and whose outcome the store has not yet
         #: taken: their leases are renewed until it has, or a slow report
         #: would let them run again elsewhere.
-        self._reporting: dict[str, ClaimedJob] = {}
+        self._reporting: dict[str, _Inflight] = {}
         self._lock = threading.Lock()
         #: Set when a slot frees while no claimed job waits for one (a claim
         #: may follow), at shutdown, and when a held job is dropped.
@@ -332,7 +332,7 @@ class Worker:
             flight = self._inflight.pop(job.id, None)
             if flight is None:
                 return  # already reported (timed out) or released at shutdown
-            self._reporting[job.id] = job
+            self._reporting[job.id] = flight
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
             if not self._inflight:
@@ -480,18 +480,25 @@ class Worker:
         return max(0.05, min(self.heartbeat_every, shortest / 3.0, 1.0))
 
     def _renew_leases(self) -> None:
-        with self._lock:
-            refs = [LeaseRef(f.job.id, f.job.token) for f in self._inflight.values()]
-            refs += [LeaseRef(job.id, job.token) for job in self._reporting.values()]
-        if not refs:
-            return
+        """Extend the leases of the running jobs, at every call: the answer
+        also tells of a cancel. A job held for a slot, or ended and waiting
+        for its report, is renewed once a third of its lease has passed (it
+        has nothing to stop, and a worker may hold a hundred of them)."""
         asked = time.monotonic()
-        for ref, status in zip(refs, self.app.store.extend(refs), strict=True):
+        with self._lock:
+            flights = [
+                f
+                for f in (*self._inflight.values(), *self._reporting.values())
+                if (f.started is not None and f.job.id in self._inflight)
+                or asked - f.renewed >= f.job.lease / 3
+            ]
+        if not flights:
+            return
+        refs = [LeaseRef(f.job.id, f.job.token) for f in flights]
+        for flight, ref, status in zip(flights, refs, self.app.store.extend(refs), strict=True):
             if status != "lost":
                 with self._lock:
-                    flight = self._inflight.get(ref.job_id)
-                    if flight is not None and flight.job.token == ref.token:
-                        flight.renewed = asked
+                    flight.renewed = asked
             if status == "cancel":
                 self._cancel(ref)
             elif status == "lost" and ref.job_id in self._inflight:

@@ -169,6 +169,26 @@ class MySQLTx(Tx):
             changed += _Rows(cursor).rowcount
         return _Count(changed)
 
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        # copies of the query, _BATCH to a round trip (as executemany); a
+        # copy's row is the first of its last statement that returns rows
+        sql, rows = Q[name], list(rows)
+        statements = len(_placeholders(sql))
+        cursor = self._conn.cursor()
+        found: list[Any] = []
+        for start in range(0, len(rows), _BATCH):
+            batch = rows[start : start + _BATCH]
+            args = [v for params in batch for v in _arguments(sql, params) or ()]
+            cursor.execute(";\n".join([sql] * len(batch)), args)
+            for _copy in batch:
+                first = None
+                for _statement in range(statements):
+                    if cursor.description is not None:
+                        first = next(iter(cursor.fetchall()), None)
+                    cursor.nextset()
+                found.append(first)
+        return found
+
     def rows_in(self, name: str, values: Sequence[Any], params: Sequence[Any] = ()) -> list[Any]:
         rows: list[Any] = []
         for start in range(0, len(values), _CHUNK):
