@@ -485,13 +485,13 @@ class Worker:
         for its report, is renewed once a third of its lease has passed (it
         has nothing to stop, and a worker may hold a hundred of them)."""
         asked = time.monotonic()
+
+        def due(flight: _Inflight) -> bool:
+            return asked - flight.renewed >= flight.job.lease / 3
+
         with self._lock:
-            flights = [
-                f
-                for f in (*self._inflight.values(), *self._reporting.values())
-                if (f.started is not None and f.job.id in self._inflight)
-                or asked - f.renewed >= f.job.lease / 3
-            ]
+            flights = [f for f in self._inflight.values() if f.started is not None or due(f)]
+            flights += [f for f in self._reporting.values() if due(f)]
         if not flights:
             return
         refs = [LeaseRef(f.job.id, f.job.token) for f in flights]

@@ -148,7 +148,8 @@ class Database(ABC):
         """A write transaction: committed when the block ends, rolled back
         whole when it raises; database errors leave it as rota errors.
         ``sync=False``: the commit may return before it is on disk, where the
-        dialect can say so per transaction (SQLite); see :meth:`_transact`."""
+        dialect can say so per transaction (SQLite, PostgreSQL); see
+        :meth:`_transact`."""
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:
