@@ -17,7 +17,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 from backends import drop_store, pg_execute, store_url  # noqa: E402
-from conformance.support import claim, claim_one, enqueue_one, new_job  # noqa: E402
+from conformance.support import claim, enqueue_one, new_job  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
 from rota.errors import InvalidArgument, StoreError  # noqa: E402
@@ -25,7 +25,6 @@ from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
 from rota.stores.sql.queries import migrations  # noqa: E402
-from syncs import require_strace, syncs_of  # noqa: E402
 
 #: The schema versions this release ships, as the server lists them.
 SHIPPED = [(number,) for number, _ in migrations("rota.stores.postgres")]
@@ -296,32 +295,3 @@ def test_a_raw_write_helper_reaches_the_stores_schema(pstore: PostgresStore, pg_
     assert pg_execute(pg_url, "UPDATE jobs SET priority = 3 WHERE id = %s", (job_id,)) == 1
     job = pstore.get_job(job_id)
     assert job is not None and job.priority == 3
-
-
-def test_a_claim_does_not_wait_for_the_wal_flush_and_an_outcome_does(
-    pg_url: str, tmp_path: Path
-) -> None:
-    # A claim lost to a server crash leaves its jobs queued, as a lease that
-    # expires does; sends and outcomes are flushed before they return.
-    require_strace(attach=True)
-    name = f"rota-sync-{tmp_path.name}"
-    store = open_store(f"{pg_url}&application_name={name}")
-    try:
-        ids = [enqueue_one(store, new_job(n)) for n in range(20)]
-        with psycopg.connect(pg_url.split("?", 1)[0]) as conn:
-            rows = conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (name,)
-            ).fetchall()
-        backends = [row[0] for row in rows]
-        assert backends
-        with syncs_of(backends, tmp_path / "claims.strace") as claimed_syncs:
-            claimed = [claim_one(store) for _ in ids]
-        with syncs_of(backends, tmp_path / "outcomes.strace") as finished_syncs:
-            for job in claimed:
-                outcome = Outcome(job.id, job.token, ok=True, result=b"null")
-                assert store.finish([outcome]) == [True]
-    finally:
-        store.close()
-    assert sorted(job.id for job in claimed) == sorted(ids)
-    assert claimed_syncs == [0]
-    assert finished_syncs[0] >= 20

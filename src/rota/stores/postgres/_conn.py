@@ -240,12 +240,11 @@ class _Session(Relay):
     and in a write transaction while none of its statements has run yet
     (it then begins again)."""
 
-    __slots__ = ("_began", "_conn", "_ran", "_store", "_sync", "_tx", "_write")
+    __slots__ = ("_began", "_conn", "_ran", "_store", "_tx", "_write")
 
-    def __init__(self, store: PgConnections, write: bool, sync: bool = True) -> None:
+    def __init__(self, store: PgConnections, write: bool) -> None:
         self._store = store
         self._write = write
-        self._sync = sync
         self._began: ExitStack | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._tx: PgTx | None = None
@@ -286,7 +285,7 @@ class _Session(Relay):
 
     def _open(self, wait: float) -> PgTx:
         if self._write:
-            self._began, self._conn, self._tx = self._store._begin(wait, self._sync)
+            self._began, self._conn, self._tx = self._store._begin(wait)
         else:
             self._conn = self._store._pool.getconn(wait)
             self._tx = PgTx(self._conn, self._store.channel)
@@ -356,8 +355,8 @@ class PgConnections(Database):
     # -- transactions --------------------------------------------------------
 
     @contextmanager
-    def _write(self, sync: bool = True) -> Iterator[Tx]:
-        with self._session(write=True, sync=sync) as tx:
+    def _write(self, sync: bool = True) -> Iterator[Tx]:  # (sync: see _transact)
+        with self._session(write=True) as tx:
             yield tx
 
     @contextmanager
@@ -366,8 +365,8 @@ class PgConnections(Database):
             yield tx
 
     @contextmanager
-    def _session(self, write: bool, sync: bool = True) -> Iterator[Tx]:
-        session = _Session(self, write, sync)
+    def _session(self, write: bool) -> Iterator[Tx]:
+        session = _Session(self, write)
         with IN_CALL:
             try:
                 try:
@@ -391,10 +390,15 @@ class PgConnections(Database):
         answers: the work runs again only if the commit did not happen. Where
         that cannot be known (the work read no reply before committing, or a
         restarted server reports the id committed: see
-        :func:`commit_survived`), the call raises :class:`StoreUnavailable`."""
+        :func:`commit_survived`), the call raises :class:`StoreUnavailable`.
+
+        Every commit waits for its WAL flush as the server is configured, a
+        claim's too (``sync`` is not read): a server may crash while its
+        workers live on, and a claim lost with it would hand a job that runs
+        to another worker."""
         with IN_CALL:
             try:
-                return self._retrying(lambda attempts: self._run(work, attempts, sync))
+                return self._retrying(lambda attempts: self._run(work, attempts))
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise store_error(exc, self.where) from exc
 
@@ -416,12 +420,12 @@ class PgConnections(Database):
             self._outage.ended(attempts.started)
             return result
 
-    def _run(self, work: Callable[[Tx], T], attempts: Attempts, sync: bool) -> T:
+    def _run(self, work: Callable[[Tx], T], attempts: Attempts) -> T:
         """``work`` in a transaction, run again when PostgreSQL aborted it to
         break a deadlock or a serialization conflict."""
         for conflict in range(1, _ATTEMPTS + 1):
             try:
-                return self._attempt(work, attempts, sync)
+                return self._attempt(work, attempts)
             except _RETRYABLE as exc:
                 if conflict == _ATTEMPTS:
                     raise
@@ -429,11 +433,11 @@ class PgConnections(Database):
                 time.sleep(0.005 * conflict)
         raise AssertionError("unreachable")
 
-    def _attempt(self, work: Callable[[Tx], T], attempts: Attempts, sync: bool) -> T:
+    def _attempt(self, work: Callable[[Tx], T], attempts: Attempts) -> T:
         """``work`` in a transaction, once. A connection lost while committing
         is settled by :meth:`_committed`: its error is raised only when the
         commit did not happen."""
-        began, _, tx = self._begin(attempts.wait_limit(), sync)
+        began, _, tx = self._begin(attempts.wait_limit())
         committing, ident = False, None
         try:
             with began:
@@ -448,19 +452,13 @@ class PgConnections(Database):
                 raise
         return result
 
-    def _begin(
-        self, wait: float, sync: bool = True
-    ) -> tuple[ExitStack, psycopg.Connection[Any], PgTx]:
+    def _begin(self, wait: float) -> tuple[ExitStack, psycopg.Connection[Any], PgTx]:
         """A pooled connection in a pipelined transaction that has begun; the
-        ``with`` block of the returned stack commits at its end (or rolls back).
-        Without ``sync`` the commit returns before the server has flushed it
-        (``synchronous_commit`` off for this transaction only)."""
+        ``with`` block of the returned stack commits at its end (or rolls back)."""
         with ExitStack() as stack:
             conn = stack.enter_context(self._pool.connection(wait))
             pipeline = stack.enter_context(conn.pipeline())
             stack.enter_context(_transaction(conn))
-            if not sync:
-                conn.execute(Q["commit_unsynced"])
             # a standby assigns no transaction ids (and commits nothing)
             opening = None if self.replica else conn.execute(Q["transaction_id"])
             return stack.pop_all(), conn, PgTx(conn, self.channel, pipeline, opening)

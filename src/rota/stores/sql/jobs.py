@@ -183,7 +183,8 @@ class Jobs(Database):
         _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
-        # Not synced: a claim lost to a power cut leaves its jobs queued (Database._transact).
+        # Not synced where safe: a claim lost to a power cut leaves its jobs queued
+        # (Database._transact).
         taken = self._transact(
             lambda tx: self._claim(tx, worker_id, queues, limit, host), sync=False
         )

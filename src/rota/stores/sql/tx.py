@@ -147,9 +147,9 @@ class Database(ABC):
     def _write(self, sync: bool = True) -> AbstractContextManager[Tx]:
         """A write transaction: committed when the block ends, rolled back
         whole when it raises; database errors leave it as rota errors.
-        ``sync=False``: the commit may return before it is on disk, where the
-        dialect can say so per transaction (SQLite, PostgreSQL); see
-        :meth:`_transact`."""
+        ``sync=False``: the commit may return before it is on disk, where
+        that is safe and the dialect can say so per transaction (SQLite);
+        see :meth:`_transact`."""
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:
@@ -161,8 +161,11 @@ class Database(ABC):
         must change nothing outside the transaction.
 
         ``sync=False`` is for work whose loss to a power cut or an OS crash
-        harms nothing, a claim: its jobs are then queued again, as after a
-        lease that expires with its worker (which died with the machine).
-        The next synced commit makes it durable with its own."""
+        harms nothing when the database and its workers share the machine,
+        a claim: its jobs are then queued again, as after a lease that
+        expires with its worker (which died with the machine). The next
+        synced commit makes it durable with its own. A database on a server
+        of its own can crash while its workers live on, running jobs whose
+        claims it lost: such a dialect syncs every commit."""
         with self._write(sync) as tx:
             return work(tx)

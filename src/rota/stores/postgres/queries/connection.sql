@@ -41,11 +41,6 @@ BEGIN
 -- name: commit
 COMMIT
 
--- name: commit_unsynced
--- This transaction's commit returns before its WAL record is flushed (a
--- claim: see rota.stores.sql.tx.Database._transact).
-SET LOCAL synchronous_commit TO OFF
-
 -- name: rollback
 ROLLBACK
 
