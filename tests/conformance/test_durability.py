@@ -4,6 +4,7 @@ half-written."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
@@ -12,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from backends import IN_CI
 from conformance.support import all_jobs, new_job
 from rota import App, RotaError
 from rota.errors import InvalidArgument, StoreError
 from rota.models import JobState
 from rota.stores import open_store
 from rota.stores.sqlite import SQLiteStore
-from syncs import SYNC_CALLS, require_strace
 
 
 def _synchronous(store: SQLiteStore) -> int:
@@ -44,6 +45,18 @@ def test_sqlite_synchronous_can_be_chosen_in_the_url(
         assert _synchronous(store) == level
     finally:
         store.close()
+
+
+#: The calls counted (an ``strace -e`` expression).
+SYNC_CALLS = "trace=fsync,fdatasync"
+
+
+def require_strace() -> None:
+    """Skip without strace (fail in CI)."""
+    if shutil.which("strace") is None:
+        if IN_CI:
+            pytest.fail("strace is missing (CI=true: must not skip)")
+        pytest.skip("strace is missing")
 
 
 # Sends 20 jobs, claims them one call each, then reports each in a call of
