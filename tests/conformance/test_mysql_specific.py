@@ -270,6 +270,37 @@ def test_killed_connections_are_replaced_and_the_call_runs(mstore: MySQLStore, m
     assert {c.id for c in claim(mstore, limit=10)} == {first, second}
 
 
+def test_a_server_error_on_a_connection_the_server_then_ends_runs_the_work_again(
+    mstore: MySQLStore, my_url: str
+) -> None:
+    """A server ending a connection mid-statement may first answer with an
+    unrelated error (MariaDB has answered a ``KILL CONNECTION`` with a parse
+    error): when the rollback then finds the connection gone, the work runs
+    again on a new one, as after any lost connection."""
+    runs = 0
+
+    def transaction(tx: Any) -> int:  # a MySQLTx, which runs SQL text
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            (conn_id,) = tx.run("SELECT CONNECTION_ID()").fetchone()
+            try:
+                tx.run("SIGNAL SQLSTATE '42000' SET MYSQL_ERRNO = 1064")
+            except MySQLdb.ProgrammingError:
+                mysql_execute(my_url, f"KILL CONNECTION {int(conn_id)}")
+                raise
+        return runs
+
+    assert mstore._transact(transaction) == 2
+    assert mstore.get_job(enqueue_one(mstore, new_job(1))) is not None
+
+    def failing(tx: Any) -> None:  # an error on a live connection is the caller's
+        tx.run("SIGNAL SQLSTATE '42000' SET MYSQL_ERRNO = 1064")
+
+    with pytest.raises(StoreError, match="1064"):
+        mstore._transact(failing)
+
+
 def test_a_commit_cut_off_is_reported_as_unknown(mstore: MySQLStore) -> None:
     lost = MySQLdb.OperationalError(2013, "Lost connection to server during query")
     with pytest.raises(StoreError, match="whether the commit happened is not known"):

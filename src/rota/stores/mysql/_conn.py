@@ -46,6 +46,7 @@ _CONFLICTS = frozenset({1213, 1205})
 #: (1053), killed the connection (1927) or closed it for inactivity (4031),
 #: or has no connection left (1040).
 _LOST = frozenset({2002, 2003, 2006, 2013, 2055, 1053, 1927, 4031, 1040})
+_SERVER_LOST = 2013  # CR_SERVER_LOST: the connection went away during a statement
 #: The database the URL names does not exist.
 NO_DATABASE = 1049
 #: A database name rota accepts: letters, digits and underscores.
@@ -68,6 +69,16 @@ def error_code(exc: BaseException) -> int | None:
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` says the connection or the server went away."""
     return error_code(exc) in _LOST
+
+
+def ended_connection(exc: MySQLdb.Error) -> MySQLdb.OperationalError:
+    """A lost-connection error for ``exc``, raised by a statement on a
+    connection that turned out to be gone: a server ending a connection in
+    the middle of a statement may first answer with an unrelated error
+    (MariaDB has answered a ``KILL CONNECTION`` with a parse error)."""
+    ended = MySQLdb.OperationalError(_SERVER_LOST, f"the server ended the connection: {exc}")
+    ended.__cause__ = exc
+    return ended
 
 
 def store_error(exc: BaseException, where: str) -> StoreError:
@@ -261,17 +272,20 @@ class _Reads(Relay):
                     self._conn = self._store._pool.take()
                     self._tx = MySQLTx(self._conn)
                 result = statement(self._tx)
-            except BaseException as exc:
-                if isinstance(exc, Exception) and not connection_lost(exc):
-                    raise
+            except BaseException as caught:
+                exc = caught
+                if isinstance(caught, Exception) and not connection_lost(caught):
+                    if not isinstance(caught, MySQLdb.Error) or _answers(self._conn):
+                        raise
+                    exc = ended_connection(caught)
                 conn, self._conn, self._tx = self._conn, None, None
                 if conn is not None:
                     self._store._pool.discard(conn, lost=connection_lost(exc))
                 if attempt == self._attempts or not isinstance(exc, MySQLdb.Error):
-                    raise
+                    raise exc from exc.__cause__
                 pause = self._store._pause_before_retry(exc, attempt, committing=False)
                 if pause is None:
-                    raise
+                    raise exc from exc.__cause__
                 time.sleep(pause)
                 continue
             self._store._reachable()
@@ -279,13 +293,31 @@ class _Reads(Relay):
         raise AssertionError("unreachable")
 
 
-def _rollback(conn: Any) -> None:
-    """Roll back what ``conn`` has open; a broken connection has nothing to
-    roll back (the server does it), and is dropped by the caller."""
+def _answers(conn: Any) -> bool:
+    """Whether ``conn`` (None: not taken yet) still reaches the server, one
+    round trip."""
+    if conn is None:
+        return True
+    try:
+        conn.ping()
+    except MySQLdb.Error:
+        return False
+    return True
+
+
+def _roll_back(conn: Any, exc: BaseException) -> None:
+    """Roll back what ``conn`` has open after ``exc``; a broken connection
+    has nothing to roll back (the server does it), and is dropped by the
+    caller. Raises :func:`ended_connection` when ``exc`` was a server error
+    and the rollback finds the connection gone."""
+    if connection_lost(exc):
+        return
     try:
         conn.rollback()
-    except MySQLdb.Error as exc:
-        log.debug("could not roll back: %s", exc)
+    except MySQLdb.Error as rollback_exc:
+        log.debug("could not roll back: %s", rollback_exc)
+        if isinstance(exc, MySQLdb.Error) and connection_lost(rollback_exc):
+            raise ended_connection(exc) from exc
 
 
 class MySQLConnections(Database):
@@ -371,8 +403,8 @@ class MySQLConnections(Database):
                 tx.execute("begin")
                 try:
                     yield tx
-                except BaseException:
-                    _rollback(conn)
+                except BaseException as exc:
+                    _roll_back(conn, exc)
                     raise
                 tx.commit()
         except MySQLdb.Error as exc:
@@ -410,8 +442,7 @@ class MySQLConnections(Database):
                         committing = True
                         tx.commit()
                     except BaseException as exc:
-                        if not connection_lost(exc):
-                            _rollback(conn)
+                        _roll_back(conn, exc)
                         raise
                 self._reachable()
                 return result
