@@ -202,3 +202,25 @@ def test_a_job_left_waiting_beside_blocked_ones_starts_while_jobs_are_short(
     wait_for(lambda: len(done) == 3)
     executor.stop_claiming()
     executor.stop()
+
+
+@pytest.mark.parametrize("short", [True, False], ids=["short-jobs", "long-jobs"])
+def test_a_job_sent_while_the_claimed_ones_block_is_claimed_by_an_idle_slot(
+    done: dict[str, Result], short: bool
+) -> None:
+    # The claimer runs the first of two jobs and passes the turn on; the slot
+    # it wakes takes the second. The turn must still reach an idle slot: a
+    # job sent while both block (as a page waiting for its robots.txt job)
+    # starts on a third slot, not once one of them returns.
+    claims = Claims([])
+    executor = pool(claims, done, 4, short=short)
+    wait_for(lambda: claims.idle.is_set())  # one slot claims, the others are parked
+    claims.batches.append([job(0, block=True), job(1, block=True)])
+    wait_for(lambda: len(ran_on) == 2, timeout=5)
+    claims.batches.append([job(2)])
+    wait_for(lambda: "j2" in done, timeout=5)
+    assert len(done) == 1, "the blocked jobs still run"
+    release.set()
+    wait_for(lambda: len(done) == 3)
+    executor.stop_claiming()
+    executor.stop()

@@ -165,7 +165,12 @@ class Turns:
                     elif paced:
                         self._look()
                     if self._parked:
-                        self._wake(self._wanted(paced))  # the target's slots, and one to look
+                        wanted = self._wanted(paced)  # the target's slots, and one to look
+                        if self._baton and not waiting:
+                            # this slot was woken to claim next and took the
+                            # last waiting job instead: the turn passes on
+                            wanted = max(wanted, 1 - self._woken)
+                        self._wake(wanted)
                     return job
                 if self._stops and not self._jobs:
                     self._stops -= 1
