@@ -18,6 +18,7 @@ from rota.models import JobState, QueueInfo, Schedule, WorkerInfo
 from rota.stores.base import Store
 
 __all__ = [
+    "HEARTBEAT_MAX",
     "LOST_AFTER",
     "OVERDUE_AFTER",
     "Problem",
@@ -30,8 +31,10 @@ __all__ = [
 ]
 
 #: A worker whose last heartbeat is older than this many seconds is lost:
-#: three times the longest heartbeat interval.
+#: three times the longest heartbeat interval (``rota worker --heartbeat``).
 LOST_AFTER = 30.0
+#: The longest heartbeat interval of a worker.
+HEARTBEAT_MAX = LOST_AFTER / 3
 
 #: A schedule whose next fire passed this many seconds ago is overdue: a
 #: running scheduler fires within a second.

@@ -72,8 +72,9 @@ def test_corrupt_jobs_fail_at_once_and_the_worker_keeps_serving(
     odd_text = sender.tasks["undecodable_name"].send().id
 
     worker = processes.rota(
-        "worker", app_path("faults"), "--url", url, "--mode", mode, "--concurrency", str(SLOTS)
-    )
+        "worker", app_path("faults"), "--url", url, "--mode", mode, "--concurrency", str(SLOTS),
+        "--heartbeat", "0.5",  # the counts below are read from a heartbeat
+    )  # fmt: skip
     jobs = wait_for(
         lambda: finished(sender, [*corrupt, *good, broken, odd_text]), 60, 0.05, "every job"
     )

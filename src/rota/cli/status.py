@@ -17,15 +17,11 @@ from rota.cli._support import (
     url_option,
 )
 from rota.cli.queues import queues_table
-from rota.diagnose import diagnose
+from rota.diagnose import LOST_AFTER, diagnose
 from rota.models import MinuteStats, WorkerInfo
 from rota.stores import Store, redact_url
 
 __all__ = ["LOST_AFTER", "WINDOWS", "status", "throughput_rows", "worker_state"]
-
-#: A worker whose last heartbeat is older than this many seconds is shown as
-#: lost: three times the longest heartbeat interval.
-LOST_AFTER = 30.0
 
 #: Throughput windows: label and length in seconds (None: all time).
 WINDOWS: tuple[tuple[str, float | None], ...] = (

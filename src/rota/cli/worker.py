@@ -15,6 +15,7 @@ from rota.cli._support import (
     resolve_queues,
     url_option,
 )
+from rota.diagnose import HEARTBEAT_MAX, LOST_AFTER
 from rota.stores import redact_url
 
 __all__ = ["worker"]
@@ -108,6 +109,16 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "their queue for this long.",
 )
 @click.option(
+    "--heartbeat",
+    metavar="SECONDS",
+    type=click.FloatRange(0.1, HEARTBEAT_MAX),
+    default=5.0,
+    show_default=True,
+    help="How often the worker records its state, counts and load in the store "
+    f"(the dashboard's workers; at most {HEARTBEAT_MAX:g}: a worker silent for "
+    f"{LOST_AFTER:g} s shows as lost).",
+)
+@click.option(
     "--max-cpu",
     metavar="PCT",
     type=click.FloatRange(0, 100, min_open=True),
@@ -148,6 +159,7 @@ def worker(
     grace: float,
     host: str | None,
     host_grace: float,
+    heartbeat: float,
     max_cpu: float | None,
     max_mem: float | None,
     scheduler: bool,
@@ -191,6 +203,7 @@ def worker(
         prefetch=prefetch,
         host=host,
         host_grace=host_grace,
+        heartbeat=heartbeat,
         second_signal_exits=POOL_CHILD not in os.environ,  # (the supervisor escalates)
     )
     extra = ", with scheduler" if scheduler else ""

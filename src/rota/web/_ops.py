@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rota import _json
 from rota.admin import Actor
+from rota.diagnose import LOST_AFTER
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
     Job,
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from rota.web._auth import Identity
-
-#: A worker whose last heartbeat is older than this is shown as lost.
-LOST_AFTER = 30.0
 
 #: The throughput windows of the overview, in seconds (None: all time).
 WINDOWS: tuple[tuple[str, float | None], ...] = (
