@@ -135,7 +135,8 @@ def test_a_timed_out_thread_gives_its_slot_to_a_fresh_one(
     proc = processes.rota(
         "worker", app_path("joblines"), "--url", url, "--concurrency", "1", "--quiet"
     )
-    sleeper = sender.tasks["sleeper"].send(10.0)
+    sleep = 6.0  # past the task's 1 s timeout and the checks made meanwhile
+    sleeper = sender.tasks["sleeper"].send(sleep)
     wait_for(lambda: sender.store.workers(), timeout=20, what="the worker's heartbeat")
     nxt = sender.tasks["ok"].send(1)
     assert nxt.result(timeout=5) == 1
@@ -152,5 +153,5 @@ def test_a_timed_out_thread_gives_its_slot_to_a_fresh_one(
     wait_for(lambda: stuck() == 1, timeout=5, what="stuck=1 in the heartbeat")
     assert sender.tasks["ok"].send(2).result(timeout=5) == 2  # still one free slot
     wait_for(lambda: stuck() == 0, timeout=20, what="stuck=0 once the sleeper returned")
-    assert slept.started_at + 10.0 <= sender.store.now() + 0.5
+    assert slept.started_at + sleep <= sender.store.now() + 0.5
     _stop(proc)

@@ -59,6 +59,10 @@ OVERLAP = 2
 #: Seconds between looks at the process's CPU use while jobs wait (a few of
 #: the system scheduler's time slices).
 PACE = 0.01
+#: Seconds a turn to claim waits for a running slot before a parked one
+#: takes it: short jobs hand it on without waking another thread, and a
+#: job sent while the running ones block still starts at once.
+BATON_DELAY = 0.01
 #: Below this share of a core used while jobs wait, the running slots wait
 #: on something: more of them run.
 IDLE_BELOW = 0.4
@@ -109,6 +113,9 @@ class Turns:
         #: one look spans).
         self._looked: tuple[float, float] | None = None
         self._baton = False
+        #: When a parked slot may take a turn left by the slot woken for it
+        #: (None: no such turn; see next()).
+        self._baton_due: float | None = None
         self._stops = 0
         self._leader = threading.Lock()
         self._claim: Claim | None = None
@@ -153,6 +160,7 @@ class Turns:
         lock = self._lock
         lock.acquire()
         try:
+            finished = me in self._running  # (else it was parked)
             self._running.discard(me)
             while True:
                 paced = self._paced()
@@ -164,23 +172,30 @@ class Turns:
                         self._looked = None  # the next look counts from the next batch
                     elif paced:
                         self._look()
+                    wanted = self._wanted(paced)  # the target's slots, and one to look
+                    if self._baton and not waiting and self._claim is not None:
+                        # the last waiting job taken, and no slot holds the
+                        # turn to claim: a running slot that ends soon takes
+                        # it, else a parked one does once it is due
+                        self._baton_due = time.monotonic() + BATON_DELAY
+                        wanted = max(wanted, 1 - self._woken)
                     if self._parked:
-                        wanted = self._wanted(paced)  # the target's slots, and one to look
-                        if self._baton and not waiting:
-                            # this slot was woken to claim next and took the
-                            # last waiting job instead: the turn passes on
-                            wanted = max(wanted, 1 - self._woken)
                         self._wake(wanted)
                     return job
                 if self._stops and not self._jobs:
                     self._stops -= 1
                     return None
+                due = self._baton_due
+                if due is not None and not finished and self._running and time.monotonic() < due:
+                    self._park(until=due)
+                    continue
                 if (
                     (self._baton or not self._jobs)
                     and self._claim is not None
                     and self._leader.acquire(blocking=False)
                 ):
                     self._baton = False
+                    self._baton_due = None
                     lock.release()
                     try:
                         jobs = claim_safely(self._claim)
@@ -236,13 +251,17 @@ class Turns:
             self._woken += 1
             slots -= 1
 
-    def _park(self) -> None:
-        """Wait to be woken (releasing the lock meanwhile). While paced jobs
-        wait, one parked slot looks every pace."""
+    def _park(self, until: float | None = None) -> None:
+        """Wait to be woken (releasing the lock meanwhile), or until ``until``
+        (``time.monotonic()``) when given. While paced jobs wait, one parked
+        slot looks every pace."""
         timeout = -1.0
-        if self._jobs and not self._looking and self._paced():
+        looking = False
+        if until is not None:
+            timeout = max(0.0, until - time.monotonic())
+        elif self._jobs and not self._looking and self._paced():
             assert self.pace is not None
-            self._looking = True
+            self._looking = looking = True
             timeout = self.pace
         waiter = threading.Lock()
         waiter.acquire()
@@ -252,14 +271,16 @@ class Turns:
             waiter.acquire(timeout=timeout)
         finally:
             self._lock.acquire()
-        if timeout >= 0:
+        if looking:
             self._looking = False
-        if waiter in self._parked:  # it looked again in time: none woke it
+        if waiter not in self._parked:
+            self._woken -= 1
+        elif looking:  # it looked again in time: none woke it
             self._parked.remove(waiter)
             self._look()
             self._wake(self._wanted(self._paced()) - 1)  # this one counts itself
         else:
-            self._woken -= 1
+            self._parked.remove(waiter)
 
     def _look(self) -> None:
         """Every pace while jobs wait, set the target from the process's CPU
