@@ -48,6 +48,10 @@ class WakeCount(ABC):
                 self._changed.wait_for(lambda: self._count != seen, max(0.0, timeout))
             self._seen.count = self._count
 
+    def interrupt(self) -> None:
+        """End the waits under way now, as a wake-up does."""
+        self._bump()
+
     def _listens(self) -> bool:
         """Whether there is anything to listen to (else waits only see this
         process's own wake-ups)."""

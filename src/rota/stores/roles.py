@@ -168,6 +168,14 @@ class JobStore(ABC):
         ``queues`` (a new job, a due delayed job, a released slot). May return
         early spuriously; never busy-waits."""
 
+    @abstractmethod
+    def interrupt_waits(self) -> None:
+        """End the waits for work under way in this process (:meth:`wait`, a
+        waiting claim) now, as a spurious wake-up would: a stopping worker
+        does not sit out its last wait. A store whose waits cannot be ended
+        early (Redis: they block on the server) lets them run to their
+        timeout."""
+
     # -- workers --------------------------------------------------------
 
     @abstractmethod

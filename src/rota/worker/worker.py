@@ -625,6 +625,7 @@ class Worker:
             os._exit(1)
 
     def _shutdown(self) -> None:
+        self.app.store.interrupt_waits()  # a claim waiting for work returns now
         self._executor.stop_claiming()
         self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._send_heartbeat_quietly()

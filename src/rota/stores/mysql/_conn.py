@@ -345,6 +345,8 @@ class MySQLConnections(Database):
         self._outage = False
         self._seen = threading.local()  # the wake-up count each thread saw last
         self._active_at = 0.0  # when a wait of this store last saw the count move
+        self._interrupts = 0  # interrupt_waits() calls so far, under _interrupted
+        self._interrupted = threading.Condition()
         self._pool = Pool(self._open, pool_size, where, wait=30.0)
         try:
             self._migrate()
@@ -490,6 +492,7 @@ class MySQLConnections(Database):
         returns at once: work committed between the caller's last claim and
         this wait is not slept through. A failure counts as a wake-up (after
         a short pause): what the caller does next reports it."""
+        interrupts = self._interrupts
         try:
             with self._read(attempts=2) as tx:  # a wait does not ride out an outage
                 now, due, parked, count = tx.execute("wait_state").fetchone()
@@ -500,14 +503,20 @@ class MySQLConnections(Database):
                 for at in (due, parked):
                     if at is not None:
                         timeout = min(timeout, max(0.0, at - float(now)))
-                self._poll(tx.execute("wakeups"), count, time.monotonic() + timeout)
+                self._poll(tx.execute("wakeups"), count, time.monotonic() + timeout, interrupts)
         except (StoreError, MySQLdb.Error) as exc:
             log.debug("waiting for work on the MySQL store at %s failed: %s", self.where, exc)
             time.sleep(min(timeout, 0.5))
 
-    def _poll(self, cursor: Any, count: int, deadline: float) -> None:
+    def interrupt_waits(self) -> None:
+        with self._interrupted:
+            self._interrupts += 1
+            self._interrupted.notify_all()
+
+    def _poll(self, cursor: Any, count: int, deadline: float, interrupts: int) -> None:
         """Run the ``wakeups`` query of ``cursor`` again until the count is
-        not ``count`` or ``deadline`` passes. The pause between two looks is
+        not ``count``, ``deadline`` passes, or :meth:`interrupt_waits` was
+        called since it was ``interrupts``. The pause between two looks is
         a tenth of the time since this store last saw the count move, from
         10 ms up to ``wake_poll``: work often comes in bursts, and a worker
         idle for long polls at the slow pace only. (Straight on the driver's
@@ -515,7 +524,10 @@ class MySQLConnections(Database):
         query = Q["wakeups"]
         while (left := deadline - time.monotonic()) > 0:
             idle = time.monotonic() - self._active_at
-            time.sleep(min(self.wake_poll, max(_FAST_POLL, idle / 10), left))
+            pause = min(self.wake_poll, max(_FAST_POLL, idle / 10), left)
+            with self._interrupted:
+                if self._interrupted.wait_for(lambda: self._interrupts != interrupts, pause):
+                    return
             cursor.execute(query)
             self._seen.count = cursor.fetchone()[0]
             if self._seen.count != count:

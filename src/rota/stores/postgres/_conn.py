@@ -521,6 +521,9 @@ class PgConnections(Database):
         ``timeout`` seconds (see :class:`WakeUps`)."""
         self._wake_ups.wait(timeout)
 
+    def interrupt_waits(self) -> None:
+        self._wake_ups.interrupt()
+
     # -- schema ------------------------------------------------------------------
 
     def _migrate(self) -> None:

@@ -283,6 +283,10 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
                 break
         return recovered
 
+    def interrupt_waits(self) -> None:
+        """Nothing: a wait blocks on the server (``BLPOP``) for at most the
+        timeout its caller gave, a second for a worker's claim."""
+
     @guarded
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         if timeout <= 0 or not queues:

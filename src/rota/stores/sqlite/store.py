@@ -52,3 +52,6 @@ class SQLiteStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, Connecti
                 if row and row[0] is not None:
                     timeout = min(timeout, max(0.0, row[0] - time.time()))
         self._wake_ups().wait(timeout)
+
+    def interrupt_waits(self) -> None:
+        self._wake_ups().interrupt()
