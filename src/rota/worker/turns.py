@@ -172,15 +172,15 @@ class Turns:
                         self._looked = None  # the next look counts from the next batch
                     elif paced:
                         self._look()
-                    wanted = self._wanted(paced)  # the target's slots, and one to look
-                    if self._baton and not waiting and self._claim is not None:
+                    dropped = self._baton and not waiting and self._claim is not None
+                    if dropped:
                         # the last waiting job taken, and no slot holds the
                         # turn to claim: a running slot that ends soon takes
                         # it, else a parked one does once it is due
                         self._baton_due = time.monotonic() + BATON_DELAY
-                        wanted = max(wanted, 1 - self._woken)
                     if self._parked:
-                        self._wake(wanted)
+                        wanted = self._wanted(paced)  # the target's slots, and one to look
+                        self._wake(max(wanted, 1 - self._woken) if dropped else wanted)
                     return job
                 if self._stops and not self._jobs:
                     self._stops -= 1

@@ -76,9 +76,7 @@ def ended_connection(exc: MySQLdb.Error) -> MySQLdb.OperationalError:
     connection that turned out to be gone: a server ending a connection in
     the middle of a statement may first answer with an unrelated error
     (MariaDB has answered a ``KILL CONNECTION`` with a parse error)."""
-    ended = MySQLdb.OperationalError(_SERVER_LOST, f"the server ended the connection: {exc}")
-    ended.__cause__ = exc
-    return ended
+    return MySQLdb.OperationalError(_SERVER_LOST, f"the server ended the connection: {exc}")
 
 
 def store_error(exc: BaseException, where: str) -> StoreError:
@@ -271,21 +269,23 @@ class _Reads(Relay):
                 if self._tx is None:
                     self._conn = self._store._pool.take()
                     self._tx = MySQLTx(self._conn)
-                result = statement(self._tx)
-            except BaseException as caught:
-                exc = caught
-                if isinstance(caught, Exception) and not connection_lost(caught):
-                    if not isinstance(caught, MySQLdb.Error) or _answers(self._conn):
+                try:
+                    result = statement(self._tx)
+                except MySQLdb.Error as exc:
+                    if connection_lost(exc) or _answers(self._conn):
                         raise
-                    exc = ended_connection(caught)
+                    raise ended_connection(exc) from exc
+            except BaseException as exc:
+                if isinstance(exc, Exception) and not connection_lost(exc):
+                    raise
                 conn, self._conn, self._tx = self._conn, None, None
                 if conn is not None:
                     self._store._pool.discard(conn, lost=connection_lost(exc))
                 if attempt == self._attempts or not isinstance(exc, MySQLdb.Error):
-                    raise exc from exc.__cause__
+                    raise
                 pause = self._store._pause_before_retry(exc, attempt, committing=False)
                 if pause is None:
-                    raise exc from exc.__cause__
+                    raise
                 time.sleep(pause)
                 continue
             self._store._reachable()
@@ -294,10 +294,7 @@ class _Reads(Relay):
 
 
 def _answers(conn: Any) -> bool:
-    """Whether ``conn`` (None: not taken yet) still reaches the server, one
-    round trip."""
-    if conn is None:
-        return True
+    """Whether ``conn`` still reaches the server (one round trip)."""
     try:
         conn.ping()
     except MySQLdb.Error:
