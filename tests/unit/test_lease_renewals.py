@@ -32,13 +32,15 @@ def test_running_jobs_are_renewed_each_time_and_held_ones_after_a_third(
     worker = Worker(app)
     running, held, reported = worker._claim(3)
     assert worker._may_start(running) and worker._may_start(reported)
-    worker._reporting[reported.id] = worker._inflight.pop(reported.id)
+    key = (reported.id, reported.token)
+    worker._reporting[key] = worker._inflight.pop(key)
 
     worker._renew_leases()
     assert asked == [[running.id]]
 
     for job in (held, reported):
-        flight = worker._inflight.get(job.id) or worker._reporting[job.id]
+        key = (job.id, job.token)
+        flight = worker._inflight.get(key) or worker._reporting[key]
         flight.renewed = time.monotonic() - job.lease / 3 - 0.1
     worker._renew_leases()
     assert sorted(asked[1]) == sorted([running.id, held.id, reported.id])

@@ -22,11 +22,11 @@ def test_a_job_whose_lease_ran_out_while_waiting_is_dropped_unrun(tmp_path: Path
     echo.send(2)
     worker = Worker(app)
     fresh, stale = worker._claim(2)
-    worker._inflight[stale.id].renewed = time.monotonic() - stale.lease - 0.1
+    worker._inflight[stale.id, stale.token].renewed = time.monotonic() - stale.lease - 0.1
 
     assert worker._may_start(fresh)
     assert not worker._may_start(stale)
-    assert set(worker._inflight) == {fresh.id}  # no longer renewed or reported
+    assert set(worker._inflight) == {(fresh.id, fresh.token)}  # no longer renewed or reported
     app.close()
 
 
@@ -36,7 +36,7 @@ def test_a_renewed_lease_keeps_a_waiting_job_startable(tmp_path: Path) -> None:
     app.tasks["echo"].send(1)
     worker = Worker(app)
     (job,) = worker._claim(1)
-    worker._inflight[job.id].renewed = time.monotonic() - job.lease - 0.1
+    worker._inflight[job.id, job.token].renewed = time.monotonic() - job.lease - 0.1
 
     worker._renew_leases()
 

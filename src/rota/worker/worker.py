@@ -97,6 +97,12 @@ class _Done:
     seconds: float
 
 
+def _claim_of(job: ClaimedJob) -> tuple[str, str]:
+    """The key of one attempt: a worker stalled past a lease may claim the job
+    again while its stale attempt still runs or waits for its report."""
+    return job.id, job.token
+
+
 @dataclass(slots=True)
 class _Inflight:
     job: ClaimedJob
@@ -174,11 +180,12 @@ class Worker:
         #: Whether the latest claim brought fewer jobs than it asked for (none yet:
         #: False, so that peers do not wait for a worker still starting).
         self._claimed_short = False
-        self._inflight: dict[str, _Inflight] = {}
+        #: Claimed jobs not ended yet, by :func:`_claim_of`.
+        self._inflight: dict[tuple[str, str], _Inflight] = {}
         #: Jobs whose attempt ended and whose outcome the store has not yet
         #: taken: their leases are renewed until it has, or a slow report
         #: would let them run again elsewhere.
-        self._reporting: dict[str, _Inflight] = {}
+        self._reporting: dict[tuple[str, str], _Inflight] = {}
         self._lock = threading.Lock()
         #: Set when a slot frees while no claimed job waits for one (a claim
         #: may follow), at shutdown, and when a held job is dropped.
@@ -295,7 +302,7 @@ class Worker:
         now = time.monotonic()
         with self._lock:
             for job in jobs:
-                self._inflight[job.id] = _Inflight(job, now, now)
+                self._inflight[_claim_of(job)] = _Inflight(job, now, now)
             if jobs:
                 self._none_in_flight.clear()
         return jobs
@@ -305,8 +312,8 @@ class Worker:
         process was stalled for longer than the lease, e.g. suspended): the
         store has handed it out again, so it is dropped unrun."""
         with self._lock:
-            flight = self._inflight.get(job.id)
-            if flight is None or flight.job.token != job.token:
+            flight = self._inflight.get(_claim_of(job))
+            if flight is None:
                 return False  # released at shutdown
             now = time.monotonic()
             if now - flight.renewed < job.lease:
@@ -315,7 +322,7 @@ class Worker:
                 if self.mode == "threads" and due < self._keeper_due:
                     self._keeper_wake.set()  # to report the timeout when due
                 return True
-            del self._inflight[job.id]
+            del self._inflight[_claim_of(job)]
         log.warning(
             "job %s not started: its lease ran out while it waited for a slot "
             "(this process was stalled); the store hands it out again",
@@ -329,10 +336,10 @@ class Worker:
         that calls it lives on."""
         with self._lock:
             self.errors += result.internal
-            flight = self._inflight.pop(job.id, None)
+            flight = self._inflight.pop(_claim_of(job), None)
             if flight is None:
                 return  # already reported (timed out) or released at shutdown
-            self._reporting[job.id] = flight
+            self._reporting[_claim_of(job)] = flight
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
             if not self._inflight:
@@ -409,7 +416,7 @@ class Worker:
             applied = self._report([done.outcome for done in pending])
             with self._lock:
                 for done in pending:
-                    self._reporting.pop(done.job.id, None)
+                    self._reporting.pop(_claim_of(done.job), None)
             self._count(pending, applied)
             pending.clear()
             if self._ack_closing:
@@ -501,7 +508,7 @@ class Worker:
                     flight.renewed = asked
             if status == "cancel":
                 self._cancel(ref)
-            elif status == "lost" and ref.job_id in self._inflight:
+            elif status == "lost" and (ref.job_id, ref.token) in self._inflight:
                 log.warning("lease of job %s was lost; its result will be refused", ref.job_id)
 
     def _cancel(self, ref: LeaseRef) -> None:
@@ -510,8 +517,8 @@ class Worker:
         tasks are cancelled, child processes killed). The store ends the job
         cancelled whatever its attempt then reports."""
         with self._lock:
-            flight = self._inflight.get(ref.job_id)
-            if flight is None or flight.job.token != ref.token or flight.cancelled:
+            flight = self._inflight.get((ref.job_id, ref.token))
+            if flight is None or flight.cancelled:
                 return
             flight.cancelled = True
         log.info("job %s was cancelled: stopping it", ref.job_id)
@@ -537,7 +544,8 @@ class Worker:
                     next_due = min(next_due, due)
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
-            if not self._executor.abandon(flight.job) and flight.job.id in self._inflight:
+            abandoned = self._executor.abandon(flight.job)
+            if not abandoned and _claim_of(flight.job) in self._inflight:
                 log.warning(
                     "job %s timed out and %d threads are stuck already: its thread keeps "
                     "its slot until the task returns",
@@ -652,7 +660,7 @@ class Worker:
         (their late results are refused by token fencing)."""
         with self._lock:
             for job in jobs:
-                self._inflight.pop(job.id, None)
+                self._inflight.pop(_claim_of(job), None)
         if jobs:
             self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
             log.warning("released %d %s back to the queue", len(jobs), what)

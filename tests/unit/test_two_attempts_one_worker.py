@@ -1,0 +1,60 @@
+"""Two attempts of one job in the same worker are two flights. A worker
+suspended past a lease can claim the job again (the store gave it back to the
+queue) before the slot that ran the stale attempt reports it: that late report
+must not end, unrenew or unreport the new attempt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rota import App
+from rota.models import JobState, LeaseRef
+from rota.worker import runner
+from rota.worker.worker import Worker
+
+
+def test_a_stale_attempt_ending_late_leaves_the_new_attempt_of_its_job_alone(
+    tmp_path: Path,
+) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=5.0)
+    app.task(name="echo")(lambda value: value)
+    handle = app.tasks["echo"].send(7)
+    worker = Worker(app)
+    (stale,) = worker._claim(1)
+    assert worker._may_start(stale)
+    app.store.release([LeaseRef(stale.id, stale.token)])  # as a lost lease would
+    (fresh,) = worker._claim(1)
+    assert (fresh.id, fresh.token != stale.token) == (stale.id, True)
+
+    worker._on_done(stale, runner.encode(7))  # the stale attempt ends after the claim
+
+    assert worker._may_start(fresh)
+    assert worker.running == 1
+    worker._on_done(fresh, runner.encode(7))
+    reported = [worker._outcomes.get_nowait() for _ in range(2)]
+    assert [done.outcome.token for done in reported] == [stale.token, fresh.token]
+    assert worker._report([done.outcome for done in reported]) == [False, True]
+    assert handle.job().state is JobState.SUCCEEDED
+    app.close()
+
+
+def test_a_new_attempt_claimed_while_the_stale_one_runs_is_tracked_apart(
+    tmp_path: Path,
+) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=5.0)
+    app.task(name="echo")(lambda value: value)
+    app.tasks["echo"].send(7)
+    worker = Worker(app)
+    (stale,) = worker._claim(1)
+    assert worker._may_start(stale)
+    app.store.release([LeaseRef(stale.id, stale.token)])
+    (fresh,) = worker._claim(1)
+
+    assert worker.running == 2  # both hold a slot until they end
+    worker._renew_leases()  # the stale lease is lost, the fresh one renewed
+    assert worker._may_start(fresh)
+    worker._on_done(fresh, runner.encode(7))
+    assert worker.running == 1
+    worker._on_done(stale, runner.encode(7))
+    assert worker.running == 0
+    app.close()
