@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from rota import App
+from rota.models import JobState, LeaseRef
 from rota.worker.worker import Worker
 
 
@@ -41,4 +42,29 @@ def test_a_renewed_lease_keeps_a_waiting_job_startable(tmp_path: Path) -> None:
     worker._renew_leases()
 
     assert worker._may_start(job)
+    app.close()
+
+
+def test_a_waiting_job_whose_renewal_finds_its_lease_lost_is_dropped_unrun(
+    tmp_path: Path,
+) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=30.0)
+    app.task(name="echo")(lambda value: value)
+    app.tasks["echo"].send(1)
+    app.tasks["echo"].send(2)
+    worker = Worker(app)
+    kept, taken_back = worker._claim(2)
+    app.store.release([LeaseRef(taken_back.id, taken_back.token)])  # as a recovery would
+    for job in (kept, taken_back):  # a third of the lease passed: both are renewed
+        worker._inflight[job.id, job.token].renewed = time.monotonic() - job.lease / 3 - 0.1
+
+    worker._renew_leases()
+    asked: list[list[LeaseRef]] = []
+    app.store.extend = lambda leases: asked.append(list(leases)) or []  # type: ignore[method-assign]
+    worker._renew_leases()
+    assert asked == []  # the lost lease is not asked for again, the other is not due
+
+    assert worker._may_start(kept)
+    assert not worker._may_start(taken_back)
+    assert app.store.get_job(taken_back.id).state is JobState.QUEUED  # for another claim
     app.close()

@@ -109,6 +109,8 @@ class _Inflight:
     claimed: float  # monotonic
     renewed: float  # monotonic: when the lease was last known to be held
     cancelled: bool = False
+    #: Whether a renewal found the lease gone (the store took the job back).
+    lost: bool = False
     #: monotonic, once a slot started it (a job held for a slot has none)
     started: float | None = None
 
@@ -309,14 +311,15 @@ class Worker:
 
     def _may_start(self, job: ClaimedJob) -> bool:
         """False for a job whose lease ran out before a slot took it up (this
-        process was stalled for longer than the lease, e.g. suspended): the
-        store has handed it out again, so it is dropped unrun."""
+        process was stalled for longer than the lease, e.g. suspended), or
+        that a renewal found lost: the store has handed it out again, so it
+        is dropped unrun."""
         with self._lock:
             flight = self._inflight.get(_claim_of(job))
             if flight is None:
                 return False  # released at shutdown
             now = time.monotonic()
-            if now - flight.renewed < job.lease:
+            if not flight.lost and now - flight.renewed < job.lease:
                 flight.started = now
                 due = now + job.timeout if job.timeout is not None else math.inf
                 if self.mode == "threads" and due < self._keeper_due:
@@ -324,8 +327,8 @@ class Worker:
                 return True
             del self._inflight[_claim_of(job)]
         log.warning(
-            "job %s not started: its lease ran out while it waited for a slot "
-            "(this process was stalled); the store hands it out again",
+            "job %s not started: its lease was lost while it waited for a slot "
+            "(this process was stalled or cut off); the store hands it out again",
             job.id,
         )
         self._slot_freed.set()
@@ -490,25 +493,30 @@ class Worker:
         """Extend the leases of the running jobs, at every call: the answer
         also tells of a cancel. A job held for a slot, or ended and waiting
         for its report, is renewed once a third of its lease has passed (it
-        has nothing to stop, and a worker may hold a hundred of them)."""
+        has nothing to stop, and a worker may hold a hundred of them). A lease
+        found lost is not asked for again: the job moved on."""
         asked = time.monotonic()
 
         def due(flight: _Inflight) -> bool:
-            return asked - flight.renewed >= flight.job.lease / 3
+            return not flight.lost and asked - flight.renewed >= flight.job.lease / 3
 
         with self._lock:
-            flights = [f for f in self._inflight.values() if f.started is not None or due(f)]
+            running = [f for f in self._inflight.values() if f.started and not f.lost]
+            flights = running + [f for f in self._inflight.values() if not f.started and due(f)]
             flights += [f for f in self._reporting.values() if due(f)]
         if not flights:
             return
         refs = [LeaseRef(f.job.id, f.job.token) for f in flights]
-        for flight, ref, status in zip(flights, refs, self.app.store.extend(refs), strict=True):
-            if status != "lost":
-                with self._lock:
+        answers = zip(flights, refs, self.app.store.extend(refs), strict=True)
+        for n, (flight, ref, status) in enumerate(answers):
+            with self._lock:
+                if status == "lost":
+                    flight.lost = True  # a held job is then not started
+                else:
                     flight.renewed = asked
             if status == "cancel":
                 self._cancel(ref)
-            elif status == "lost" and (ref.job_id, ref.token) in self._inflight:
+            elif status == "lost" and n < len(running):
                 log.warning("lease of job %s was lost; its result will be refused", ref.job_id)
 
     def _cancel(self, ref: LeaseRef) -> None:
