@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 ROTA = str(Path(sys.executable).with_name("rota"))
 
 
@@ -73,3 +75,16 @@ class Processes:
                 except ProcessLookupError:
                     pass
                 proc.wait(10)
+
+
+def pids_in(path: Path) -> list[int]:
+    """The pids a command's process tree (``apps/forker.py``) wrote to ``path``."""
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -61,15 +61,22 @@ def _run(callback: Callable[[], object]) -> None:
         _log.exception("a cancel callback failed")
 
 
-#: The cancel signal of each job whose context is alive in this process, by job id.
+#: The cancel signal of each attempt whose context is alive in this process, by
+#: its claim's token (a worker stalled past a lease may run two attempts of a job).
 _signals: weakref.WeakValueDictionary[str, CancelSignal] = weakref.WeakValueDictionary()
 
 
-def cancel_running(job_id: str) -> bool:
-    """Tell the running job ``job_id`` of this process that it was cancelled
-    (:attr:`JobContext.cancelled`, its ``on_cancel`` callbacks); False if no
-    such job runs here."""
-    signal = _signals.get(job_id)
+def track_attempt(token: str, ctx: JobContext) -> None:
+    """Let :func:`cancel_running` reach ``ctx``, the context of the attempt
+    whose claim holds ``token``, while the context lives."""
+    _signals[token] = ctx.cancel_signal
+
+
+def cancel_running(token: str) -> bool:
+    """Tell the attempt of this process whose claim holds ``token`` to stop, as
+    for a cancel (:attr:`JobContext.cancelled`, its ``on_cancel`` callbacks);
+    False if no such attempt runs here."""
+    signal = _signals.get(token)
     if signal is None:
         return False
     signal.set()
@@ -96,13 +103,11 @@ class JobContext:
         default=None, repr=False, compare=False
     )
 
-    def __post_init__(self) -> None:
-        _signals[self.id] = self.cancel_signal
-
     @property
     def cancelled(self) -> bool:
-        """Whether the job was cancelled while it runs: a task that loops should
-        stop (or call :meth:`check_cancelled` at its check points)."""
+        """Whether the job was cancelled while it runs, or its lease was lost
+        (the job went back to its queue): a task that loops should stop (or
+        call :meth:`check_cancelled` at its check points)."""
         return self.cancel_signal.is_set()
 
     def check_cancelled(self) -> None:

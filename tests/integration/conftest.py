@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from procs import Processes
+from procs import Processes, pids_in
 
 APPS = Path(__file__).parent / "apps"
 
@@ -24,3 +26,14 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
 def app_path() -> Callable[[str], str]:
     """``app_path("counting")`` → the ``path.py:app`` spec of a test app."""
     return lambda name: f"{APPS / name}.py:app"
+
+
+@pytest.fixture
+def tree_pids(tmp_path: Path) -> Iterator[Path]:
+    """The file a command's process tree writes its pids to (apps/forker.py);
+    whatever still runs at teardown is killed, pass or fail."""
+    path = tmp_path / "pids"
+    yield path
+    for pid in pids_in(path):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()

@@ -3,17 +3,15 @@ on every store: each ends cancelled within seconds and the worker serves on."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from helpers import wait_for
-from procs import Processes
+from procs import Processes, alive, pids_in
 from rota import App, JobCancelled
 from rota.task import JobHandle
 
@@ -110,28 +108,6 @@ def test_processes_mode_kills_the_child_and_replaces_it(
     assert after != before, "the child that ran the cancelled job was replaced"
 
 
-@pytest.fixture
-def tree_pids(tmp_path: Path) -> Iterator[Path]:
-    """The file a command's process tree writes its pids to (apps/forker.py);
-    whatever still runs at teardown is killed, pass or fail."""
-    path = tmp_path / "pids"
-    yield path
-    for pid in _pids(path):
-        with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).kill()
-
-
-def _pids(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_a_cancelled_command_has_its_whole_process_group_killed(
     url: str, processes: Processes, app_path: Callable[[str], str], tree_pids: Path
 ) -> None:
@@ -147,11 +123,11 @@ def test_a_cancelled_command_has_its_whole_process_group_killed(
     handle = sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
     size = module.TREE_SIZE
     wait_for(
-        lambda: len(_pids(tree_pids)) == size and all(map(_alive, _pids(tree_pids))),
+        lambda: len(pids_in(tree_pids)) == size and all(map(alive, pids_in(tree_pids))),
         timeout=30,
         what="the command's process tree to start",
     )
     assert cancel_while_running(handle, handle.cancel) < PROMPT + 1.0  # SIGTERM, grace, SIGKILL
-    assert not any(map(_alive, _pids(tree_pids))), "no process of the command is left"
+    assert not any(map(alive, pids_in(tree_pids))), "no process of the command is left"
     assert last_entry(handle)["event"] == "cancelled"
     sender.close()

@@ -6,7 +6,6 @@ ignores SIGTERM) is gone after its timeout and after its worker is stopped.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
@@ -14,11 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from helpers import wait_for
-from procs import Processes
+from procs import Processes, alive, pids_in
 from rota import App, JobFailed
 from rota.models import JobState
 
@@ -41,30 +39,8 @@ def sender(url: str) -> Iterator[App]:
     app.close()
 
 
-@pytest.fixture
-def recorded(tmp_path: Path) -> Iterator[Path]:
-    """A file the forker writes its pids to; whatever is still running at
-    teardown is killed, so a failing test leaves nothing behind either."""
-    path = tmp_path / "pids"
-    yield path
-    for pid in _pids(path):
-        with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).kill()
-
-
-def _pids(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _tree_started(path: Path) -> Callable[[], bool]:
-    return lambda: len(_pids(path)) == TREE_SIZE and all(_running(p) for p in _pids(path))
+    return lambda: len(pids_in(path)) == TREE_SIZE and all(alive(p) for p in pids_in(path))
 
 
 def _worker(processes: Processes, url: str, *flags: str) -> subprocess.Popen[bytes]:
@@ -77,26 +53,26 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_a_timeout_kills_the_whole_tree(
-    sender: App, processes: Processes, url: str, recorded: Path
+    sender: App, processes: Processes, url: str, tree_pids: Path
 ) -> None:
     worker = _worker(processes, url)
-    handle = sender.tasks["tree"].send(extra_args=[str(recorded)])
+    handle = sender.tasks["tree"].send(extra_args=[str(tree_pids)])
     with pytest.raises(JobFailed) as failed:
         handle.result(timeout=30)
     assert "was killed by SIGTERM after timeout 1 s" in str(failed.value)
-    assert len(_pids(recorded)) == TREE_SIZE
-    wait_for(lambda: not any(_running(p) for p in _pids(recorded)), timeout=10, what="no pid left")
+    assert len(pids_in(tree_pids)) == TREE_SIZE
+    wait_for(lambda: not any(alive(p) for p in pids_in(tree_pids)), timeout=10, what="no pid left")
     _stop(worker)
 
 
 def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
-    sender: App, processes: Processes, url: str, recorded: Path
+    sender: App, processes: Processes, url: str, tree_pids: Path
 ) -> None:
     worker = _worker(processes, url, "--grace", "0.5")
-    handle = sender.tasks["long_tree"].send(extra_args=[str(recorded)])
-    wait_for(_tree_started(recorded), timeout=30, what="the tree to start")
+    handle = sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(_tree_started(tree_pids), timeout=30, what="the tree to start")
     _stop(worker)
-    assert not any(_running(p) for p in _pids(recorded))  # gone before the worker exited
+    assert not any(alive(p) for p in pids_in(tree_pids))  # gone before the worker exited
     job = handle.job()
     assert (job.state, job.attempt) == (JobState.QUEUED, 0)
 

@@ -1,6 +1,7 @@
-"""Cancelling running jobs with real workers, on MySQL / MariaDB: the same
-tests as for the other stores (tests/integration/test_cancel_running.py),
-collected here again with the MySQL backend."""
+"""Cancelling running jobs with real workers, and stopping one whose lease was
+lost, on MySQL / MariaDB: the same tests as for the other stores
+(tests/integration/test_cancel_running.py, test_lost_leases.py), collected
+here again with the MySQL backend."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from integration.test_cancel_running import (  # noqa: F401 (collected with the 
     test_processes_mode_kills_the_child_and_replaces_it,
     test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled,
     test_threads_mode_stops_a_task_at_its_check_point,
-    tree_pids,
     worker,
+)
+from integration.test_lost_leases import (  # noqa: F401 (collected with the MySQL backend)
+    test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped,
 )
 
 

@@ -58,3 +58,24 @@ def test_a_new_attempt_claimed_while_the_stale_one_runs_is_tracked_apart(
     worker._on_done(stale, runner.encode(7))
     assert worker.running == 0
     app.close()
+
+
+def test_a_renewal_stops_the_attempt_whose_lease_was_lost_and_no_other(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=5.0)
+    app.task(name="echo")(lambda value: value)
+    handle = app.tasks["echo"].send(7)
+    worker = Worker(app)
+    (stale,) = worker._claim(1)
+    app.store.release([LeaseRef(stale.id, stale.token)])
+    (fresh,) = worker._claim(1)
+    contexts = {job.token: runner.prepare(app, job)[3] for job in (stale, fresh)}
+    assert worker._may_start(stale) and worker._may_start(fresh)
+
+    worker._renew_leases()
+
+    assert contexts[stale.token].cancelled
+    assert not contexts[fresh.token].cancelled
+    worker._on_done(fresh, runner.encode(7))
+    assert worker._report([worker._outcomes.get_nowait().outcome]) == [True]
+    assert handle.job().state is JobState.SUCCEEDED
+    app.close()

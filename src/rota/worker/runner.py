@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
-from rota.context import JobContext, reset_current, set_current
+from rota.context import JobContext, reset_current, set_current, track_attempt
 from rota.errors import CorruptJob, Snooze, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import RetryPolicy, error_kind
@@ -63,6 +63,7 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
         fire_time=job.fire_time,
         log_sink=joblogs.write,
     )
+    track_attempt(job.token, ctx)
     return task.fn, args, kwargs, ctx
 
 

@@ -17,7 +17,8 @@ shutdown are released at once. Supervised side threads:
 - **acker**: reports outcomes to the store in batches (whatever finished
   since the last report goes in one ``finish`` call);
 - **keeper**: renews the leases of running jobs (and stops the ones the
-  store says were cancelled), sends the heartbeat with host load and the
+  store says were cancelled, or gave back to their queue as their lease
+  had run out: a stall, a partition), sends the heartbeat with host load and the
   worker's own, reads its peers' loads (a worker busier than an idle peer
   waits a little before each claim: see ``rota.worker.load``), and gates
   claiming while the host is over its CPU or memory threshold;
@@ -85,6 +86,10 @@ _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: backoff again (a new outage), not after the last one's.
 _QUIET_RUN = 60.0
 _RETENTION_EVERY = 60.0
+_LOST_LEASE = (
+    "lease of job %s was lost (the store gave the job back to its queue): "
+    "stopping this attempt, whose result the store will refuse"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,7 +499,8 @@ class Worker:
         also tells of a cancel. A job held for a slot, or ended and waiting
         for its report, is renewed once a third of its lease has passed (it
         has nothing to stop, and a worker may hold a hundred of them). A lease
-        found lost is not asked for again: the job moved on."""
+        found lost is not asked for again: the job moved on, and its attempt
+        is stopped if it runs (:meth:`_stop`), or not started if it waits."""
         asked = time.monotonic()
 
         def due(flight: _Inflight) -> bool:
@@ -517,20 +523,27 @@ class Worker:
             if status == "cancel":
                 self._cancel(ref)
             elif status == "lost" and n < len(running):
-                log.warning("lease of job %s was lost; its result will be refused", ref.job_id)
+                # another worker may run it now: this attempt would only
+                # duplicate its work (and, as a command, its load)
+                self._stop(ref, logging.WARNING, _LOST_LEASE)
 
     def _cancel(self, ref: LeaseRef) -> None:
-        """Stop a running job that was cancelled, once: its context says so and
-        runs its ``on_cancel`` callbacks; the executor stops what it can (async
-        tasks are cancelled, child processes killed). The store ends the job
-        cancelled whatever its attempt then reports."""
+        """Stop a running job that was cancelled (:meth:`_stop`). The store
+        ends the job cancelled whatever its attempt then reports."""
+        self._stop(ref, logging.INFO, "job %s was cancelled: stopping it")
+
+    def _stop(self, ref: LeaseRef, level: int, why: str) -> None:
+        """Stop the running attempt of claim ``ref``, once, logging ``why``: its
+        context reads cancelled and runs its ``on_cancel`` callbacks (a
+        command's process group is killed); the executor stops what it can
+        (async tasks are cancelled, child processes killed)."""
         with self._lock:
             flight = self._inflight.get((ref.job_id, ref.token))
             if flight is None or flight.cancelled:
                 return
             flight.cancelled = True
-        log.info("job %s was cancelled: stopping it", ref.job_id)
-        cancel_running(ref.job_id)
+        log.log(level, why, ref.job_id)
+        cancel_running(ref.token)
         self._executor.cancel(flight.job)
 
     def _expire_soft_timeouts(self, now: float) -> float:

@@ -15,6 +15,8 @@ TREE_SIZE = 7
 
 tree = app.command("tree", [sys.executable, FORKER], timeout=1, grace=0.5)
 long_tree = app.command("long_tree", [sys.executable, FORKER], grace=0.5)
+#: A long tree on a short lease, for a worker stalled past it.
+leased_tree = app.command("leased_tree", [sys.executable, FORKER], grace=0.5, lease=2.0)
 exits = app.command(
     "exits", ["sh", "-c", 'echo out; echo "err $0" >&2; exit "$0"'], ok_codes=(0, 3)
 )
