@@ -17,7 +17,7 @@ from rota import App
 from rota.models import ClaimedJob
 from rota.worker.executors import ThreadExecutor
 from rota.worker.runner import Result
-from rota.worker.turns import OVERLAP
+from rota.worker.turns import OVERLAP, core_wait
 
 app = App("sqlite:///:memory:")
 ran_on: dict[int, str] = {}  # job number -> thread name
@@ -177,6 +177,40 @@ def test_while_the_interpreter_s_lock_is_the_limit_the_target_falls_back(
     executor.stop_claiming()
     executor.stop()
     assert executor._turns.target == OVERLAP
+
+
+@pytest.mark.parametrize(("core_wait", "most"), [(0.0, 8), (0.7, OVERLAP)])
+def test_a_process_short_of_cores_is_not_taken_for_one_that_waits_on_io(
+    core_wait: float, most: int, done: dict[str, Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A third of a core used while jobs wait: idle, unless its threads spent
+    # most of their runnable time waiting for a core (neighbours had them),
+    # when it would use one whole, and more slots would only share the lock.
+    monkeypatch.setattr("rota.worker.turns.time.process_time", lambda: time.monotonic() / 3)
+    monkeypatch.setattr("rota.worker.turns.core_wait", lambda: core_wait)
+    executor = pool(batches(0.0002), done, 8, short=True)
+    wait_for(lambda: len(done) == 400)
+    executor.stop_claiming()
+    executor.stop()
+    assert (executor._turns.target >= 8) == (most == 8)
+    assert at_once["most"] <= most
+
+
+def test_core_wait_is_a_share_of_the_thread_s_runnable_time() -> None:
+    shares: list[float] = []
+
+    def spin() -> None:
+        shares.append(core_wait())  # the first call has nothing to compare with
+        until = time.monotonic() + 0.05
+        while time.monotonic() < until:
+            pass
+        shares.append(core_wait())
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    thread.join()
+    assert shares[0] == 0.0
+    assert 0.0 <= shares[1] <= 0.9
 
 
 def test_while_jobs_are_long_every_slot_runs_at_once(done: dict[str, Result]) -> None:

@@ -18,13 +18,16 @@ a slot as it frees, and a parked slot is woken for it only while fewer
 slots run than a target, :data:`OVERLAP` at first (one runs while another
 waits on its I/O). While jobs wait, every ``pace`` (looked at by a slot as
 it takes a job, or by a parked slot when none has), the target follows
-the process's CPU use since the last look: below :data:`IDLE_BELOW` of a
-core, the running slots mostly wait on something (a slow reply, a sleep),
-so the target doubles; above :data:`PARALLEL_ABOVE`, the jobs' work runs
-outside the interpreter's lock (in C code that lets it go), so more slots
-run in parallel, and the target doubles too; from :data:`BUSY_FROM` up to
-that, the lock is the limit and the target halves, down to
-:data:`OVERLAP`. The target is kept from one claimed batch to the next.
+the process's CPU use since the last look. Below :data:`IDLE_BELOW` of a
+core, counted as the process would use a core to itself (:func:`core_wait`:
+a process whose neighbours keep the cores busy uses little of one, and is
+not idle for that), the running slots mostly wait on something (a slow
+reply, a sleep), so the target doubles; above :data:`PARALLEL_ABOVE`, the
+jobs' work runs outside the interpreter's lock (in C code that lets it go),
+so more slots run in parallel, and the target doubles too; from
+:data:`BUSY_FROM` (counted the first way) up to that, the lock is the limit
+and the target halves, down to :data:`OVERLAP`. The target is kept from
+one claimed batch to the next.
 
 :class:`Turns` serves slots that are threads (threads mode); the async
 executor's slots are coroutines and take turns the same way on its loop.
@@ -41,6 +44,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 
 from rota.models import ClaimedJob
 
@@ -72,6 +76,36 @@ BUSY_FROM = 0.8
 #: Above this share of a core, the jobs' work runs in parallel outside the
 #: interpreter's lock: more slots run.
 PARALLEL_ABOVE = 1.2
+
+
+#: The calling thread's scheduler statistics on Linux: nanoseconds on a core,
+#: nanoseconds runnable but waiting for one, time slices.
+_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+#: Below this much runnable time since a thread's last look (nanoseconds),
+#: its share of waiting says too little to count.
+_RUNNABLE_MIN = 200_000
+#: The most of a thread's runnable time counted as waiting for a core.
+_CORE_WAIT_MAX = 0.9
+_last_schedstat = threading.local()
+
+
+def core_wait() -> float:
+    """The share of the calling thread's runnable time since its previous call
+    that it spent waiting for a core (the system's other threads and
+    processes had them); 0 at its first call, after too short a time to
+    tell, or where the system does not say (:data:`_SCHEDSTAT`)."""
+    try:
+        ran, waited = (int(n) for n in _SCHEDSTAT.read_bytes().split()[:2])
+    except (OSError, ValueError):
+        return 0.0
+    last: tuple[int, int] | None = getattr(_last_schedstat, "value", None)
+    _last_schedstat.value = (ran, waited)
+    if last is None:
+        return 0.0
+    ran, waited = ran - last[0], waited - last[1]
+    if ran + waited < _RUNNABLE_MIN:
+        return 0.0
+    return min(_CORE_WAIT_MAX, waited / (ran + waited))
 
 
 def claim_safely(claim: Claim | None) -> list[ClaimedJob] | None:
@@ -284,7 +318,9 @@ class Turns:
 
     def _look(self) -> None:
         """Every pace while jobs wait, set the target from the process's CPU
-        use since the last look (the first look of a batch starts the count)."""
+        use since the last look (the first look of a batch starts the count):
+        whether it idles or is busy, as it would use a core to itself; whether
+        it runs in parallel, as it used the cores."""
         assert self.pace is not None
         now = time.monotonic()
         if self._looked is not None and now - self._looked[0] < self.pace:
@@ -292,9 +328,10 @@ class Turns:
         cpu = time.process_time()
         if self._looked is not None:
             used = (cpu - self._looked[1]) / (now - self._looked[0])
+            wanted = used / (1.0 - core_wait())
             running = len(self._running)
-            if running >= self.target and (used < IDLE_BELOW or used > PARALLEL_ABOVE):
+            if running >= self.target and (wanted < IDLE_BELOW or used > PARALLEL_ABOVE):
                 self.target = 2 * running
-            elif BUSY_FROM <= used <= PARALLEL_ABOVE:
+            elif wanted >= BUSY_FROM and used <= PARALLEL_ABOVE:
                 self.target = max(OVERLAP, self.target // 2)
         self._looked = (now, cpu)
