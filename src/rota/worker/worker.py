@@ -18,10 +18,10 @@ shutdown are released at once. Supervised side threads:
   since the last report goes in one ``finish`` call);
 - **keeper**: renews the leases of running jobs (and stops the ones the
   store says were cancelled, or gave back to their queue as their lease
-  had run out: a stall, a partition), sends the heartbeat with host load and the
-  worker's own, reads its peers' loads (a worker busier than an idle peer
-  waits a little before each claim: see ``rota.worker.load``), and gates
-  claiming while the host is over its CPU or memory threshold;
+  ran out in a stall or a partition), sends the heartbeat with host load
+  and the worker's own, reads its peers' loads (a worker busier than an
+  idle peer waits a little before each claim: see ``rota.worker.load``),
+  and gates claiming while the host is over its CPU or memory threshold;
 - **reaper**: returns jobs whose lease expired (dead workers) and applies
   the retention policy;
 - **scheduler** (optional): fires due schedules.
@@ -507,8 +507,9 @@ class Worker:
             return not flight.lost and asked - flight.renewed >= flight.job.lease / 3
 
         with self._lock:
-            running = [f for f in self._inflight.values() if f.started and not f.lost]
-            flights = running + [f for f in self._inflight.values() if not f.started and due(f)]
+            running = [f for f in self._inflight.values() if f.started is not None and not f.lost]
+            held = [f for f in self._inflight.values() if f.started is None and due(f)]
+            flights = running + held
             flights += [f for f in self._reporting.values() if due(f)]
         if not flights:
             return
