@@ -77,6 +77,16 @@ class Processes:
                 proc.wait(10)
 
 
+#: Processes a command's process tree (``apps/forker.py``) starts, itself included.
+TREE_SIZE = 7
+
+
+def tree_started(path: Path) -> bool:
+    """Whether the process tree writing its pids to ``path`` runs whole."""
+    pids = pids_in(path)
+    return len(pids) == TREE_SIZE and all(map(alive, pids))
+
+
 def pids_in(path: Path) -> list[int]:
     """The pids a command's process tree (``apps/forker.py``) wrote to ``path``."""
     return [int(line) for line in path.read_text().split()] if path.exists() else []

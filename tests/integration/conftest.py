@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from importlib import util
 from pathlib import Path
 
 import psutil
 import pytest
 
 from procs import Processes, pids_in
+from rota import App
 
 APPS = Path(__file__).parent / "apps"
 
@@ -26,6 +28,19 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
 def app_path() -> Callable[[str], str]:
     """``app_path("counting")`` → the ``path.py:app`` spec of a test app."""
     return lambda name: f"{APPS / name}.py:app"
+
+
+@pytest.fixture
+def commands_sender(url: str) -> Iterator[App]:
+    """The command tasks' test app (apps/commands.py), sending to the test's store."""
+    spec = util.spec_from_file_location("commands_app", APPS / "commands.py")
+    assert spec and spec.loader
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app: App = module.app
+    app.url = url
+    yield app
+    app.close()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers import wait_for
-from procs import Processes, alive, pids_in
+from procs import Processes, alive, pids_in, tree_started
 from rota import App, JobCancelled
 from rota.task import JobHandle
 
@@ -109,25 +109,15 @@ def test_processes_mode_kills_the_child_and_replaces_it(
 
 
 def test_a_cancelled_command_has_its_whole_process_group_killed(
-    url: str, processes: Processes, app_path: Callable[[str], str], tree_pids: Path
+    url: str,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tree_pids: Path,
+    commands_sender: App,
 ) -> None:
-    from importlib import util
-
-    spec = util.spec_from_file_location("commands_app", Path(__file__).parent / "apps/commands.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sender: App = module.app
-    sender.url = url
     processes.rota("worker", app_path("commands"), "--url", url)
-    handle = sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
-    size = module.TREE_SIZE
-    wait_for(
-        lambda: len(pids_in(tree_pids)) == size and all(map(alive, pids_in(tree_pids))),
-        timeout=30,
-        what="the command's process tree to start",
-    )
+    handle = commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(lambda: tree_started(tree_pids), timeout=30, what="the command's tree to start")
     assert cancel_while_running(handle, handle.cancel) < PROMPT + 1.0  # SIGTERM, grace, SIGKILL
     assert not any(map(alive, pids_in(tree_pids))), "no process of the command is left"
     assert last_entry(handle)["event"] == "cancelled"
-    sender.close()

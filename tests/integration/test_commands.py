@@ -9,38 +9,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers import wait_for
-from procs import Processes, alive, pids_in
+from procs import TREE_SIZE, Processes, alive, pids_in, tree_started
 from rota import App, JobFailed
 from rota.models import JobState
 
 APPS = Path(__file__).parent / "apps"
-TREE_SIZE = 7  # see apps/forker.py
-
-
-@pytest.fixture
-def sender(url: str) -> Iterator[App]:
-    """The commands test app, sending to the test's store."""
-    from importlib import util
-
-    spec = util.spec_from_file_location("commands_app", APPS / "commands.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
-    app.url = url
-    yield app
-    app.close()
-
-
-def _tree_started(path: Path) -> Callable[[], bool]:
-    return lambda: len(pids_in(path)) == TREE_SIZE and all(alive(p) for p in pids_in(path))
 
 
 def _worker(processes: Processes, url: str, *flags: str) -> subprocess.Popen[bytes]:
@@ -53,10 +32,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_a_timeout_kills_the_whole_tree(
-    sender: App, processes: Processes, url: str, tree_pids: Path
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path
 ) -> None:
     worker = _worker(processes, url)
-    handle = sender.tasks["tree"].send(extra_args=[str(tree_pids)])
+    handle = commands_sender.tasks["tree"].send(extra_args=[str(tree_pids)])
     with pytest.raises(JobFailed) as failed:
         handle.result(timeout=30)
     assert "was killed by SIGTERM after timeout 1 s" in str(failed.value)
@@ -66,11 +45,11 @@ def test_a_timeout_kills_the_whole_tree(
 
 
 def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
-    sender: App, processes: Processes, url: str, tree_pids: Path
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path
 ) -> None:
     worker = _worker(processes, url, "--grace", "0.5")
-    handle = sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
-    wait_for(_tree_started(tree_pids), timeout=30, what="the tree to start")
+    handle = commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(lambda: tree_started(tree_pids), timeout=30, what="the tree to start")
     _stop(worker)
     assert not any(alive(p) for p in pids_in(tree_pids))  # gone before the worker exited
     job = handle.job()
@@ -78,11 +57,11 @@ def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
 
 
 def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(
-    sender: App, processes: Processes, url: str
+    commands_sender: App, processes: Processes, url: str
 ) -> None:
     worker = _worker(processes, url)
-    ok = sender.tasks["exits"].send(extra_args=["3"])
-    bad = sender.tasks["exits"].send(extra_args=["4"])
+    ok = commands_sender.tasks["exits"].send(extra_args=["3"])
+    bad = commands_sender.tasks["exits"].send(extra_args=["4"])
     result: dict[str, Any] = ok.result(timeout=30)
     assert result["exit_code"] == 3
     assert (result["stdout"], result["stderr"]) == ("out\n", "err 3\n")
@@ -94,11 +73,11 @@ def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(
 
 
 def test_a_failing_command_is_retried_with_backoff(
-    sender: App, processes: Processes, url: str, tmp_path: Path
+    commands_sender: App, processes: Processes, url: str, tmp_path: Path
 ) -> None:
     worker = _worker(processes, url)
     runs = tmp_path / "runs"
-    handle = sender.tasks["flaky"].send(extra_args=[str(runs)])
+    handle = commands_sender.tasks["flaky"].send(extra_args=[str(runs)])
     with pytest.raises(
         JobFailed, match="exited with code 1; last lines of stderr:\nfailing, run x\nx"
     ):
@@ -110,16 +89,16 @@ def test_a_failing_command_is_retried_with_backoff(
     _stop(worker)
 
 
-def test_the_output_keeps_its_tail(sender: App, processes: Processes, url: str) -> None:
+def test_the_output_keeps_its_tail(commands_sender: App, processes: Processes, url: str) -> None:
     worker = _worker(processes, url)
-    result = sender.tasks["chatty"].send().result(timeout=30)
+    result = commands_sender.tasks["chatty"].send().result(timeout=30)
     assert result["stdout"] == "aaaaaaaaaaaaEND\n"
     assert result["truncated"] == {"stdout": True, "stderr": False}
     _stop(worker)
 
 
 def test_rota_send_cmd_runs_under_a_worker(
-    processes: Processes, url: str, tmp_path: Path, sender: App
+    processes: Processes, url: str, tmp_path: Path, commands_sender: App
 ) -> None:
     worker = _worker(processes, url)
     target = tmp_path / "made"
@@ -143,7 +122,7 @@ def test_rota_send_cmd_runs_under_a_worker(
 
 
 def test_a_command_schedule_fires_under_rota_scheduler(
-    processes: Processes, url: str, tmp_path: Path, sender: App
+    processes: Processes, url: str, tmp_path: Path, commands_sender: App
 ) -> None:
     target = tmp_path / "ticks"
     added = processes.rota(

@@ -8,36 +8,29 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
-from importlib import util
 from pathlib import Path
 
 from helpers import wait_for
-from procs import Processes, alive, pids_in
+from procs import Processes, alive, pids_in, tree_started
 from rota import App
 
 
 def test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped(
-    url: str, processes: Processes, app_path: Callable[[str], str], tree_pids: Path
+    url: str,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tree_pids: Path,
+    commands_sender: App,
 ) -> None:
-    spec = util.spec_from_file_location("commands_app", Path(__file__).parent / "apps/commands.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sender: App = module.app
-    sender.url = url
     worker = processes.rota("worker", app_path("commands"), "--url", url)
-    handle = sender.tasks["leased_tree"].send(extra_args=[str(tree_pids)])
-    wait_for(
-        lambda: len(pids_in(tree_pids)) == module.TREE_SIZE and all(map(alive, pids_in(tree_pids))),
-        timeout=30,
-        what="the command's process tree to start",
-    )
+    handle = commands_sender.tasks["leased_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(lambda: tree_started(tree_pids), timeout=30, what="the command's tree to start")
     first_tree = pids_in(tree_pids)
 
     os.kill(worker.pid, signal.SIGSTOP)  # the worker only: its command runs on
     try:
         recovered = wait_for(
-            lambda: handle.id in sender.store.recover(),
+            lambda: handle.id in commands_sender.store.recover(),
             timeout=15,
             interval=0.2,
             what="the frozen worker's lease to run out",
@@ -62,4 +55,3 @@ def test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped(
     assert job.lost == 1
     assert [entry["event"] for entry in job.history][:1] == ["lost"]
     assert worker.poll() is None, "the worker serves on"
-    sender.close()

@@ -10,8 +10,6 @@ from rota import App
 app = App(commands=True)  # runs rota.cmd jobs too (rota send --cmd)
 
 FORKER = str(Path(__file__).with_name("forker.py"))
-#: Processes the forker starts, itself included: see forker.py.
-TREE_SIZE = 7
 
 tree = app.command("tree", [sys.executable, FORKER], timeout=1, grace=0.5)
 long_tree = app.command("long_tree", [sys.executable, FORKER], grace=0.5)
