@@ -1,16 +1,33 @@
 """Bounded, event-driven waiting for tests: poll a condition until a deadline;
-what a store says a worker process holds."""
+what a store says a worker process holds; the test apps as modules."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from importlib import util
+from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 from rota.models import JobQuery, JobState
 from rota.stores import Store
 
 T = TypeVar("T")
+
+#: The apps that tests start real workers on (``tests/integration/apps``).
+APPS = Path(__file__).parent / "integration" / "apps"
+
+
+def load_test_app(name: str, module: str | None = None) -> ModuleType:
+    """A fresh module of the test app ``APPS/NAME.py`` (named ``module``), run as
+    a worker given its path runs it: its ``app`` is the one whose tasks a test
+    sends, once pointed at the test's store."""
+    spec = util.spec_from_file_location(module or f"rota_test_app_{name}", APPS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    loaded = util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
 
 
 def wait_for(

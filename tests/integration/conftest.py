@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from importlib import util
 from pathlib import Path
 
 import psutil
 import pytest
 
+from helpers import APPS, load_test_app
 from procs import Processes, pids_in
 from rota import App
-
-APPS = Path(__file__).parent / "apps"
 
 
 @pytest.fixture
@@ -33,11 +31,7 @@ def app_path() -> Callable[[str], str]:
 @pytest.fixture
 def commands_sender(url: str) -> Iterator[App]:
     """The command tasks' test app (apps/commands.py), sending to the test's store."""
-    spec = util.spec_from_file_location("commands_app", APPS / "commands.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("commands").app
     app.url = url
     yield app
     app.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes, alive, pids_in, tree_started
 from rota import App, JobCancelled
 from rota.task import JobHandle
@@ -24,14 +24,7 @@ PROMPT = 5.0
 @pytest.fixture
 def sender(url: str) -> App:
     """The cancelling app, sending to the test's store."""
-    from importlib import util
-
-    path = Path(__file__).parent / "apps" / "cancelling.py"
-    spec = util.spec_from_file_location("cancelling_app", path)
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("cancelling").app
     app.url = url
     return app
 

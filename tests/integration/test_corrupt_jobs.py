@@ -5,13 +5,11 @@ fails at once, every good job succeeds, and the worker keeps serving."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from importlib import util
-from pathlib import Path
 
 import pytest
 
 from backends import overwrite_job
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota import App
 from rota.models import Job, JobState, WorkerInfo
@@ -30,11 +28,7 @@ CORRUPT = [
 @pytest.fixture
 def sender(url: str) -> Iterator[App]:
     """The faults app, sending to the test's store."""
-    spec = util.spec_from_file_location("faults_app", Path(__file__).parent / "apps" / "faults.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("faults").app
     app.url = url
     yield app
     app.close()

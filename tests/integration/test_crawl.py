@@ -16,7 +16,6 @@ over 20 hosts.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import subprocess
@@ -32,7 +31,7 @@ import pytest
 
 from backends import drop_store, store_url
 from crawl_site import HostSpec, Request, Site, Target, serving
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota.models import JobQuery, JobState
 from rota.stores import Store, open_store
@@ -196,13 +195,7 @@ def load_app(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> ModuleType
     """The workers' app module, loaded here with the same environment."""
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    spec = importlib.util.spec_from_file_location(
-        f"rota_test_crawling_{time.monotonic_ns()}", APPS / "crawling.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_test_app("crawling", f"rota_test_crawling_{time.monotonic_ns()}")
 
 
 class Lab:

@@ -10,12 +10,10 @@ store's own: each ended attempt's history entry and each job's last claim.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota.models import JobState, QueueInfo
 from rota.stores import Store
@@ -24,15 +22,7 @@ APPS = Path(__file__).parent / "apps"
 WORKERS, CONCURRENCY, JOBS = 2, 8, 100
 
 
-def _load_app() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rota_test_debugging", APPS / "debugging.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-debugging = _load_app()
+debugging = load_test_app("debugging")
 
 
 def queue(store: Store, name: str) -> QueueInfo:

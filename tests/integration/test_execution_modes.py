@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota import App, JobFailed
 from rota.models import JobState
@@ -23,14 +23,7 @@ HANG_LONG = 30.0
 @pytest.fixture
 def sender(url: str) -> App:
     """The modes app, sending to the test's store."""
-    from importlib import util
-    from pathlib import Path
-
-    spec = util.spec_from_file_location("modes_app", Path(__file__).parent / "apps" / "modes.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("modes").app
     app.url = url
     return app
 

@@ -9,7 +9,6 @@ when and in which process they ran (``apps/flow.py``); the store's own
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import subprocess
 import sys
@@ -19,12 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Protocol
 
 import pytest
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from rota import App, Rate
 from rota.models import Job, JobQuery, JobState, LimitInfo
 from rota.stores import Store
@@ -33,15 +31,7 @@ APPS = Path(__file__).parent / "apps"
 WORKERS = 3
 
 
-def _load_flow_app() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rota_test_flow_app", APPS / "flow.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-flow = _load_flow_app()
+flow = load_test_app("flow")
 
 
 class Rota(Protocol):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import ROTA, Processes
 from rota import App
 from rota.models import JobState
@@ -19,13 +19,7 @@ APPS = Path(__file__).parent / "apps"
 @pytest.fixture
 def sender(url: str) -> Iterator[App]:
     """The logging test app, sending to the test's store."""
-    from importlib import util
-
-    spec = util.spec_from_file_location("logging_app", APPS / "logging_app.py")
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("logging_app").app
     app.url = url
     yield app
     app.close()

@@ -14,7 +14,6 @@ job fails naming the timeout.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from crawl_site import HostSpec, serving
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota import App
 from rota.models import JobState
@@ -44,11 +43,7 @@ def tree(label: str, n: int) -> dict[str, list[tuple[str, str]]]:
 @pytest.fixture
 def sender(tmp_path: Path) -> Iterator[App]:
     """The spiders app, sending to a fresh SQLite store."""
-    spec = importlib.util.spec_from_file_location("scrapy_commands", APPS / "scrapy_commands.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("scrapy_commands").app
     app.url = f"sqlite:///{tmp_path / 'rota.db'}"
     yield app
     app.close()

@@ -8,11 +8,10 @@ import signal
 import socket
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-from helpers import wait_for
+from helpers import load_test_app, wait_for
 from procs import Processes
 from rota import App, JobFailed
 from rota.models import JobState
@@ -23,15 +22,7 @@ BANNER = "rota worker: "
 @pytest.fixture
 def sender(url: str) -> App:
     """The joblines app, sending to the test's store."""
-    from importlib import util
-
-    spec = util.spec_from_file_location(
-        "joblines_app", Path(__file__).parent / "apps" / "joblines.py"
-    )
-    assert spec and spec.loader
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: App = module.app
+    app: App = load_test_app("joblines").app
     app.url = url
     return app
 
