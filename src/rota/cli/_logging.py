@@ -31,9 +31,9 @@ def log_options(f: F) -> F:
 
 def configure(level: str, quiet: bool, log_format: str) -> None:
     """Log to stderr from ``level`` up (warning when ``quiet``), as text or JSON."""
-    from rota.worker.joblog import JsonFormatter, TextFormatter
+    from rota.worker.joblog import BatchHandler, JsonFormatter, TextFormatter
 
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BatchHandler(sys.stderr)
     formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handler.setFormatter(formatter)
     logging.basicConfig(level="WARNING" if quiet else level.upper(), handlers=[handler])

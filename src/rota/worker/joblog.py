@@ -5,16 +5,24 @@ task, job id, attempt, duration and outcome; a failure adds the first line
 of its error, a retry says when it comes. The same values travel on the log
 record as attributes (``task``, ``job_id``, ``attempt``, ``duration_ms``,
 ``outcome``, ``error``), so :class:`JsonFormatter` writes them as fields.
+
+A worker reports outcomes in batches and logs their lines together
+(:func:`batch`); the commands' handler (:class:`BatchHandler`) writes such
+a batch to its stream in one write, where a plain stream handler writes
+and flushes each line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
+import weakref
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 
@@ -94,6 +102,55 @@ def _record(text: str, fields: dict[str, Any]) -> logging.LogRecord:
     return record
 
 
+_batching = threading.local()  # per thread: whether its lines are held for a batch
+_batch_handlers: weakref.WeakSet[BatchHandler] = weakref.WeakSet()
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[None]:
+    """Hold the lines this thread logs in the block for :class:`BatchHandler`,
+    which writes them in one write when the block ends."""
+    _batching.on = True
+    try:
+        yield
+    finally:
+        _batching.on = False
+        for handler in list(_batch_handlers):
+            handler.flush()
+
+
+class BatchHandler(logging.StreamHandler[TextIO]):
+    """A stream handler that writes the lines of a :func:`batch` together,
+    when it ends; any other record is written at once, after the lines held
+    so far, so the stream keeps the order of the records."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(stream)
+        self._held: list[str] = []
+        _batch_handlers.add(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Hold the record's line in a batch; write it (and those held) otherwise."""
+        try:
+            self._held.append(self.format(record) + self.terminator)
+        except Exception:
+            self.handleError(record)
+            return
+        if not getattr(_batching, "on", False):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the lines held, in one write, and flush the stream."""
+        with self.lock:  # type: ignore[union-attr]  # (made in Handler.__init__)
+            held, self._held = self._held, []
+            # a stream gone (closed, a broken pipe) loses its lines and stops
+            # no one, as a plain stream handler's failed write does
+            with contextlib.suppress(OSError, ValueError):
+                if held:
+                    self.stream.write("".join(held))
+                super().flush()
+
+
 class TextFormatter(logging.Formatter):
     """rota's text lines: time, level, logger, message. The time's text is
     made once per second (``Formatter.formatTime`` makes it on every line)."""
@@ -132,4 +189,13 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(data, default=str).decode()
 
 
-__all__ = ["FIELDS", "TEXT_FORMAT", "JsonFormatter", "TextFormatter", "outcome_name", "report"]
+__all__ = [
+    "FIELDS",
+    "TEXT_FORMAT",
+    "BatchHandler",
+    "JsonFormatter",
+    "TextFormatter",
+    "batch",
+    "outcome_name",
+    "report",
+]

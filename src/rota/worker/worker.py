@@ -452,19 +452,20 @@ class Worker:
     def _count(self, reported: list[_Done], applied: list[bool]) -> None:
         """Count the attempts the store took and log a line for each (the line
         says what is stored: it comes once the store has taken the outcome)."""
-        for done, ok in zip(reported, applied, strict=True):
-            outcome = done.outcome
-            if ok:
-                joblog.report(done.job, outcome, done.seconds)
-            if not ok:
-                log.warning(
-                    "result of job %s refused: its lease had expired and the job moved on",
-                    outcome.job_id,
-                )
-            elif outcome.ok:
-                self.processed += 1
-            elif not outcome.snooze:  # a snooze is no attempt
-                self.failed += 1
+        with joblog.batch():
+            for done, ok in zip(reported, applied, strict=True):
+                outcome = done.outcome
+                if ok:
+                    joblog.report(done.job, outcome, done.seconds)
+                if not ok:
+                    log.warning(
+                        "result of job %s refused: its lease had expired and the job moved on",
+                        outcome.job_id,
+                    )
+                elif outcome.ok:
+                    self.processed += 1
+                elif not outcome.snooze:  # a snooze is no attempt
+                    self.failed += 1
 
     def _keeper_loop(self) -> None:
         """Renew leases and measure the load every :meth:`_keeper_interval`,
