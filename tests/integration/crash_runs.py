@@ -1,6 +1,7 @@
 """A run of real workers and a scheduler through a crash of their database
 server, shared by the fault tests of the SQL stores, and the helpers they
-share: sending ``record`` jobs of the counting app and reading what ran.
+share: sending ``record`` jobs of the counting app, reading what ran, and
+the checks after a worker was killed (:func:`check_after_a_kill`).
 
 :func:`ride_out_a_crash` sends ``n`` jobs and a schedule, starts two workers
 and a scheduler, crashes the server mid-run (``crash`` also starts it
@@ -11,6 +12,7 @@ with its own result and run once, the workers still alive.
 
 from __future__ import annotations
 
+import json
 import signal
 from collections import Counter
 from collections.abc import Callable
@@ -53,6 +55,67 @@ def executions(log: Path) -> list[tuple[str, int, int]]:
         job_id, attempt, pid = line.split()
         rows.append((job_id, int(attempt), int(pid)))
     return rows
+
+
+def ran_on(log: Path, pid: int) -> int:
+    """How many executions worker process ``pid`` recorded."""
+    return sum(1 for _, _, p in executions(log) if p == pid)
+
+
+def lost_on(job: Job, pid: int) -> bool:
+    """Whether ``job``'s history records an attempt lost on worker process ``pid``."""
+    return any(h["event"] == "lost" and f"-{pid}-" in str(h.get("worker")) for h in job.history)
+
+
+def check_after_a_kill(
+    store: Store,
+    ids: dict[str, int],
+    log: Path,
+    killed: Popen[bytes],
+    in_flight: set[str],
+    healthy: list[Popen[bytes]],
+    processes: Processes,
+) -> None:
+    """Once every job of ``ids`` succeeded after worker ``killed`` was killed
+    holding ``in_flight``: nothing lost, each job with its own result; only
+    the jobs it held ran twice, each lost attempt in its job's history; the
+    other workers alive. (A lease that ran out and was recovered before
+    ``in_flight`` was read is found from the histories.) Prints the figures."""
+    jobs = [j for j in store.get_jobs(list(ids)) if j is not None]
+    in_flight |= {j.id for j in jobs if lost_on(j, killed.pid)}
+    assert in_flight, "the killed worker held no job"
+    assert len(jobs) == len(ids)
+    assert {j.state for j in jobs} == {JobState.SUCCEEDED}
+    assert all(j.result == ids[j.id] for j in jobs)
+    rows = executions(log)
+    runs = Counter(job_id for job_id, _, _ in rows)
+    assert set(runs) == set(ids)
+
+    # only the jobs in flight on the killed worker ran twice, and not more
+    twice = {job_id for job_id, count in runs.items() if count > 1}
+    assert twice <= in_flight, twice - in_flight
+    assert max(runs.values()) <= 2
+    on_victim = {job_id for job_id, _, pid in rows if pid == killed.pid}
+    again = on_victim & twice
+
+    # the attempts lost with the worker are in the jobs' histories
+    by_id = {j.id: j for j in jobs}
+    for job_id in in_flight:
+        job = by_id[job_id]
+        assert job.lost == 1 and lost_on(job, killed.pid), job.history
+    assert all(lost_on(by_id[job_id], killed.pid) for job_id in again)
+    assert sum(j.lost for j in jobs) == len(in_flight)
+
+    for worker in healthy:
+        assert worker.poll() is None, processes.output(worker)
+    figures = {
+        "jobs": len(ids),
+        "in_flight_on_the_killed_worker": len(in_flight),
+        "ran_there_and_again": len(again),
+        "executions": len(rows),
+        "lost_attempts_recorded": sum(j.lost for j in jobs),
+    }
+    print("kill figures:", json.dumps(figures))
 
 
 def counts(store: Store) -> dict[JobState, int]:

@@ -19,7 +19,6 @@ lost, and nothing runs twice.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -37,12 +36,13 @@ from conformance.support import WORKER, claim_one, get, lease, new_job
 from helpers import held_by, wait_for
 from integration.crash_runs import (
     all_succeeded,
+    check_after_a_kill,
     executions,
     producer,
+    ran_on,
     ride_out_a_crash,
     send_records,
 )
-from integration.test_postgres_faults import lost_on, ran_on
 from mariadb_server import IN_CI, MariaDB, mariadb_server
 from procs import Processes
 from rota.errors import StoreUnavailable
@@ -171,40 +171,7 @@ def test_three_workers_survive_a_kill(
 
     wait_for(lambda: all_succeeded(mstore, n), 90, 0.25, "every job to succeed")
 
-    # nothing lost: every job succeeded with its own result and ran at least once
-    jobs = [j for j in mstore.get_jobs(list(ids)) if j is not None]
-    assert len(jobs) == n
-    assert {j.state for j in jobs} == {JobState.SUCCEEDED}
-    assert all(j.result == ids[j.id] for j in jobs)
-    rows = executions(log)
-    runs = Counter(job_id for job_id, _, _ in rows)
-    assert set(runs) == set(ids)
-
-    # only the jobs in flight on the killed worker ran twice, and not more
-    twice = {job_id for job_id, count in runs.items() if count > 1}
-    assert twice <= in_flight, twice - in_flight
-    assert max(runs.values()) <= 2
-    on_victim = {job_id for job_id, _, pid in rows if pid == killed.pid}
-    again = on_victim & twice
-
-    # the attempts lost with the worker are in the jobs' histories
-    by_id = {j.id: j for j in jobs}
-    for job_id in in_flight:
-        job = by_id[job_id]
-        assert job.lost == 1 and lost_on(job, killed.pid), job.history
-    assert all(lost_on(by_id[job_id], killed.pid) for job_id in again)
-    assert sum(j.lost for j in jobs) == len(in_flight)
-
-    for worker in healthy:
-        assert worker.poll() is None, processes.output(worker)
-    figures = {
-        "jobs": n,
-        "in_flight_on_the_killed_worker": len(in_flight),
-        "ran_there_and_again": len(again),
-        "executions": len(rows),
-        "lost_attempts_recorded": sum(j.lost for j in jobs),
-    }
-    print("kill figures:", json.dumps(figures))
+    check_after_a_kill(mstore, ids, log, killed, in_flight, healthy, processes)
     assert time.monotonic() - started < 60
 
 

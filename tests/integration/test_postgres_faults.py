@@ -14,7 +14,6 @@ neither loses nor repeats the change.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -29,14 +28,16 @@ from conformance.support import claim_one, get, lease, new_job
 from helpers import held_by, wait_for
 from integration.crash_runs import (
     all_succeeded,
+    check_after_a_kill,
     executions,
     producer,
+    ran_on,
     ride_out_a_crash,
     send_records,
 )
 from pg_cluster import PgCluster, pg_cluster
 from procs import Processes
-from rota.models import Job, JobState, Outcome
+from rota.models import JobState, Outcome
 from rota.stores import Store, open_store
 
 pytest.importorskip("psycopg")
@@ -63,10 +64,6 @@ def pstore(pg_url: str) -> Iterator[Store]:
     store.close()
 
 
-def ran_on(log: Path, pid: int) -> int:
-    return sum(1 for _, _, p in executions(log) if p == pid)
-
-
 def backends(cluster: PgCluster, app_name: str) -> list[int]:
     """Server pids of the connections that ``app_name`` holds."""
     out = cluster.psql(
@@ -83,11 +80,6 @@ def listening(cluster: PgCluster, app_name: str) -> bool:
         f"application_name = '{app_name}' AND query LIKE 'LISTEN %'"
     )
     return int(out) > 0
-
-
-def lost_on(job: Job, pid: int) -> bool:
-    """Whether ``job``'s history records an attempt lost on worker process ``pid``."""
-    return any(h["event"] == "lost" and f"-{pid}-" in str(h.get("worker")) for h in job.history)
 
 
 def outage_lines(output: str) -> list[str]:
@@ -122,48 +114,13 @@ def test_three_workers_survive_a_kill(
     # its last statement, if any, ends once the server sees the connection gone
     wait_for(lambda: not backends(pg_cluster, "rota-killed"), 10, 0.05, "its connections to end")
     # its jobs still leased to it; on a slow machine some leases may already
-    # have run out and been recovered by then: they are added from their
-    # histories below
+    # have run out and been recovered by then: check_after_a_kill adds them
+    # from their histories
     in_flight = held_by(pstore, killed.pid)
 
     wait_for(lambda: all_succeeded(pstore, n), 90, 0.25, "every job to succeed")
 
-    # nothing lost: every job succeeded with its own result and ran at least once
-    jobs = [j for j in pstore.get_jobs(list(ids)) if j is not None]
-    in_flight |= {j.id for j in jobs if lost_on(j, killed.pid)}
-    assert in_flight, "the killed worker held no job"
-    assert len(jobs) == n
-    assert {j.state for j in jobs} == {JobState.SUCCEEDED}
-    assert all(j.result == ids[j.id] for j in jobs)
-    rows = executions(log)
-    runs = Counter(job_id for job_id, _, _ in rows)
-    assert set(runs) == set(ids)
-
-    # only the jobs in flight on the killed worker ran twice, and not more
-    twice = {job_id for job_id, count in runs.items() if count > 1}
-    assert twice <= in_flight, twice - in_flight
-    assert max(runs.values()) <= 2
-    on_victim = {job_id for job_id, _, pid in rows if pid == killed.pid}
-    again = on_victim & twice
-
-    # the attempts lost with the worker are in the jobs' histories
-    by_id = {j.id: j for j in jobs}
-    for job_id in in_flight:
-        job = by_id[job_id]
-        assert job.lost == 1 and lost_on(job, killed.pid), job.history
-    assert all(lost_on(by_id[job_id], killed.pid) for job_id in again)
-    assert sum(j.lost for j in jobs) == len(in_flight)
-
-    for worker in healthy:
-        assert worker.poll() is None, processes.output(worker)
-    figures = {
-        "jobs": n,
-        "in_flight_on_the_killed_worker": len(in_flight),
-        "ran_there_and_again": len(again),
-        "executions": len(rows),
-        "lost_attempts_recorded": sum(j.lost for j in jobs),
-    }
-    print("kill figures:", json.dumps(figures))
+    check_after_a_kill(pstore, ids, log, killed, in_flight, healthy, processes)
     assert time.monotonic() - started < 120
 
 
