@@ -1,10 +1,12 @@
 """The commands' log handler writes a batch's job lines in one write, keeps
-the order of every record, and survives a stream that is gone."""
+the order of every record, survives a stream that is gone, and leaves a
+forked child none of its held lines."""
 
 from __future__ import annotations
 
 import io
 import logging
+import os
 import threading
 from collections.abc import Iterator
 
@@ -113,3 +115,24 @@ def test_the_worker_commands_log_through_it() -> None:
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+def test_a_child_forked_during_a_batch_does_not_write_the_parents_lines(
+    logged: tuple[logging.Logger, _Writes],
+) -> None:
+    logger, stream = logged
+    handler = logger.handlers[0]
+    assert isinstance(handler, joblog.BatchHandler)
+    read, write = os.pipe()
+    with joblog.batch():
+        logger.info("the parent's")
+        pid = os.fork()
+        if pid == 0:  # the child: what its handler still holds, through the pipe
+            os.write(write, str(len(handler._held)).encode())
+            os._exit(0)
+    os.close(write)
+    held_in_child = os.read(read, 16)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert held_in_child == b"0"
+    assert stream.getvalue() == "the parent's\n"

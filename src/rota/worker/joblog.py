@@ -151,6 +151,15 @@ class BatchHandler(logging.StreamHandler[TextIO]):
                 super().flush()
 
 
+def _drop_held_in_child() -> None:
+    # a child forked during a batch would write the parent's lines again
+    for handler in list(_batch_handlers):
+        handler._held = []
+
+
+os.register_at_fork(after_in_child=_drop_held_in_child)
+
+
 class TextFormatter(logging.Formatter):
     """rota's text lines: time, level, logger, message. The time's text is
     made once per second (``Formatter.formatTime`` makes it on every line)."""
