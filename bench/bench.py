@@ -154,7 +154,7 @@ def _pause(first: tuple[int, float, float, float | None] | None, done: int, tota
     """Seconds until the next look at the counts: a tenth of the time the jobs
     left should take at the rate so far, from 10 ms to 0.2 s. A look counts
     the store's jobs by state, which costs more the more jobs it holds (every
-    10 ms, a quarter of a core or more beside a drain of 400,000 SQLite jobs)."""
+    10 ms, about half a core beside a drain of 400,000 SQLite jobs)."""
     if first is None or done <= first[0]:
         return 0.01
     rate = (done - first[0]) / max(time.perf_counter() - first[2], 1e-9)
