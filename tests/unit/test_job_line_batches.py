@@ -16,15 +16,19 @@ from rota.worker import joblog
 
 
 class _Writes(io.StringIO):
-    """A text stream that keeps each write apart."""
+    """A text stream that keeps each write apart and counts its flushes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[str] = []
+        self.flushes = 0
 
     def write(self, text: str) -> int:
         self.writes.append(text)
         return super().write(text)
+
+    def flush(self) -> None:
+        self.flushes += 1
 
 
 @pytest.fixture
@@ -60,6 +64,16 @@ def test_the_lines_of_a_batch_are_written_together_when_it_ends(
             logger.info("line %d", n)
         assert stream.writes == []  # held
     assert stream.writes == ["line 0\nline 1\nline 2\n"]
+
+
+def test_a_batch_that_logs_nothing_writes_and_flushes_nothing(
+    logged: tuple[logging.Logger, _Writes],
+) -> None:
+    logger, stream = logged
+    logger.setLevel(logging.WARNING)  # job lines off, as with --quiet
+    with joblog.batch():
+        logger.info("not logged")
+    assert stream.writes == [] and stream.flushes == 0
 
 
 def test_another_threads_record_comes_after_the_lines_held_before_it(

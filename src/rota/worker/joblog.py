@@ -116,7 +116,8 @@ def batch() -> Iterator[None]:
     finally:
         _batching.on = False
         for handler in list(_batch_handlers):
-            handler.flush()
+            if handler.holds_lines():  # (none when job lines are off)
+                handler.flush()
 
 
 class BatchHandler(logging.StreamHandler[TextIO]):
@@ -128,6 +129,10 @@ class BatchHandler(logging.StreamHandler[TextIO]):
         super().__init__(stream)
         self._held: list[str] = []
         _batch_handlers.add(self)
+
+    def holds_lines(self) -> bool:
+        """Whether lines wait to be written."""
+        return bool(self._held)
 
     def emit(self, record: logging.LogRecord) -> None:
         """Hold the record's line in a batch; write it (and those held) otherwise."""
