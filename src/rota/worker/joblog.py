@@ -162,7 +162,8 @@ def _drop_held_in_child() -> None:
         handler._held = []
 
 
-os.register_at_fork(after_in_child=_drop_held_in_child)
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_drop_held_in_child)
 
 
 class TextFormatter(logging.Formatter):
