@@ -29,12 +29,27 @@ def app_path() -> Callable[[str], str]:
 
 
 @pytest.fixture
-def commands_sender(url: str) -> Iterator[App]:
+def sender_of() -> Iterator[Callable[[str, str], App]]:
+    """``sender_of("faults", url)`` → the ``app`` of a fresh copy of the test
+    app ``apps/faults.py``, sending to the store at ``url``; every app made so
+    is closed at teardown."""
+    made: list[App] = []
+
+    def sender(name: str, url: str) -> App:
+        app: App = load_test_app(name).app
+        app.url = url
+        made.append(app)
+        return app
+
+    yield sender
+    for app in made:
+        app.close()
+
+
+@pytest.fixture
+def commands_sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The command tasks' test app (apps/commands.py), sending to the test's store."""
-    app: App = load_test_app("commands").app
-    app.url = url
-    yield app
-    app.close()
+    return sender_of("commands", url)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import load_test_app, wait_for
+from helpers import wait_for
 from procs import Processes, alive, pids_in, tree_started
 from rota import App, JobCancelled
 from rota.task import JobHandle
@@ -22,11 +22,9 @@ PROMPT = 5.0
 
 
 @pytest.fixture
-def sender(url: str) -> App:
+def sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The cancelling app, sending to the test's store."""
-    app: App = load_test_app("cancelling").app
-    app.url = url
-    return app
+    return sender_of("cancelling", url)
 
 
 @pytest.fixture

@@ -14,12 +14,10 @@ from typing import Any
 
 import pytest
 
-from helpers import wait_for
+from helpers import APPS, wait_for
 from procs import TREE_SIZE, Processes, alive, pids_in, tree_started
 from rota import App, JobFailed
 from rota.models import JobState
-
-APPS = Path(__file__).parent / "apps"
 
 
 def _worker(processes: Processes, url: str, *flags: str) -> subprocess.Popen[bytes]:

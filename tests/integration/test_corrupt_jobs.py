@@ -4,12 +4,12 @@ fails at once, every good job succeeds, and the worker keeps serving."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from backends import overwrite_job
-from helpers import load_test_app, wait_for
+from helpers import wait_for
 from procs import Processes
 from rota import App
 from rota.models import Job, JobState, WorkerInfo
@@ -26,12 +26,9 @@ CORRUPT = [
 
 
 @pytest.fixture
-def sender(url: str) -> Iterator[App]:
+def sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The faults app, sending to the test's store."""
-    app: App = load_test_app("faults").app
-    app.url = url
-    yield app
-    app.close()
+    return sender_of("faults", url)
 
 
 def finished(app: App, ids: list[str]) -> list[Job] | None:

@@ -31,12 +31,11 @@ import pytest
 
 from backends import drop_store, store_url
 from crawl_site import HostSpec, Request, Site, Target, serving
-from helpers import load_test_app, wait_for
+from helpers import APPS, load_test_app, wait_for
 from procs import Processes
 from rota.models import JobQuery, JobState
 from rota.stores import Store, open_store
 
-APPS = Path(__file__).parent / "apps"
 PER_HOST = 2  # the app's per_host
 RATE = 10.0  # the app's rate, fetches a second
 MAX_DEPTH = 6  # the app's max_depth

@@ -11,14 +11,12 @@ store's own: each ended attempt's history entry and each job's last claim.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from helpers import load_test_app, wait_for
 from procs import Processes
 from rota.models import JobState, QueueInfo
 from rota.stores import Store
 
-APPS = Path(__file__).parent / "apps"
 WORKERS, CONCURRENCY, JOBS = 2, 8, 100
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import load_test_app, wait_for
+from helpers import wait_for
 from procs import Processes
 from rota import App, JobFailed
 from rota.models import JobState
@@ -21,11 +21,9 @@ HANG_LONG = 30.0
 
 
 @pytest.fixture
-def sender(url: str) -> App:
+def sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The modes app, sending to the test's store."""
-    app: App = load_test_app("modes").app
-    app.url = url
-    return app
+    return sender_of("modes", url)
 
 
 def counts(store: Store) -> dict[JobState, int]:

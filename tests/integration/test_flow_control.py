@@ -22,12 +22,11 @@ from typing import Protocol
 
 import pytest
 
-from helpers import load_test_app, wait_for
+from helpers import APPS, load_test_app, wait_for
 from rota import App, Rate
 from rota.models import Job, JobQuery, JobState, LimitInfo
 from rota.stores import Store
 
-APPS = Path(__file__).parent / "apps"
 WORKERS = 3
 
 

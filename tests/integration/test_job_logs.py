@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from helpers import load_test_app, wait_for
+from helpers import wait_for
 from procs import ROTA, Processes
 from rota import App
 from rota.models import JobState
 
-APPS = Path(__file__).parent / "apps"
-
 
 @pytest.fixture
-def sender(url: str) -> Iterator[App]:
+def sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The logging test app, sending to the test's store."""
-    app: App = load_test_app("logging_app").app
-    app.url = url
-    yield app
-    app.close()
+    return sender_of("logging_app", url)
 
 
 def start_worker(

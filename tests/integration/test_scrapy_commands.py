@@ -15,18 +15,17 @@ job fails naming the timeout.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from crawl_site import HostSpec, serving
-from helpers import load_test_app, wait_for
+from helpers import APPS, wait_for
 from procs import Processes
 from rota import App
 from rota.models import JobState
 
-APPS = Path(__file__).parent / "apps"
 CAP = 2  # the apps' Limit("spiders", 2)
 SPIDERS = 5
 
@@ -41,12 +40,9 @@ def tree(label: str, n: int) -> dict[str, list[tuple[str, str]]]:
 
 
 @pytest.fixture
-def sender(tmp_path: Path) -> Iterator[App]:
+def sender(sender_of: Callable[[str, str], App], tmp_path: Path) -> App:
     """The spiders app, sending to a fresh SQLite store."""
-    app: App = load_test_app("scrapy_commands").app
-    app.url = f"sqlite:///{tmp_path / 'rota.db'}"
-    yield app
-    app.close()
+    return sender_of("scrapy_commands", f"sqlite:///{tmp_path / 'rota.db'}")
 
 
 def worker(processes: Processes, app: App, counted: Path) -> subprocess.Popen[bytes]:

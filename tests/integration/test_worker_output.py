@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from helpers import load_test_app, wait_for
+from helpers import wait_for
 from procs import Processes
 from rota import App, JobFailed
 from rota.models import JobState
@@ -20,11 +20,9 @@ BANNER = "rota worker: "
 
 
 @pytest.fixture
-def sender(url: str) -> App:
+def sender(sender_of: Callable[[str, str], App], url: str) -> App:
     """The joblines app, sending to the test's store."""
-    app: App = load_test_app("joblines").app
-    app.url = url
-    return app
+    return sender_of("joblines", url)
 
 
 def _run_jobs(
