@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -61,15 +60,20 @@ def _run(callback: Callable[[], object]) -> None:
         _log.exception("a cancel callback failed")
 
 
-#: The cancel signal of each attempt whose context is alive in this process, by
-#: its claim's token (a worker stalled past a lease may run two attempts of a job).
-_signals: weakref.WeakValueDictionary[str, CancelSignal] = weakref.WeakValueDictionary()
+#: The cancel signal of each attempt running in this process, by its claim's
+#: token (a worker stalled past a lease may run two attempts of a job).
+_signals: dict[str, CancelSignal] = {}
 
 
 def track_attempt(token: str, ctx: JobContext) -> None:
     """Let :func:`cancel_running` reach ``ctx``, the context of the attempt
-    whose claim holds ``token``, while the context lives."""
+    whose claim holds ``token``, until :func:`untrack_attempt`."""
     _signals[token] = ctx.cancel_signal
+
+
+def untrack_attempt(token: str) -> None:
+    """The attempt whose claim holds ``token`` returned: nothing is left to cancel."""
+    _signals.pop(token, None)
 
 
 def cancel_running(token: str) -> bool:

@@ -10,6 +10,7 @@ import pytest
 
 from claims import Claims
 from rota import App
+from rota.context import cancel_running, current_job
 from rota.models import ClaimedJob
 from rota.worker import runner
 from rota.worker.executors import ThreadExecutor
@@ -80,3 +81,28 @@ def test_a_thread_slot_survives_a_task_that_exits_and_runs_the_next_job() -> Non
     assert first[1].error == "internal error in a thread slot: SystemExit: 2"
     assert second == ("after", Result(True, result=b"1"))
     assert pool.busy() == 0
+
+
+@app.task(name="cancel_self")
+def cancel_self() -> bool:
+    assert cancel_running("t"), "the running attempt is reachable by its token"
+    return current_job().cancelled
+
+
+@app.task(name="cancel_self_then_fail")
+def cancel_self_then_fail() -> None:
+    assert cancel_running("t")
+    raise ValueError("after the cancel")
+
+
+@pytest.mark.parametrize(
+    ("task", "ok"), [("cancel_self", True), ("cancel_self_then_fail", False), ("missing", False)]
+)
+def test_an_attempt_is_reachable_by_its_token_while_it_runs_and_forgotten_after(
+    task: str, ok: bool
+) -> None:
+    result = runner.run_sync(app, job("c", task=task, payload=b"{}"))
+    assert result.ok is ok, result.error
+    if ok:
+        assert result.result == b"true", "the task saw its own cancel"
+    assert cancel_running("t") is False, "nothing of the attempt is left to cancel"

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from rota.commands import COMMAND_TASK
-from rota.context import reset_current, set_current
+from rota.context import set_current
 from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
 from rota.worker import joblogs, runner
@@ -620,8 +620,7 @@ class AsyncExecutor(Executor):
         except Exception as exc:
             return runner.failure(exc)
         finally:
-            reset_current(token)
-            joblogs.end(ctx)
+            runner.end_attempt(job, ctx, token)
 
     def stop(self) -> None:
         async def cancel_all() -> None:

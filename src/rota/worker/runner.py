@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
-from rota.context import JobContext, reset_current, set_current, track_attempt
+from rota.context import JobContext, reset_current, set_current, track_attempt, untrack_attempt
 from rota.errors import CorruptJob, Snooze, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import RetryPolicy, error_kind
@@ -29,7 +29,7 @@ _task_logger = functools.cache(log.getChild)  # one lookup per task name
 _worker_log = logging.getLogger("rota.worker")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Result:
     """What one attempt produced, before it becomes an :class:`Outcome`."""
 
@@ -65,6 +65,14 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
     )
     track_attempt(job.token, ctx)
     return task.fn, args, kwargs, ctx
+
+
+def end_attempt(job: ClaimedJob, ctx: JobContext, current: object) -> None:
+    """Undo what :func:`prepare` and ``set_current`` (which returned ``current``)
+    set up, and store the rest of the attempt's log: call once the task returned."""
+    reset_current(current)
+    untrack_attempt(job.token)
+    joblogs.end(ctx)
 
 
 def refusal(job: ClaimedJob, exc: UnknownTask | CorruptJob) -> Result:
@@ -130,8 +138,7 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     except Exception as exc:
         return failure(exc)
     finally:
-        reset_current(token)
-        joblogs.end(ctx)
+        end_attempt(job, ctx, token)
     return encode(value)
 
 
