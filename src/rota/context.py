@@ -87,9 +87,10 @@ def cancel_running(token: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobContext:
-    """The job a task is running for."""
+    """The job a task is running for (to read: the worker makes one per attempt
+    and changes nothing in it while the task runs)."""
 
     id: str
     task: str

@@ -133,7 +133,7 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     token = set_current(ctx)
     try:
         value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
+        if value is not None and inspect.isawaitable(value):
             value = asyncio.run(_await(value))
     except Exception as exc:
         return failure(exc)

@@ -92,7 +92,7 @@ _LOST_LEASE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Done:
     """A finished attempt waiting to be reported: its outcome, the job, and how
     long it ran."""
