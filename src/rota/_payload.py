@@ -34,8 +34,8 @@ def decode(job_id: str, data: bytes | str | None) -> tuple[list[Any], dict[str, 
         raise CorruptJob(job_id, f"not UTF-8 JSON ({exc}): {_excerpt(data)}") from None
     if not isinstance(value, dict):
         raise CorruptJob(job_id, f"expected a JSON object, got {_kind(value)}: {_excerpt(data)}")
-    unknown = sorted(set(value) - _KEYS)
-    if unknown:
+    if not _KEYS.issuperset(value):
+        unknown = sorted(set(value) - _KEYS)
         raise CorruptJob(job_id, f"unexpected keys {unknown}; only 'args' and 'kwargs' are allowed")
     args = value.get("args", [])
     kwargs = value.get("kwargs", {})
