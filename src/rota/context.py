@@ -89,8 +89,8 @@ def cancel_running(token: str) -> bool:
 
 @dataclass(slots=True)
 class JobContext:
-    """The job a task is running for (to read: the worker makes one per attempt
-    and changes nothing in it while the task runs)."""
+    """The job a task is running for, to be read: the worker makes one per
+    attempt (a plain record, not a frozen one, as that costs every job)."""
 
     id: str
     task: str

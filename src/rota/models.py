@@ -2,9 +2,9 @@
 
 A store returns them and nobody mutates them. Most are frozen dataclasses;
 the two a worker makes for every job it runs (:class:`ClaimedJob`,
-:class:`Outcome`) are plain slotted ones, as setting each field of a frozen
-one goes through ``object.__setattr__`` and costs a short job more than the
-rest of its record.
+:class:`Outcome`) are plain slotted ones: a frozen dataclass sets each field
+through ``object.__setattr__``, a cost every short job paid
+(docs/performance.md, "A job's records made plainly").
 Times are seconds since the epoch on the store's clock (guarantee 3).
 """
 
