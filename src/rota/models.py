@@ -1,10 +1,11 @@
 """Values exchanged between the app, the worker, the web UI and the stores.
 
 A store returns them and nobody mutates them. Most are frozen dataclasses;
-the two a worker makes for every job it runs (:class:`ClaimedJob`,
-:class:`Outcome`) are plain slotted ones: a frozen dataclass sets each field
-through ``object.__setattr__``, a cost every short job paid
-(docs/performance.md, "A job's records made plainly").
+the two made for every job a worker runs (:class:`ClaimedJob`, which its
+claim returns, and :class:`Outcome`, which it reports) are plain slotted
+ones: a frozen dataclass sets each field through ``object.__setattr__``, a
+cost every short job paid (docs/performance.md, "A job's records made
+plainly").
 Times are seconds since the epoch on the store's clock (guarantee 3).
 """
 
