@@ -105,8 +105,9 @@ end
 function L.fields(key, names)
   local values = redis.call('HMGET', key, unpack(names))
   local t = {}
-  for i, name in ipairs(names) do
-    if values[i] then t[name] = values[i] end
+  for i = 1, #names do -- (a numeric for: ipairs calls a C function per step)
+    local v = values[i]
+    if v then t[names[i]] = v end
   end
   return t
 end

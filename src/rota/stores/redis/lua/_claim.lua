@@ -172,6 +172,10 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
 
   local clocks, emptied, saved, out = {}, {}, {}, {}
   local started = L.fmt(now)
+  -- a lease's expiry as a string, made once per lease duration: Redis
+  -- formats each number passed to redis.call with 17 digits (a few thousand
+  -- instructions; expires went to HSET and to the leases' ZADD per job)
+  local expiry = {}
   local idx = L.batch()
   -- the stored fields of L.CLAIMED (id, token and started_at are known here), and seq
   local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
@@ -191,10 +195,14 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
     local v = fetched[i]
     local seq = v[13]
     local token = token_base .. ':' .. seq
-    local expires = now + v.lease
+    local expires = expiry[v.lease]
+    if not expires then
+      expires = L.fmt(now + v.lease)
+      expiry[v.lease] = expires
+    end
     local attempt = v[4] + 1
-    redis.call('HSET', jkey, 'state', 'running', 'attempt', attempt, 'owner', worker,
-               'token', token, 'expires', expires, 'started_at', started)
+    redis.call('HSET', jkey, 'state', 'running', 'attempt', string.format('%d', attempt),
+               'owner', worker, 'token', token, 'expires', expires, 'started_at', started)
     if not v.same then redis.call('HSET', jkey, 'lease', v[7]) end
     local n = #out
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]

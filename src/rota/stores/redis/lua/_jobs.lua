@@ -298,6 +298,21 @@ function L.stats_field(ok, queue, task)
   return (ok and 's' or 'f') .. #queue .. ':' .. queue .. task
 end
 
+-- finish.lua's outcome flags by their string: five "1"/"0" for ok, has a
+-- result, has an error, has a traceback and snooze, as booleans. Every valid
+-- string is a key: an outcome's flags are looked up, not parsed.
+L.OUTCOME_FLAGS = {}
+for n = 0, 31 do -- (operators only: `math` is not reachable while Redis loads this)
+  local key, bits, rest = '', {}, n
+  for k = 5, 1, -1 do
+    bits[k] = rest % 2 == 1
+    rest = (rest - rest % 2) / 2
+  end
+  for k = 1, 5 do key = key .. (bits[k] and '1' or '0') end
+  L.OUTCOME_FLAGS[key] = {ok = bits[1], result = bits[2], err = bits[3], tb = bits[4],
+                          snooze = bits[5]}
+end
+
 -- The stats hash field of a failed attempt after which the job runs again.
 function L.retried_field(queue, task)
   return 'r' .. #queue .. ':' .. queue .. task

@@ -39,11 +39,10 @@ for i = 2, #ARGV, 7 do
   check_str(ARGV[i], 'job id')
   local token, flags, retry_in = ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
   if token == '' then check_str(token, of(i) .. 'token') end
-  if not string.match(flags, '^[01][01][01][01][01]$') then
-    refuse(of(i) .. 'flags must be five "0"/"1"', flags)
-  end
+  local f = L.OUTCOME_FLAGS[flags]
+  if not f then refuse(of(i) .. 'flags must be five "0"/"1"', flags) end
   if retry_in ~= '' then check_num(retry_in, of(i) .. 'retry_in', 0, MAX_SECONDS) end
-  if string.sub(flags, 5, 5) == '1' and (retry_in == '' or string.sub(flags, 1, 1) == '1') then
+  if f.snooze and (retry_in == '' or f.ok) then
     refuse(of(i) .. 'a snooze is a failure with retry_in', flags)
   end
 end
@@ -61,8 +60,21 @@ local idx = L.batch()
 local reply, counts, wake, settle, hosts = {}, {}, {}, {}, {}
 local used_book = false
 
+-- queue -> task -> its stats fields {success, failure}: made once per call
+-- rather than joined anew for every outcome
+local stats_fields = {}
 local function count(queue, task, ok)
-  local field = L.stats_field(ok, queue, task)
+  local of_queue = stats_fields[queue]
+  if not of_queue then
+    of_queue = {}
+    stats_fields[queue] = of_queue
+  end
+  local pair = of_queue[task]
+  if not pair then
+    pair = {L.stats_field(true, queue, task), L.stats_field(false, queue, task)}
+    of_queue[task] = pair
+  end
+  local field = ok and pair[1] or pair[2]
   counts[field] = (counts[field] or 0) + 1
 end
 
@@ -96,13 +108,14 @@ for i = 2, #ARGV, 7 do
     end
   else
     reply[#reply + 1] = 1
-    local ok = string.sub(flags, 1, 1) == '1'
+    local f = L.OUTCOME_FLAGS[flags]
+    local ok = f.ok
     -- false stands for None (L.put deletes the field)
-    local result = string.sub(flags, 2, 2) == '1' and ARGV[i + 3]
-    local err = string.sub(flags, 3, 3) == '1' and ARGV[i + 4]
-    local tb = string.sub(flags, 4, 4) == '1' and ARGV[i + 5]
+    local result = f.result and ARGV[i + 3]
+    local err = f.err and ARGV[i + 4]
+    local tb = f.tb and ARGV[i + 5]
     local retry_in = L.opt(ARGV[i + 6])
-    local snooze = string.sub(flags, 5, 5) == '1'
+    local snooze = f.snooze
     idx.rem(S.leases, id)
     if not snooze then count(job.queue, job.task, ok) end
     if job.limits then
@@ -131,7 +144,7 @@ for i = 2, #ARGV, 7 do
       end
       L.put(jkey, fields)
       idx.move(id, job.queue, job.seq, 'running', 'succeeded')
-      idx.add(S.finished, now, id)
+      idx.add(S.finished, stamp, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
     else
       for name, v in pairs(L.job_fields(jkey, MORE)) do job[name] = v end
@@ -147,7 +160,7 @@ for i = 2, #ARGV, 7 do
         L.put(jkey, {'state', 'failed', 'error', err, 'traceback', tb, 'finished_at', stamp,
                      'history', L.append_json(job.history, entry), unpack(LEASE_ENDS)})
         idx.move(id, job.queue, job.seq, 'running', 'failed')
-        idx.add(S.finished, now, id)
+        idx.add(S.finished, stamp, id)
         if job.ukey then settle[#settle + 1] = {id, job, false} end
       end
     end
