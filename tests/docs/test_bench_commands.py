@@ -7,8 +7,11 @@ no longer starts or no longer prints its figures fails in CI.
 
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,6 +65,7 @@ COMMANDS = [
         "bench/backlog.py --stores sqlite --backlog scheduled --sizes 0,1000 --jobs 200 --runs 1",
         "scheduled backlog",
     ),
+    ("bench/redis_peers/script_cost.py --url {redis} --jobs 200", "µs of server time per job"),
 ]
 
 
@@ -83,3 +87,62 @@ def test_benchmark_runs_small(command: str, figure: str, tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert figure in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_script_cost_counts_instructions_under_callgrind(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "out"
+    server = subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            "redis-server",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            subprocess.run(
+                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
+            ).stdout.strip()
+            != "PONG"
+        ):
+            assert time.monotonic() < deadline, "redis-server under valgrind did not start"
+            time.sleep(0.2)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "bench/redis_peers/script_cost.py",
+                "--url",
+                f"redis://127.0.0.1:{port}/0",
+                "--jobs",
+                "100",
+                "--callgrind",
+                str(server.pid),
+                str(out),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    claim, finish = (float(line.split()[1].replace(",", "")) for line in done.stdout.splitlines())
+    assert claim > 1000 and finish > 1000, done.stdout  # thousands of instructions per job

@@ -1,0 +1,113 @@
+"""What the claim and finish scripts cost the Redis server per job.
+
+Sends N no-op jobs, then claims them all BATCH at a time and finishes them
+BATCH at a time, through the store protocol in one process. Prints the
+server's time per job of each script from ``SLOWLOG`` (every call logged
+while it runs; the median call divided by BATCH). With ``--callgrind``, the
+server is a ``redis-server`` run under ``valgrind --tool=callgrind`` and
+the script prints the instructions the server ran per job in each phase
+instead: a count that does not drift with the machine's speed, so two
+versions of the scripts compare in one run each.
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/out \\
+        redis-server --port 6390 --save '' --appendonly no &
+    .venv/bin/python bench/redis_peers/script_cost.py \\
+        --url redis://127.0.0.1:6390/0 --callgrind $! /tmp/cg/out
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import redis
+
+from rota.models import ClaimedJob, NewJob, Outcome
+from rota.stores import open_store
+
+
+def instructions(pid: str, out_file: str) -> Callable[[], int]:
+    """A reading of the instructions a callgrind-run server (valgrind's
+    ``pid``) ran since the previous reading: each reading dumps the profile
+    (``OUT_FILE.N``) and zeroes it."""
+    path = Path(out_file)
+
+    def reading() -> int:
+        before = set(path.parent.glob(f"{path.name}.*"))
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        (dump,) = set(path.parent.glob(f"{path.name}.*")) - before
+        for line in dump.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+        raise SystemExit(f"{dump}: no totals")
+
+    return reading
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument(
+        "--callgrind",
+        nargs=2,
+        metavar=("PID", "OUT_FILE"),
+        help="valgrind's process and the server's --callgrind-out-file",
+    )
+    args = parser.parse_args()
+    namespace = f"bench-{uuid.uuid4().hex[:8]}"
+    store = open_store(args.url + ("&" if "?" in args.url else "?") + f"namespace={namespace}")
+    client = redis.Redis.from_url(args.url)
+    payload = orjson.dumps({"args": [], "kwargs": {}})
+    try:
+        for first in range(0, args.jobs, 1000):
+            count = min(1000, args.jobs - first)
+            store.enqueue(
+                [NewJob(uuid.uuid4().hex, "noop", "bench", payload) for _ in range(count)]
+            )
+        read = instructions(*args.callgrind) if args.callgrind else None
+        if read:
+            read()
+        else:
+            client.config_set("slowlog-max-len", 100_000)
+            client.config_set("slowlog-log-slower-than", 0)
+            client.slowlog_reset()
+        spent: dict[str, float] = {}
+        claimed: list[ClaimedJob] = []
+        while len(claimed) < args.jobs:
+            claimed += store.claim("bench-worker", ["bench"], args.batch)
+        if read:
+            spent["claim"] = read() / args.jobs
+        for first in range(0, args.jobs, args.batch):
+            batch = claimed[first : first + args.batch]
+            store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in batch])
+        if read:
+            spent["finish"] = read() / args.jobs
+            unit = "instructions"
+        else:
+            client.config_set("slowlog-log-slower-than", 10_000)
+            calls: dict[str, list[int]] = {}
+            for entry in client.slowlog_get(100_000):
+                words = entry["command"].split()
+                if words and words[0].upper() == b"FCALL":
+                    script = words[1].decode().rsplit("_", 1)[-1]
+                    calls.setdefault(script, []).append(entry["duration"])
+            spent = {name: statistics.median(calls[name]) / args.batch for name in calls}
+            unit = "µs of server time"
+        for name in ("claim", "finish"):
+            print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch})")
+    finally:
+        for key in client.scan_iter(match=f"{{rota:{namespace}}}:*", count=1000):
+            client.delete(key)
+        client.close()
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
