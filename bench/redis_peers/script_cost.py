@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,9 @@ import redis
 
 from rota.models import ClaimedJob, NewJob, Outcome
 from rota.stores import open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
+from _stores import drop, fresh_url
 
 
 def instructions(pid: str, out_file: str) -> Callable[[], int]:
@@ -61,8 +65,8 @@ def main() -> None:
         help="valgrind's process and the server's --callgrind-out-file",
     )
     args = parser.parse_args()
-    namespace = f"bench-{uuid.uuid4().hex[:8]}"
-    store = open_store(args.url + ("&" if "?" in args.url else "?") + f"namespace={namespace}")
+    url = fresh_url(args.url)
+    store = open_store(url)
     client = redis.Redis.from_url(args.url)
     payload = orjson.dumps({"args": [], "kwargs": {}})
     try:
@@ -103,10 +107,9 @@ def main() -> None:
         for name in ("claim", "finish"):
             print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch})")
     finally:
-        for key in client.scan_iter(match=f"{{rota:{namespace}}}:*", count=1000):
-            client.delete(key)
         client.close()
         store.close()
+        drop(url)
 
 
 if __name__ == "__main__":
