@@ -58,6 +58,13 @@ def moment(epoch: float) -> tuple[datetime, float]:
     return when, when.timestamp()
 
 
+def half_an_hour_ago(app: App) -> datetime:
+    """A start for every(3600) whose fires fall half an hour from now: one
+    anchored at the epoch fires on the hour, which a test due a second ago
+    straddles when it runs just after one."""
+    return datetime.fromtimestamp(app.store.now() - 1800, UTC)
+
+
 def jobs_of(app: App, name: str) -> list[Job]:
     jobs = app.store.list_jobs(JobQuery(schedule=name), limit=1000).jobs
     return sorted(jobs, key=lambda job: job.fire_time or 0.0)
@@ -197,7 +204,7 @@ def test_catch_up_is_capped_and_the_rest_dropped(app: App) -> None:
 def test_a_broken_schedule_is_skipped_and_the_others_still_fire(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app.schedule("good", "refresh", every(3600), args=("a",))
+    app.schedule("good", "refresh", every(3600, start=half_an_hour_ago(app)), args=("a",))
     backdate(app, "good", app.store.now() - 1)
     broken = replace(stored(app, "good"), name="broken", trigger={"type": "lunar"})
     app.store.upsert_schedule(broken)
@@ -213,7 +220,7 @@ def test_a_broken_schedule_is_skipped_and_the_others_still_fire(
 def test_a_broken_schedule_is_logged_once_and_retried_when_redefined(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app.schedule("good", "refresh", every(3600), args=("a",))
+    app.schedule("good", "refresh", every(3600, start=half_an_hour_ago(app)), args=("a",))
     due = app.store.now() - 1
     bad_options = replace(stored(app, "good"), name="bad", next_fire=due)
     app.store.upsert_schedule(replace(bad_options, job_options={"priority": "high"}))
