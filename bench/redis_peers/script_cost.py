@@ -68,6 +68,7 @@ def main() -> None:
     url = fresh_url(args.url)
     store = open_store(url)
     client = redis.Redis.from_url(args.url)
+    slowlog = client.config_get("slowlog-*")  # put back as found
     payload = orjson.dumps({"args": [], "kwargs": {}})
     try:
         for first in range(0, args.jobs, 1000):
@@ -95,7 +96,6 @@ def main() -> None:
             spent["finish"] = read() / args.jobs
             unit = "instructions"
         else:
-            client.config_set("slowlog-log-slower-than", 10_000)
             calls: dict[str, list[int]] = {}
             for entry in client.slowlog_get(100_000):
                 words = entry["command"].split()
@@ -107,6 +107,8 @@ def main() -> None:
         for name in ("claim", "finish"):
             print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch})")
     finally:
+        client.config_set("slowlog-log-slower-than", slowlog["slowlog-log-slower-than"])
+        client.config_set("slowlog-max-len", slowlog["slowlog-max-len"])
         client.close()
         store.close()
         drop(url)
