@@ -8,16 +8,17 @@ no longer starts or no longer prints its figures fails in CI.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from doc_blocks import ROOT
 
-from backends import MYSQL_URL, REDIS_URL, drop_store, store_url
+from backends import IN_CI, MYSQL_URL, REDIS_URL, drop_store, store_url
+from integration.redis_servers import PrivateRedis, private_redis
+
+__all__ = ["private_redis"]  # a fixture
 
 # (documented command, the figure its output must show); {sqlite}, {redis} and
 # {mysql} name a fresh SQLite file, the test Redis and the test MySQL server
@@ -89,60 +90,33 @@ def test_benchmark_runs_small(command: str, figure: str, tmp_path: Path) -> None
     assert figure in done.stdout, done.stdout
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_script_cost_counts_instructions_under_callgrind(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+def test_script_cost_counts_instructions_under_callgrind(
+    private_redis: type[PrivateRedis], tmp_path: Path
+) -> None:
+    if shutil.which("valgrind") is None:
+        if IN_CI:
+            pytest.fail("valgrind is not installed (CI=true: must not skip)")
+        pytest.skip("valgrind is not installed")
     out = tmp_path / "out"
-    server = subprocess.Popen(
+    server = private_redis(launcher=("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"))
+    assert server.proc is not None
+    done = subprocess.run(
         [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            "redis-server",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
+            sys.executable,
+            "bench/redis_peers/script_cost.py",
+            "--url",
+            f"redis://{server.address}/0",
+            "--jobs",
+            "100",
+            "--callgrind",
+            str(server.proc.pid),  # valgrind runs the server in its own process
+            str(out),
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    try:
-        deadline = time.monotonic() + 60
-        while (
-            subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            != "PONG"
-        ):
-            assert time.monotonic() < deadline, "redis-server under valgrind did not start"
-            time.sleep(0.2)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "bench/redis_peers/script_cost.py",
-                "--url",
-                f"redis://127.0.0.1:{port}/0",
-                "--jobs",
-                "100",
-                "--callgrind",
-                str(server.pid),
-                str(out),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        server.terminate()
-        server.wait(30)
     assert done.returncode == 0, done.stdout + done.stderr
     claim, finish = (float(line.split()[1].replace(",", "")) for line in done.stdout.splitlines())
     assert claim > 1000 and finish > 1000, done.stdout  # thousands of instructions per job

@@ -9,7 +9,7 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -29,11 +29,13 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    """A ``redis-server`` of this test, without persistence unless ``args`` say."""
+    """A ``redis-server`` of this test, without persistence unless ``args`` say;
+    run under ``launcher`` (a command and its options, e.g. valgrind's) if given."""
 
-    def __init__(self, workdir: Path, *args: str) -> None:
+    def __init__(self, workdir: Path, *args: str, launcher: Sequence[str] = ()) -> None:
         self.workdir = workdir
         self.args = ["--save", "", "--appendonly", "no", *args]
+        self.launcher = list(launcher)
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -46,7 +48,7 @@ class PrivateRedis:
             if IN_CI:
                 pytest.fail("redis-server is not installed (CI=true: must not skip)")
             pytest.skip("redis-server is not installed")
-        argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1"]
+        argv = [*self.launcher, REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1"]
         argv += ["--dir", str(self.workdir), *self.args]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2, password=self._password())
@@ -75,14 +77,15 @@ class PrivateRedis:
 
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[type[PrivateRedis]]:
-    """``private_redis(*args)`` starts a redis-server; all are stopped at teardown."""
+    """``private_redis(*args, launcher=())`` starts a redis-server; all are
+    stopped at teardown."""
     started: list[PrivateRedis] = []
 
     class Started(PrivateRedis):
-        def __init__(self, *args: str) -> None:
+        def __init__(self, *args: str, launcher: Sequence[str] = ()) -> None:
             workdir = tmp_path / f"redis-{len(started)}"
             workdir.mkdir()
-            super().__init__(workdir, *args)
+            super().__init__(workdir, *args, launcher=launcher)
             started.append(self)
             self.start()
 
