@@ -17,6 +17,7 @@ from rota.cli._support import (
 )
 from rota.diagnose import HEARTBEAT_MAX, LOST_AFTER
 from rota.stores import redact_url
+from rota.worker.ahead import HOLD_MAX
 
 __all__ = ["worker"]
 
@@ -72,7 +73,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default=None,
     help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
     "brings several (released at shutdown). Default: as many as its slots free within "
-    "10 ms at its jobs' average run time, 32 at most (none while jobs are long).",
+    f"10 ms at its jobs' average run time, {HOLD_MAX} at most (none while jobs are long).",
 )
 @click.option(
     "--processes",
