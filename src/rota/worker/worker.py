@@ -79,12 +79,13 @@ log = logging.getLogger("rota.worker")
 
 _ACK_BATCH = 500
 #: Seconds an outcome may wait for others to share its report while more of
-#: the worker's jobs run (a lone job's outcome is reported at once). A report
-#: costs the worker and the store far more than one more outcome in it: with
-#: short jobs, 20 ms gives reports of about 40 outcomes where 5 ms gave 17, for
-#: about a tenth less CPU per job (docs/performance.md). The price: a busy
-#: worker's job shows as finished, and frees its concurrency slots, up to this
-#: long after it ends.
+#: the worker's jobs run or wait for a slot (with none left in flight, the
+#: report goes at once). A report costs the worker and the store far more
+#: than one more outcome in it: with short jobs that do a round trip, 20 ms
+#: gives reports of about 40 outcomes where 5 ms gave 17, and 5-10 % less CPU
+#: per job, workers and redis-server (docs/performance.md). The price: a busy
+#: worker's job shows as finished, and frees its concurrency slots, up to
+#: this long after it ends.
 _ACK_LINGER = 0.02
 _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: A side thread that ran this long before failing restarts after the first
