@@ -1,10 +1,12 @@
-"""What the peer comparisons (``bench/redis_peers``, ``bench/postgres_peers``)
-share: child processes that are always stopped, and a virtualenv per peer
+"""What the benchmarks share: child processes that are always stopped, rota's
+modules compiled as an installed package's are, and a virtualenv per peer
 under ``bench/.peers-venv/`` (never part of rota's environment)."""
 
 from __future__ import annotations
 
+import compileall
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -82,6 +84,22 @@ def ensure_venv(name: str, packages: Sequence[str]) -> None:
     pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", *packages]
     subprocess.run(pip, check=True, timeout=PIP_TIMEOUT)
     marker.write_text(wanted)
+
+
+def compile_rota() -> None:
+    """Write the bytecode of rota's modules, as installing a package does.
+
+    pip compiles the packages it installs (each peer's among them), but an
+    editable install of rota leaves its modules to be compiled at their first
+    import, which writes nothing where ``PYTHONDONTWRITEBYTECODE`` is set:
+    every worker would then compile rota's source as it starts (about 0.1 s
+    of a pool's start on a 2-core machine), which no installed copy does."""
+    spec = importlib.util.find_spec("rota")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("rota is not importable: run this with rota's environment")
+    for folder in spec.submodule_search_locations:
+        if not compileall.compile_dir(folder, quiet=1):
+            raise SystemExit(f"rota's modules under {folder} do not compile")
 
 
 def free_port() -> int:

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _peer_procs import (
     VENVS,
     BenchError,
+    compile_rota,
     ensure_venv,
     redis_server,
     spawn,
@@ -222,6 +223,7 @@ def main() -> None:
         parser.error(f"unknown systems: {args.systems}; expected some of {', '.join(SYSTEMS)}")
     if "scrapy" in systems:
         ensure_venv("scrapy", SCRAPY_PACKAGES)
+    compile_rota()  # (each peer's packages were compiled as pip installed them)
     stop_on_signals()
     logs = Path(tempfile.mkdtemp(prefix="rota-crawl-peers-"))
     print(f"process logs in {logs}", flush=True)

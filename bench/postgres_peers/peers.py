@@ -54,6 +54,7 @@ sys.path.insert(0, str(HERE.parent))
 from _peer_procs import (  # noqa: E402  (bench/, beside this folder)
     VENVS,
     BenchError,
+    compile_rota,
     ensure_venv,
     spawn,
     stop,
@@ -595,6 +596,7 @@ def main() -> None:
         args.io_concurrency, args.samples, args.gap, args.idle, args.timeout, logs, workloads,
     )  # fmt: skip
     outs = [Outcome(s) for s in SYSTEMS if s.name in names]
+    compile_rota()  # (each peer's packages were compiled as pip installed them)
     stop_on_signals()  # so that the finally below stops every child
     try:
         for out in outs:

@@ -64,6 +64,7 @@ sys.path.insert(0, str(HERE.parent))
 from _peer_procs import (  # noqa: E402  (bench/, beside this folder)
     VENVS,
     BenchError,
+    compile_rota,
     ensure_venv,
     spawn,
     stop,
@@ -1000,6 +1001,7 @@ def main() -> None:
     )  # fmt: skip
     profiles = PROFILES if args.profile == "both" else (args.profile,)
     outs = [Outcome(s, p) for p in profiles for s in SYSTEMS if s.name in names]
+    compile_rota()  # (each peer's packages were compiled as pip installed them)
     stop_on_signals()  # so that the finally below stops every child
     try:
         found: dict[str, dict[str, str]] = {}
