@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -82,18 +79,14 @@ def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) ->
     makes exactly one job. Loading APP runs its module, so schedules it
     defines with app.schedule(...) are created or updated first.
     """
+    from rota._signals import StopSignals
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
     app = cli.load_app(app_spec)
     engine = Scheduler(app, max_sleep=max_sleep)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = StopSignals()
+    stop.install()
     count = len(app.store.schedules())
     click.echo(f"rota scheduler: store {redact_url(app.url)}, {count} schedule(s)")
     engine.run(stop)

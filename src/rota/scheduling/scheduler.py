@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.models import NewJob, Schedule
@@ -77,6 +76,19 @@ class _Step:
     job: NewJob | None
 
 
+class StopFlag(Protocol):
+    """What :meth:`Scheduler.run` stops on: a :class:`threading.Event`, or the
+    stop signals of a process (``rota scheduler``)."""
+
+    def is_set(self) -> bool:
+        """Whether to stop."""
+        ...
+
+    def wait(self, timeout: float) -> object:
+        """Return once set, or after ``timeout`` seconds."""
+        ...
+
+
 class Scheduler:
     """Fires ``app``'s schedules. Any number may run, on any machines.
 
@@ -109,7 +121,7 @@ class Scheduler:
 
     # -- loop ------------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: StopFlag) -> None:
         """Fire schedules until ``stop`` is set.
 
         Sleeps until the nearest next fire, and at most ``max_sleep`` between

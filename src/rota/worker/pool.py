@@ -36,12 +36,12 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import NoReturn
+
+from rota._signals import StopSignals
 
 __all__ = ["POOL_CHILD", "WorkerPool", "child_argv"]
 
@@ -155,19 +155,17 @@ class WorkerPool:
         self.argv = list(argv)
         self.grace = grace
         self._children = [_Child(i) for i in range(processes)]
-        self._signals = 0
-        self._wake = threading.Event()
+        self._signals = StopSignals()
 
     def run(self) -> int:
         """Supervise until SIGTERM/SIGINT; return the exit status (1 if any
         child had to be killed)."""
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        self._signals.install()
         for child in self._children:
             self._start(child)
-        while not self._signals:
+        while not self._signals.is_set():
             self._reap_and_restart()
-            self._wake.wait(0.1)
+            self._signals.wait(0.1)
         return self._drain()
 
     def pids(self) -> list[int]:
@@ -190,7 +188,7 @@ class WorkerPool:
         now = time.monotonic()
         for child in self._children:
             if child.restart_at is not None:
-                if now >= child.restart_at and not self._signals:
+                if now >= child.restart_at and not self._signals.is_set():
                     self._start(child)
                 continue
             assert child.proc is not None
@@ -216,25 +214,20 @@ class WorkerPool:
         for proc in running:
             proc.send_signal(signal.SIGTERM)
         while any(p.poll() is None for p in running) and time.monotonic() < deadline:
-            if self._signals > 1:
+            if self._signals.received > 1:
                 log.warning(
                     "second signal: killing the children; their running jobs' leases will expire"
                 )
                 break
-            self._wake.wait(0.05)
-            self._wake.clear()
+            self._signals.wait(0.05)
         killed = [p for p in running if p.poll() is None]
         for proc in killed:
-            if self._signals == 1:
+            if self._signals.received == 1:
                 log.error("child pid %d still running after grace: killing it", proc.pid)
             proc.kill()
         for proc in running:
             proc.wait()
         return 1 if killed else 0
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        self._wake.set()
 
 
 def pool_main(argv: Sequence[str], processes: int, grace: float) -> None:

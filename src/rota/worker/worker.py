@@ -50,19 +50,18 @@ import logging
 import math
 import os
 import queue
-import signal
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import psutil
 
 from rota import _validate, commands
+from rota._signals import StopSignals
 from rota.context import cancel_running
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
@@ -214,7 +213,7 @@ class Worker:
         self._outcomes: queue.SimpleQueue[_Done | None] = queue.SimpleQueue()
         self._unacked: list[_Done] = []
         self._ack_closing = False
-        self._signals = 0
+        self._signals = StopSignals(on_repeat=self._on_repeated_signal)
         self._second_signal_exits = second_signal_exits
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._executor.may_start = self._may_start
@@ -226,8 +225,7 @@ class Worker:
     def run(self) -> None:
         """Work until stopped by a signal or :meth:`stop`; then shut down in order."""
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._on_signal)
-            signal.signal(signal.SIGINT, self._on_signal)
+            self._signals.install()
         store = self.app.store
         self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
@@ -248,8 +246,11 @@ class Worker:
         try:
             # Wait in steps: a signal the OS gives to another thread runs its
             # Python handler only once this thread runs again.
-            while not self._stopping.wait(0.5):
-                pass
+            while not self._stopping.is_set():
+                signum = self._signals.wait(0.5)
+                if signum is not None and not self._stopping.is_set():
+                    log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
+                    self.stop()
         finally:
             self._shutdown()
             store.remove_worker(self.id)
@@ -260,6 +261,7 @@ class Worker:
         """Ask the worker to shut down gracefully (thread-safe)."""
         self._stopping.set()
         self._slot_freed.set()
+        self._signals.wake()
 
     @property
     def running(self) -> int:
@@ -652,12 +654,10 @@ class Worker:
 
     # -- shutdown ----------------------------------------------------------------
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        if self._signals == 1:
-            log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
-            self.stop()
-        elif self._second_signal_exits:
+    def _on_repeated_signal(self, count: int) -> None:
+        # (in the signal handler, see rota._signals; the first one stops the
+        # worker from run's loop)
+        if self._second_signal_exits:
             log.warning("second signal: exiting now; leases of running jobs will expire")
             os._exit(1)
 

@@ -1,0 +1,64 @@
+"""Stop signals (SIGTERM, SIGINT) as requests the main thread waits for.
+
+Python runs a signal handler in the main thread between two bytecodes,
+wherever that thread is: also inside the locked section of the
+``threading`` primitive it is waiting on. A handler that sets a
+:class:`threading.Event` or takes a lock there waits for the very thread it
+interrupted, and a process asked to stop hangs instead (the :mod:`signal`
+module's documentation warns of it). :class:`StopSignals` only counts a
+signal and puts it in a :class:`queue.SimpleQueue`, whose ``put`` may
+interrupt the same thread's ``get`` safely; the main thread acts on it
+outside the handler.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+from collections.abc import Callable
+from types import FrameType
+
+__all__ = ["StopSignals"]
+
+
+class StopSignals:
+    """The stop signals a process received, and a wait for the next one.
+
+    ``on_repeat(count)`` runs in the handler itself from the second signal
+    on, for what cannot wait for the main thread (an exit at once); like
+    the handler, it must not take a lock the main thread may hold (the
+    :mod:`logging` module's locks are reentrant, and may be taken).
+    """
+
+    def __init__(self, on_repeat: Callable[[int], None] | None = None) -> None:
+        #: How many stop signals were received.
+        self.received = 0
+        self._on_repeat = on_repeat
+        self._inbox: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+
+    def install(self) -> None:
+        """Take SIGTERM and SIGINT from now on (from the main thread only)."""
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+
+    def is_set(self) -> bool:
+        """Whether a stop signal was received."""
+        return self.received > 0
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for a signal not waited for yet, or
+        for :meth:`wake`: the signal's number, or None."""
+        try:
+            return self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def wake(self) -> None:
+        """End the wait under way, or the next one, at once (from any thread)."""
+        self._inbox.put(None)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received += 1
+        self._inbox.put(signum)
+        if self.received > 1 and self._on_repeat is not None:
+            self._on_repeat(self.received)
