@@ -656,10 +656,13 @@ class Worker:
 
     def _on_repeated_signal(self, count: int) -> None:
         # (in the signal handler, see rota._signals; the first one stops the
-        # worker from run's loop)
+        # worker from run's loop). The line may fail where the signal caught
+        # this thread writing to the same stream; the exit happens anyway.
         if self._second_signal_exits:
-            log.warning("second signal: exiting now; leases of running jobs will expire")
-            os._exit(1)
+            try:
+                log.warning("second signal: exiting now; leases of running jobs will expire")
+            finally:
+                os._exit(1)
 
     def _shutdown(self) -> None:
         self.app.store.interrupt_waits()  # a claim waiting for work returns now
