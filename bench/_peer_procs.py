@@ -92,7 +92,7 @@ def compile_rota() -> None:
     pip compiles the packages it installs (each peer's among them), but an
     editable install of rota leaves its modules to be compiled at their first
     import, which writes nothing where ``PYTHONDONTWRITEBYTECODE`` is set:
-    every worker would then compile rota's source as it starts (about 0.1 s
+    every worker would then compile rota's source as it starts (0.05-0.1 s
     of a pool's start on a 2-core machine), which no installed copy does."""
     spec = importlib.util.find_spec("rota")
     if spec is None or not spec.submodule_search_locations:
