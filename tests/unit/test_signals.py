@@ -67,15 +67,14 @@ def test_the_second_signal_on_runs_the_repeat_hook_in_the_handler(
 # as fast as it can: a handler that set a threading.Event there would, sooner
 # or later, run inside the Event's own locked section and wait for itself.
 _STORM = """
-import os, signal, subprocess, sys, time
+import os, subprocess
 from rota._signals import StopSignals
 
 signals = StopSignals()
 signals.install()
-signal.signal(signal.SIGUSR1, signals._handle)
 pid = os.getpid()
 sender = subprocess.Popen(
-    ["sh", "-c", f"i=0; while [ $i -lt 3000 ]; do kill -USR1 {pid} || exit 0; i=$((i+1)); done"]
+    ["sh", "-c", f"i=0; while [ $i -lt 3000 ]; do kill -TERM {pid} || exit 0; i=$((i+1)); done"]
 )
 waits = 0
 while sender.poll() is None:

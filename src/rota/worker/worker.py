@@ -213,8 +213,8 @@ class Worker:
         self._outcomes: queue.SimpleQueue[_Done | None] = queue.SimpleQueue()
         self._unacked: list[_Done] = []
         self._ack_closing = False
-        self._signals = StopSignals(on_repeat=self._on_repeated_signal)
-        self._second_signal_exits = second_signal_exits
+        # (a pool's child takes a second signal as the first: its supervisor escalates)
+        self._signals = StopSignals(on_repeat=self._exit_now if second_signal_exits else None)
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._executor.may_start = self._may_start
         self._executor.short_jobs = self._ahead.short
@@ -654,15 +654,15 @@ class Worker:
 
     # -- shutdown ----------------------------------------------------------------
 
-    def _on_repeated_signal(self, count: int) -> None:
-        # (in the signal handler, see rota._signals; the first one stops the
-        # worker from run's loop). The line may fail where the signal caught
-        # this thread writing to the same stream; the exit happens anyway.
-        if self._second_signal_exits:
-            try:
-                log.warning("second signal: exiting now; leases of running jobs will expire")
-            finally:
-                os._exit(1)
+    def _exit_now(self, count: int) -> None:
+        # A second signal, in its handler (see rota._signals; the first one
+        # stops the worker from run's loop). The line may fail where the
+        # signal caught this thread writing to the same stream; the exit
+        # happens anyway.
+        try:
+            log.warning("second signal: exiting now; leases of running jobs will expire")
+        finally:
+            os._exit(1)
 
     def _shutdown(self) -> None:
         self.app.store.interrupt_waits()  # a claim waiting for work returns now
