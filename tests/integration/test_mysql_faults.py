@@ -338,7 +338,13 @@ def test_a_claim_whose_commit_is_cut_off_hands_the_job_over(
         # is recorded lost, and the job is claimed again
         assert get(cut_store, job_id).state is JobState.RUNNING
         wait_for(lambda: cut_store.recover() == [job_id], 10, 0.05, "the lease to run out")
-    job = claim_one(cut_store)
+    # (a cut request's transaction holds the job's row, skipped by claims,
+    # until the server sees its connection closed and rolls it back)
+    claimed = wait_for(
+        lambda: cut_store.claim(WORKER, ["default"], 1), 10, 0.05, "the job to be claimable"
+    )
+    assert len(claimed) == 1, claimed
+    job = claimed[0]
     assert job.id == job_id
     assert (job.attempt, job.lost) == ((2, 1) if COMMITTED[cut] else (1, 0))
     assert cut_store.extend([lease(job)]) == ["held"]
