@@ -147,3 +147,19 @@ def test_a_command_schedule_fires_under_rota_scheduler(
     wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
     _stop(worker)
     _stop(scheduler)
+
+
+def test_rota_run_with_commands_runs_a_command_schedule(
+    processes: Processes, url: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "plainapp.py"
+    source.write_text("from rota import App\n\napp = App()\n")  # commands not enabled
+    target = tmp_path / "ticks"
+    added = processes.rota(
+        "schedules", "add", "tick", "--url", url, "--every", "1", "--",
+        "sh", "-c", 'echo tick >> "$0"', str(target),
+    )  # fmt: skip
+    assert added.wait(timeout=30) == 0, processes.output(added)
+    run = processes.rota("run", f"{source}:app", "--url", url, "--no-web", "--commands")
+    wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
+    _stop(run)

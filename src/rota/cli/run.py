@@ -45,6 +45,14 @@ from rota.stores import redact_url
     help="Operator token for the dashboard (required off loopback).",
 )
 @click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
+@click.option(
+    "--commands",
+    "allow_commands",
+    is_flag=True,
+    help="Also run command-line jobs (rota send --cmd, rota schedules add -- CMD, the "
+    "dashboard's command forms): whoever can write to the store can then run commands "
+    "on this machine.",
+)
 @log_options
 @url_option
 @pass_state
@@ -58,6 +66,7 @@ def run(
     port: int,
     token: str | None,
     no_web: bool,
+    allow_commands: bool,
     quiet: bool,
     log_format: str,
 ) -> None:
@@ -70,6 +79,8 @@ def run(
 
     configure("info", quiet, log_format)
     app = state.load_app(app_spec)
+    if allow_commands:
+        app.enable_commands()
     names = resolve_queues(app, queues)
     worker = Worker(
         app, queues=names, concurrency=concurrency, mode=mode, scheduler=True, app_spec=app_spec

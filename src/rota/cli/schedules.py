@@ -317,8 +317,9 @@ def add(
     host: str | None,
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
-    job of the built-in rota.cmd task; any worker of any app runs it. Adding
-    a NAME that exists replaces it."""
+    job of the built-in rota.cmd task, which only workers started with
+    --commands (or of an App(commands=True)) run. Adding a NAME that exists
+    replaces it."""
     given = [
         flag
         for flag, value in (("--cron", cron_expr), ("--every", every_s), ("--at", at_time))
