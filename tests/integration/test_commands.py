@@ -6,6 +6,7 @@ ignores SIGTERM) is gone after its timeout and after its worker is stopped.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from helpers import APPS, wait_for
 from procs import TREE_SIZE, Processes, alive, pids_in, tree_started
 from rota import App, JobFailed
 from rota.models import JobState
+from rota.stores import open_store
 
 
 def _worker(processes: Processes, url: str, *flags: str) -> subprocess.Popen[bytes]:
@@ -149,17 +151,33 @@ def test_a_command_schedule_fires_under_rota_scheduler(
     _stop(scheduler)
 
 
-def test_rota_run_with_commands_runs_a_command_schedule(
+def test_rota_run_with_commands_retries_a_failed_command_schedule(
     processes: Processes, url: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "plainapp.py"
     source.write_text("from rota import App\n\napp = App()\n")  # commands not enabled
     target = tmp_path / "ticks"
+    # Fired by hand (run-now): its first run fails, its retry succeeds.
     added = processes.rota(
-        "schedules", "add", "tick", "--url", url, "--every", "1", "--",
-        "sh", "-c", 'echo tick >> "$0"', str(target),
+        "schedules", "add", "tick", "--url", url, "--at", "2099-01-01T00:00", "--retries", "2",
+        "--backoff", "0.1s,0.1s", "--",
+        "sh", "-c", 'echo tick >> "$0"; [ "$(wc -l < "$0")" -ne 1 ]', str(target),
     )  # fmt: skip
     assert added.wait(timeout=30) == 0, processes.output(added)
     run = processes.rota("run", f"{source}:app", "--url", url, "--no-web", "--commands")
-    wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
+    ran = processes.rota("schedules", "run-now", "tick", "--url", url)
+    assert ran.wait(timeout=30) == 0, processes.output(ran)
+    [job_id] = re.findall(r"^[0-9a-f]{32}$", processes.output(ran), re.MULTILINE)
+    store = open_store(url)
+    try:
+        wait_for(
+            lambda: (job := store.get_job(job_id)) is not None and job.state == JobState.SUCCEEDED,
+            timeout=30,
+            what="the command's retry to succeed",
+        )
+        job = store.get_job(job_id)
+        assert job is not None and job.attempt == 2
+    finally:
+        store.close()
+    assert target.read_text() == "tick\ntick\n"
     _stop(run)

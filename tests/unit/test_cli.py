@@ -956,3 +956,22 @@ def test_send_and_schedules_add_with_a_host(env: Env) -> None:
     refused = env.rota("send", env.app, "add", "--host", "", "1", "2")
     assert refused.exit_code == 2
     assert "host" in refused.output
+
+
+def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: Env) -> None:
+    added = env.rota(
+        "schedules", "add", "nightly", "--cron", "0 3 * * *", "--retries", "4",
+        "--backoff", "30s,1h", "--timeout", "15m", "--overlap", "skip", "-p", "7",
+        "--", "python", "crawl.py",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    [stored] = env.store.schedules()
+    assert (stored.overlap, stored.job_options["priority"]) == ("skip", 7)
+    assert stored.job_options["max_attempts"] == 5
+    assert json.loads(stored.job_options["retry"]) == {"backoff": [30.0, 3600.0]}
+    assert json.loads(stored.payload) == {
+        "args": [["python", "crawl.py"]],
+        "kwargs": {"timeout": 900.0},
+    }
+    shown = env.rota("schedules", "show", "nightly")
+    assert '"timeout": 900.0' in shown.stdout and "overlap    skip" in shown.stdout

@@ -127,6 +127,10 @@ def test_send_accepts_what_round_trips(cli: Cli) -> None:
     assert (job.args, job.kwargs) == ([1.5, [True, None]], {"k": "é"})
 
 
+#: ``rota schedules add`` of a command schedule, up to its options.
+ADD = ["schedules", "add", "s", "--every", "60"]
+
+
 @pytest.mark.parametrize(
     ("command", "fragments"),
     [
@@ -144,6 +148,24 @@ def test_send_accepts_what_round_trips(cli: Cli) -> None:
         (["schedules", "remove", "x\ny"], ["control characters"]),
         (["schedules", "run-now", ""], ["schedule name must be"]),
         (["schedules", "show", ""], ["schedule name must be"]),
+        ([*ADD, "--backoff", "1,2", "--", "true"], ["--backoff goes with --retries"]),
+        (
+            [*ADD, "--retries", "1", "--backoff", "5m,1m", "--", "true"],
+            ["'--backoff'", "the base (5m) is longer than the max (1m)"],
+        ),
+        (
+            [*ADD, "--retries", "1", "--backoff", "30s", "--", "true"],
+            ["'--backoff'", "give BASE,MAX (e.g. 30s,1h), not '30s'"],
+        ),
+        ([*ADD, "--retries", "-1", "--", "true"], ["'--retries'", "-1 is not in the range"]),
+        (
+            [*ADD, "--timeout", "soon", "--", "true"],
+            ["'--timeout'", "timeout 'soon' is not a duration"],
+        ),
+        (
+            [*ADD, "--overlap", "never", "--", "true"],
+            ["'--overlap'", "'never' is not one of 'allow', 'skip', 'queue'"],
+        ),
         (["jobs", "list", "--queue", ""], ["'--queue'", "queue must be a non-empty"]),
         (["jobs", "retry", "--failed", "--task", ""], ["'--task'", "task name must be"]),
         (["jobs", "export", "--queue", " x"], ["surrounding spaces"]),

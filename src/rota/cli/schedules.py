@@ -15,6 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rota import _json
+from rota._time import parse_duration
+from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
@@ -32,6 +34,7 @@ from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, NotFound
 from rota.models import JobState, Schedule
 from rota.scheduling import at, cron, every, trigger_from_json
+from rota.scheduling.define import OVERLAP_POLICIES
 from rota.stores import Store, redact_url
 
 __all__ = ["scheduler", "schedules"]
@@ -287,6 +290,25 @@ def run_now(cli: CliState, name: str) -> None:
         )
 
 
+def _backoff_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, float] | None:
+    """``BASE,MAX`` durations (``30s,1h``) as seconds, base no longer than max."""
+    if value is None:
+        return None
+    first, comma, last = value.partition(",")
+    try:
+        if not comma:
+            raise InvalidArgument(f"give BASE,MAX (e.g. 30s,1h), not {value!r}")
+        base = parse_duration(first.strip(), what="backoff base")
+        cap = parse_duration(last.strip(), what="backoff max")
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    if cap < base:
+        raise click.BadParameter(f"the base ({first}) is longer than the max ({last})", ctx, param)
+    return base, cap
+
+
 @schedules.command("add")
 @click.argument("name", callback=name_callback("schedule name"))
 @click.argument("command", nargs=-1, required=True, metavar="-- CMD [ARGS]...")
@@ -303,6 +325,32 @@ def run_now(cli: CliState, name: str) -> None:
     help="Run its jobs on a worker of this host name (rota worker --host), or on any "
     "once that host is gone for the workers' --host-grace.",
 )
+@click.option(
+    "--retries",
+    type=click.IntRange(0, MAX_RETRIES),
+    help="Run a failed command again up to N times, with exponential backoff.",
+)
+@click.option(
+    "--backoff",
+    metavar="BASE,MAX",
+    callback=_backoff_callback,
+    help="The first retry's delay and the longest, e.g. 30s,1h.  [default: 1s,5m]",
+)
+@click.option(
+    "--timeout",
+    metavar="SECONDS",
+    callback=duration_callback,
+    help="Stop the command (its whole process group) after this long: 90s, 15m.",
+)
+@click.option(
+    "--overlap",
+    type=click.Choice(OVERLAP_POLICIES),
+    default="allow",
+    show_default=True,
+    help="When a fire comes while the last job is still pending or running: run it "
+    "anyway, skip it, or queue it behind.",
+)
+@click.option("--priority", "-p", type=click.IntRange(MIN_PRIORITY, MAX_PRIORITY))
 @url_option
 @pass_state
 def add(
@@ -315,6 +363,11 @@ def add(
     at_time: str | None,
     queue: str | None,
     host: str | None,
+    retries: int | None,
+    backoff: tuple[float, float] | None,
+    timeout: float | None,
+    overlap: str,
+    priority: int | None,
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
     job of the built-in rota.cmd task, which only workers started with
@@ -335,16 +388,32 @@ def add(
         trigger = every(every_s)
     else:
         trigger = at(_iso(at_time or ""))
+    if backoff is not None and retries is None:
+        raise click.UsageError("--backoff goes with --retries")
+    kwargs = {} if timeout is None else {"timeout": timeout}
     try:
-        CommandSpec.build(list(command))
+        CommandSpec.build(list(command), **kwargs)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="CMD") from None
-    given_options = {"queue": queue, "host": host}
+    given_options = {
+        "queue": queue,
+        "host": host,
+        "retries": retries,
+        "backoff": backoff,
+        "priority": priority,
+    }
     options = {key: value for key, value in given_options.items() if value is not None} or None
     app = cli.store_app(must_exist=False)
     app.enable_commands()  # to define it; only workers started with --commands run it
     stored = app.admin.add_schedule(
-        name, COMMAND_TASK, trigger, args=[list(command)], options=options, by=cli_actor()
+        name,
+        COMMAND_TASK,
+        trigger,
+        args=[list(command)],
+        kwargs=kwargs,
+        overlap=overlap,
+        options=options,
+        by=cli_actor(),
     )
     click.echo(f"added schedule {stored.name}: {describe(stored)}: {command_line(stored)}")
 
