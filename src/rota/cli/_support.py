@@ -107,6 +107,18 @@ def url_option(f: F) -> F:
     )(f)
 
 
+def commands_option(f: F) -> F:
+    """``--commands``: the worker also runs command-line jobs (``allow_commands``)."""
+    return click.option(
+        "--commands",
+        "allow_commands",
+        is_flag=True,
+        help="Also run command-line jobs (rota send --cmd, rota schedules add -- CMD, the "
+        "dashboard's command forms): whoever can write to the store can then run commands "
+        "on this machine.",
+    )(f)
+
+
 def _set_read_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value:
         ctx.ensure_object(CliState).read_url = value

@@ -12,6 +12,7 @@ from rota.cli._logging import configure, log_options
 from rota.cli._support import (
     CliError,
     CliState,
+    commands_option,
     note,
     pass_state,
     resolve_queues,
@@ -45,14 +46,7 @@ from rota.stores import redact_url
     help="Operator token for the dashboard (required off loopback).",
 )
 @click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
-@click.option(
-    "--commands",
-    "allow_commands",
-    is_flag=True,
-    help="Also run command-line jobs (rota send --cmd, rota schedules add -- CMD, the "
-    "dashboard's command forms): whoever can write to the store can then run commands "
-    "on this machine.",
-)
+@commands_option
 @log_options
 @url_option
 @pass_state

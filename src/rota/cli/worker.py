@@ -10,6 +10,7 @@ import click
 from rota.cli._logging import configure, log_options
 from rota.cli._support import (
     CliState,
+    commands_option,
     duration_callback,
     pass_state,
     resolve_queues,
@@ -132,13 +133,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Stop claiming while the host's memory use is above this percentage.",
 )
 @click.option("--scheduler", is_flag=True, help="Also fire due schedules from this worker.")
-@click.option(
-    "--commands",
-    "allow_commands",
-    is_flag=True,
-    help="Also run command-line jobs (rota send --cmd, rota schedules add -- CMD): "
-    "whoever can write to the store can then run commands on this machine.",
-)
+@commands_option
 @click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
