@@ -27,6 +27,7 @@ from rota._time import parse_duration
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule, User
+from rota.retry import RetryPolicy
 from rota.scheduling.define import define_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
 from rota.task import JobHandle, Task
@@ -47,7 +48,7 @@ _SCHEDULE_FIELDS = frozenset(
     | {"options"}
 )
 # Fields of a stored schedule's job options that are task options too.
-_KEPT_OPTIONS = ("queue", "priority", "max_lost", "timeout")
+_KEPT_OPTIONS = ("queue", "priority", "max_lost", "timeout", "host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +318,8 @@ class Admin:
         payload = _json.loads(old.payload) or {}
         kept = {k: old.job_options.get(k) for k in _KEPT_OPTIONS if old.job_options.get(k)}
         kept["retries"] = max(0, int(old.job_options.get("max_attempts") or 1) - 1)
+        if old.job_options.get("retry"):
+            kept["backoff"] = RetryPolicy.decode(old.job_options["retry"]).backoff
         values: dict[str, Any] = {
             "task": old.task,
             "trigger": old.trigger,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -151,6 +152,13 @@ def test_schedules_from_json_triggers_with_task_options(app: rota.App) -> None:
     s = app.admin.update_schedule("sums", options={"priority": 5})
     assert (s.job_options["queue"], s.job_options["priority"]) == ("nightly", 5)
     assert s.job_options["max_attempts"] == 3, "options not named in the change are kept"
+    s = app.admin.add_schedule(
+        "hosted", "add", every(60), args=[1], options={"host": "db-1", "backoff": ["30s", "1h"]}
+    )
+    s = app.admin.update_schedule("hosted", options={"priority": 2})
+    assert (s.job_options["priority"], s.job_options["host"]) == (2, "db-1")
+    assert json.loads(s.job_options["retry"]) == {"backoff": [30.0, 3600.0]}
+    app.admin.remove_schedule("hosted")
     s = app.admin.update_schedule("sums", trigger=every(30), enabled=False)
     assert (s.enabled, s.trigger["interval"]) == (False, 30)
     app.admin.resume_schedule("sums")

@@ -156,6 +156,18 @@ def test_a_job_and_a_schedule_sent_to_a_host_from_the_forms(client: TestClient, 
     page = client.get(f"/schedules/{stored.name}/edit")
     assert 'name="host" value="db-1"' in page.text
 
+    edit = f"/schedules/{stored.name}/edit"
+    answer = client.post(edit, data=form | {"priority": "4", "csrf": _csrf(client, edit)})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    [stored] = demo.store.schedules()
+    assert (stored.job_options["priority"], stored.job_options["host"]) == (4, "db-1")
+    answer = client.post(
+        edit, data=form | {"priority": "4", "host": "", "csrf": _csrf(client, edit)}
+    )
+    assert answer.status_code == 303, _field_errors(answer.text)
+    [stored] = demo.store.schedules()
+    assert stored.job_options["host"] is None, "a Host left blank: any host"
+
 
 def test_schedule_form_keeps_a_command_schedule_as_a_line(client: TestClient, demo: Demo) -> None:
     data = SCHEDULE_FORM | {"task": "", "command": "sh -c 'echo $HOME'"}

@@ -318,6 +318,8 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
         # Compared with the form as it was shown: a field left alone is not a change.
         before = _schedule_fields(_stored_form(_existing(request, name, primary=True)))
         changes = _changes(_schedule_fields(form), before)
+        if "options" in changes:  # a Host left blank: any host, not the stored one
+            changes["options"].setdefault("host", None)
         _define(request, changes.get("task", ""))
         if changes:
             admin.update_schedule(name, by=by, **changes)
