@@ -975,3 +975,19 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
     }
     shown = env.rota("schedules", "show", "nightly")
     assert '"timeout": 900.0' in shown.stdout and "overlap    skip" in shown.stdout
+
+
+def test_send_with_retries_and_backoff(env: Env) -> None:
+    job_id = env.send("add", "--retries", "3", "--backoff", "2s,1m", "1", "2")
+    job = env.store.get_job(job_id)
+    assert job is not None and job.max_attempts == 4
+    claimed = env.store.claim("w", [job.queue], 1)
+    assert json.loads(claimed[0].retry or "{}") == {"backoff": [2.0, 60.0]}
+
+    command_id = env.send("--cmd", "--retries", "1", "--", "true")
+    command_job = env.store.get_job(command_id)
+    assert command_job is not None and command_job.max_attempts == 2
+
+    refused = env.rota("send", env.app, "add", "--backoff", "1m,2s", "1", "2")
+    assert refused.exit_code == 2
+    assert "the base (1m) is longer than the max (2s)" in refused.output

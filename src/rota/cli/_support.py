@@ -199,6 +199,25 @@ def duration_callback(
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
+def backoff_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, float] | None:
+    """``BASE,MAX`` durations (``30s,1h``) as seconds, base no longer than max."""
+    if value is None:
+        return None
+    first, comma, last = value.partition(",")
+    try:
+        if not comma:
+            raise InvalidArgument(f"give BASE,MAX (e.g. 30s,1h), not {value!r}")
+        base = parse_duration(first.strip(), what="backoff base")
+        cap = parse_duration(last.strip(), what="backoff max")
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    if cap < base:
+        raise click.BadParameter(f"the base ({first}) is longer than the max ({last})", ctx, param)
+    return base, cap
+
+
 def name_callback(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """A click callback that refuses a bad name (empty, too long, control
     characters; see :func:`rota._validate.name`) with exit code 2; None passes."""

@@ -15,12 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from rota import _json
-from rota._time import parse_duration
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
     CliState,
+    backoff_callback,
     console,
     duration_callback,
     fmt_when,
@@ -290,25 +290,6 @@ def run_now(cli: CliState, name: str) -> None:
         )
 
 
-def _backoff_callback(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> tuple[float, float] | None:
-    """``BASE,MAX`` durations (``30s,1h``) as seconds, base no longer than max."""
-    if value is None:
-        return None
-    first, comma, last = value.partition(",")
-    try:
-        if not comma:
-            raise InvalidArgument(f"give BASE,MAX (e.g. 30s,1h), not {value!r}")
-        base = parse_duration(first.strip(), what="backoff base")
-        cap = parse_duration(last.strip(), what="backoff max")
-    except InvalidArgument as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-    if cap < base:
-        raise click.BadParameter(f"the base ({first}) is longer than the max ({last})", ctx, param)
-    return base, cap
-
-
 @schedules.command("add")
 @click.argument("name", callback=name_callback("schedule name"))
 @click.argument("command", nargs=-1, required=True, metavar="-- CMD [ARGS]...")
@@ -333,7 +314,7 @@ def _backoff_callback(
 @click.option(
     "--backoff",
     metavar="BASE,MAX",
-    callback=_backoff_callback,
+    callback=backoff_callback,
     help="The first retry's delay and the longest, e.g. 30s,1h.  [default: 1s,5m]",
 )
 @click.option(

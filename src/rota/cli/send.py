@@ -11,6 +11,7 @@ from rota import _json, _validate
 from rota.cli._support import (
     CliError,
     CliState,
+    backoff_callback,
     duration_callback,
     name_callback,
     note,
@@ -117,6 +118,18 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     help="Priority (higher runs first).",
 )
 @click.option(
+    "--retries",
+    type=click.IntRange(0, _validate.MAX_RETRIES),
+    help="Run the job again up to N times if it fails, with exponential backoff "
+    "(default: the task's retries).",
+)
+@click.option(
+    "--backoff",
+    metavar="BASE,MAX",
+    callback=backoff_callback,
+    help="The first retry's delay and the longest, e.g. 30s,1h (default: the task's).",
+)
+@click.option(
     "--host",
     callback=name_callback("host"),
     help="Run only on a worker of this host name (rota worker --host, by default "
@@ -153,6 +166,8 @@ def send(
     json_call: str | None,
     queue: str | None,
     priority: int | None,
+    retries: int | None,
+    backoff: tuple[float, float] | None,
     host: str | None,
     delay: float | None,
     wait: bool,
@@ -184,7 +199,13 @@ def send(
     if command:
         app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
-    given = {"queue": queue, "priority": priority, "host": host}
+    given = {
+        "queue": queue,
+        "priority": priority,
+        "retries": retries,
+        "backoff": backoff,
+        "host": host,
+    }
     overrides = {name: value for name, value in given.items() if value is not None}
     if overrides:
         task = task.options(**overrides)
