@@ -311,7 +311,11 @@ def test_overlap_queue_lets_one_job_wait_behind_the_running_one(
     running = claim_one(store)
     assert fire_again(app, "beat", step) == "fired"  # waits behind the running one
     assert fire_again(app, "beat", step) == "skipped"
+    assert store.claim("w", ["default"], 10) == []  # it does not start beside it
     assert succeed(store, running)
+    waiting = claim_one(store)  # and starts once the running one has ended
+    assert waiting.schedule == "beat" and waiting.id != running.id
+    assert succeed(store, waiting)
     assert len(jobs_of(store, "beat")) == 2
     assert stored(store, "beat").skipped == 2
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_NAME_LENGTH",
+    "OVERLAP_KEY_PREFIX",
     "OVERLAP_POLICIES",
     "define_schedule",
     "job_options",
@@ -35,6 +36,10 @@ __all__ = [
 #: ``allow`` enqueues anyway, ``skip`` enqueues nothing while the last job is
 #: pending or running, ``queue`` lets one job wait behind a running one.
 OVERLAP_POLICIES = ("allow", "skip", "queue")
+
+#: The concurrency key, limit 1, of every job an ``overlap="queue"`` schedule
+#: fires: the job that waits starts when the running one ends, not beside it.
+OVERLAP_KEY_PREFIX = "schedule:"
 
 #: Longest schedule name accepted.
 MAX_NAME_LENGTH = _validate.MAX_NAME_LENGTH
@@ -143,7 +148,9 @@ def schedule_job(
 
     It carries ``schedule=schedule.name`` and ``fire_time``; it runs at
     ``run_at`` (None: as soon as it is enqueued). Options missing from
-    ``job_options`` take :class:`~rota.models.NewJob`'s defaults.
+    ``job_options`` take :class:`~rota.models.NewJob`'s defaults. The jobs of
+    an ``overlap="queue"`` schedule also carry its :data:`OVERLAP_KEY_PREFIX`
+    concurrency key, so that no two of them run at once.
     """
     o = schedule.job_options
     defaults = NewJob(id="", task="", queue="default", payload=b"")
@@ -152,6 +159,9 @@ def schedule_job(
         value = o.get(key)
         return getattr(defaults, key) if value is None else value
 
+    concurrency = _keys(ConcurrencyKey, o.get("concurrency"), ("key", "limit"))
+    if schedule.overlap == "queue":
+        concurrency += (ConcurrencyKey(OVERLAP_KEY_PREFIX + schedule.name, 1),)
     return NewJob(
         id=job_id,
         task=schedule.task,
@@ -163,7 +173,7 @@ def schedule_job(
         max_lost=int(get("max_lost")),
         lease=float(get("lease")),
         timeout=None if o.get("timeout") is None else float(o["timeout"]),
-        concurrency=_keys(ConcurrencyKey, o.get("concurrency"), ("key", "limit")),
+        concurrency=concurrency,
         rate=_keys(RateKey, o.get("rate"), ("key", "rate", "burst")),
         breaker=_keys(BreakerKey, o.get("breaker"), ("key", "failures", "cooldown")),
         unique_key=o.get("unique_key"),
