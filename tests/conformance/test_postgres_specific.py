@@ -5,10 +5,12 @@ wake-ups, and the database's clock."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +18,11 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from backends import drop_store, pg_execute, store_url  # noqa: E402
+from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E402
 from conformance.support import claim, enqueue_one, new_job  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
-from rota.errors import InvalidArgument, StoreError  # noqa: E402
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable  # noqa: E402
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
@@ -149,6 +151,69 @@ def test_sending_in_a_transaction_needs_an_open_one(app: App, pg_url: str) -> No
     finally:
         conn.close()
     assert claim(app.store, limit=10) == []
+
+
+def test_sending_in_a_failed_transaction_says_so(app: App, pg_url: str) -> None:
+    conn = psycopg.connect(pg_url.split("?", 1)[0])
+    try:
+        conn.execute("SELECT 1")
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT 1 / 0")
+        with pytest.raises(InvalidArgument, match="transaction has failed"):
+            app.tasks["ship"].send(5, connection=conn)
+        conn.rollback()
+        pipelined = pytest.raises(InvalidArgument, match="pipeline mode")
+        with conn.transaction(), conn.pipeline(), pipelined:
+            app.tasks["ship"].send(5, connection=conn)
+    finally:
+        conn.close()
+    assert claim(app.store, limit=10) == []
+
+
+def test_sending_in_a_transaction_needs_a_synchronous_connection(app: App, pg_url: str) -> None:
+    async def send_on_async_connection() -> None:
+        conn = await psycopg.AsyncConnection.connect(pg_url.split("?", 1)[0])
+        try:
+            async with conn.transaction():
+                app.tasks["ship"].send(5, connection=conn)
+        finally:
+            await conn.close()
+
+    with pytest.raises(InvalidArgument, match="AsyncConnection"):
+        asyncio.run(send_on_async_connection())
+    assert claim(app.store, limit=10) == []
+
+
+@pytest.fixture
+def other_database() -> Iterator[str]:
+    """The URL of a database of its own on the same server, dropped afterwards."""
+    name = f"rota_test_other_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_sending_in_a_transaction_of_another_database_is_refused(
+    app: App, other_database: str
+) -> None:
+    conn = psycopg.connect(other_database)
+    try:
+        refused = pytest.raises(InvalidArgument, match="reaches database 'rota_test_other_")
+        with conn.transaction(), refused:
+            app.tasks["ship"].send(5, connection=conn)
+    finally:
+        conn.close()
+    assert claim(app.store, limit=10) == []
+
+
+def test_a_database_that_does_not_exist_is_reported_at_once() -> None:
+    name = f"rota_test_missing_{uuid.uuid4().hex[:12]}"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match=f'database "{name}" does not exist'):
+        open_store(POSTGRES_URL.rsplit("/", 1)[0] + "/" + name)
+    assert time.monotonic() - started < 5.0  # not after the pool's retries
 
 
 def test_sending_in_a_transaction_needs_a_postgresql_store(tmp_path: Path) -> None:

@@ -318,6 +318,8 @@ class PgConnections(Database):
         #: change is refused by the server.
         self.replica = replica
         self._conninfo = conninfo
+        #: The database the store's tables are in, as the server names it.
+        self.dbname = ""
         self._wake_ups = WakeUps(self._listening_connection, self.where)
         self._pool = self._open_pool(conninfo, pool_size)
         self._outage = Outage(self.where, self._pool)
@@ -333,14 +335,30 @@ class PgConnections(Database):
     def _open_pool(self, conninfo: str, size: int) -> psycopg_pool.ConnectionPool[Any]:
         """The pool, opened with one connection. Connections are not checked
         when they leave the pool (that would cost a round trip each time):
-        a call that meets a lost connection renews the pool and runs again."""
-        given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+        a call that meets a lost connection renews the pool and runs again.
+
+        One connection is made first, outside the pool: a server that cannot
+        be reached, or refuses the database or the role, is reported at once
+        with the server's own words, rather than after the pool's retries."""
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+        given = params.get("options")
         options = " ".join(filter(None, [str(given or ""), f"-c search_path={self.schema}"]))
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "options": options,
+            "fallback_application_name": _NAME,
+        }
+        try:
+            timeout = params.get("connect_timeout") or 10
+            with psycopg.connect(conninfo, connect_timeout=timeout, **kwargs) as first:
+                self.dbname = first.info.dbname
+        except psycopg.Error as exc:
+            raise store_error(exc, self.where) from None
         pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
             max_size=size,
-            kwargs={"autocommit": True, "options": options, "fallback_application_name": _NAME},
+            kwargs=kwargs,
             timeout=RETRY_FOR,
             open=False,
             name=f"rota-{self.schema}",

@@ -100,17 +100,9 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         vanish if it rolls back. The connection must reach this store's
         database; its transaction is left open."""
         _checks.new_jobs(jobs)
-        if not isinstance(connection, psycopg.Connection):
-            raise InvalidArgument(
-                f"connection must be a psycopg connection, not {type(connection).__name__}"
-            )
+        self._check_business_connection(connection)
         if not jobs:
             return []
-        if connection.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
-            raise InvalidArgument(
-                "connection has no open transaction: enqueue inside `with conn.transaction():` "
-                "(or after a statement on a connection that is not in autocommit)"
-            )
         tx = PgTx(connection, self.channel)
         try:
             caller_path = tx.execute("search_path").fetchone()[0]
@@ -127,6 +119,40 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         except Refused as refused:
             raise self._name_taken_id([job.id for job in jobs], refused) from None
         return results
+
+    def _check_business_connection(self, connection: Any) -> None:
+        """Refuse, with the reason, a connection :meth:`enqueue_in` cannot use."""
+        if isinstance(connection, psycopg.AsyncConnection):
+            raise InvalidArgument(
+                "connection is a psycopg AsyncConnection: sending in a transaction needs a "
+                "psycopg.Connection (send from a thread, e.g. asyncio.to_thread, or without "
+                "connection=)"
+            )
+        if not isinstance(connection, psycopg.Connection):
+            raise InvalidArgument(
+                f"connection must be a psycopg connection, not {type(connection).__name__}"
+            )
+        info = connection.info
+        if info.dbname != self.dbname:
+            raise InvalidArgument(
+                f"connection reaches database {info.dbname!r}, but this store's tables are in "
+                f"{self.dbname!r}: connect to the store's database"
+            )
+        if info.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+            raise InvalidArgument(
+                "connection is in pipeline mode: send outside `with conn.pipeline():`"
+            )
+        status = info.transaction_status
+        if status == psycopg.pq.TransactionStatus.INERROR:
+            raise InvalidArgument(
+                "connection's transaction has failed (a statement in it raised an error): "
+                "roll it back, then send in a new one"
+            )
+        if status != psycopg.pq.TransactionStatus.INTRANS:
+            raise InvalidArgument(
+                "connection has no open transaction: enqueue inside `with conn.transaction():` "
+                "(or after a statement on a connection that is not in autocommit)"
+            )
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
