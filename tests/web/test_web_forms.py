@@ -300,6 +300,20 @@ def test_schedule_form_refuses_bad_input_beside_its_field(
     assert demo.store.schedules() == []
 
 
+def test_the_new_schedule_form_does_not_replace_one_of_the_same_name(
+    client: TestClient, demo: Demo
+) -> None:
+    demo.app.admin.add_schedule("nightly", "math.add", every(3600), args=[1, 2])
+    before = demo.store.get_schedule("nightly")
+    data = SCHEDULE_FORM | {"name": "nightly", "csrf": _csrf(client, "/schedules/new")}
+    answer = client.post("/schedules/new", data=data)
+    assert answer.status_code == 400
+    assert _field_errors(answer.text) == {
+        "name": "a schedule named 'nightly' exists: edit it, or pick another name"
+    }
+    assert demo.store.get_schedule("nightly") == before
+
+
 def test_schedule_edit_form_changes_only_what_changed(client: TestClient, demo: Demo) -> None:
     demo.app.admin.add_schedule(
         "report", "math.add", every(3600), args=[1, 2], options={"queue": "reports"}

@@ -277,9 +277,14 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
     by = _ops.actor(request, identity)
 
     def add() -> Schedule:
+        name = parse.text(form, "name")
+        if name and context(request).app.store.get_schedule(name) is not None:
+            raise parse.FieldError(
+                "name", f"a schedule named {name!r} exists: edit it, or pick another name"
+            )
         fields = _schedule_fields(form)
         _define(request, fields["task"])
-        return admin.add_schedule(parse.text(form, "name"), by=by, **fields)
+        return admin.add_schedule(name, by=by, **fields)
 
     stored, errors = await _attempt(add, SCHEDULE_FIELDS)
     if stored is None:
