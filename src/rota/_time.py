@@ -51,3 +51,18 @@ def to_epoch(when: datetime) -> float:
 def from_epoch(seconds: float) -> datetime:
     """An aware UTC datetime."""
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``3m 05s``, ``2h 10m``, ``4d 03h`` (negative durations read as ``0s``)."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rota._time import format_duration
 from rota.models import JobState, QueueInfo, Schedule, WorkerInfo
 from rota.stores.base import Store
 
@@ -97,7 +98,7 @@ def overdue_schedules(schedules: Sequence[Schedule], now: float) -> list[Problem
         Problem(
             "overdue schedule",
             s.name,
-            f"schedule {s.name!r} is overdue by {now - (s.next_fire or now):.0f} s: "
+            f"schedule {s.name!r} is overdue by {format_duration(now - (s.next_fire or now))}: "
             + _HINT_SCHEDULER,
         )
         for s in schedules

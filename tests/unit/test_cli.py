@@ -19,8 +19,9 @@ from click.testing import CliRunner, Result
 import rota.cli
 from rota import _json
 from rota._loader import load_app
+from rota._time import format_duration
 from rota.cli import main
-from rota.cli._support import fmt_duration, redact_text, resolve_queues, summary
+from rota.cli._support import redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
 from rota.models import ClaimedJob, JobState, LeaseRef, Outcome, WorkerInfo
 from rota.stores import Store, open_store
@@ -865,7 +866,7 @@ def test_redact_text() -> None:
 
 
 def test_formats() -> None:
-    assert [fmt_duration(s) for s in (-3, 0, 59.9, 61, 3725, 90061)] == [
+    assert [format_duration(s) for s in (-3, 0, 59.9, 61, 3725, 90061)] == [
         "0s",
         "0s",
         "59s",
@@ -975,6 +976,14 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
     }
     shown = env.rota("schedules", "show", "nightly")
     assert '"timeout": 900.0' in shown.stdout and "overlap    skip" in shown.stdout
+
+
+def test_schedules_add_at_a_time_that_has_passed_says_so(env: Env) -> None:
+    added = env.rota("schedules", "add", "once", "--at", "2020-01-01T00:00", "--", "true")
+    assert added.exit_code == 0, added.output
+    assert "2020-01-01T00:00 has passed: a scheduler runs it once" in added.stderr
+    later = env.rota("schedules", "add", "later", "--at", "2099-01-01T00:00", "--", "true")
+    assert later.exit_code == 0 and "has passed" not in later.stderr
 
 
 def test_send_with_retries_and_backoff(env: Env) -> None:

@@ -166,6 +166,22 @@ ADD = ["schedules", "add", "s", "--every", "60"]
             [*ADD, "--overlap", "never", "--", "true"],
             ["'--overlap'", "'never' is not one of 'allow', 'skip', 'queue'"],
         ),
+        (
+            ["schedules", "add", "s", "--every", "0", "--", "true"],
+            ["'--every'", "interval greater than zero"],
+        ),
+        (
+            ["schedules", "add", "s", "--every", "soon", "--", "true"],
+            ["'--every'", "interval 'soon' is not a duration"],
+        ),
+        (
+            ["schedules", "add", "s", "--cron", "61 * * * *", "--", "true"],
+            ["'--cron'", "cron field 'minute' has invalid value '61'"],
+        ),
+        (
+            ["schedules", "add", "s", "--cron", "0 * * * *", "--tz", "Mars/Base", "--", "true"],
+            ["'--cron'", "unknown time zone 'Mars/Base'"],
+        ),
         (["jobs", "list", "--queue", ""], ["'--queue'", "queue must be a non-empty"]),
         (["jobs", "retry", "--failed", "--task", ""], ["'--task'", "task name must be"]),
         (["jobs", "export", "--queue", " x"], ["surrounding spaces"]),

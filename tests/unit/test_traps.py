@@ -142,10 +142,10 @@ def test_an_overdue_schedule_is_shown_overdue_not_active(app: rota.App) -> None:
     late = next(line for line in listed.stdout.splitlines() if line.startswith("late"))
     nightly = next(line for line in listed.stdout.splitlines() if line.startswith("nightly"))
     assert "overdue" in late and "overdue" not in nightly
-    assert "schedule 'late' is overdue by 6" in listed.stderr
+    assert "schedule 'late' is overdue by 10m 0" in listed.stderr
     assert "is a scheduler running? (`rota scheduler` or `rota run`)" in listed.stderr
     status = rota_cli("--url", app.url, "status")
-    assert "warning: schedule 'late' is overdue by 6" in status.stdout
+    assert "warning: schedule 'late' is overdue by 10m 0" in status.stdout
     shown = rota_cli("--url", app.url, "schedules", "show", "late")
     assert "overdue" in shown.stdout
 

@@ -170,7 +170,8 @@ class RotaGroup(click.Group):
     "--url",
     envvar="ROTA_URL",
     metavar="URL",
-    help="Store URL (sqlite:///path, redis://host:port/db); overrides the app's. Env: ROTA_URL.",
+    help="Store URL (sqlite:///path, redis://host:port/db, postgresql://user@host:port/db, "
+    "mysql://user@host:port/db); overrides the app's. Env: ROTA_URL.",
 )
 @click.option(
     "--traceback",

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 
 from rota import _validate
-from rota._time import parse_duration
+from rota._time import format_duration, parse_duration
 from rota.app import App
 from rota.errors import InvalidArgument
 
@@ -248,27 +248,12 @@ def fmt_time(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def fmt_duration(seconds: float) -> str:
-    """``42s``, ``3m 05s``, ``2h 10m``, ``4d 03h`` (negative durations read as ``0s``)."""
-    total = max(0, int(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours:02d}h"
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {secs:02d}s"
-    return f"{secs}s"
-
-
 def fmt_when(epoch: float | None, now: float) -> str:
     """A time with how far it is from ``now``: ``2024-05-01 12:00:00 (3m 05s ago)``."""
     if epoch is None:
         return "-"
     delta = now - epoch
-    relative = f"{fmt_duration(delta)} ago" if delta >= 0 else f"in {fmt_duration(-delta)}"
+    relative = f"{format_duration(delta)} ago" if delta >= 0 else f"in {format_duration(-delta)}"
     return f"{fmt_time(epoch)} ({relative})"
 
 

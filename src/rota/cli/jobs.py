@@ -13,6 +13,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rota._time import format_duration
 from rota._wording import attempt_text, retry_text, snooze_reason
 from rota.app import App
 from rota.cli._actor import cli_actor
@@ -20,7 +21,6 @@ from rota.cli._support import (
     CliError,
     CliState,
     console,
-    fmt_duration,
     fmt_time,
     fmt_when,
     name_callback,
@@ -99,7 +99,7 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
             state_text(job.state),
             attempt_text(job),
             fmt_time(job.enqueued_at),
-            fmt_duration(now - job.enqueued_at),
+            format_duration(now - job.enqueued_at),
             summary(None if job.state is JobState.SUCCEEDED else job.error),
         )
     return table

@@ -31,7 +31,7 @@ from rota.cli._support import (
 )
 from rota.commands import COMMAND_TASK, CommandSpec, command_line
 from rota.diagnose import is_overdue, overdue_schedules
-from rota.errors import InvalidArgument, NotFound
+from rota.errors import InvalidArgument, InvalidSchedule, NotFound
 from rota.models import JobState, Schedule
 from rota.scheduling import at, cron, every, trigger_from_json
 from rota.scheduling.define import OVERLAP_POLICIES
@@ -296,7 +296,7 @@ def run_now(cli: CliState, name: str) -> None:
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
 @click.option("--tz", default="UTC", show_default=True, help="The time zone of --cron.")
 @click.option(
-    "--every", "every_s", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
+    "--every", "interval", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
 )
 @click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
 @click.option("--queue", "-q", callback=name_callback("queue"), help="Send its jobs here.")
@@ -340,7 +340,7 @@ def add(
     command: tuple[str, ...],
     cron_expr: str | None,
     tz: str,
-    every_s: float | None,
+    interval: float | None,
     at_time: str | None,
     queue: str | None,
     host: str | None,
@@ -356,19 +356,22 @@ def add(
     replaces it."""
     given = [
         flag
-        for flag, value in (("--cron", cron_expr), ("--every", every_s), ("--at", at_time))
+        for flag, value in (("--cron", cron_expr), ("--every", interval), ("--at", at_time))
         if value is not None
     ]
     if len(given) != 1:
         raise click.UsageError("give exactly one trigger: --cron, --every or --at")
     if tz != "UTC" and cron_expr is None:
         raise click.UsageError("--tz goes with --cron")
-    if cron_expr is not None:
-        trigger = cron(cron_expr, tz)
-    elif every_s is not None:
-        trigger = every(every_s)
-    else:
-        trigger = at(_iso(at_time or ""))
+    try:
+        if cron_expr is not None:
+            trigger = cron(cron_expr, tz)
+        elif interval is not None:
+            trigger = every(interval)
+        else:
+            trigger = at(_iso(at_time or ""))
+    except (InvalidArgument, InvalidSchedule) as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{given[0]}'") from None
     if backoff is not None and retries is None:
         raise click.UsageError("--backoff goes with --retries")
     kwargs = {} if timeout is None else {"timeout": timeout}
@@ -397,6 +400,8 @@ def add(
         by=cli_actor(),
     )
     click.echo(f"added schedule {stored.name}: {describe(stored)}: {command_line(stored)}")
+    if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
+        note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
 
 
 def _iso(text: str) -> datetime:

@@ -8,10 +8,10 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rota._time import format_duration
 from rota.cli._support import (
     CliState,
     console,
-    fmt_duration,
     pass_state,
     read_url_option,
     url_option,
@@ -67,7 +67,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
             _percent(info.mem_percent),
             _percent(None if info.load is None else info.load * 100),
             str(info.errors),
-            f"{fmt_duration(now - info.heartbeat_at)} ago",
+            f"{format_duration(now - info.heartbeat_at)} ago",
             worker_state(info, now),
         )
     return table
