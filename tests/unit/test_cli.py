@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 import textwrap
 import time
@@ -984,6 +985,12 @@ def test_schedules_add_at_a_time_that_has_passed_says_so(env: Env) -> None:
     assert "2020-01-01T00:00 has passed: a scheduler runs it once" in added.stderr
     later = env.rota("schedules", "add", "later", "--at", "2099-01-01T00:00", "--", "true")
     assert later.exit_code == 0 and "has passed" not in later.stderr
+
+    assert env.rota("schedules", "pause", "once").exit_code == 0
+    shown = env.rota("schedules", "show", "once")
+    assert re.search(r"next fire\s+paused", shown.stdout), shown.stdout
+    listed = env.rota("schedules", "list")
+    assert "2099-01-01" in listed.stdout and "2020-01-01 00:00:00" not in listed.stdout
 
 
 def test_send_with_retries_and_backoff(env: Env) -> None:

@@ -174,7 +174,7 @@ def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now:
             s.name,
             f"{s.task}: {command_line(s)}" if command_line(s) else s.task,
             describe(s),
-            fmt_when(s.next_fire, now) if s.next_fire is not None else "never",
+            _next_fire(s, now),
             fmt_when(s.last_fire, now),
             _last_job(s, states),
             _enabled(s, now),
@@ -199,6 +199,14 @@ def list_schedules(cli: CliState) -> None:
         note(f"warning: {problem.message}")
 
 
+def _next_fire(s: Schedule, now: float) -> str:
+    """When it fires next: ``never``, ``paused`` (a resume fires what is due
+    then), or the time."""
+    if s.next_fire is None:
+        return "never"
+    return fmt_when(s.next_fire, now) if s.enabled else "paused"
+
+
 def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float) -> Group:
     """Everything about one schedule, as ``rota schedules show`` prints it."""
     s = schedule
@@ -209,7 +217,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         *([("command", command_line(s))] if command_line(s) else []),
         ("trigger", describe(s)),
         ("enabled", _enabled(s, now)),
-        ("next fire", fmt_when(s.next_fire, now) if s.next_fire is not None else "never"),
+        ("next fire", _next_fire(s, now)),
         ("last fire", fmt_when(s.last_fire, now)),
         ("last job", _last_job_line(s, states)),
         ("misfire", f"{s.misfire} (grace {grace})"),
