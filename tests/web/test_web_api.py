@@ -33,6 +33,7 @@ def test_openapi_lists_every_endpoint(client: TestClient) -> None:
         ("/api/jobs/{job_id}/retry", "post"),
         ("/api/jobs/{job_id}/cancel", "post"),
         ("/api/schedules", "get"),
+        ("/api/schedules/{name}", "get"),
         ("/api/schedules/{name}", "delete"),
         ("/api/schedules/{name}/pause", "post"),
         ("/api/schedules/{name}/resume", "post"),
@@ -259,6 +260,10 @@ def test_schedules_list_and_actions(client: TestClient, demo: Demo) -> None:
     assert view["enabled"] is True
     assert view["args"] == [20, 22]
     assert view["last_job_id"] is None
+    assert (view["grace"], view["job_options"]["max_attempts"]) == (None, 2)
+    assert client.get("/api/schedules/nightly").json() == view
+    missing = client.get("/api/schedules/nope")
+    assert missing.status_code == 404 and "'nope' not found" in missing.text
 
     assert client.post("/api/schedules/nightly/pause").status_code == 200
     assert client.get("/api/schedules").json()[0]["enabled"] is False

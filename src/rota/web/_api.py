@@ -270,6 +270,12 @@ def list_schedules(request: Request) -> list[_ops.ScheduleView]:
     return _ops.schedules(_store(request))
 
 
+@read.get("/schedules/{name:path}", summary="One schedule")
+def get_schedule(request: Request, name: Name) -> _ops.ScheduleView:
+    """As in the list; 404 for a name no schedule has."""
+    return _ops.schedule(_store(request), name)
+
+
 @act.post("/schedules/{name:path}/pause", summary="Pause a schedule")
 def pause_schedule(request: Request, name: Name, identity: Acting) -> Done:
     """The schedule stops firing until resumed."""

@@ -25,6 +25,7 @@ from rota.models import (
     LimitInfo,
     MinuteStats,
     QueueInfo,
+    Schedule,
     WorkerInfo,
 )
 from rota.stores.base import Store
@@ -70,6 +71,7 @@ __all__ = [
     "minute_points",
     "overview",
     "queues",
+    "schedule",
     "schedules",
     "workers",
 ]
@@ -181,9 +183,12 @@ class ScheduleView:
     args: list[Any]
     kwargs: dict[str, Any]
     misfire: str
+    grace: float | None
     overlap: str
     jitter: float
     skipped: int
+    #: What its jobs are sent with (queue, priority, attempts, limit keys...).
+    job_options: dict[str, Any]
 
 
 # -- who acts --------------------------------------------------------------
@@ -368,7 +373,18 @@ def describe_trigger(trigger: Mapping[str, Any]) -> str:
 
 def schedules(store: Store) -> list[ScheduleView]:
     """Every schedule, with its trigger in words and its last job's state."""
-    found = store.schedules()
+    return _schedule_views(store, store.schedules())
+
+
+def schedule(store: Store, name: str) -> ScheduleView:
+    """Schedule ``name`` as :func:`schedules` shows it; NotFound if there is none."""
+    found = store.get_schedule(name)
+    if found is None:
+        raise NotFound(f"schedule {name!r} not found")
+    return _schedule_views(store, [found])[0]
+
+
+def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     last_ids = [s.last_job_id for s in found if s.last_job_id]
     states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
     views = []
@@ -388,9 +404,11 @@ def schedules(store: Store) -> list[ScheduleView]:
                 args=payload.get("args", []),
                 kwargs=payload.get("kwargs", {}),
                 misfire=s.misfire,
+                grace=s.grace,
                 overlap=s.overlap,
                 jitter=s.jitter,
                 skipped=s.skipped,
+                job_options=dict(s.job_options),
             )
         )
     return views
