@@ -260,7 +260,8 @@ class CronTrigger(Trigger):
 
     Five fields, or six with **seconds first**; aliases such as ``@daily``.
     Daylight saving time: a wall time in the spring-forward gap is skipped; a
-    repeated wall time fires once, unless the hour field is ``*``. The rules
+    repeated wall time fires once, unless the hour field matches every hour
+    (``*``, ``*/1``, ``0-23``). The rules
     and the arithmetic are in :class:`rota.scheduling._cron.CronExpression`.
     """
 
