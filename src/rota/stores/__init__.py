@@ -226,7 +226,7 @@ def _check_postgres(url: str, scheme: str, shown: str) -> None:
 
 def _check_mysql(url: str, shown: str) -> None:
     parts = urlsplit(url)
-    form = "mysql://user:password@host:3306/database"
+    form = "mysql://user@host:3306/database"
     if not url[len("mysql:") :].startswith("//"):
         raise InvalidArgument(f"MySQL URL {shown!r} needs '//' after 'mysql:': use {form}")
     try:
