@@ -108,6 +108,23 @@ def test_pages_wait_for_a_robots_txt_that_cannot_be_read_without_using_their_ret
     )
 
 
+def test_a_robots_txt_that_gave_up_is_not_asked_again_for_a_minute() -> None:
+    app = App()
+    with serving({"a": HostSpec(TREE, robots=[(503, "")])}) as site:
+        crawler = Crawler(app, "down", seeds=[site.url("a")], rate=1000)
+        book = crawler._jobs.robots
+        with rota.testing.inline(app):
+            with pytest.raises(TryLater, match="its fetch failed") as first:
+                book.rules(site.url("a").rstrip("/"))  # the robots job, its retries and all
+            asked = len(site.requests("a"))
+            for _ in range(5):  # pages that wake meanwhile
+                with pytest.raises(TryLater, match="its fetch failed") as again:
+                    book.rules(site.url("a").rstrip("/"))
+            assert len(site.requests("a")) == asked == 4, "one job: its four attempts"
+    assert isinstance(first.value, Snooze) and first.value.seconds >= 60.0
+    assert isinstance(again.value, Snooze) and 50.0 <= again.value.seconds <= 90.0
+
+
 def test_a_fetch_of_a_host_paused_since_its_claim_snoozes_without_asking_it(site: Site) -> None:
     app = App()
     crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=0, rate=1000)

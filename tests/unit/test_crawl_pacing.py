@@ -4,6 +4,7 @@ and the keys every fetch job carries."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from rota.cli import main
 from rota.crawl import Adaptive, Crawler
 from rota.crawl.jobs import NEVER
 from rota.crawl.pacing import Pacer
+from rota.models import Job, JobQuery, JobState, Outcome
 
 HOST = "shop.example:8080"
 
@@ -33,10 +35,14 @@ class Resumes:
     def __init__(self) -> None:
         self.sent: list[tuple[str, int, float]] = []
         self.rates: list[float | None] = []
+        self.started: list[bool] = []
 
-    def __call__(self, host: str, level: int, rate: float | None, delay: float) -> None:
+    def __call__(
+        self, host: str, level: int, rate: float | None, delay: float, started: bool
+    ) -> None:
         self.sent.append((host, level, delay))
         self.rates.append(rate)
+        self.started.append(started)
 
 
 def override(app: App, key: str = HOST) -> int | None:
@@ -77,6 +83,7 @@ def test_a_throttle_pauses_the_host_and_asks_for_its_resume(app: App) -> None:
     assert override(app) == 0, "the store holds every fetch of the host"
     assert resumes.sent == [(HOST, 2, 12.0)], "back at half its level after 12 s"
     assert pacer.throttle(HOST, None) == 10.0, "no Retry-After: 5 s, doubled for the 2nd"
+    assert resumes.started == [True, False], "the second came during the pause"
     assert override(app) == 0
     pacer.record(HOST, 200, 0.1)
     assert override(app) == 0, "nothing but the resume lifts a pause"
@@ -159,3 +166,48 @@ def test_a_pause_is_known_at_once_here_and_at_the_next_read_elsewhere(
     assert there.paused(HOST)
     here.resume(HOST, 2)
     assert not here.paused(HOST)
+
+
+# -- the resume jobs ------------------------------------------------------------------------
+
+
+def resume_jobs(app: App) -> list[Job]:
+    found = app.store.list_jobs(JobQuery(task="shop.resume"), limit=10).jobs
+    return [job for job in found if not job.state.finished]
+
+
+def test_a_longer_pause_asked_during_a_pause_moves_its_end_later(app: App) -> None:
+    crawler = Crawler(app, "shop", seeds=["http://shop.example:8080/"])
+    send = crawler._jobs._send_resume
+    now = app.store.now()
+    send(HOST, 2, None, 2.0, True)
+    send(HOST, 2, None, 30.0, False)  # a second 429 asks for 30 s
+    [job] = resume_jobs(app)
+    assert job.run_at == pytest.approx(now + 30.0, abs=1.0)
+    send(HOST, 2, None, 1.0, False)  # a shorter one: the longer pause stands
+    assert [j.id for j in resume_jobs(app)] == [job.id]
+
+
+def test_a_new_pause_replaces_a_resume_job_left_by_a_pause_ended_by_hand(app: App) -> None:
+    crawler = Crawler(app, "shop", seeds=["http://shop.example:8080/"])
+    send = crawler._jobs._send_resume
+    now = app.store.now()
+    send(HOST, 2, None, 3600.0, True)
+    app.store.set_limit(HOST, None)  # the operator ends the pause (rota limits clear)
+    send(HOST, 2, None, 1.0, True)
+    [job] = resume_jobs(app)
+    assert job.run_at == pytest.approx(now + 1.0, abs=1.0)
+
+
+def test_a_pause_that_starts_while_the_last_resume_job_runs_gets_its_own(app: App) -> None:
+    crawler = Crawler(app, "shop", seeds=["http://shop.example:8080/"])
+    send = crawler._jobs._send_resume
+    send(HOST, 2, None, 0.0, True)
+    [running] = app.store.claim("w", ["crawl"], 1)  # it is lifting the pause right now
+    sender = threading.Thread(target=send, args=(HOST, 2, None, 5.0, True))
+    sender.start()  # its send is a duplicate of the running one: it waits for its end
+    app.store.finish([Outcome(running.id, running.token, ok=True, result=b"null")])
+    sender.join(timeout=10)
+    assert not sender.is_alive()
+    [job] = resume_jobs(app)
+    assert job.id != running.id and job.state is JobState.SCHEDULED

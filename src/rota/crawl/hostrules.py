@@ -48,6 +48,9 @@ class RobotsBook:
         self._clients = clients
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
+        # origins whose robots job gave up: why, and until when (time.monotonic())
+        # no page of theirs sends it again from this process
+        self._gave_up: dict[str, tuple[str, float]] = {}
         self.task: Task[[str], dict[str, Any]] | None = None  # set once registered
 
     def known(self, origin: str) -> Rules | None:
@@ -70,6 +73,11 @@ class RobotsBook:
         known = self.known(origin)
         if known is not None:
             return known
+        with self._lock:
+            why, until = self._gave_up.get(origin, ("", 0.0))
+        if until > time.monotonic():
+            wait = (until - time.monotonic()) * (1.0 + random.random() / 2)
+            raise TryLater(f"robots.txt of {origin} is not read yet: {why}", wait)
         assert self.task is not None
         handle = self.task.send(origin)
         job = handle.job()
@@ -83,6 +91,9 @@ class RobotsBook:
         store = self.task.app.store
         if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
             why, wait = _waiting(job, store.now())
+            if job.state.finished:  # it gave up: the next try waits for as long
+                with self._lock:
+                    self._gave_up[origin] = (why, time.monotonic() + wait)
             spread = wait * (1.0 + random.random() / 2)  # the pages do not all wake at once
             raise TryLater(f"robots.txt of {origin} is not read yet: {why}", spread)
         rules = Rules.from_result(job.result, self._settings.agent)

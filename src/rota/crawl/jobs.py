@@ -25,7 +25,9 @@ highest), so a host's robots.txt is read before its pages.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -50,8 +52,12 @@ from rota.crawl.robots import Rules
 from rota.crawl.seen import SeenFilter
 from rota.crawl.settings import Settings
 from rota.crawl.urls import host_key, origin, resolve
+from rota.errors import JobFailed, JobTimeout
+from rota.models import JobState
 
 __all__ = ["Callback", "CrawlJobs"]
+
+log = logging.getLogger("rota.crawl")
 
 #: How long the store holds a fetched URL's unique key without a seen-set: for
 #: good, so a page found again is never sent again (its recrawls fetch it).
@@ -64,6 +70,11 @@ _HOLD_WAIT = 30.0
 #: How long a fetch claimed before its host's pause waits (the store then
 #: holds it until the pause is over).
 _PAUSED_WAIT = 1.0
+
+#: How many times a throttle tries to send its host's resume job, and how
+#: long it waits each time for one that is running to end.
+_RESUME_TURNS = 5
+_RESUME_WAIT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +236,32 @@ class CrawlJobs:
             raise TryLater(f"the last fetch of {url} ({after}) still holds it", _HOLD_WAIT)
         return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
 
-    def _send_resume(self, host: str, level: int, rate: float | None, delay: float) -> None:
-        self.resume_task.send_in(delay, host, level, rate)
+    def _send_resume(
+        self, host: str, level: int, rate: float | None, delay: float, started: bool
+    ) -> None:
+        """Send the job that ends ``host``'s pause in ``delay`` seconds. A host
+        has one resume job at a time (its unique key). A pause that ``started``
+        replaces a pending one (left by a pause ended meanwhile, by hand); a
+        throttle during a pause moves the pending one later when it asks for
+        longer. A resume job running now has just ended the last pause: this
+        one is sent once it is done."""
+        store = self.app.store
+        until = store.now() + delay
+        for _ in range(_RESUME_TURNS):
+            handle = self.resume_task.send_in(delay, host, level, rate)
+            if not handle.duplicate:
+                return
+            job = store.get_job(handle.id)
+            if job is None or job.state.finished:
+                continue  # it ended meanwhile
+            if job.state is JobState.RUNNING:
+                with contextlib.suppress(JobFailed, JobTimeout):
+                    handle.result(timeout=_RESUME_WAIT)
+                continue
+            if not started and job.run_at >= until:
+                return  # a pause as long or longer stands
+            store.delete([job.id])  # refused if it started meanwhile: the next turn sees it
+        log.warning("host %s: its resume job could not be sent; its pause ends by hand", host)
 
     # -- one answer ------------------------------------------------------------
 

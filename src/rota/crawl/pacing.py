@@ -42,8 +42,9 @@ log = logging.getLogger("rota.crawl")
 #: Seconds a process trusts its copy of the levels.
 _FRESH = 1.0
 
-#: Sends the resume job of ``host``: ``resume(host, level, rate, delay)``.
-Resume = Callable[[str, int, "float | None", float], None]
+#: Sends the resume job of ``host``: ``resume(host, level, rate, delay,
+#: started)``, ``started`` when this throttle paused a host that was not.
+Resume = Callable[[str, int, "float | None", float, bool], None]
 
 
 class Pacer:
@@ -90,8 +91,8 @@ class Pacer:
         """Pause ``host`` (it answered 429 or 503) for as long as it asked, or
         for a pause that doubles with each throttle in a row; returns the
         pause in seconds. The resume job brings it back at half its level
-        (at its ceiling without adaptation). A host already paused stays so;
-        its pending resume job ends the pause."""
+        (at its ceiling without adaptation). A host already paused stays so
+        until the later of the two pauses' ends."""
         with self._lock:
             self._know_rate(host, rate)
             health = self._health.get(host, Health())
@@ -104,7 +105,7 @@ class Pacer:
         if level > 0:
             self._set(host, 0, f"throttled; paused for {seconds:.1f} s")
         back = new if self._adaptive and new > 0 else self._ceiling
-        self._resume(host, back, self._rates.get(host), seconds)
+        self._resume(host, back, self._rates.get(host), seconds, level > 0)
         return seconds
 
     def paused(self, host: str) -> bool:
