@@ -235,6 +235,7 @@ def test_the_crawler_registers_its_tasks_and_its_worker_hooks(app: App) -> None:
         ({"seeds": ["news.example"]}, "a seed must be an absolute http.s. URL, not 'news.example'"),
         ({"seeds": ["ftp://news.example/"]}, "a seed must be an absolute http"),
         ({"per_host": 0}, "per_host must be at least 1"),
+        ({"per_host": "2"}, "per_host must be an integer"),
         ({"rate": "fast"}, "rate 'fast' is not valid"),
         ({"burst": 0}, "rate burst must be at least 1"),
         ({"max_depth": -1}, "max_depth must be a non-negative integer"),
