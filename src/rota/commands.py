@@ -72,6 +72,8 @@ _STDERR_LINES = 10
 _STDERR_CHARS = 2000
 _READ_SIZE = 65536
 _POLL = 0.05
+#: Seconds a command has between SIGTERM and SIGKILL, unless it says otherwise.
+DEFAULT_GRACE = 5.0
 _LEFTOVER = "left running when the command exited"
 
 
@@ -91,7 +93,7 @@ class CommandSpec:
     timeout: float | None = None
     ok_codes: tuple[int, ...] = (0,)
     output_cap: int = DEFAULT_OUTPUT_CAP
-    grace: float = 5.0
+    grace: float = DEFAULT_GRACE
 
     @classmethod
     def build(
@@ -104,7 +106,7 @@ class CommandSpec:
         timeout: Any = None,
         ok_codes: object = (0,),
         output_cap: object = DEFAULT_OUTPUT_CAP,
-        grace: Any = 5.0,
+        grace: Any = DEFAULT_GRACE,
     ) -> CommandSpec:
         """Check every field, raising :class:`InvalidArgument` with what to fix.
 
@@ -308,6 +310,39 @@ def _group_alive(pgid: int) -> bool:
 
 _running: set[_Group] = set()
 _running_lock = threading.Lock()
+
+
+def stop_groups_under(pid: int | None) -> list[int]:
+    """SIGTERM the process group of every command process ``pid`` started
+    (each leads a session of its own) and return those groups, for
+    :func:`end_groups`: before a worker kills a child process that runs
+    commands, which would leave them running. None (a process not started
+    yet): none."""
+    if pid is None:
+        return []
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+    groups = []
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(child.pid) == child.pid:
+                groups.append(child.pid)
+                _signal_group(child.pid, signal.SIGTERM)
+    return groups
+
+
+def end_groups(pgids: Sequence[int], grace: float = DEFAULT_GRACE) -> None:
+    """SIGKILL what is left of the groups ``pgids`` ``grace`` seconds after
+    their SIGTERM; return once they are gone."""
+    deadline = time.monotonic() + grace
+    while any(map(_group_alive, pgids)) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+    for pgid in pgids:
+        _signal_group(pgid, signal.SIGKILL)
+    while any(map(_group_alive, pgids)):
+        time.sleep(_POLL)
 
 
 def terminate_all(grace: float | None = None) -> None:

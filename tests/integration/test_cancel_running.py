@@ -99,14 +99,16 @@ def test_processes_mode_kills_the_child_and_replaces_it(
     assert after != before, "the child that ran the cancelled job was replaced"
 
 
+@pytest.mark.parametrize("mode", ["threads", "processes"])
 def test_a_cancelled_command_has_its_whole_process_group_killed(
     url: str,
     processes: Processes,
     app_path: Callable[[str], str],
     tree_pids: Path,
     commands_sender: App,
+    mode: str,
 ) -> None:
-    processes.rota("worker", app_path("commands"), "--url", url)
+    processes.rota("worker", app_path("commands"), "--url", url, "--mode", mode)
     handle = commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
     wait_for(lambda: tree_started(tree_pids), timeout=30, what="the command's tree to start")
     assert cancel_while_running(handle, handle.cancel) < PROMPT + 1.0  # SIGTERM, grace, SIGKILL

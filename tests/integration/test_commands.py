@@ -31,10 +31,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     assert proc.wait(timeout=30) == 0
 
 
+#: Worker flags of the modes commands run in, as a job of a thread or of a child process.
+MODES = [pytest.param((), id="threads"), pytest.param(("--mode", "processes"), id="processes")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_timeout_kills_the_whole_tree(
-    commands_sender: App, processes: Processes, url: str, tree_pids: Path
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, mode: tuple[str, ...]
 ) -> None:
-    worker = _worker(processes, url)
+    worker = _worker(processes, url, *mode)
     handle = commands_sender.tasks["tree"].send(extra_args=[str(tree_pids)])
     with pytest.raises(JobFailed) as failed:
         handle.result(timeout=30)
@@ -44,10 +49,11 @@ def test_a_timeout_kills_the_whole_tree(
     _stop(worker)
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
-    commands_sender: App, processes: Processes, url: str, tree_pids: Path
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, mode: tuple[str, ...]
 ) -> None:
-    worker = _worker(processes, url, "--grace", "0.5")
+    worker = _worker(processes, url, "--grace", "0.5", *mode)
     handle = commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
     wait_for(lambda: tree_started(tree_pids), timeout=30, what="the tree to start")
     _stop(worker)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from rota.commands import COMMAND_TASK
+from rota.commands import COMMAND_TASK, end_groups, stop_groups_under
 from rota.context import set_current
 from rota.errors import CorruptJob, InvalidArgument, JobCancelled, JobTimeout, UnknownTask
 from rota.models import ClaimedJob
@@ -190,6 +190,10 @@ _CHILD_START = 60.0
 _READY = "ready"
 
 
+def _let_pass(signum: int, frame: object) -> None:
+    """A child's handler of SIGINT and SIGTERM: nothing (see :func:`_child_main`)."""
+
+
 def _child_main(
     conn: Connection,
     app_spec: str | None,
@@ -205,12 +209,14 @@ def _child_main(
     as it ends (what a hook opened in the parent is not
     shared with a child). A ``None`` sent in place of a job ends the child.
 
-    Once running, the child ignores SIGINT and SIGTERM: a Ctrl-C or a
+    Once running, the child lets SIGINT and SIGTERM pass: a Ctrl-C or a
     service manager signals the whole process group, and the parent, not
     the signal, ends the child once its job is done (or kills it after the
-    grace)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    grace). They are caught, not ignored: the commands a job starts get
+    them back as their defaults (an ignored signal would stay ignored in
+    them, and they could not be stopped but by SIGKILL)."""
+    signal.signal(signal.SIGINT, _let_pass)
+    signal.signal(signal.SIGTERM, _let_pass)
     if app is None:
         from rota._loader import load_app
 
@@ -266,6 +272,7 @@ class _ProcessSlot:
         self._sent: collections.deque[ClaimedJob] = collections.deque()
         self._cancelled = False  # the first job sent was cancelled
         self._ready = False  # the child said it is ready
+        self._groups: list[int] = []  # its commands' process groups, sent SIGTERM
 
     def _spawn(self) -> tuple[BaseProcess, Connection]:
         parent, child = self._ctx.Pipe()
@@ -352,6 +359,7 @@ class _ProcessSlot:
             proc = self._proc
             if self._sent and self._sent[0] is job and proc is not None:
                 self._cancelled = True
+                self._groups += stop_groups_under(proc.pid)  # they outlive the child
                 proc.kill()
 
     def end(self) -> None:
@@ -369,11 +377,17 @@ class _ProcessSlot:
         self.kill()
 
     def kill(self) -> list[ClaimedJob]:
-        """Kill the child (the next job gets a fresh one); returns the jobs sent
-        to it whose result was not taken, in order."""
+        """Kill the child (the next job gets a fresh one), and stop the
+        commands it ran (SIGTERM, SIGKILL after their grace); returns the jobs
+        sent to it whose result was not taken, in order."""
+        groups, self._groups = self._groups, []
         if self._proc is not None:
+            if self._proc.exitcode is None:
+                groups += stop_groups_under(self._proc.pid)
             self._proc.kill()
             self._proc.join(5)
+        if groups:
+            end_groups(groups)
         if self._conn is not None:
             self._conn.close()
         self._proc, self._conn = None, None
