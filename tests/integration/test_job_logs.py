@@ -38,6 +38,22 @@ def rota_logs(url: str, job_id: str, *extra: str) -> str:
     return done.stdout
 
 
+def test_nul_in_output_and_errors_is_kept_written_out_on_every_store(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    # PostgreSQL's text refuses NUL: one unwritable outcome once stopped a worker's reports
+    start_worker(processes, app_path, url, "--commands")
+    task = sender.tasks["nul"].send()
+    command = sender.tasks["nul_command"].send()
+    for handle in (task, command):
+        wait_for(lambda h=handle: h.status() == "failed", timeout=30, what="the job to fail")
+    assert task.job().error == "ValueError: bad\\x00byte"
+    assert "before\\x00after\n" in rota_logs(url, task.id)
+    assert "err\\x00or" in (command.job().error or "")
+    assert "out\\x00put\n" in rota_logs(url, command.id)
+    assert sender.tasks["chatty"].send(False).result(timeout=30) == "done", "it reports on"
+
+
 @pytest.mark.parametrize("mode", ["threads", "processes"])
 def test_prints_logger_lines_and_stderr_are_kept_per_attempt(
     mode: str, url: str, sender: App, processes: Processes, app_path: Callable[[str], str]

@@ -69,7 +69,7 @@ class _Buffers:
             attempt = self.attempts.get((ctx.id, ctx.attempt))
             if attempt is None:
                 attempt = self.attempts[ctx.id, ctx.attempt] = _Attempt(ctx.app)
-            text = data if isinstance(data, str) else attempt.decode(stream, data)
+            text = storable(data if isinstance(data, str) else attempt.decode(stream, data))
             text = attempt.partial.pop(stream, "") + text
             lines = text.splitlines(keepends=True)
             if lines and not lines[-1].endswith(("\n", "\r")) and len(lines[-1]) < MAX_LINE:
@@ -188,4 +188,17 @@ def install() -> None:
             sys.stderr = _Route(sys.stderr, "stderr")
 
 
-__all__ = ["FLUSH_EVERY", "end", "install", "write"]
+__all__ = ["FLUSH_EVERY", "end", "install", "storable", "write"]
+
+
+def storable(text: str) -> str:
+    """``text`` as every store can keep it: NUL written ``\\x00`` (PostgreSQL's
+    text refuses it), and what UTF-8 cannot encode (lone surrogates, as in a
+    file name decoded with ``surrogateescape``) escaped the same way."""
+    if "\0" in text:
+        text = text.replace("\0", "\\x00")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode(errors="backslashreplace").decode()
+    return text

@@ -83,23 +83,13 @@ def refusal(job: ClaimedJob, exc: UnknownTask | CorruptJob) -> Result:
 
 def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     """A failed attempt from an exception, with its formatted traceback."""
-    text = _storable("".join(traceback.format_exception(exc)))
-    error = _storable(f"{type(exc).__name__}: {exc}")
+    text = joblogs.storable("".join(traceback.format_exception(exc)))
+    error = joblogs.storable(f"{type(exc).__name__}: {exc}")
     kinds = tuple(error_kind(cls) for cls in type(exc).__mro__)
     snooze = exc.seconds if isinstance(exc, Snooze) else None
     return Result(
         False, error=error, traceback=text, retryable=retryable, kinds=kinds, snooze=snooze
     )
-
-
-def _storable(text: str) -> str:
-    """``text`` with what UTF-8 cannot encode (lone surrogates, as in a file
-    name decoded with ``surrogateescape``) escaped, so a store can keep it."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode(errors="backslashreplace").decode()
-    return text
 
 
 def internal_failure(exc: BaseException, where: str) -> Result:
@@ -108,8 +98,8 @@ def internal_failure(exc: BaseException, where: str) -> Result:
     exception that cannot be formatted."""
     _worker_log.error("%s survived an unexpected error", where, exc_info=exc)
     try:
-        error = _storable(f"internal error in {where}: {type(exc).__name__}: {exc}")
-        text: str | None = _storable("".join(traceback.format_exception(exc)))
+        error = joblogs.storable(f"internal error in {where}: {type(exc).__name__}: {exc}")
+        text: str | None = joblogs.storable("".join(traceback.format_exception(exc)))
     except Exception:
         error, text = f"internal error in {where}: {type(exc).__name__} (unprintable)", None
     return Result(False, error=error, traceback=text, retryable=False, internal=True)

@@ -54,3 +54,15 @@ def slow(gate: str) -> str:
 
 
 shout = app.command("shout", ["sh", "-c", "echo out line; echo err line >&2; printf 'no newline'"])
+
+
+@app.task()
+def nul() -> str:
+    """Prints a NUL and fails with one in its message."""
+    print("before\0after")
+    raise ValueError("bad\0byte")
+
+
+nul_command = app.command(
+    "nul_command", ["sh", "-c", "printf 'out\\0put\\n'; printf 'err\\0or' >&2; exit 3"]
+)
