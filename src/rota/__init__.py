@@ -24,6 +24,7 @@ from rota.errors import (
     StoreError,
     StoreUnavailable,
     UnknownTask,
+    ValueRefused,
 )
 from rota.limits import Breaker, Limit, Rate
 from rota.models import Job, JobState
@@ -61,6 +62,7 @@ __all__ = [
     "StoreUnavailable",
     "Task",
     "UnknownTask",
+    "ValueRefused",
     "__version__",
     "at",
     "cron",

@@ -23,6 +23,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "UnknownTask",
+    "ValueRefused",
 ]
 
 
@@ -134,6 +135,11 @@ class StoreError(RotaError):
 
 class StoreUnavailable(StoreError, ConnectionError):
     """The store could not be reached."""
+
+
+class ValueRefused(StoreError, InvalidArgument):
+    """The store's server refused a value it cannot keep (PostgreSQL: a NUL
+    in a text; MySQL: a value too long for its column). Nothing was written."""
 
 
 class CorruptJob(RotaError, ValueError):

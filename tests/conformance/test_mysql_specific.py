@@ -22,7 +22,7 @@ MySQLdb = pytest.importorskip("MySQLdb")
 from backends import MYSQL_URL, drop_store, mysql_execute, store_url  # noqa: E402
 from conformance.support import claim, enqueue_one, new_job, worker_info  # noqa: E402
 from helpers import wait_for  # noqa: E402
-from rota.errors import InvalidArgument, StoreError  # noqa: E402
+from rota.errors import InvalidArgument, StoreError, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.mysql import MySQLStore  # noqa: E402
@@ -163,6 +163,12 @@ def test_text_is_compared_byte_for_byte(mstore: MySQLStore) -> None:
     results = mstore.enqueue([new_job(unique_key=k) for k in ("key", "KEY", "key ")])
     assert not any(r.duplicate for r in results)
     assert mstore.enqueue([new_job(unique_key="key ")])[0].duplicate
+
+
+def test_a_value_too_long_for_its_column_is_refused_by_name(mstore: MySQLStore) -> None:
+    with pytest.raises(ValueRefused, match="Data too long for column 'id'"):
+        mstore.enqueue([new_job(job_id="j" * 300)])
+    assert claim(mstore, limit=10) == []
 
 
 # -- concurrency ------------------------------------------------------------------------------

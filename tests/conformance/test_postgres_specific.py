@@ -22,7 +22,7 @@ from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E4
 from conformance.support import claim, enqueue_one, new_job  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable  # noqa: E402
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
@@ -206,6 +206,15 @@ def test_sending_in_a_transaction_of_another_database_is_refused(
     finally:
         conn.close()
     assert claim(app.store, limit=10) == []
+
+
+def test_a_nul_in_a_text_is_refused_by_name_and_changes_nothing(pstore: PostgresStore) -> None:
+    enqueue_one(pstore, new_job(1))
+    [running] = claim(pstore)
+    with pytest.raises(ValueRefused, match="cannot contain NUL"):
+        pstore.finish([Outcome(running.id, running.token, False, error="bad\0byte")])
+    job = pstore.get_job(running.id)
+    assert job is not None and job.state is JobState.RUNNING
 
 
 def test_a_database_that_does_not_exist_is_reported_at_once() -> None:

@@ -27,7 +27,7 @@ import MySQLdb
 from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import RE_INSERT_VALUES
 
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx, log_run_again
@@ -83,6 +83,8 @@ def store_error(exc: BaseException, where: str) -> StoreError:
     """The rota error for a driver error at ``where``."""
     if connection_lost(exc):
         return StoreUnavailable(f"the MySQL store at {where} cannot be reached: {exc}")
+    if isinstance(exc, MySQLdb.DataError):
+        return ValueRefused(f"the MySQL store at {where} refused a value: {exc}")
     return StoreError(f"the MySQL store at {where} failed: {exc}")
 
 

@@ -26,7 +26,7 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
 
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused
 from rota.stores.postgres._outages import (
     IN_CALL,
     RETRY_FOR,
@@ -71,6 +71,8 @@ def store_error(exc: BaseException, where: str) -> StoreError:
         return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, psycopg.IntegrityError):  # pipelined: raised at the commit
         return Refused(f"the PostgreSQL store at {where} refused a row: {exc}")
+    if isinstance(exc, psycopg.DataError):
+        return ValueRefused(f"the PostgreSQL store at {where} refused a value: {exc}")
     return StoreError(f"the PostgreSQL store at {where} failed: {exc}")
 
 
