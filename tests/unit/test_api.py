@@ -36,6 +36,7 @@ EXPECTED_EXPORTS = {
     "StoreUnavailable",
     "Task",
     "UnknownTask",
+    "ValueRefused",
     "__version__",
     "at",
     "cron",
