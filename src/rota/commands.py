@@ -399,7 +399,7 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
             start_new_session=True,
         )
     except OSError as exc:
-        raise CommandFailed(f"cannot start {spec.line()}: {exc.strerror or exc}") from None
+        raise CommandFailed(f"cannot start {spec.line()}: {_start_error(spec, exc)}") from None
     group = _Group(proc, spec.grace)
     with _running_lock:
         _running.add(group)
@@ -419,9 +419,21 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
     finally:
         with _running_lock:
             _running.discard(group)
+    # a process that left the group (setsid) may hold a pipe: give the readers
+    # the grace, all together, then leave them to it
+    deadline = time.monotonic() + spec.grace + 1.0
     for reader in readers:
-        reader.join(spec.grace + 1.0)  # a process that left the group may hold a pipe
+        reader.join(max(0.0, deadline - time.monotonic()))
     return _outcome(spec, group, tails, time.monotonic() - started)
+
+
+def _start_error(spec: CommandSpec, exc: OSError) -> str:
+    """Why the command could not start, naming the missing directory or program."""
+    if spec.cwd is not None and not os.path.isdir(spec.cwd):
+        return f"its working directory {spec.cwd!r} does not exist"
+    if exc.filename is not None:
+        return f"{exc.strerror or exc}: {exc.filename!r}"
+    return str(exc.strerror or exc)
 
 
 def _outcome(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import wait_for
 from rota import App
 from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, run
 from rota.errors import InvalidArgument
@@ -115,6 +119,30 @@ def test_a_failure_names_the_code_and_the_last_lines_of_stderr() -> None:
 def test_a_missing_program_is_a_failure_that_names_it() -> None:
     with pytest.raises(CommandFailed, match="cannot start no-such-program-here: No such file"):
         run(CommandSpec.build(["no-such-program-here"]))
+
+
+def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
+    missing = str(tmp_path / "gone")
+    with pytest.raises(CommandFailed, match=f"its working directory '{missing}' does not exist"):
+        run(CommandSpec.build(["true"], cwd=missing))
+
+
+def test_a_grandchild_that_leaves_the_group_holds_the_job_up_one_grace_at_most(
+    tmp_path: Path,
+) -> None:
+    # setsid puts it out of the command's process group (out of rota's reach):
+    # the job ends once the readers' one grace for both pipes is over
+    pid_file = tmp_path / "pid"
+    escape = f"setsid sh -c 'echo $$ > \"{pid_file}\"; exec sleep 30' & echo done"
+    spec = CommandSpec.build(["sh", "-c", escape], grace=0.5)
+    started = time.monotonic()
+    try:
+        result = run(spec)
+    finally:
+        wait_for(pid_file.exists, timeout=10, what="the grandchild's pid")
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert result["stdout"] == "done\n"
+    assert time.monotonic() - started < 0.5 + 1.0 + 1.0
 
 
 def test_env_adds_to_the_environment_and_ok_codes_decide_success(tmp_path: Path) -> None:
