@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from datetime import timedelta
 
 __all__ = [
@@ -54,6 +55,9 @@ class UnknownTask(RotaError, LookupError):
     def __init__(self, name: str, known: list[str] | None = None) -> None:
         hint = f" (registered: {', '.join(sorted(known))})" if known else ""
         fix = f"register it with @app.task(name={name!r}) in the module the worker loads"
+        close = difflib.get_close_matches(name, known or [], n=1)
+        if close:
+            fix = f"did you mean {close[0]!r}? Or {fix}"
         if name == "rota.cmd":
             fix = "command-line jobs are off here: start the worker with --commands"
             fix += " (or App(commands=True))"

@@ -993,6 +993,21 @@ def test_schedules_add_at_a_time_that_has_passed_says_so(env: Env) -> None:
     assert "2099-01-01" in listed.stdout and "2020-01-01 00:00:00" not in listed.stdout
 
 
+def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
+    job_id = env.send("--cmd", "--cmd-timeout", "90s", "--", "sleep", "300")
+    job = env.store.get_job(job_id)
+    assert job is not None and (job.args, job.kwargs) == ([["sleep", "300"]], {"timeout": 90.0})
+    for words, message in (
+        (["add", "--cmd-timeout", "5", "1", "2"], "--cmd-timeout goes with --cmd"),
+        (["--cmd", "--json", "{}"], "--cmd takes the command line after --, not --json"),
+        (["--cmd", "--cmd-timeout", "0", "--", "true"], "timeout must be above 0"),
+    ):
+        refused = env.rota("send", env.app, *words)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+    typo = env.rota("send", env.app, "ad", "1", "2")
+    assert typo.exit_code == 1 and "did you mean 'add'?" in typo.output, typo.output
+
+
 def test_send_with_retries_and_backoff(env: Env) -> None:
     job_id = env.send("add", "--retries", "3", "--backoff", "2s,1m", "1", "2")
     job = env.store.get_job(job_id)

@@ -162,6 +162,7 @@ ADD = ["schedules", "add", "s", "--every", "60"]
             [*ADD, "--timeout", "soon", "--", "true"],
             ["'--timeout'", "timeout 'soon' is not a duration"],
         ),
+        ([*ADD, "--timeout", "0", "--", "true"], ["'--timeout'", "timeout must be above 0"]),
         (
             [*ADD, "--overlap", "never", "--", "true"],
             ["'--overlap'", "'never' is not one of 'allow', 'skip', 'queue'"],

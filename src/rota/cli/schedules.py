@@ -323,7 +323,8 @@ def run_now(cli: CliState, name: str) -> None:
     "--backoff",
     metavar="BASE,MAX",
     callback=backoff_callback,
-    help="The first retry's delay and the longest, e.g. 30s,1h.  [default: 1s,5m]",
+    help="Retry delays double from BASE up to MAX, each shortened at random by up to "
+    "half, e.g. 30s,1h.  [default: 1s,5m]",
 )
 @click.option(
     "--timeout",
@@ -386,7 +387,8 @@ def add(
     try:
         CommandSpec.build(list(command), **kwargs)
     except InvalidArgument as exc:
-        raise click.BadParameter(str(exc), param_hint="CMD") from None
+        hint = "'--timeout'" if str(exc).startswith("timeout") else "CMD"
+        raise click.BadParameter(str(exc), param_hint=hint) from None
     given_options = {
         "queue": queue,
         "host": host,

@@ -18,8 +18,8 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
-from rota.commands import COMMAND_TASK
-from rota.errors import JobFailed, SerializationError
+from rota.commands import COMMAND_TASK, CommandSpec
+from rota.errors import InvalidArgument, JobFailed, SerializationError
 from rota.task import JobHandle
 
 __all__ = ["parse_arg", "parse_json_call", "send"]
@@ -127,7 +127,8 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     "--backoff",
     metavar="BASE,MAX",
     callback=backoff_callback,
-    help="The first retry's delay and the longest, e.g. 30s,1h (default: the task's).",
+    help="Retry delays double from BASE up to MAX, each shortened at random by up to "
+    "half, e.g. 30s,1h (default: the task's).",
 )
 @click.option(
     "--host",
@@ -155,6 +156,13 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     callback=duration_callback,
     help="With --wait: give up after this long (exit 1), e.g. 30, 5m. Default: no limit.",
 )
+@click.option(
+    "--cmd-timeout",
+    "command_timeout",
+    metavar="SECONDS",
+    callback=duration_callback,
+    help="With --cmd: stop the command (its whole process group) after this long: 90s, 15m.",
+)
 @url_option
 @pass_state
 def send(
@@ -172,6 +180,7 @@ def send(
     delay: float | None,
     wait: bool,
     timeout: float | None,
+    command_timeout: float | None,
 ) -> None:
     """Send a job running TASK of APP and print its id.
 
@@ -185,18 +194,19 @@ def send(
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout goes with --wait")
+    if command and json_call is not None:
+        raise click.UsageError("--cmd takes the command line after --, not --json")
+    if command_timeout is not None and not command:
+        raise click.UsageError("--cmd-timeout goes with --cmd")
     if task_name is None:
         raise click.UsageError("missing TASK (or --cmd -- COMMAND ARGS...)")
     if command:
-        if json_call is not None:
-            raise click.UsageError("--cmd takes the command line after --, not --json")
-        call_args: list[Any] = [[task_name, *args]]
-        call_kwargs: dict[str, Any] = {}
+        call_args, call_kwargs = _command_call([task_name, *args], command_timeout)
         task_name = COMMAND_TASK
     else:
         call_args, call_kwargs = _call(args, json_call)
     app = cli.load_app(app_spec)
-    if command:
+    if task_name == COMMAND_TASK:
         app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
     given = {
@@ -221,6 +231,17 @@ def send(
         )
     if wait:
         _print_result(handle, timeout)
+
+
+def _command_call(argv: list[str], timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments of a ``rota.cmd`` job running ``argv``, stopped after ``timeout``."""
+    if timeout is None:
+        return [argv], {}
+    try:
+        CommandSpec.build(argv, timeout=timeout)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="'--cmd-timeout'") from None
+    return [argv], {"timeout": timeout}
 
 
 def _print_result(handle: JobHandle[Any], timeout: float | None) -> None:
