@@ -53,8 +53,8 @@ def test_a_line_per_finished_job_at_info(
     ok_line = re.search(rf"INFO rota\.worker: ok {good} attempt 1 succeeded in [\d.]+ ms\n", out)
     assert ok_line, out
     retry = re.search(
-        rf"INFO rota\.worker: boom {bad} attempt 1 retrying in [\d.]+ ms: ValueError: boom;"
-        r" retry in \d+\.\d s\n",
+        rf"INFO rota\.worker: boom {bad} attempt 1 failed in [\d.]+ ms: ValueError: boom;"
+        r" runs again in \d+\.\d s\n",
         out,
     )
     assert retry, out

@@ -57,11 +57,12 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
     ms = round(seconds * 1000.0, 1)
     error = (outcome.error or "").split("\n", 1)[0] if not outcome.ok else None
     retry_in = outcome.retry_in if name in ("retrying", "snoozed") else None
-    text = f"{job.task} {job.id} attempt {job.attempt} {name} in {ms:g} ms"
+    verb = "failed" if name == "retrying" else name  # the delay says when it runs again
+    text = f"{job.task} {job.id} attempt {job.attempt} {verb} in {ms:g} ms"
     if error is not None:
         text += f": {error}"
     if retry_in is not None:
-        text += f"; retry in {retry_in:.1f} s"
+        text += f"; runs again in {retry_in:.1f} s"
     fields = {
         "task": job.task,
         "job_id": job.id,
