@@ -490,6 +490,10 @@ def test_jobs_cancel(env: Env) -> None:
     assert f"could not cancel {running}: it is running" in refused.stderr
     assert "Error: 1 of 1 job(s) could not be cancelled" in refused.stderr
     assert env.store.extend([LeaseRef(running, token)]) == ["cancel"]
+    env.store.finish([Outcome(running, token, False, error="JobCancelled: stopped")])
+    assert state_of(env, running) is JobState.CANCELLED
+    shown = env.rota("jobs", "show", running)
+    assert re.search(r"cancelled .* by \S+", shown.stdout), shown.stdout
 
 
 def test_jobs_delete(env: Env) -> None:

@@ -194,13 +194,16 @@ def _history(job: Job) -> Table:
         event = str(entry.get("event", "?"))
         at = entry.get("at")
         error = entry.get("error")
+        detail = summary(str(error)) if error is not None else ""
+        if entry.get("by"):  # a cancel: who asked
+            detail = " ".join(filter(None, [detail, f"by {entry['by']}"]))
         table.add_row(
             str(entry.get("attempt", "?")),
             Text(event, style=_EVENT_STYLES.get(event, "yellow")),
             fmt_time(float(at)) if isinstance(at, int | float) else "-",
             str(entry.get("worker") or "-"),
             str(entry.get("host") or "-"),
-            summary(str(error)) if error is not None else "",
+            detail,
         )
     return table
 
