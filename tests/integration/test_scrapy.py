@@ -195,3 +195,21 @@ def test_every_claimed_request_ends_as_scrapy_left_it(
     assert tries[1][1] == str({"followed_by": refused})
     assert len(ends) == 4 + 3
     assert store.list_jobs(JobQuery(queue=QUEUE, state=JobState.RUNNING)).jobs == ()
+
+
+def test_a_store_that_cannot_be_reached_fails_the_start(
+    processes: Processes, tmp_path: Path
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    # nothing listens there; retry_for=1: the store gives up after a second
+    url = f"redis://127.0.0.1:{port}/0?retry_for=1"
+    proc = processes.command(
+        SCRAPY,
+        "runspider",
+        SPIDER,
+        env={"ROTA_URL": url, "SEEDS": "http://127.0.0.1:9/", "FETCHED": str(tmp_path / "f")},
+    )
+    assert proc.wait(60) == 1, processes.output(proc)
+    assert "cannot be reached" in processes.output(proc)

@@ -79,6 +79,11 @@ class Scheduler:
         name = s.get("ROTA_NAME") or spider.name
         lease = s.getfloat("ROTA_LEASE", 30.0)
         app = App(s.get("ROTA_URL") or None, lease=lease)
+        try:
+            app.store.now()  # a store that cannot be reached fails the start: exit code 1
+        except BaseException:
+            app.close()
+            raise
         unique_for = s.get("ROTA_UNIQUE_FOR")
         self.frontier = SharedFrontier(
             app,
