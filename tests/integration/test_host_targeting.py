@@ -74,3 +74,18 @@ def test_jobs_sent_to_a_host_run_there_and_elsewhere_once_it_is_gone(
         assert job.started_at - job.enqueued_at < GRACE + 6.0
     finally:
         sender.close()
+
+
+def test_rota_run_serves_the_host_name_of_its_worker_host_option(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    processes.rota(
+        "run", app_path("loaded"), "--url", url, "--no-web", "--worker-host", "web-c", "-q"
+    )
+    sender = App(url)
+    short = sender.task(name="short")(lambda: None)
+    try:
+        job_id = short.options(host="web-c").send().id
+        wait_for(lambda: ran_on(store, job_id) == "web-c", timeout=30, what="the job on web-c")
+    finally:
+        sender.close()

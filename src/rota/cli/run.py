@@ -13,6 +13,7 @@ from rota.cli._support import (
     CliError,
     CliState,
     commands_option,
+    name_callback,
     note,
     pass_state,
     resolve_queues,
@@ -37,7 +38,19 @@ from rota.stores import redact_url
     default="threads",
     show_default=True,
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Dashboard address.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The dashboard's address (the worker's host name is --worker-host).",
+)
+@click.option(
+    "--worker-host",
+    metavar="NAME",
+    callback=name_callback("host"),
+    help="The host name the worker serves jobs sent to (as rota worker --host). "
+    "Default: this machine's hostname.",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option(
     "--token",
@@ -60,6 +73,7 @@ def run(
     port: int,
     token: str | None,
     no_web: bool,
+    worker_host: str | None,
     allow_commands: bool,
     quiet: bool,
     log_format: str,
@@ -77,7 +91,13 @@ def run(
         app.enable_commands()
     names = resolve_queues(app, queues)
     worker = Worker(
-        app, queues=names, concurrency=concurrency, mode=mode, scheduler=True, app_spec=app_spec
+        app,
+        queues=names,
+        concurrency=concurrency,
+        mode=mode,
+        scheduler=True,
+        app_spec=app_spec,
+        host=worker_host,
     )
     if not no_web:
         _start_dashboard(app, host, port, token)
