@@ -45,7 +45,7 @@ def test_rota_audit_lists_newest_first_and_filters(url: str, store: Store) -> No
     rota(url, "queues", "resume", "emails")
     out = rota(url, "audit")
     lines = [line for line in out.splitlines()[1:] if line.strip()]
-    assert [line.split()[6] for line in lines] == ["queue.resume", "limit.set", "queue.pause"]
+    assert [line.split()[7] for line in lines] == ["queue.resume", "limit.set", "queue.pause"]
     assert '{"limit": 3}' in lines[1] and "carol" in lines[1] and " cli " in lines[1]
     out = rota(url, "audit", "--action", "queue.pause")
     assert "queue.pause" in out and "queue.resume" not in out

@@ -242,10 +242,11 @@ def split_list(value: str) -> list[str]:
 
 
 def fmt_time(epoch: float | None) -> str:
-    """A local date and time to the second, or ``-``."""
+    """A local date and time to the second with its zone (``2026-12-04
+    02:00:00 UTC``), or ``-``."""
     if epoch is None:
         return "-"
-    return datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def fmt_when(epoch: float | None, now: float) -> str:
