@@ -496,6 +496,18 @@ def test_jobs_cancel(env: Env) -> None:
     assert re.search(r"cancelled .* by \S+", shown.stdout), shown.stdout
 
 
+def test_jobs_logs_says_when_it_gave_up_and_refuses_an_attempt_not_made(env: Env) -> None:
+    job_id = env.send("add", "1", "1")
+    env.store.claim("test-worker", ["default"], 1)  # running, and it stays so
+    waited = env.rota("jobs", "logs", job_id, "--follow", "--timeout", "0.2")
+    assert waited.exit_code == 1, waited.output
+    assert f"job {job_id} still runs after --timeout 0.2 s" in waited.stderr
+    beyond = env.rota("jobs", "logs", job_id, "--attempt", "2")
+    assert beyond.exit_code == 1 and "has had 1 attempt(s), not 2" in beyond.stderr
+    alone = env.rota("jobs", "logs", job_id, "--timeout", "5")
+    assert alone.exit_code == 2 and "--timeout goes with --follow" in alone.output
+
+
 def test_jobs_delete(env: Env) -> None:
     a = env.send("add", "1", "1")
     b = env.send("add", "2", "2")

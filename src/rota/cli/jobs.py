@@ -272,9 +272,15 @@ def logs(
     each attempt under a header; --follow prints new lines as they come and
     returns when the job has ended.
 
-    ID may be a unique prefix (six or more characters) of the job's id."""
+    ID may be a unique prefix (six or more characters) of the job's id.
+    Exits 1 when --timeout ran out while the job still runs."""
+    if timeout is not None and not follow:
+        raise click.UsageError("--timeout goes with --follow")
     store = cli.store_app().reader
     job_id = store.resolve_job_id(job_id)
+    job = store.get_job(job_id)
+    if attempt is not None and job is not None and attempt > job.attempt:
+        raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, after = None, 0
     while True:
@@ -290,7 +296,7 @@ def logs(
         if not follow or (ended and not chunks):
             return
         if deadline is not None and time.monotonic() >= deadline:
-            return
+            raise CliError(f"job {job_id} still runs after --timeout {timeout:g} s")
         sys.stdout.flush()
         time.sleep(_FOLLOW_POLL)
 
