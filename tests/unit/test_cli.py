@@ -484,6 +484,10 @@ def test_jobs_cancel(env: Env) -> None:
     assert state_of(env, pending) is JobState.CANCELLED
     asked = env.rota("jobs", "cancel", running)  # its worker stops it
     assert asked.exit_code == 0
+    assert (
+        asked.stdout
+        == f"cancelled {running} (it runs: its worker stops it within about a second)\n"
+    )
     assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
     assert refused.exit_code == 1

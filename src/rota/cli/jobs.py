@@ -15,6 +15,7 @@ from rich.text import Text
 
 from rota._time import format_duration
 from rota._wording import attempt_text, retry_text, snooze_reason
+from rota.admin import Actor
 from rota.app import App
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
@@ -382,7 +383,15 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
-    _steer(app, job_ids, app.admin.cancel_job, "cancel", "cancelled")
+
+    def cancel_one(job_id: str, *, by: Actor) -> str:
+        full = app.admin.cancel_job(job_id, by=by)
+        job = app.store.get_job(full)
+        if job is not None and job.state is JobState.RUNNING:
+            return f"{full} (it runs: its worker stops it within about a second)"
+        return full
+
+    _steer(app, job_ids, cancel_one, "cancel", "cancelled")
 
 
 @jobs.command("delete")
