@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from rota import Breaker, _validate
+from rota import Breaker
 from rota.app import App
 from rota.crawl.adapt import Adaptive
 from rota.crawl.jobs import Callback, CrawlJobs
@@ -110,7 +110,7 @@ class Crawler:
             per_host=per_host,
             rate=rate,
             burst=burst,
-            breaker=breaker or Breaker(failures=max(5, _per_host(per_host)), cooldown="5m"),
+            breaker=breaker,
             retries=retries,
             user_agent=user_agent,
             timeout=timeout,
@@ -203,8 +203,3 @@ def _pattern(match: str | None) -> re.Pattern[str] | None:
         return re.compile(match)
     except re.error as exc:
         raise InvalidArgument(f"match pattern {match!r} is not valid: {exc}") from None
-
-
-def _per_host(value: int) -> int:
-    """``per_host`` checked before the default breaker is sized from it."""
-    return _validate.integer(value, "per_host", 1, _validate.MAX_LIMIT)

@@ -71,7 +71,7 @@ class Settings:
         per_host: int,
         rate: str | float,
         burst: int,
-        breaker: Breaker,
+        breaker: Breaker | None,
         retries: int,
         user_agent: str,
         timeout: float | str,
@@ -87,6 +87,8 @@ class Settings:
             raise InvalidArgument(f"a crawler name has no '/' or spaces: {name!r}")
         urls = seed_urls(seeds)
         per_host = _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
+        if breaker is None:  # the default: 5 failures, at least per_host
+            breaker = Breaker(failures=max(5, per_host), cooldown="5m")
         if not isinstance(breaker, Breaker) or breaker.key is not None:
             raise InvalidArgument(
                 f"breaker takes rota.Breaker(failures, cooldown) without a key (the "
