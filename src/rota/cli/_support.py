@@ -191,10 +191,24 @@ def duration_callback(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> float | None:
     """Parse ``30``, ``1.5``, ``90s``, ``15m``, ``2h``, ``7d`` into seconds."""
+    return _duration(ctx, param, value, positive=False)
+
+
+def positive_duration_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | None:
+    """As :func:`duration_callback`, above 0 (a timeout)."""
+    return _duration(ctx, param, value, positive=True)
+
+
+def _duration(
+    ctx: click.Context, param: click.Parameter, value: str | None, *, positive: bool
+) -> float | None:
     if value is None:
         return None
+    what = (param.name or "duration").replace("_", " ")
     try:
-        return parse_duration(value, what=param.name or "duration")
+        return parse_duration(value, what=what, positive=positive)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
 

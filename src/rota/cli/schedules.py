@@ -27,6 +27,7 @@ from rota.cli._support import (
     name_callback,
     note,
     pass_state,
+    positive_duration_callback,
     url_option,
 )
 from rota.commands import COMMAND_TASK, CommandSpec, command_line
@@ -329,7 +330,7 @@ def run_now(cli: CliState, name: str) -> None:
 @click.option(
     "--timeout",
     metavar="SECONDS",
-    callback=duration_callback,
+    callback=positive_duration_callback,
     help="Stop the command (its whole process group) after this long: 90s, 15m.",
 )
 @click.option(
@@ -387,8 +388,7 @@ def add(
     try:
         CommandSpec.build(list(command), **kwargs)
     except InvalidArgument as exc:
-        hint = "'--timeout'" if str(exc).startswith("timeout") else "CMD"
-        raise click.BadParameter(str(exc), param_hint=hint) from None
+        raise click.BadParameter(str(exc), param_hint="CMD") from None
     given_options = {
         "queue": queue,
         "host": host,
