@@ -279,9 +279,10 @@ def logs(
         raise click.UsageError("--timeout goes with --follow")
     store = cli.store_app().reader
     job_id = store.resolve_job_id(job_id)
-    job = store.get_job(job_id)
-    if attempt is not None and job is not None and attempt > job.attempt:
-        raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
+    if attempt is not None:
+        job = store.get_job(job_id)
+        if job is not None and attempt > job.attempt:
+            raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, after = None, 0
     while True:
