@@ -5,11 +5,15 @@ without persistence is logged once (at warning level)."""
 from __future__ import annotations
 
 import logging
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from conformance.support import new_job
+from helpers import wait_for
 from integration.redis_servers import PrivateRedis, private_redis
+from procs import ROTA, Processes
 from rota.errors import InvalidArgument, StoreError
 from rota.stores import open_store
 
@@ -84,3 +88,19 @@ def test_a_server_with_persistence_is_not_warned_about(
     finally:
         store.close()
     assert _warnings(caplog) == []
+
+
+def test_one_shot_commands_leave_the_warning_to_long_running_ones(
+    private_redis: type[PrivateRedis], processes: Processes, tmp_path: Path
+) -> None:
+    server = private_redis()
+    url = f"redis://{server.address}/0"
+    listed = subprocess.run(
+        [ROTA, "--url", url, "jobs", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "no jobs match" in listed.stderr
+    assert WARNING not in listed.stderr
+    (tmp_path / "tasks.py").write_text("from rota import App\napp = App()\n")
+    scheduler = processes.rota("--url", url, "scheduler", str(tmp_path / "tasks.py"))
+    wait_for(lambda: WARNING in processes.output(scheduler), timeout=30)

@@ -42,6 +42,7 @@ from rota import __version__
 from rota._loader import AppImportError
 from rota.cli._support import CliError, CliState, CliUsageError, redact_text
 from rota.errors import InvalidArgument, RotaError
+from rota.stores.base import SERVICE_NOTICE
 
 __all__ = ["COMMANDS", "Entry", "main"]
 
@@ -73,7 +74,8 @@ COMMANDS: dict[str, Entry] = {
 
 class _ShortCommandHandler(logging.Handler):
     """rota's warnings on the current stderr, one line each, as long as
-    nothing configured the root logger (long-running commands do)."""
+    nothing configured the root logger (long-running commands do); notices
+    meant for long-running processes (:data:`SERVICE_NOTICE`) are left out."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -81,6 +83,8 @@ class _ShortCommandHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if logging.getLogger().handlers:
             return  # logging is configured: the record reaches those handlers
+        if getattr(record, SERVICE_NOTICE, False):
+            return
         try:
             line = f"{record.levelname.lower()}: {record.getMessage()}"
             sys.stderr.write(redact_text(line) + "\n")

@@ -49,6 +49,7 @@ __all__ = [
     "MAX_AUDIT_PAGE",
     "MAX_LOG_PAGE",
     "MIN_PREFIX",
+    "SERVICE_NOTICE",
     "AuditStore",
     "FireResult",
     "InspectionStore",
@@ -71,6 +72,12 @@ __all__ = [
     "dropped_note",
     "stop_waiting",
 ]
+
+#: Set (``extra={SERVICE_NOTICE: True}``) on a log record meant for the logs of
+#: long-running processes (worker, scheduler, dashboard), such as a warning about
+#: the store server's setup: one-shot CLI commands leave it out, so it is not
+#: repeated on every ``rota jobs list``.
+SERVICE_NOTICE = "rota_service_notice"
 
 
 def check_mode(queue: object, mode: object) -> None:

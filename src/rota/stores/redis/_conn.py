@@ -24,6 +24,7 @@ from redis.retry import Retry
 from redis.utils import SENTINEL
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.stores.base import SERVICE_NOTICE
 
 _pack: Callable[[tuple[Any, ...]], bytes] | None
 try:  # packs a command in one call; redis-py's own packer adds a pass over the arguments
@@ -325,6 +326,7 @@ def check_server(client: redis.Redis, where: str, *, allow_eviction: bool = Fals
             "loses every job (sent or running), schedule and result it holds; enable "
             "appendonly yes",
             where,
+            extra={SERVICE_NOTICE: True},
         )
 
 
