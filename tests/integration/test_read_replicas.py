@@ -142,7 +142,12 @@ def test_the_read_url_comes_from_the_store_url_then_the_environment(
 def test_the_dashboard_reads_from_the_replica_and_acts_on_the_primary(app: App, pair: Pair) -> None:
     from rota.web import create_app
 
-    client = TestClient(create_app(app), base_url="http://localhost", follow_redirects=False)
+    client = TestClient(
+        create_app(app),
+        base_url="http://localhost",
+        follow_redirects=False,
+        client=("127.0.0.1", 50000),
+    )
 
     def api_jobs() -> dict[str, str]:
         answer = client.get("/api/jobs", params={"limit": 100})

@@ -52,7 +52,9 @@ def test_the_dashboard_shows_no_password(server: PrivateRedis, form: str) -> Non
         return text
 
     job_id = echo.send("hello").id
-    with TestClient(create_app(app), base_url="http://localhost") as client:
+    with TestClient(
+        create_app(app), base_url="http://localhost", client=("127.0.0.1", 50000)
+    ) as client:
         for path in ("/", "/jobs", f"/jobs/{job_id}", "/queues", "/workers", f"/api/jobs/{job_id}"):
             page = client.get(path)
             assert page.status_code == 200, path

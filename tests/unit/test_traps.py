@@ -153,7 +153,9 @@ def test_an_overdue_schedule_is_shown_overdue_not_active(app: rota.App) -> None:
 def test_the_dashboard_shows_the_warnings(app: rota.App) -> None:
     app.get_task("fetch").send("https://example.com")
     _overdue_schedule(app)
-    with TestClient(create_app(app), base_url="http://127.0.0.1") as client:
+    with TestClient(
+        create_app(app), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)
+    ) as client:
         overview = client.get("/").text
         schedules = client.get("/schedules").text
     assert 'id="warnings"' in overview

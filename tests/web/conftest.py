@@ -54,7 +54,7 @@ def secured(demo: Demo) -> Iterator[Callable[[], TestClient]]:
     made: list[TestClient] = []
 
     def make() -> TestClient:
-        c = TestClient(asgi, base_url=BASE, follow_redirects=False)
+        c = TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000))
         made.append(c)
         return c
 

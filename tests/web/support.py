@@ -38,7 +38,7 @@ def client_for(
 ) -> TestClient:
     """A test client of a fresh dashboard on ``demo``'s app (loopback host)."""
     asgi = create_app(demo.app, token=token, viewer_token=viewer_token, secret=SECRET)
-    return TestClient(asgi, base_url=BASE, follow_redirects=False)
+    return TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000))
 
 
 def bearer(token: str) -> dict[str, str]:

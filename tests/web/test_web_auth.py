@@ -169,7 +169,9 @@ def test_changing_the_token_ends_old_sessions(secured: Clients, demo: Demo) -> N
     cookie = c.cookies.get("rota_session")
     assert cookie
     rotated = create_app(demo.app, token="a-brand-new-token", secret=SECRET)
-    with TestClient(rotated, base_url=BASE, follow_redirects=False) as other:
+    with TestClient(
+        rotated, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)
+    ) as other:
         other.cookies.set("rota_session", cookie)
         assert other.get("/").status_code == 303
         expect_error(other.get("/api/me"), 401)
@@ -205,6 +207,19 @@ def test_open_mode_refuses_other_host_names(client: TestClient) -> None:
         expect_error(client.get("/api/me", headers={"Host": host}), 403, "loopback")
     page = client.get("/", headers={"Host": "rebound.example"})
     assert page.status_code == 403
+
+
+def test_open_mode_refuses_peers_off_this_machine(demo: Demo) -> None:
+    """A dashboard that lost its last login answers no one off this machine,
+    whatever ``Host`` they claim (it could be served on 0.0.0.0)."""
+    asgi = create_app(demo.app)
+    with TestClient(asgi, base_url=BASE, client=("192.0.2.7", 50000)) as remote:
+        for host in ("127.0.0.1", "localhost:8000"):
+            expect_error(remote.get("/api/me", headers={"Host": host}), 403, "loopback")
+        expect_error(remote.post("/api/queues/default/pause"), 403, "loopback")
+    assert not any(q.paused for q in demo.store.queues())
+    with TestClient(asgi, base_url=BASE, client=("::1", 50000)) as local:
+        assert local.get("/api/me").json() == {"role": "operator"}
 
 
 def test_open_mode_refuses_cross_site_actions(client: TestClient, demo: Demo) -> None:

@@ -41,7 +41,7 @@ def crawl(
 @pytest.fixture
 def client(crawl: Crawled) -> Iterator[TestClient]:
     asgi = create_app(crawl.module.app, token=OPERATOR, viewer_token=VIEWER, secret=SECRET)
-    with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
+    with TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)) as c:
         yield c
 
 
@@ -155,7 +155,9 @@ def test_a_dashboard_without_the_crawler_reads_the_crawl_from_the_store(
     _, declared = _hosts(client)
     bare = rota.App(crawl.module.app.url)
     try:
-        with TestClient(create_app(bare), base_url=BASE, follow_redirects=False) as c:
+        with TestClient(
+            create_app(bare), base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)
+        ) as c:
             [summary] = c.get("/api/crawls").json()
             assert (summary["name"], summary["declared"]) == ("site", False)
             assert summary["queues"] == ["crawl"]
@@ -213,7 +215,9 @@ def test_an_app_without_crawls_has_no_crawl_pages(tmp_path: Path) -> None:
 
     fetch.send(1)
     try:
-        with TestClient(create_app(app), base_url=BASE, follow_redirects=False) as c:
+        with TestClient(
+            create_app(app), base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)
+        ) as c:
             assert 'href="/crawls"' not in c.get("/").text
             assert c.get("/api/crawls").json() == []
             expect_error(c.get("/api/crawls/shop"), 404, "crawl 'shop' not found")

@@ -23,7 +23,7 @@ def team(demo: Demo) -> Iterator[TestClient]:
     for name, role in (("vic", "viewer"), ("ola", "operator"), ("ada", "admin")):
         demo.app.admin.add_user(name, role, PASSWORD)
     asgi = create_app(demo.app, secret=SECRET)
-    with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
+    with TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)) as c:
         yield c
 
 
@@ -163,12 +163,12 @@ def test_a_role_change_applies_at_once_and_removal_ends_the_session(
 def test_shared_tokens_keep_working_beside_users(demo: Demo) -> None:
     demo.app.admin.add_user("ola", "operator", PASSWORD)
     asgi = create_app(demo.app, token=OPERATOR, secret=SECRET)
-    with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
+    with TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)) as c:
         page = c.get("/login").text
         assert 'name="user"' in page and 'name="token"' in page
         assert c.get("/api/me", headers=bearer(OPERATOR)).json()["role"] == "operator"
         login(c, OPERATOR)
         assert c.get("/api/me").json()["role"] == "operator"
-    with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
+    with TestClient(asgi, base_url=BASE, follow_redirects=False, client=("127.0.0.1", 50000)) as c:
         user_login(c, "ola")
         assert c.get("/api/me").json()["role"] == "operator"

@@ -388,9 +388,16 @@ class Auth:
 
     @staticmethod
     def _check_open_request(request: Request) -> None:
-        """Without tokens only loopback hosts and same-origin requests get in."""
+        """Without a login only same-origin requests from this machine get in:
+        the connection's peer must be a loopback address (a dashboard served on
+        another address whose last user was removed stays shut), and so must the
+        ``Host`` it was asked for (a page of another site that resolves its name
+        to 127.0.0.1 gets nothing)."""
+        peer = request.client.host if request.client is not None else None  # None: a Unix socket
         host = request.headers.get("host", "")
-        if not is_loopback_host(parse_host(host)):
+        if (peer is not None and not is_loopback_host(peer)) or not is_loopback_host(
+            parse_host(host)
+        ):
             raise Forbidden(
                 "this dashboard has no token and only answers on a loopback address; "
                 "configure a token to serve other hosts"
