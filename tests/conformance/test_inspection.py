@@ -113,10 +113,11 @@ def test_bad_page_size_is_refused(store: Store, size: int) -> None:
         store.list_jobs(JobQuery(), limit=size)
 
 
-def test_bad_cursor_is_refused(store: Store) -> None:
+@pytest.mark.parametrize("cursor", ["not a cursor", "-1", str(2**63), "1e3"])
+def test_bad_cursor_is_refused(store: Store, cursor: str) -> None:
     store.enqueue([new_job(i) for i in range(3)])
-    with pytest.raises(InvalidArgument):
-        store.list_jobs(JobQuery(), limit=10, cursor="not a cursor")
+    with pytest.raises(InvalidArgument, match="bad cursor"):
+        store.list_jobs(JobQuery(), limit=10, cursor=cursor)
 
 
 def test_queues_counts_jobs_by_state(store: Store) -> None:

@@ -241,6 +241,20 @@ def outcomes(values: Sequence[object]) -> None:
             )
 
 
+def page_cursor(value: str | None) -> int | None:
+    """The position a :meth:`Store.list_jobs` cursor stands for (None: the first
+    page); a cursor that is not a whole number from 0 to 2**53 is refused."""
+    if value is None:
+        return None
+    try:
+        position = int(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"bad cursor {value!r}") from None
+    if not 0 <= position <= 2**53:
+        raise InvalidArgument(f"bad cursor {value!r}: it must be a number from 0 to {2**53}")
+    return position
+
+
 def job_ids(values: object) -> None:
     """A sequence of non-empty job ids."""
     names(values, "job ids")

@@ -23,6 +23,7 @@ from rota.models import (
     QueueInfo,
     WorkerInfo,
 )
+from rota.stores import _checks
 from rota.stores.base import check_prefix
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
@@ -99,11 +100,7 @@ class Reads(RedisBase):
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
-        if cursor is not None:
-            try:
-                int(cursor)
-            except ValueError:
-                raise InvalidArgument(f"bad cursor {cursor!r}") from None
+        _checks.page_cursor(cursor)
         keys, layout = self._candidate_indexes(query)
         args: list[str] = [
             str(limit),

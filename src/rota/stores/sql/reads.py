@@ -18,6 +18,7 @@ from rota.models import (
     QueueInfo,
     WorkerInfo,
 )
+from rota.stores import _checks
 from rota.stores.base import check_prefix
 from rota.stores.sql.modes import queue_modes
 from rota.stores.sql.tx import Database
@@ -89,12 +90,7 @@ class Reads(Database):
     def list_jobs(self, query: JobQuery, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
-        before: int | None = None
-        if cursor is not None:
-            try:
-                before = int(cursor)
-            except ValueError:
-                raise InvalidArgument(f"bad cursor {cursor!r}") from None
+        before = _checks.page_cursor(cursor)
         with self._read() as tx:
             now = tx.now()
             where, params = _filters(query, now)
