@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import html as html_module
+import logging
 import re
 
+import pytest
 from starlette.testclient import TestClient
 
+import rota
 from helpers import wait_for
 from rota.models import JobQuery, JobState, Schedule, WorkerInfo
 from rota.scheduling import cron
-from web.support import Demo, csrf_of, fail_all, work
+from rota.web import create_app
+from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, work
 
 
 def _rows(html: str, table: str) -> list[str]:
@@ -271,6 +275,31 @@ def test_unknown_page_is_an_html_404(client: TestClient) -> None:
     assert answer.status_code == 404
     assert answer.headers["content-type"].startswith("text/html")
     assert "404 Not Found" in answer.text
+
+
+def test_error_pages_show_no_store_and_need_none(client: TestClient) -> None:
+    answer = client.get("/no/such/page")
+    assert 'class="store"' not in answer.text
+    assert 'href="/jobs"' not in answer.text
+
+
+def test_a_store_that_cannot_be_reached_is_a_503_that_the_log_explains(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="rota.web")
+    app = rota.App("redis://127.0.0.1:1/0?retry_for=0.2")
+    asgi = create_app(app, token=OPERATOR, secret=SECRET)
+    with TestClient(asgi, base_url=BASE, client=("127.0.0.1", 50000)) as anonymous:
+        page = anonymous.get("/login")  # the form asks the store whether users exist
+        assert page.status_code == 503
+        assert "cannot be reached" in page.text
+        assert "127.0.0.1:1" not in page.text
+        answer = anonymous.get("/api/queues", headers=bearer(OPERATOR))
+        assert answer.status_code == 503
+        assert answer.json()["error"] == "store_unavailable"
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("unreachable" in line and "127.0.0.1:1" in line for line in logged), logged
+    app.close()
 
 
 def test_chart_scale_and_bars() -> None:

@@ -156,7 +156,20 @@ def _templates() -> Jinja2Templates:
 
 
 def _base_context(request: Request) -> dict[str, Any]:
-    """Values every page's frame needs: navigation, role, CSRF token, flashes."""
+    """Values every page's frame needs: navigation, role, CSRF token, flashes.
+    Error pages and the login page set ``request.state.bare_frame`` and get a
+    bare frame: no navigation and no store label for visitors not yet known,
+    and no store call, so an error page renders while the store is down."""
+    if getattr(request.state, "bare_frame", False):
+        return {
+            "nav": (),
+            "active": "",
+            "auth_enabled": False,
+            "csrf": Auth.csrf_token(request),
+            "flashes": request.session.pop("flash", []),
+            "store_label": "",
+            "page_title": "rota",
+        }
     ctx = context(request)
     path = request.url.path
     nav: tuple[tuple[str, str], ...] = NAV

@@ -83,6 +83,7 @@ def install_error_handlers(api: FastAPI, templates: Jinja2Templates) -> None:
         if _wants_json(request):
             headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
             return JSONResponse({"error": code, "detail": detail}, status, headers=headers)
+        request.state.bare_frame = True  # no store call, nothing shown to strangers
         return templates.TemplateResponse(
             request,
             "error.html",
@@ -92,6 +93,10 @@ def install_error_handlers(api: FastAPI, templates: Jinja2Templates) -> None:
 
     async def on_rota_error(request: Request, exc: Exception) -> Response:
         status, code = status_for(exc)
+        if isinstance(exc, StoreUnavailable):
+            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+            detail = "the store cannot be reached; the dashboard's log says which and why"
+            return answer(request, status, code, detail)
         if status >= 500:
             log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
             return answer(request, status, code, f"{type(exc).__name__}: the request failed")

@@ -101,6 +101,7 @@ def _login_page(request: Request, target: str, error: str | None, status: int) -
     auth = context(request).auth
     values: dict[str, Any] = {"next": target, "error": error, "identity": None}
     values.update(users_enabled=auth.has_users, tokens_enabled=auth.has_tokens)
+    request.state.bare_frame = True  # no navigation or store name before a login
     return context(request).templates.TemplateResponse(
         request, "login.html", values, status_code=status
     )
