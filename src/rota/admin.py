@@ -26,7 +26,7 @@ from rota._ids import unique_ids
 from rota._time import parse_duration
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.limits import Rate
-from rota.models import QUEUE_MODES, AuditEntry, QueueInfo, Schedule, User
+from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
 from rota.retry import RetryPolicy
 from rota.scheduling.define import define_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
@@ -198,9 +198,11 @@ class Admin:
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
         if not self._store.cancel([full], by=actor.name)[0]:
+            state = self._state_of(full)
+            if state == JobState.RUNNING.value:
+                raise Conflict(f"job {full} runs and was already asked to stop")
             raise Conflict(
-                f"job {full} is {self._state_of(full)}; "
-                "only scheduled, queued or running jobs can be cancelled (once)"
+                f"job {full} is {state}; only scheduled, queued or running jobs can be cancelled"
             )
         self._record(actor, "job.cancel", full)
         return full

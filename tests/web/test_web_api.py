@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 from helpers import wait_for
 from rota.models import JobState, Schedule, WorkerInfo
 from rota.scheduling import every
-from web.support import Demo, expect_error, fail_all, work
+from web.support import Demo, csrf_of, expect_error, fail_all, work
 
 STATES = "'scheduled', 'queued', 'running', 'succeeded', 'failed' or 'cancelled'"
 
@@ -219,6 +219,22 @@ def test_retry_cancel_delete(client: TestClient, demo: Demo) -> None:
     for verb in ("retry", "cancel"):
         expect_error(client.post(f"/api/jobs/nope/{verb}"), 404, "job 'nope' not found")
     expect_error(client.delete("/api/jobs/nope"), 404, "job 'nope' not found")
+
+
+def test_a_running_job_is_stopped_from_its_page_and_the_api(
+    client: TestClient, demo: Demo
+) -> None:
+    demo.add.send(1, 1)
+    [running] = demo.store.claim("w", ["default"], 1)
+    page = client.get(f"/jobs/{running.id}")
+    assert f'action="/jobs/{running.id}/cancel"' in page.text and ">Stop<" in page.text
+    answer = client.post(f"/jobs/{running.id}/cancel", data={"csrf": csrf_of(page.text)})
+    assert answer.status_code == 303
+    shown = client.get(answer.headers["location"]).text
+    assert f"Job {running.id} runs: its worker stops it within about a second." in shown
+    client.cookies.clear()  # as an API client, without the page's session
+    again = client.post(f"/api/jobs/{running.id}/cancel")
+    expect_error(again, 409, f"job {running.id} runs and was already asked to stop")
 
 
 def test_retry_failed_by_queue_and_task(client: TestClient, demo: Demo) -> None:

@@ -12,12 +12,13 @@ def test_an_api_action_is_audited_with_origin_api_and_the_client_address(
 ) -> None:
     assert client.post("/api/queues/crawl/pause").status_code == 200
     [entry] = demo.store.audit()[0]
-    assert (entry.origin, entry.address, entry.role) == ("api", "testclient", "operator")
+    assert (entry.origin, entry.address, entry.role) == ("api", "127.0.0.1", "operator")
+    assert entry.actor == "local"  # no login: anyone on this machine, not a token
     assert (entry.action, entry.target) == ("queue.pause", "crawl")
     body = client.get("/api/audit").json()
     assert body["next_cursor"] is None
     assert [(e["action"], e["origin"], e["address"]) for e in body["entries"]] == [
-        ("queue.pause", "api", "testclient")
+        ("queue.pause", "api", "127.0.0.1")
     ]
 
 
@@ -46,5 +47,5 @@ def test_the_audit_page_shows_who_did_what(client: TestClient, demo: Demo) -> No
     assert client.put("/api/limits/spiders", json={"concurrency": 5}).status_code == 200
     page = client.get("/audit")
     assert page.status_code == 200
-    assert "limit.set" in page.text and "spiders" in page.text and "testclient" in page.text
+    assert "limit.set" in page.text and "spiders" in page.text and "127.0.0.1" in page.text
     assert 'href="/audit"' in page.text

@@ -76,7 +76,7 @@ def test_a_wrong_password_is_refused_and_audited(team: TestClient, demo: Demo) -
     assert answer.status_code == 401 and "Wrong user name or password" in answer.text
     expect_error(team.get("/api/me"), 401)
     [entry] = audit(demo, "user.login_failed")
-    assert (entry.target, entry.origin, entry.address) == ("ola", "web", "testclient")
+    assert (entry.target, entry.origin, entry.address) == ("ola", "web", "127.0.0.1")
 
 
 def test_failed_logins_are_limited_per_address(team: TestClient, demo: Demo) -> None:

@@ -96,11 +96,15 @@ class Identity:
     role: Role
     via: str
     user: str | None = None
+    #: True on a dashboard without a login (no token, no user), where anyone on
+    #: this machine acts.
+    local: bool = False
 
     @property
     def name(self) -> str:
-        """Who acts, as the audit log names them: the user, else ``token``."""
-        return self.user or "token"
+        """Who acts, as the audit log names them: the user; ``local`` on a
+        dashboard without a login; else ``token``."""
+        return self.user or ("local" if self.local else "token")
 
 
 def _user_role(user: User) -> Role:
@@ -363,11 +367,11 @@ class Auth:
             if scheme.lower() != "bearer" or not value.strip():
                 raise Unauthorized("the Authorization header must be 'Bearer TOKEN'")
             if is_open:
-                return Identity(Role.OPERATOR, "bearer")
+                return Identity(Role.OPERATOR, "bearer", local=True)
             return self._bearer(value.strip())
         if is_open:
             via = "session" if request.session.get("csrf") else "open"
-            return Identity(Role.OPERATOR, via)
+            return Identity(Role.OPERATOR, via, local=True)
         identity = self._session_user(request)
         if identity is not None:
             return identity

@@ -61,6 +61,7 @@ __all__ = [
     "WindowCount",
     "WorkerView",
     "actor",
+    "cancelled_text",
     "current_error_only",
     "describe_trigger",
     "get_job",
@@ -200,6 +201,15 @@ def actor(request: Request, identity: Identity) -> Actor:
     origin = "api" if request.url.path.startswith("/api/") else "web"
     address = request.client.host if request.client else None
     return Actor(name=identity.name, role=identity.role.label, origin=origin, address=address)
+
+
+def cancelled_text(store: Store, job_id: str) -> str:
+    """What a cancel did: ``job ID cancelled``, or, for a job that still runs,
+    that its worker stops it."""
+    job = store.get_job(job_id)
+    if job is not None and job.state is JobState.RUNNING:
+        return f"job {job_id} runs: its worker stops it within about a second"
+    return f"job {job_id} cancelled"
 
 
 # -- overview --------------------------------------------------------------

@@ -245,7 +245,11 @@ async def job_action(request: Request, identity: Operator, job_id: str, verb: st
     fn, done = actions[verb]
 
     def run() -> str:
-        return f"Job {fn(job_id, by=_ops.actor(request, identity))} {done}."
+        full = fn(job_id, by=_ops.actor(request, identity))
+        if verb == "cancel":
+            text = _ops.cancelled_text(context(request).store, full)
+            return text[:1].upper() + text[1:] + "."
+        return f"Job {full} {done}."
 
     return await _act(request, run, f"/jobs/{job_id}")
 
