@@ -221,9 +221,7 @@ def test_retry_cancel_delete(client: TestClient, demo: Demo) -> None:
     expect_error(client.delete("/api/jobs/nope"), 404, "job 'nope' not found")
 
 
-def test_a_running_job_is_stopped_from_its_page_and_the_api(
-    client: TestClient, demo: Demo
-) -> None:
+def test_a_running_job_is_stopped_from_its_page_and_the_api(client: TestClient, demo: Demo) -> None:
     demo.add.send(1, 1)
     [running] = demo.store.claim("w", ["default"], 1)
     page = client.get(f"/jobs/{running.id}")
