@@ -16,7 +16,7 @@ from conformance.support import (
     run_threads,
     succeed,
 )
-from rota.models import JobState, Outcome
+from rota.models import ConcurrencyKey, JobState, Outcome
 from rota.stores import Store
 
 
@@ -55,6 +55,28 @@ def test_a_batch_claim_takes_the_head_of_the_queue(store: Store) -> None:
     ids = [enqueue_one(store, new_job(i, priority=i % 3)) for i in range(30)]
     top = {job_id for i, job_id in enumerate(ids) if i % 3 == 2}
     assert {c.id for c in claim(store, limit=10)} == top
+
+
+def test_a_batch_claim_returns_its_jobs_best_first(store: Store) -> None:
+    # A worker runs the jobs of a batch in the order the claim returns them.
+    priorities = [0, 5, -5, 10, 0, 5, 1, 2, 3]
+    ids = [enqueue_one(store, new_job(p, priority=p)) for p in priorities]
+    best_first = sorted(range(len(ids)), key=lambda i: -priorities[i])
+    assert [c.id for c in claim(store, limit=len(ids))] == [ids[i] for i in best_first]
+
+
+def test_a_batch_claim_returns_its_fairness_keys_round_robin(store: Store) -> None:
+    # Sent together, key A's jobs get vtimes 1..4, B's 1..2 and C's 1..3: claims
+    # serve A B C A B C A A, after the one job of higher priority.
+    labels = ["A0", "A1", "A2", "A3", "B0", "B1", "C0", "C1", "C2"]
+    sent = [
+        new_job(label, concurrency=(ConcurrencyKey(label[0], 100),), priority=int(label == "C2"))
+        for label in labels
+    ]
+    ids = dict(zip(labels, [r.id for r in store.enqueue(sent)], strict=True))
+    claimed = [c.id for c in claim(store, limit=len(sent))]
+    expected = ["C2", "A0", "B0", "C0", "A1", "B1", "C1", "A2", "A3"]
+    assert claimed == [ids[label] for label in expected]
 
 
 def test_claims_only_from_the_queues_asked(store: Store) -> None:

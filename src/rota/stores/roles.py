@@ -112,9 +112,11 @@ class JobStore(ABC):
         own, or one whose workers on the job's queue have been gone for the
         grace; a host is seen by the heartbeats of its workers). Higher
         priority first, FIFO within a priority, rotating fairly between
-        fairness keys. Blocked jobs stay queued and are skipped, as are jobs of
-        other hosts. Each claimed job becomes ``running`` with ``attempt + 1``,
-        a fresh token and a lease of the job's ``lease`` seconds.
+        fairness keys; the jobs are returned in that order, best first (a
+        worker runs them so). Blocked jobs stay queued and are skipped, as are
+        jobs of other hosts. Each claimed job becomes ``running`` with
+        ``attempt + 1``, a fresh token and a lease of the job's ``lease``
+        seconds.
         """
 
     @abstractmethod

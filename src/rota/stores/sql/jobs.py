@@ -66,12 +66,14 @@ class _Taken(NamedTuple):
 
     rows: Callable[[], list[Any]]
     seqs: list[int]
+    ids: list[str]  # in the claim's order, best first
     token: str
     now: float
 
 
 class _Choice(NamedTuple):
     seq: int
+    job_id: str
     vtime: float
     queue: str
     order: tuple[int, float, int]
@@ -195,7 +197,7 @@ class Jobs(Database):
         except StoreUnavailable:  # the claim committed, but its reply was lost
             with self._read() as tx:
                 rows = tx.rows_in("claimed_rows", taken.seqs, (taken.token,))
-        return _claimed_jobs(rows, taken.now)
+        return _claimed_jobs(rows, taken.ids, taken.now)
 
     def _claim(
         self, tx: Tx, worker_id: str, queues: Sequence[str], limit: int, host: HostScope
@@ -221,7 +223,8 @@ class Jobs(Database):
         token = secrets.token_hex(8)
         params = (worker_id, token, *_LEASE_BOUNDS, now, *_LEASE_BOUNDS, now)
         seqs = [c.seq for c in chosen]
-        return _Taken(tx.rows_in_later("claim_rows", seqs, params), seqs, token, now)
+        ids = [c.job_id for c in chosen]
+        return _Taken(tx.rows_in_later("claim_rows", seqs, params), seqs, ids, token, now)
 
     def extend(self, leases: Sequence[LeaseRef]) -> list[LeaseStatus]:
         _checks.leases(leases)
@@ -410,8 +413,12 @@ class Jobs(Database):
         self._transact(lambda tx: tx.execute("delete_worker", (worker_id,)))
 
 
-def _claimed_jobs(rows: list[Any], now: float) -> list[ClaimedJob]:
-    """The jobs a claim took, from the rows of ``claim_rows``."""
+def _claimed_jobs(rows: list[Any], ids: list[str], now: float) -> list[ClaimedJob]:
+    """The jobs a claim took, from the rows of ``claim_rows``, in the order
+    the claim chose them (``ids``): the database gives the rows in its own
+    order, and a worker runs the jobs of a batch in the order it gets them."""
+    rank = {job_id: i for i, job_id in enumerate(ids)}
+    rows = sorted(rows, key=lambda r: rank[r[0]])
     return [
         ClaimedJob(
             id=r[0],
@@ -463,16 +470,15 @@ def _choose(
             if len(rows) < page:
                 remaining.remove(queue)
             for seq, priority, vtime, raw_limits, job_id in rows:
-                candidates.append(
-                    (_Choice(seq, vtime, queue, (-priority, vtime, seq)), raw_limits, job_id)
-                )
+                choice = _Choice(seq, job_id, vtime, queue, (-priority, vtime, seq))
+                candidates.append((choice, raw_limits))
         if book is None:  # read in the transaction: buckets never go back in time
             book = _limits.LimitBook(tx, tx.now())
         candidates.sort(key=lambda c: c[0].order)
-        decoded = [_limits.decode(raw) if raw else None for _, raw, _ in candidates]
+        decoded = [_limits.decode(raw) if raw else None for _, raw in candidates]
         book.load(decoded)
-        for (choice, _, job_id), limits in zip(candidates, decoded, strict=True):
-            block = book.admit(limits, job_id) if limits else None
+        for (choice, _), limits in zip(candidates, decoded, strict=True):
+            block = book.admit(limits, choice.job_id) if limits else None
             if block is not None:
                 parked.append((block.key, block.until, choice.seq))
                 continue
