@@ -180,13 +180,24 @@ class Admin:
 
     def retry_job(self, job_id: str, *, by: Actor | None = None) -> str:
         """Queue a failed or cancelled job again with fresh attempt counts;
-        return its full id (``job_id`` may be a unique prefix)."""
+        return its full id (``job_id`` may be a unique prefix). A job with a
+        unique key takes it again: :class:`Conflict` while another job holds
+        the key (pending or running, or succeeded less than its
+        ``unique_for`` ago), as a send would be a duplicate then."""
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
         if not self._store.retry([full])[0]:
+            job = self._store.get_job(full)
+            if job is None:  # deleted in between
+                raise JobNotFound(full)
+            if job.state not in (JobState.FAILED, JobState.CANCELLED):
+                raise Conflict(
+                    f"job {full} is {job.state.value}; only failed or cancelled jobs can be retried"
+                )
             raise Conflict(
-                f"job {full} is {self._state_of(full)}; "
-                "only failed or cancelled jobs can be retried"
+                f"job {full} was not retried: a job with the same unique key "
+                f"{job.unique_key!r} is pending or running (or succeeded less than "
+                "its unique_for ago)"
             )
         self._record(actor, "job.retry", full)
         return full
@@ -220,7 +231,8 @@ class Admin:
         self, queue: str | None = None, task: str | None = None, *, by: Actor | None = None
     ) -> int:
         """Retry every failed job of ``queue`` and/or ``task`` (of every queue
-        and task when both are None); return how many."""
+        and task when both are None); return how many. A job whose unique key
+        another job holds now stays failed (see :meth:`retry_job`)."""
         actor = self._allow(by, "operator")
         if queue is not None:
             _validate.name(queue, "queue")

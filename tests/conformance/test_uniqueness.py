@@ -154,15 +154,83 @@ def test_retried_job_holds_its_key_again(store: Store) -> None:
     assert send(store, unique()) == (first, True)
 
 
-def test_retrying_an_old_job_does_not_free_the_key_of_a_pending_one(store: Store) -> None:
+def test_retried_cancelled_job_holds_its_key_again(store: Store) -> None:
+    first = enqueue_one(store, unique())
+    assert store.cancel([first]) == [True]
+    assert store.retry([first]) == [True]
+    assert get(store, first).state is JobState.QUEUED
+    assert send(store, unique()) == (first, True)
+
+
+def test_retry_is_refused_while_another_job_holds_the_key(store: Store) -> None:
+    failed = enqueue_one(store, unique("failed"))
+    assert fail(store, claim_one(store))
+    cancelled = enqueue_one(store, unique("cancelled"))
+    assert store.cancel([cancelled]) == [True]
+    holder = enqueue_one(store, unique("holder", queue="later"))
+
+    assert store.retry([failed, cancelled]) == [False, False]  # holder is queued
+    claim_one(store, "later")
+    assert store.retry([cancelled, failed]) == [False, False]  # holder is running
+    assert get(store, failed).state is JobState.FAILED
+    assert get(store, cancelled).state is JobState.CANCELLED
+    assert claim(store, limit=10) == []
+    assert send(store, unique("third")) == (holder, True)
+
+
+def test_retry_takes_the_key_once_its_holder_ended(store: Store) -> None:
     old = enqueue_one(store, unique("old"))
     assert fail(store, claim_one(store))
-    pending = enqueue_one(store, unique("pending", queue="later"))
-    store.retry([old])  # whether the retry is granted or refused, the key stays held
-    for claimed in claim(store, limit=10):
-        assert succeed(store, claimed)
-    assert get(store, pending).state is JobState.QUEUED
-    assert send(store, unique("third")) == (pending, True)
+    enqueue_one(store, unique("holder"))
+    assert store.retry([old]) == [False]
+    assert succeed(store, claim_one(store))  # without unique_for: the key is free
+    assert store.retry([old]) == [True]
+    assert send(store, unique("third")) == (old, True)
+
+
+def test_retry_is_refused_while_a_success_keeps_the_key(store: Store) -> None:
+    old = enqueue_one(store, unique("old"))
+    assert fail(store, claim_one(store))
+    kept = enqueue_one(store, unique("kept", unique_for=60.0))
+    assert succeed(store, claim_one(store))
+    assert store.retry([old]) == [False]
+    assert send(store, unique("third")) == (kept, True)
+
+
+def test_retry_of_two_jobs_of_one_free_key_queues_the_first(store: Store) -> None:
+    first = enqueue_one(store, unique("first"))
+    assert fail(store, claim_one(store))
+    second = enqueue_one(store, unique("second"))
+    assert fail(store, claim_one(store))
+    assert store.retry([second, first]) == [True, False]
+    assert get(store, first).state is JobState.FAILED
+    assert send(store, unique("third")) == (second, True)
+
+
+def test_retry_failed_leaves_jobs_whose_key_is_held(store: Store) -> None:
+    blocked = enqueue_one(store, unique("blocked", key="held"))
+    assert fail(store, claim_one(store))
+    free = enqueue_one(store, unique("free", key="free"))
+    assert fail(store, claim_one(store))
+    plain = enqueue_one(store, new_job("plain"))
+    assert fail(store, claim_one(store))
+    holder = enqueue_one(store, unique("holder", key="held", queue="later"))
+
+    assert store.retry_failed() == 2
+    assert get(store, blocked).state is JobState.FAILED
+    assert get(store, free).state is JobState.QUEUED
+    assert get(store, plain).state is JobState.QUEUED
+    assert send(store, unique(key="held")) == (holder, True)
+    assert send(store, unique(key="free")) == (free, True)
+
+
+def test_retry_failed_queues_one_job_per_key(store: Store) -> None:
+    for i in range(3):
+        enqueue_one(store, unique(i))
+        assert fail(store, claim_one(store))
+    assert store.retry_failed() == 1
+    [queued] = [j for j in all_jobs(store) if j.state is JobState.QUEUED]
+    assert send(store, unique("again")) == (queued.id, True)
 
 
 def test_equal_keys_in_one_batch_behave_as_if_sent_in_turn(store: Store) -> None:

@@ -115,6 +115,26 @@ def test_job_actions_take_prefixes_and_refuse_the_wrong_state(app: rota.App) -> 
     assert [e.action for e in log(app)] == ["job.retry_failed", "job.retry", "job.cancel"]
 
 
+def test_retry_of_a_job_whose_unique_key_another_job_holds_is_a_conflict(
+    app: rota.App,
+) -> None:
+    fetch = app.task(name="fetch", queue="math", unique=lambda url: url)(lambda url: None)
+    old = fetch.send("https://example.com/")
+    fail_one(app)
+    app.admin.pause_queue("math")
+    pending = fetch.send("https://example.com/")
+    assert not pending.duplicate
+    with pytest.raises(Conflict, match=r"a job with the same unique key .* is pending"):
+        app.admin.retry_job(old.id)
+    assert (old.status(), pending.status()) == ("failed", "queued")
+    assert app.admin.retry_failed() == 0
+    assert last(app).action == "job.retry_failed"
+    app.admin.delete_job(pending.id)
+    assert app.admin.retry_job(old.id) == old.id
+    again = fetch.send("https://example.com/")
+    assert (again.duplicate, again.id) == (True, old.id)
+
+
 def test_limits_are_validated_in_one_place(app: rota.App) -> None:
     for bad in (True, -1, 1_000_001, 2.5, "3"):
         with pytest.raises(InvalidArgument):

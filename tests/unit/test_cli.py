@@ -433,7 +433,7 @@ def test_jobs_retry_ids(env: Env) -> None:
     refused = env.rota("jobs", "retry", done, "missing")
     assert refused.exit_code == 1
     assert refused.stdout == ""
-    assert f"could not retry {done}: it is succeeded" in refused.stderr
+    assert f"could not retry {done}: job {done} is succeeded;" in refused.stderr
     assert "could not retry missing: not found" in refused.stderr
     assert "Error: 2 of 2 job(s) could not be retried" in refused.stderr
 
@@ -491,7 +491,7 @@ def test_jobs_cancel(env: Env) -> None:
     assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
     assert refused.exit_code == 1
-    assert f"could not cancel {running}: it is running" in refused.stderr
+    assert f"could not cancel {running}: job {running} is running;" in refused.stderr
     assert "Error: 1 of 1 job(s) could not be cancelled" in refused.stderr
     assert env.store.extend([LeaseRef(running, token)]) == ["cancel"]
     env.store.finish([Outcome(running, token, False, error="JobCancelled: stopped")])

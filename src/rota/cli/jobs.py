@@ -331,10 +331,8 @@ def _steer(app: App, ids: Sequence[str], action: Callable[..., str], verb: str, 
         except JobNotFound:
             err.print(f"could not {verb} {job_id}: not found", soft_wrap=True)
             refused += 1
-        except Conflict:
-            job = app.store.get_job(job_id)
-            reason = "not found" if job is None else f"it is {job.state.value}"
-            err.print(f"could not {verb} {job_id}: {reason}", soft_wrap=True)
+        except Conflict as exc:  # its message says why (the job's state, or what else)
+            err.print(f"could not {verb} {job_id}: {exc}", soft_wrap=True)
             refused += 1
     if refused:
         raise CliError(f"{refused} of {len(unique)} job(s) could not be {done}")

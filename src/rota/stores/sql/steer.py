@@ -9,7 +9,7 @@ from rota.stores import _checks
 from rota.stores.base import check_mode
 from rota.stores.sql.limits import UNPARK_ALL
 from rota.stores.sql.tx import Database, Tx
-from rota.stores.sql.uniques import rehold_unique
+from rota.stores.sql.uniques import unique_holder
 
 _DAY = 86400.0
 
@@ -42,8 +42,7 @@ class Steering(Database):
 
         def work(tx: Tx) -> list[bool]:
             now = tx.now()
-            applied = [tx.execute("retry_job", (now, job_id)).rowcount == 1 for job_id in job_ids]
-            _rehold_uniques(tx, [j for j, ok in zip(job_ids, applied, strict=True) if ok], now)
+            applied = [_retry_one(tx, job_id, now) for job_id in job_ids]
             tx.wake()
             return applied
 
@@ -62,10 +61,14 @@ class Steering(Database):
 
         def work(tx: Tx) -> int:
             now = tx.now()
-            ids = [r[0] for r in tx.execute("retry_where", (now, *params), where=where)]
-            _rehold_uniques(tx, ids, now)
+            # jobs without a unique key in one statement; the others one by one,
+            # each only if no other job holds its key
+            plain = tx.execute("retry_where", (now, *params), where=[*where, "has_no_unique_key"])
+            count = len(plain.fetchall())
+            keyed = tx.execute("ids_where", params, where=[*where, "has_unique_key"]).fetchall()
+            count += sum(_retry_one(tx, row[0], now) for row in keyed)
             tx.wake()
-            return len(ids)
+            return count
 
         return self._transact(work)
 
@@ -154,9 +157,19 @@ class Steering(Database):
         return self._transact(work)
 
 
-def _rehold_uniques(tx: Tx, job_ids: Sequence[str], now: float) -> None:
-    """Give the jobs queued again by hand their unique keys back, where free."""
-    for job_id in job_ids:
-        row = tx.execute("job_unique_key", (job_id,)).fetchone()
-        if row and row[0] is not None:
-            rehold_unique(tx, row[0], job_id, now)
+def _retry_one(tx: Tx, job_id: str, now: float) -> bool:
+    """Queue failed or cancelled job ``job_id`` again, with its unique key:
+    False, and nothing changed, when the job is in another state or another
+    job holds its key (guarantee 6: one job per key at a time)."""
+    row = tx.execute("retry_candidate", (job_id,)).fetchone()
+    if row is None:
+        return False
+    key = row[0]
+    if key is not None:
+        holder = unique_holder(tx, key, now, lock=True)
+        if holder is not None and holder != job_id:
+            return False
+    tx.execute("retry_job", (now, job_id))
+    if key is not None:
+        tx.execute("hold_unique", (key, job_id))
+    return True

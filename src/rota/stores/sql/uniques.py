@@ -37,10 +37,3 @@ def settle_unique(
         tx.execute("keep_unique_until", (now + unique_for, key, job_id))
     else:
         tx.execute("release_unique", (key, job_id))
-
-
-def rehold_unique(tx: Tx, key: str, job_id: str, now: float) -> None:
-    """Give ``key`` back to a job queued again by hand, unless another job holds it."""
-    holder = unique_holder(tx, key, now, lock=True)
-    if holder is None or holder == job_id:
-        tx.execute("hold_unique", (key, job_id))

@@ -16,8 +16,18 @@ RETURNING id
 -- name: is_failed
 state = 'failed'
 
--- name: job_unique_key
-SELECT unique_key FROM jobs WHERE id = %s
+-- name: retry_candidate
+-- A job that can be retried (locked until it is), and its unique key.
+SELECT unique_key FROM jobs WHERE id = %s AND state IN ('failed', 'cancelled') FOR UPDATE
+
+-- name: ids_where
+SELECT id FROM jobs WHERE {where} ORDER BY seq
+
+-- name: has_unique_key
+unique_key IS NOT NULL
+
+-- name: has_no_unique_key
+unique_key IS NULL
 
 -- name: delete_job
 DELETE FROM jobs WHERE id = %s AND state <> 'running' RETURNING unique_key

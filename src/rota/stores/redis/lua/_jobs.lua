@@ -204,13 +204,18 @@ function L.remove_job(id, unique, finished_key)
   return job.state
 end
 
--- Queue a failed or cancelled job again with fresh attempt counts. It takes
--- its unique key back unless another job holds the key meanwhile. Returns
--- the job's queue when applied, false for jobs in other states.
+-- Queue a failed or cancelled job again with fresh attempt counts; it takes
+-- its unique key back. Returns the job's queue when applied; false for jobs
+-- in other states, and for a job whose unique key another job holds
+-- meanwhile (one job per key at a time), left as they were.
 function L.requeue(id, now, finished_key)
   local jkey = K.job(id)
   local job = L.job_fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
   if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
+  if job.ukey then
+    local holder = L.unique_holder(job.ukey)
+    if holder and holder ~= id then return false end
+  end
   L.pin_enqueued_at(jkey)
   L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
                'finished_at', false, 'started_at', false, 'error', false, 'traceback', false,
@@ -218,10 +223,7 @@ function L.requeue(id, now, finished_key)
   L.index_state(id, job.queue, job.seq, job.state, 'queued')
   L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
   redis.call('ZREM', finished_key, id)
-  if job.ukey then
-    local holder = L.unique_holder(job.ukey)
-    if not holder or holder == id then redis.call('SET', K.unique(job.ukey), id) end
-  end
+  if job.ukey then redis.call('SET', K.unique(job.ukey), id) end
   return job.queue
 end
 

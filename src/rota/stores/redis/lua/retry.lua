@@ -6,8 +6,8 @@
 -- KEYS[2] finished: finished job id -> finished_at
 -- ARGV: job ids
 --
--- Each job takes its unique key back unless another job holds it now.
--- Returns 1 per job queued, else 0.
+-- Each job takes its unique key back; a job whose key another job holds now
+-- stays as it is (L.requeue). Returns 1 per job queued, else 0.
 
 -- every argument is checked before the first write (_check.lua)
 check_names(1, 'job id')

@@ -10,6 +10,7 @@
 -- ARGV[4] how many failed jobs at the front of the index to skip (jobs of
 --         other tasks that earlier calls looked at and left alone)
 --
+-- A job whose unique key another job holds now stays failed (L.requeue).
 -- Returns {jobs queued, jobs looked at}; fewer looked at than ARGV[3] means
 -- the index is exhausted.
 

@@ -16,8 +16,18 @@ RETURNING id
 -- name: is_failed
 state = 'failed'
 
--- name: job_unique_key
-SELECT unique_key FROM jobs WHERE id = ?
+-- name: retry_candidate
+-- A job that can be retried, and its unique key.
+SELECT unique_key FROM jobs WHERE id = ? AND state IN ('failed', 'cancelled')
+
+-- name: ids_where
+SELECT id FROM jobs WHERE {where} ORDER BY seq
+
+-- name: has_unique_key
+unique_key IS NOT NULL
+
+-- name: has_no_unique_key
+unique_key IS NULL
 
 -- name: delete_job
 DELETE FROM jobs WHERE id = ? AND state != 'running' RETURNING unique_key
