@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conformance.support import new_job
 from helpers import wait_for
-from integration.redis_servers import PrivateRedis, private_redis
+from integration.redis_servers import PrivateRedis, free_port, private_redis
 from procs import ROTA, Processes
 from rota.errors import InvalidArgument, StoreError
 from rota.stores import open_store
@@ -104,3 +105,15 @@ def test_one_shot_commands_leave_the_warning_to_long_running_ones(
     (tmp_path / "tasks.py").write_text("from rota import App\napp = App()\n")
     scheduler = processes.rota("--url", url, "scheduler", str(tmp_path / "tasks.py"))
     wait_for(lambda: WARNING in processes.output(scheduler), timeout=30)
+    port = free_port()
+    web = processes.rota("--url", url, "web", "--port", str(port))
+    wait_for(lambda: _answers(f"http://127.0.0.1:{port}/api/queues"), timeout=30)
+    wait_for(lambda: WARNING in processes.output(web), timeout=10)
+
+
+def _answers(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(address, timeout=5) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False

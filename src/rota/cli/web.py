@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from rota.cli._logging import configure
 from rota.cli._support import CliState, note, pass_state, url_option
 from rota.stores import redact_url
 
@@ -61,6 +62,7 @@ def web(
     from rota.web import check_bind, create_app
     from rota.web._auth import is_loopback_host
 
+    configure(log_level, quiet=False, log_format="text")  # rota's own lines, as a worker's
     app = state.load_app(app_spec) if app_spec else state.store_app(must_exist=False)
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
