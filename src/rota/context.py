@@ -110,19 +110,22 @@ class JobContext:
 
     @property
     def cancelled(self) -> bool:
-        """Whether the job was cancelled while it runs, or its lease was lost
-        (the job went back to its queue): a task that loops should stop (or
-        call :meth:`check_cancelled` at its check points)."""
+        """Whether the job was cancelled while it runs, its lease was lost
+        (the job went back to its queue), or, in threads mode, it ran past its
+        ``timeout``: a task that loops should stop (or call
+        :meth:`check_cancelled` at its check points)."""
         return self.cancel_signal.is_set()
 
     def check_cancelled(self) -> None:
-        """Raise :class:`rota.errors.JobCancelled` if the job was cancelled."""
+        """Raise :class:`rota.errors.JobCancelled` if the job was cancelled
+        (or asked to stop, as :attr:`cancelled` says)."""
         if self.cancel_signal.is_set():
             raise JobCancelled(self.id)
 
     def on_cancel(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` (from a worker thread) once if the job is cancelled
-        while it runs; at once if it already was."""
+        (or asked to stop, as :attr:`cancelled` says) while it runs; at once if
+        it already was."""
         self.cancel_signal.add(callback)
 
     def log_output(self, stream: str, data: bytes | str) -> None:

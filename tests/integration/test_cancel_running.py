@@ -1,8 +1,10 @@
 """Cancelling running jobs of real ``rota worker`` processes, in every mode,
-on every store: each ends cancelled within seconds and the worker serves on."""
+on every store: each ends cancelled within seconds and the worker serves on.
+In threads mode a timeout stops a task through the same signal."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,13 +14,16 @@ import pytest
 
 from helpers import wait_for
 from procs import Processes, alive, pids_in, tree_started
-from rota import App, JobCancelled
+from rota import App, JobCancelled, JobFailed
+from rota.models import JobState
 from rota.task import JobHandle
 
 LONG = 60.0
 #: The keeper extends leases at most every second: a cancel reaches the job
 #: within that, and the job ends a moment later.
 PROMPT = 5.0
+
+StartWorker = Callable[..., subprocess.Popen[bytes]]
 
 
 @pytest.fixture
@@ -28,11 +33,11 @@ def sender(sender_of: Callable[[str, str], App], url: str) -> App:
 
 
 @pytest.fixture
-def worker(url: str, processes: Processes, app_path: Callable[[str], str]) -> Callable[..., None]:
+def worker(url: str, processes: Processes, app_path: Callable[[str], str]) -> StartWorker:
     """Start a real ``rota worker`` on the cancelling app (stopped at teardown)."""
 
-    def start(*extra: str) -> None:
-        processes.rota("worker", app_path("cancelling"), "--url", url, *extra)
+    def start(*extra: str) -> subprocess.Popen[bytes]:
+        return processes.rota("worker", app_path("cancelling"), "--url", url, *extra)
 
     return start
 
@@ -53,9 +58,7 @@ def last_entry(handle: JobHandle[Any]) -> dict[str, Any]:
     return dict(handle.job().history[-1])
 
 
-def test_threads_mode_stops_a_task_at_its_check_point(
-    sender: App, worker: Callable[..., None]
-) -> None:
+def test_threads_mode_stops_a_task_at_its_check_point(sender: App, worker: StartWorker) -> None:
     worker("--concurrency", "2")
     handle = sender.tasks["cooperative"].send(LONG)
     took = cancel_while_running(handle, lambda: sender.admin.cancel_job(handle.id))
@@ -68,7 +71,7 @@ def test_threads_mode_stops_a_task_at_its_check_point(
 
 
 def test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled(
-    sender: App, worker: Callable[..., None], tmp_path: Path
+    sender: App, worker: StartWorker, tmp_path: Path
 ) -> None:
     worker("--concurrency", "1")
     marker = tmp_path / "cancelled"
@@ -79,7 +82,26 @@ def test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled(
     assert isinstance(sender.tasks["pid"].send().result(timeout=30), int)
 
 
-def test_async_mode_cancels_the_coroutine(sender: App, worker: Callable[..., None]) -> None:
+def test_threads_mode_tells_a_task_over_its_timeout_to_stop(
+    sender: App, worker: StartWorker, tmp_path: Path
+) -> None:
+    """Its attempt fails on the timeout, and the task reads ``cancelled`` and
+    has its ``on_cancel`` callbacks run, as for a cancel."""
+    worker("--concurrency", "1")
+    marker = tmp_path / "cancelled"
+    handle = sender.tasks["polite_timed"].send(str(marker), LONG)
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
+        handle.result(timeout=30)
+    wait_for(marker.exists, timeout=PROMPT, what="the on_cancel callback")
+    assert marker.read_text() == handle.id
+    ended = Path(f"{marker}.end")
+    wait_for(ended.exists, timeout=PROMPT, what="the task to stop")
+    assert ended.read_text() == "stopped"
+    job = handle.job()
+    assert job.state is JobState.FAILED and last_entry(handle)["event"] == "failed"
+
+
+def test_async_mode_cancels_the_coroutine(sender: App, worker: StartWorker) -> None:
     worker("--mode", "async", "--concurrency", "4")
     handle = sender.tasks["asleep"].send(LONG)
     assert cancel_while_running(handle, handle.cancel) < PROMPT
@@ -87,9 +109,7 @@ def test_async_mode_cancels_the_coroutine(sender: App, worker: Callable[..., Non
     assert sender.tasks["asleep"].send(0.01).result(timeout=30) == "woke"
 
 
-def test_processes_mode_kills_the_child_and_replaces_it(
-    sender: App, worker: Callable[..., None]
-) -> None:
+def test_processes_mode_kills_the_child_and_replaces_it(sender: App, worker: StartWorker) -> None:
     worker("--mode", "processes", "--concurrency", "1")
     before = sender.tasks["pid"].send().result(timeout=30)
     handle = sender.tasks["sleeper"].send(LONG)

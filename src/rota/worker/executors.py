@@ -100,8 +100,9 @@ class Executor(ABC):
 
 class ThreadExecutor(Executor):
     """A pool of ``size`` threads: for I/O-bound tasks. Timeouts are reported at
-    the deadline, but Python cannot stop a thread: the worker then abandons the
-    job (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
+    the deadline, but Python cannot stop a thread: the worker asks the task to
+    stop (its context reads cancelled, as for a cancel) and abandons the job
+    (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
     ends once the task returns. At most ``size`` threads are stuck at once;
     beyond that a timed-out job keeps its slot until it returns."""
 

@@ -558,7 +558,12 @@ class Worker:
 
     def _expire_soft_timeouts(self, now: float) -> float:
         """Report the running jobs whose timeout has passed (threads mode; the
-        other modes stop their jobs themselves); returns when the next one
+        other modes stop their jobs themselves), and ask each to stop as a
+        cancel does: Python cannot stop a thread, so its context reads
+        cancelled and runs its ``on_cancel`` callbacks (a command's process
+        group is stopped). The attempt fails
+        on the timeout whatever the task then does, and its slot goes to a
+        fresh thread (:meth:`Executor.abandon`). Returns when the next one
         falls due (monotonic), or infinity."""
         if self.mode != "threads":
             return math.inf
@@ -575,6 +580,7 @@ class Worker:
                     next_due = min(next_due, due)
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
+            cancel_running(flight.job.token)
             abandoned = self._executor.abandon(flight.job)
             if not abandoned and _claim_of(flight.job) in self._inflight:
                 log.warning(

@@ -34,6 +34,15 @@ def polite(marker: str, seconds: float) -> str:
     return "stopped" if ctx.cancelled else "not cancelled"
 
 
+@app.task(timeout=1)
+def polite_timed(marker: str, seconds: float) -> str:
+    """:func:`polite` with a timeout of 1 s; writes ``stopped`` to
+    ``marker``.end once it stopped for its cancel signal."""
+    result = polite(marker, seconds)
+    Path(f"{marker}.end").write_text("stopped" if result == "stopped" else result)
+    return result
+
+
 @app.task()
 async def asleep(seconds: float) -> str:
     """An ``async def`` task that sleeps ``seconds``."""
