@@ -101,6 +101,31 @@ def test_threads_mode_tells_a_task_over_its_timeout_to_stop(
     assert job.state is JobState.FAILED and last_entry(handle)["event"] == "failed"
 
 
+def test_threads_mode_cancels_an_async_task(
+    sender: App, worker: StartWorker, tmp_path: Path
+) -> None:
+    worker("--concurrency", "2")
+    marker = tmp_path / "cancelled"
+    handle = sender.tasks["anoting"].send(str(marker), LONG)
+    assert cancel_while_running(handle, handle.cancel) < PROMPT
+    assert marker.read_text() == "CancelledError"
+    assert last_entry(handle)["event"] == "cancelled"
+    assert sender.tasks["asleep"].send(0.01).result(timeout=30) == "woke"
+
+
+def test_threads_mode_cancels_an_async_task_at_its_timeout(
+    sender: App, worker: StartWorker, tmp_path: Path
+) -> None:
+    worker("--concurrency", "1")
+    marker = tmp_path / "cancelled"
+    handle = sender.tasks["anoting_timed"].send(str(marker), LONG)
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
+        handle.result(timeout=30)
+    wait_for(marker.exists, timeout=PROMPT, what="the CancelledError")
+    assert marker.read_text() == "CancelledError"
+    assert handle.job().state is JobState.FAILED
+
+
 def test_async_mode_cancels_the_coroutine(sender: App, worker: StartWorker) -> None:
     worker("--mode", "async", "--concurrency", "4")
     handle = sender.tasks["asleep"].send(LONG)

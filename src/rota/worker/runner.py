@@ -6,6 +6,7 @@ Used by every executor, in the worker process or in a child process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
@@ -15,8 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
-from rota.context import JobContext, reset_current, set_current, track_attempt, untrack_attempt
-from rota.errors import CorruptJob, Snooze, UnknownTask
+from rota.context import (
+    CancelSignal,
+    JobContext,
+    reset_current,
+    set_current,
+    track_attempt,
+    untrack_attempt,
+)
+from rota.errors import CorruptJob, JobCancelled, Snooze, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import RetryPolicy, error_kind
 from rota.worker import joblogs
@@ -115,7 +123,10 @@ def encode(value: Any) -> Result:
 
 
 def run_sync(app: App, job: ClaimedJob) -> Result:
-    """Run a job's task in the calling thread (coroutines get their own loop)."""
+    """Run a job's task in the calling thread. A coroutine gets a loop of its
+    own and is cancelled when the job's cancel signal is set (a cancel, or in
+    threads mode its timeout); a cancelled job's attempt then ends as
+    :class:`JobCancelled`, not retried."""
     try:
         fn, args, kwargs, ctx = prepare(app, job)
     except (UnknownTask, CorruptJob) as exc:
@@ -124,7 +135,11 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     try:
         value = fn(*args, **kwargs)
         if value is not None and inspect.isawaitable(value):
-            value = asyncio.run(_await(value))
+            value = asyncio.run(_await(value, ctx.cancel_signal))
+    except asyncio.CancelledError as exc:
+        if not ctx.cancelled:
+            return failure(exc)  # the task's own: a failure like any other
+        return failure(JobCancelled(job.id), retryable=False)
     except Exception as exc:
         return failure(exc)
     finally:
@@ -132,7 +147,17 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     return encode(value)
 
 
-async def _await(awaitable: Any) -> Any:
+async def _await(awaitable: Any, signal: CancelSignal) -> Any:
+    """Await ``awaitable`` in a task that ``signal`` cancels, from any thread."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+
+    def cancel() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to stop
+            loop.call_soon_threadsafe(task.cancel)
+
+    signal.add(cancel)
     return await awaitable
 
 

@@ -561,7 +561,7 @@ class Worker:
         other modes stop their jobs themselves), and ask each to stop as a
         cancel does: Python cannot stop a thread, so its context reads
         cancelled and runs its ``on_cancel`` callbacks (a command's process
-        group is stopped). The attempt fails
+        group is stopped, an ``async def`` task cancelled). The attempt fails
         on the timeout whatever the task then does, and its slot goes to a
         fresh thread (:meth:`Executor.abandon`). Returns when the next one
         falls due (monotonic), or infinity."""

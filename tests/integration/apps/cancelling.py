@@ -43,6 +43,27 @@ def polite_timed(marker: str, seconds: float) -> str:
     return result
 
 
+async def _sleep_noting_cancel(marker: str, seconds: float) -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        Path(marker).write_text("CancelledError")
+        raise
+    return "woke"
+
+
+@app.task()
+async def anoting(marker: str, seconds: float) -> str:
+    """Sleeps ``seconds``; writes ``CancelledError`` to ``marker`` if cancelled."""
+    return await _sleep_noting_cancel(marker, seconds)
+
+
+@app.task(timeout=1)
+async def anoting_timed(marker: str, seconds: float) -> str:
+    """:func:`anoting` with a timeout of 1 s."""
+    return await _sleep_noting_cancel(marker, seconds)
+
+
 @app.task()
 async def asleep(seconds: float) -> str:
     """An ``async def`` task that sleeps ``seconds``."""
