@@ -4,6 +4,7 @@ In threads mode a timeout stops a task through the same signal."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -80,6 +81,19 @@ def test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled(
     assert marker.read_text() == handle.id
     assert last_entry(handle)["by"] == "python", "a handle cancels as a Python caller of app.admin"
     assert isinstance(sender.tasks["pid"].send().result(timeout=30), int)
+
+
+def test_threads_mode_logs_a_cancelled_job_as_cancelled(
+    sender: App, worker: StartWorker, processes: Processes, tmp_path: Path
+) -> None:
+    """The task saw ``cancelled`` and returned normally: the store ends the
+    job cancelled, and the worker's line says so."""
+    proc = worker("--concurrency", "1")
+    handle = sender.tasks["polite"].send(str(tmp_path / "cancelled"), LONG)
+    assert cancel_while_running(handle, handle.cancel) < PROMPT
+    line = rf"INFO rota\.worker: polite {handle.id} attempt 1 cancelled in [\d.]+ ms\n"
+    wait_for(lambda: re.search(line, processes.output(proc)), timeout=PROMPT, what="the line")
+    assert f"{handle.id} attempt 1 succeeded" not in processes.output(proc)
 
 
 def test_threads_mode_tells_a_task_over_its_timeout_to_stop(

@@ -1,8 +1,10 @@
 """What a worker says about each finished job, and its JSON log format.
 
 One line per finished attempt, at info level on the ``rota.worker`` logger:
-task, job id, attempt, duration and outcome; a failure adds the first line
-of its error, a retry says when it comes. The same values travel on the log
+task, job id, attempt, duration and outcome (the job's state as the store
+ended it: a job the store was asking to cancel is ``cancelled``, whatever
+its task returned); a failure adds the first line of its error, a retry
+says when it comes. The same values travel on the log
 record as attributes (``task``, ``job_id``, ``attempt``, ``duration_ms``,
 ``outcome``, ``error``), so :class:`JsonFormatter` writes them as fields.
 
@@ -37,9 +39,13 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 FIELDS = ("task", "job_id", "attempt", "duration_ms", "outcome", "error", "retry_in")
 
 
-def outcome_name(job: ClaimedJob, outcome: Outcome) -> str:
-    """``succeeded``, ``snoozed`` (runs again; the attempt does not count),
-    ``retrying`` (the store will grant another attempt) or ``failed``."""
+def outcome_name(job: ClaimedJob, outcome: Outcome, cancelled: bool = False) -> str:
+    """``cancelled`` (the store was asking to cancel the job, which then ends
+    so whatever the outcome), ``succeeded``, ``snoozed`` (runs again; the
+    attempt does not count), ``retrying`` (the store will grant another
+    attempt) or ``failed``."""
+    if cancelled:
+        return "cancelled"
     if outcome.ok:
         return "succeeded"
     if outcome.snooze:
@@ -49,13 +55,15 @@ def outcome_name(job: ClaimedJob, outcome: Outcome) -> str:
     return "failed"
 
 
-def report(job: ClaimedJob, outcome: Outcome, seconds: float) -> None:
-    """Log the line of one finished attempt that took ``seconds``."""
+def report(job: ClaimedJob, outcome: Outcome, seconds: float, *, cancelled: bool = False) -> None:
+    """Log the line of one finished attempt that took ``seconds``; ``cancelled``:
+    the store was asking to cancel the job (see :func:`outcome_name`)."""
     if not log.isEnabledFor(logging.INFO):
         return
-    name = outcome_name(job, outcome)
+    name = outcome_name(job, outcome, cancelled)
     ms = round(seconds * 1000.0, 1)
-    error = (outcome.error or "").split("\n", 1)[0] if not outcome.ok else None
+    failed = not outcome.ok and not cancelled
+    error = (outcome.error or "").split("\n", 1)[0] if failed else None
     retry_in = outcome.retry_in if name in ("retrying", "snoozed") else None
     verb = "failed" if name == "retrying" else name  # the delay says when it runs again
     text = f"{job.task} {job.id} attempt {job.attempt} {verb} in {ms:g} ms"

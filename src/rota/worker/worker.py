@@ -99,12 +99,14 @@ _LOST_LEASE = (
 
 @dataclass(slots=True)
 class _Done:
-    """A finished attempt waiting to be reported: its outcome, the job, and how
-    long it ran."""
+    """A finished attempt waiting to be reported: its outcome, the job, how
+    long it ran, and whether the store had asked to cancel it (it then ends
+    cancelled, whatever the outcome)."""
 
     job: ClaimedJob
     outcome: Outcome
     seconds: float
+    cancelled: bool = False
 
 
 def _claim_of(job: ClaimedJob) -> tuple[str, str]:
@@ -118,7 +120,10 @@ class _Inflight:
     job: ClaimedJob
     claimed: float  # monotonic
     renewed: float  # monotonic: when the lease was last known to be held
+    #: Whether a renewal said the job was cancelled.
     cancelled: bool = False
+    #: Whether the attempt was told to stop (cancelled, or its lease lost).
+    stopped: bool = False
     #: Whether a renewal found the lease gone (the store took the job back).
     lost: bool = False
     #: monotonic, once a slot started it (a job held for a slot has none)
@@ -369,7 +374,7 @@ class Worker:
             outcome = runner.to_outcome(job, failed)
             with self._lock:
                 self.errors += 1
-        self._outcomes.put(_Done(job, outcome, seconds))
+        self._outcomes.put(_Done(job, outcome, seconds, flight.cancelled))
         if freed:
             self._slot_freed.set()
 
@@ -464,7 +469,7 @@ class Worker:
             for done, ok in zip(reported, applied, strict=True):
                 outcome = done.outcome
                 if ok:
-                    joblog.report(done.job, outcome, done.seconds)
+                    joblog.report(done.job, outcome, done.seconds, cancelled=done.cancelled)
                 if not ok:
                     log.warning(
                         "result of job %s refused: its lease had expired and the job moved on",
@@ -531,6 +536,8 @@ class Worker:
                 else:
                     flight.renewed = asked
             if status == "cancel":
+                with self._lock:
+                    flight.cancelled = True
                 self._cancel(ref)
             elif status == "lost" and n < len(running):
                 # another worker may run it now: this attempt would only
@@ -549,9 +556,9 @@ class Worker:
         (async tasks are cancelled, child processes killed)."""
         with self._lock:
             flight = self._inflight.get((ref.job_id, ref.token))
-            if flight is None or flight.cancelled:
+            if flight is None or flight.stopped:
                 return
-            flight.cancelled = True
+            flight.stopped = True
         log.log(level, why, ref.job_id)
         cancel_running(ref.token)
         self._executor.cancel(flight.job)
