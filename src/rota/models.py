@@ -217,7 +217,17 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A job as the store holds it, for inspection (dashboard, CLI, handles)."""
+    """A job as the store holds it, for inspection (dashboard, CLI, handles).
+
+    ``error`` and ``traceback`` are those of the job's latest failed
+    attempt, and stay when a later attempt succeeds: ``if job.error`` does
+    not mean the job failed, read ``state``. Every failed attempt's error is
+    also in ``history``; the dashboard shows a succeeded job's as an earlier
+    error, ``GET /api/jobs/ID`` and ``rota jobs show`` leave it out. After a
+    :class:`~rota.errors.Snooze`, ``error`` is its reason and ``traceback``
+    None, kept too if the job then succeeds. A job parked as failed after
+    too many lost attempts has the error ``worker_lost``.
+    """
 
     id: str
     task: str

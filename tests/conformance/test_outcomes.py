@@ -71,6 +71,24 @@ def test_failure_with_retry_goes_to_scheduled_then_runs_again(store: Store) -> N
     assert [h["event"] for h in job.history] == ["failed", "failed"]
 
 
+def test_a_success_after_a_failed_attempt_keeps_its_error(store: Store) -> None:
+    """A succeeded job keeps the error and traceback of its latest failed
+    attempt (the dashboard shows them as an earlier error); its state says
+    it succeeded, and its history has every attempt."""
+    job_id = enqueue_one(store, new_job(lease=5.0, max_attempts=2))
+    assert fail(store, claim_one(store), error="OSError: reset", traceback=TRACEBACK, retry_in=0)
+    wait_until(store, get(store, job_id).run_at)
+    assert succeed(store, claim_within(store)[0], "ok")
+
+    job = get(store, job_id)
+    assert (job.state, job.result) == (JobState.SUCCEEDED, "ok")
+    assert (job.error, job.traceback) == ("OSError: reset", TRACEBACK)
+    assert [(h["event"], h.get("error")) for h in job.history] == [
+        ("failed", "OSError: reset"),
+        ("succeeded", None),
+    ]
+
+
 def test_failure_without_attempts_left_is_failed(store: Store) -> None:
     job_id = enqueue_one(store, new_job(task="fetch", queue="crawl", lease=5.0))
     claimed = claim_one(store, "crawl")

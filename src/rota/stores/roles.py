@@ -132,7 +132,9 @@ class JobStore(ABC):
         """Record attempt outcomes. An outcome whose token does not hold the
         job (stale claim) is refused: False, nothing changes.
 
-        Success: ``succeeded`` with the result. Failure with ``retry_in`` and
+        Success: ``succeeded`` with the result; the ``error`` and
+        ``traceback`` of an earlier failed attempt (or snooze) stay, as
+        :class:`~rota.models.Job` says. Failure with ``retry_in`` and
         attempts left: back to ``scheduled`` at ``now() + retry_in``.
         Otherwise ``failed``. A snooze (``snooze`` and ``retry_in``) is not
         an attempt: back to ``scheduled`` at ``now() + retry_in`` whatever
