@@ -55,13 +55,14 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     for column in ("stuck", "cpu", "mem", "load", "errors", "heartbeat", "state"):
         table.add_column(column, justify="right" if column != "state" else "left")
     for info in infos:
+        lost = now - info.heartbeat_at > LOST_AFTER  # its last counts are stale: its jobs moved on
         table.add_row(
             info.host,
             str(info.pid),
             ",".join(info.queues),
             info.mode,
             str(info.concurrency),
-            str(info.running),
+            "-" if lost else str(info.running),
             str(info.stuck),
             _percent(info.cpu_percent),
             _percent(info.mem_percent),
