@@ -399,7 +399,7 @@ def audit(
         200: {
             "content": {"text/csv": {}, "application/x-ndjson": {}, "application/json": {}},
             "description": "One row per succeeded job: id, task, queue, args, kwargs, "
-            "result, attempt, enqueued_at, started_at, finished_at.",
+            "result, attempt, enqueued_at, started_at, finished_at, schedule.",
         }
     },
 )
