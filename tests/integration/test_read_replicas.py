@@ -24,7 +24,7 @@ from pg_cluster import PgCluster, pg_cluster
 from rota import App
 from rota.errors import InvalidArgument, StoreError
 from rota.models import JobQuery, JobState
-from rota.stores import Store
+from rota.stores import Store, redact_url
 
 pytest.importorskip("psycopg")
 
@@ -175,6 +175,7 @@ def test_the_dashboard_reads_from_the_replica_and_acts_on_the_primary(app: App, 
             pair.resume_replay()
         wait_for(lambda: api_jobs().get(late) == "cancelled", 30, 0.05, "replay of the cancel")
         assert api_jobs()[before] == "queued"
+        assert f"pages read from {redact_url(pair.read_url)}" in client.get("/").text
 
 
 def test_rota_jobs_list_reads_from_the_replica(app: App, pair: Pair) -> None:

@@ -67,7 +67,10 @@ def web(
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
     roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")
-    note(f"rota web: store {redact_url(app.url)}, {roles}, http://{_display(host)}:{port}/")
+    replica = f", reads from {redact_url(app.read_url)}" if app.read_url is not None else ""
+    note(
+        f"rota web: store {redact_url(app.url)}{replica}, {roles}, http://{_display(host)}:{port}/"
+    )
     uvicorn.run(asgi, host=host, port=port, log_level=log_level, server_header=False)
 
 

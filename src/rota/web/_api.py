@@ -251,7 +251,7 @@ def cancel_job(request: Request, job_id: Name, identity: Acting) -> Done:
     """A pending job is cancelled at once; a running one is stopped by its
     worker within about a second. Finished jobs cannot be cancelled (409)."""
     full = _admin(request).cancel_job(job_id, by=_ops.actor(request, identity))
-    return Done(message=_ops.cancelled_text(context(request).store, full))
+    return Done(message=_ops.cancelled_text(context(request).app.store, full))
 
 
 @act.delete("/jobs/{job_id}", summary="Delete a job that is not running")

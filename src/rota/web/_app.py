@@ -183,10 +183,16 @@ def _base_context(request: Request) -> dict[str, Any]:
         "auth_enabled": not ctx.auth.open,
         "csrf": Auth.csrf_token(request),
         "flashes": request.session.pop("flash", []),
-        "store_label": f"{ctx.store.kind} {redact_url(ctx.app.url)}",
+        "store_label": _store_label(ctx.store.kind, ctx.app.url, ctx.app.read_url),
         "page_title": next((label for href, label in nav if href == active), "rota"),
     }
     return values
+
+
+def _store_label(kind: str, url: str, read_url: str | None) -> str:
+    """The store the pages show, and the replica they read from when there is one."""
+    label = f"{kind} {redact_url(url)}"
+    return label if read_url is None else f"{label}, pages read from {redact_url(read_url)}"
 
 
 # -- assembly ---------------------------------------------------------------------

@@ -247,7 +247,7 @@ async def job_action(request: Request, identity: Operator, job_id: str, verb: st
     def run() -> str:
         full = fn(job_id, by=_ops.actor(request, identity))
         if verb == "cancel":
-            text = _ops.cancelled_text(context(request).store, full)
+            text = _ops.cancelled_text(context(request).app.store, full)
             return text[:1].upper() + text[1:] + "."
         return f"Job {full} {done}."
 
