@@ -491,7 +491,9 @@ def test_jobs_cancel(env: Env) -> None:
     assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
     assert refused.exit_code == 1
-    assert f"could not cancel {running}: job {running} is running;" in refused.stderr
+    assert f"could not cancel {running}: job {running} runs and was already asked to stop" in (
+        refused.stderr
+    )
     assert "Error: 1 of 1 job(s) could not be cancelled" in refused.stderr
     assert env.store.extend([LeaseRef(running, token)]) == ["cancel"]
     env.store.finish([Outcome(running, token, False, error="JobCancelled: stopped")])
