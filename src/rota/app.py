@@ -122,6 +122,9 @@ class App(Registry):
                 replica_url(self._url, given)  # refuse a bad pair now, not on first read
         self._opened_url: str | None = None
         self._inline: InlineRunner | None = None
+        #: A store :meth:`close` leaves open: inline mode's private store,
+        #: which its ``with`` block closes (see :mod:`rota.testing`).
+        self._held_store: Store | None = None
         self.lease = parse_duration(lease, what="lease", positive=True)
         self.payload_cap = _validate.integer(payload_cap, "payload_cap", 1, 2**31 - 1)
         self.retention = parse_duration(retention, what="retention")
@@ -279,11 +282,15 @@ class App(Registry):
 
     def close(self) -> None:
         """Close the store's connections, and the reader's; the next use opens
-        them again."""
+        them again.
+
+        Inside ``rota.testing.inline(app)`` the private store stays open (and
+        keeps its jobs) until the ``with`` block ends: the app never falls
+        through to its configured store in the middle of a test."""
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        if self._store is not None:
+        if self._store is not None and self._store is not self._held_store:
             self._store.close()
             self._store = None
             self._opened_url = None

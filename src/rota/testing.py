@@ -102,7 +102,8 @@ def inline(app: App, url: str = MEMORY_URL) -> Iterator[Inline]:
 
     The store is a fresh in-memory SQLite database unless ``url`` names
     another (e.g. a Redis namespace, to test against that store); it is
-    closed on exit and the app gets its own store back.
+    closed on exit and the app gets its own store back. ``app.close()``
+    inside the block leaves it open, jobs and all.
     """
     if app._inline is not None:
         raise InvalidArgument("this app is already in inline mode")
@@ -111,10 +112,12 @@ def inline(app: App, url: str = MEMORY_URL) -> Iterator[Inline]:
     runner_ = Inline(app)
     app.use_store(private)
     app._inline = runner_
+    app._held_store = private  # app.close() in the block keeps it
     try:
         yield runner_
     finally:
         app._inline = None
+        app._held_store = None
         app._store, app._opened_url = saved
         private.close()
 

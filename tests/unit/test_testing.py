@@ -172,6 +172,22 @@ def test_inline_store_is_private_and_given_back(tmp_path: Path) -> None:
     own.close()
 
 
+def test_close_inside_inline_keeps_the_private_store(tmp_path: Path) -> None:
+    own = App(f"sqlite:///{tmp_path / 'own.db'}")
+    ran: list[str] = []
+    own.task(name="charge")(ran.append)
+    own.get_task("charge").send("real")  # waits in the real store for a real worker
+    own.close()
+    with rota.testing.inline(own):
+        first = own.get_task("charge").send("test-a")
+        own.close()  # code under test closes the app: the private store stays
+        own.get_task("charge").send("test-b")
+        assert first.status() == "succeeded"  # the private store kept its jobs
+    assert ran == ["test-a", "test-b"]
+    assert own.store.queues()[0].counts == {JobState.QUEUED: 1}
+    own.close()
+
+
 def test_inline_runs_in_milliseconds(inline_app: App) -> None:
     started = time.perf_counter()
     for n in range(100):
