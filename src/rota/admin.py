@@ -291,7 +291,7 @@ class Admin:
         misfire: str = "coalesce",
         grace: float | None = None,
         overlap: str = "allow",
-        enabled: bool = True,
+        enabled: bool | None = None,
         options: Mapping[str, Any] | None = None,
         by: Actor | None = None,
     ) -> Schedule:
@@ -299,8 +299,9 @@ class Admin:
 
         ``trigger`` is a trigger (``every(...)``, ``cron(...)``, ``at(...)``) or
         its JSON description (``{"type": "every", ...}``); ``options`` are task
-        option overrides (``queue``, ``priority``, ``retries``, ...). The rest
-        is as :meth:`rota.App.schedule`."""
+        option overrides (``queue``, ``priority``, ``retries``, ...). A
+        replaced schedule keeps its paused state unless ``enabled`` is True
+        or False. The rest is as :meth:`rota.App.schedule`."""
         actor = self._allow(by, "operator")
         stored = self._define(
             name,
@@ -315,9 +316,6 @@ class Admin:
             enabled=enabled,
             options=options,
         )
-        if not enabled and stored.enabled:  # an update keeps the stored state
-            self._store.set_schedule_enabled(name, False)
-            stored = self._schedule(name)
         self._record(actor, "schedule.add", name, task=stored.task, trigger=stored.trigger)
         return stored
 
@@ -349,13 +347,7 @@ class Admin:
         if changes.get("options") is not None:  # options change one by one too
             changes = changes | {"options": kept | dict(changes["options"])}
         values.update(changes)
-        enabled = values.pop("enabled")
-        if not isinstance(enabled, bool):
-            raise InvalidArgument(f"enabled must be True or False, not {enabled!r}")
         stored = self._define(name, values.pop("task"), values.pop("trigger"), **values)
-        if stored.enabled != enabled:
-            self._store.set_schedule_enabled(name, enabled)
-            stored = self._schedule(name)
         self._record(actor, "schedule.update", name, changed=sorted(changes))
         return stored
 

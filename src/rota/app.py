@@ -338,16 +338,20 @@ class App(Registry):
         misfire: str = "coalesce",
         grace: float | None = None,
         overlap: str = "allow",
-        enabled: bool = True,
+        enabled: bool | None = None,
     ) -> Schedule:
         """Create or update (by ``name``) a schedule in the store.
 
         ``trigger`` is ``at(...)``, ``every(...)`` or ``cron(...)``. Re-running
-        this on deploy updates the schedule without duplicating it. Jobs get
-        the task's options; ``jitter`` delays each fire's job by a stable
+        this on deploy updates the schedule without duplicating it, and keeps
+        its next fire (unless the trigger changed) and its paused state. Jobs
+        get the task's options; ``jitter`` delays each fire's job by a stable
         random amount below it; ``misfire`` is ``"coalesce"`` or ``"all"``;
         ``grace`` drops fires older than that many seconds; ``overlap`` is
-        ``"allow"``, ``"skip"`` or ``"queue"``.
+        ``"allow"``, ``"skip"`` or ``"queue"``. ``enabled=False`` creates the
+        schedule paused or pauses an existing one, ``enabled=True`` creates
+        it enabled or resumes it; left out, a new schedule is enabled and an
+        existing one stays as it is.
         """
         from rota.scheduling.define import define_schedule
 

@@ -155,6 +155,17 @@ def test_limits_are_validated_in_one_place(app: rota.App) -> None:
     assert last(app).action == "limit.clear", "a breaker that was not open: nothing recorded"
 
 
+def test_add_schedule_replaces_the_paused_state_only_when_told(app: rota.App) -> None:
+    add = app.admin.add_schedule
+    assert not add("s", "add", every(60), args=[1, 2], enabled=False).enabled
+    assert not add("s", "add", every(60), args=[1, 2]).enabled, "a replace keeps a pause"
+    assert add("s", "add", every(30), args=[1, 2], enabled=True).enabled
+    assert add("s", "add", every(30), args=[1, 2]).enabled
+    assert not add("s", "add", every(30), args=[1, 2], enabled=False).enabled
+    assert app.admin.update_schedule("s", enabled=True).enabled
+    assert [x.enabled for x in app.store.schedules()] == [True]
+
+
 def test_schedules_from_json_triggers_with_task_options(app: rota.App) -> None:
     trigger = {"type": "every", "interval": 60}
     s = app.admin.add_schedule(

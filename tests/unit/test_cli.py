@@ -1001,6 +1001,19 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
     assert '"timeout": 900.0' in shown.stdout and "overlap    skip" in shown.stdout
 
 
+def test_schedules_add_keeps_a_pause_unless_told(env: Env) -> None:
+    def add(*flags: str) -> bool:
+        added = env.rota("schedules", "add", "backup", "--every", "60", *flags, "--", "true")
+        assert added.exit_code == 0, added.output
+        [stored] = env.store.schedules()
+        return stored.enabled
+
+    assert not add("--paused")
+    assert not add(), "replacing it keeps the pause"
+    assert add("--enabled")
+    assert add()
+
+
 def test_schedules_add_at_a_time_that_has_passed_says_so(env: Env) -> None:
     added = env.rota("schedules", "add", "once", "--at", "2020-01-01T00:00", "--", "true")
     assert added.exit_code == 0, added.output

@@ -220,7 +220,22 @@ def test_defining_again_updates_without_duplicating_or_moving_the_next_fire(app:
 def test_defining_again_keeps_a_pause(app: App) -> None:
     app.schedule("r", "refresh", every(60), args=("a",))
     assert app.store.set_schedule_enabled("r", False)
-    assert not app.schedule("r", "refresh", every(60), args=("a",), enabled=True).enabled
+    assert not app.schedule("r", "refresh", every(60), args=("a",)).enabled
+    assert not app.schedule("r", "refresh", every(30), args=("a",)).enabled  # new trigger too
+
+
+@pytest.mark.parametrize("trigger", [every(60), every(30)], ids=["same trigger", "new trigger"])
+def test_an_explicit_enabled_wins_on_a_redefinition(app: App, trigger: Any) -> None:
+    app.schedule("r", "refresh", every(60), args=("a",))
+    assert not app.schedule("r", "refresh", trigger, args=("a",), enabled=False).enabled
+    assert not only(app.store).enabled
+    assert app.schedule("r", "refresh", every(60), args=("a",), enabled=True).enabled
+    assert only(app.store).enabled
+
+
+def test_a_new_schedule_is_enabled_unless_told(app: App) -> None:
+    assert app.schedule("on", "refresh", every(60), args=("a",)).enabled
+    assert not app.schedule("off", "refresh", every(60), args=("a",), enabled=False).enabled
 
 
 def test_a_changed_trigger_restarts_from_its_first_fire(app: App) -> None:
@@ -256,7 +271,7 @@ def test_get_schedule_finds_by_name(app: App) -> None:
         ({"jitter": "soon"}, InvalidSchedule, "jitter 'soon' is not a duration"),
         ({"grace": -0.5}, InvalidSchedule, "grace must not be negative"),
         ({"grace": math.inf}, InvalidSchedule, "grace must be finite"),
-        ({"enabled": "yes"}, InvalidSchedule, "enabled must be True or False"),
+        ({"enabled": "yes"}, InvalidSchedule, "enabled must be True, False or None"),
         ({"trigger": "*/5 * * * *"}, InvalidSchedule, "trigger must be at(...), every(...)"),
         ({"task": "refesh"}, UnknownTask, "unknown task 'refesh'"),
         ({"task": 42}, InvalidSchedule, "task must be a task or a task name, not int"),

@@ -342,6 +342,12 @@ def run_now(cli: CliState, name: str) -> None:
     "anyway, skip it, or queue it behind.",
 )
 @click.option("--priority", "-p", type=click.IntRange(MIN_PRIORITY, MAX_PRIORITY))
+@click.option(
+    "--enabled/--paused",
+    default=None,
+    help="Store it firing, or paused.  [default: a new schedule fires; a replaced one "
+    "stays as it was]",
+)
 @url_option
 @pass_state
 def add(
@@ -359,11 +365,13 @@ def add(
     timeout: float | None,
     overlap: str,
     priority: int | None,
+    enabled: bool | None,
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
     job of the built-in rota.cmd task, which only workers started with
     --commands (or of an App(commands=True)) run. Adding a NAME that exists
-    replaces it."""
+    replaces it, keeping its paused state unless --enabled or --paused is
+    given."""
     given = [
         flag
         for flag, value in (("--cron", cron_expr), ("--every", interval), ("--at", at_time))
@@ -406,6 +414,7 @@ def add(
         args=[list(command)],
         kwargs=kwargs,
         overlap=overlap,
+        enabled=enabled,
         options=options,
         by=cli_actor(),
     )

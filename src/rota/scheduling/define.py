@@ -57,7 +57,7 @@ def define_schedule(
     misfire: str = "coalesce",
     grace: float | None = None,
     overlap: str = "allow",
-    enabled: bool = True,
+    enabled: bool | None = None,
 ) -> Schedule:
     """Create or update (by ``name``) a schedule in ``app``'s store; return it as stored.
 
@@ -73,7 +73,11 @@ def define_schedule(
     store's now. Redefining an existing schedule with the same trigger keeps
     its next fire, last fire and paused state, so re-running the definition on
     every deploy never duplicates or resets it; a changed trigger restarts
-    from the new trigger's first fire.
+    from the new trigger's first fire (and keeps the paused state too).
+
+    ``enabled``: None (the default) creates a schedule enabled and leaves an
+    existing one as it is, paused or not; True or False creates it so, or
+    resumes or pauses an existing one.
     """
     _check_name(name)
     bound = _bound_task(app, name, task)
@@ -92,8 +96,10 @@ def define_schedule(
         raise InvalidSchedule(
             f"schedule {name!r}: overlap must be 'allow', 'skip' or 'queue', not {overlap!r}"
         )
-    if not isinstance(enabled, bool):
-        raise InvalidSchedule(f"schedule {name!r}: enabled must be True or False, not {enabled!r}")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise InvalidSchedule(
+            f"schedule {name!r}: enabled must be True, False or None, not {enabled!r}"
+        )
     job = _template_job(name, bound, args, kwargs)
 
     store = app.store
@@ -104,7 +110,7 @@ def define_schedule(
             trigger=trigger.to_json(),
             payload=job.payload,
             next_fire=trigger.first_fire(store.now()),
-            enabled=enabled,
+            enabled=enabled is not False,  # an existing schedule keeps its own
             misfire=misfire,
             grace=grace_s,
             overlap=overlap,
@@ -113,6 +119,9 @@ def define_schedule(
         )
     )
     stored = store.get_schedule(name)
+    if stored is not None and enabled is not None and stored.enabled != enabled:
+        store.set_schedule_enabled(name, enabled)
+        stored = store.get_schedule(name)
     if stored is None:  # removed by someone else in between
         raise InvalidSchedule(f"schedule {name!r} was removed while it was being defined")
     return stored
