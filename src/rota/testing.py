@@ -36,10 +36,11 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from rota import _validate
 from rota.app import App
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import HostScope, JobQuery, JobState, NewJob
@@ -138,15 +139,17 @@ def run_until_idle(
     app: App,
     timeout: float = 30.0,
     *,
-    queues: Sequence[str] | None = None,
+    queues: str | Iterable[str] | None = None,
     concurrency: int = 4,
 ) -> RunSummary:
     """Run a worker (threads mode) on ``app``'s store until idle, then stop it.
 
-    Idle: no job of ``queues`` (default: every queue of the app's tasks and
-    of the store) is queued or running, and none is scheduled to come due
-    before ``timeout`` seconds have passed; jobs of paused queues are left
-    alone. Raises :class:`JobTimeout` when jobs are still queued or running
+    Idle: no job of ``queues`` (one queue name, or several; default: every
+    queue of the app's tasks and of the store) is queued or running, and none
+    is scheduled to come due before ``timeout`` seconds have passed; jobs of
+    paused queues are left alone. A queue that neither a task of the app nor
+    the store knows is refused (:class:`InvalidArgument`), as is an empty
+    list. Raises :class:`JobTimeout` when jobs are still queued or running
     after ``timeout`` seconds (a limit holding them, a task that never
     returns); the worker is stopped either way.
     """
@@ -154,7 +157,7 @@ def run_until_idle(
         raise InvalidArgument(f"timeout must be positive, not {timeout!r}")
     deadline = time.monotonic() + timeout
     store = app.store
-    names = sorted(set(queues or ()) or _all_queues(app))
+    names = _queue_names(app, queues)
     worker = Worker(app, queues=names, concurrency=concurrency, grace=timeout, heartbeat=60.0)
     suspended, app._inline = app._inline, None  # the worker runs what tasks send
     thread = threading.Thread(target=worker.run, name="rota-run-until-idle", daemon=True)
@@ -193,6 +196,29 @@ _SETTLE = 0.2
 
 def _all_queues(app: App) -> set[str]:
     return {t.opts.queue for t in app.tasks.values()} | {q.name for q in app.store.queues()}
+
+
+def _queue_names(app: App, queues: str | Iterable[str] | None) -> list[str]:
+    """The queues ``run_until_idle`` serves: ``queues`` checked, or every known queue."""
+    known = _all_queues(app)
+    if queues is None:
+        return sorted(known)
+    if isinstance(queues, str):
+        queues = [queues]
+    elif not isinstance(queues, Iterable):
+        raise InvalidArgument(
+            f"queues must be a queue name or a list of them, not {type(queues).__name__}"
+        )
+    names = sorted({_validate.name(queue, "queue") for queue in queues})
+    if not names:
+        raise InvalidArgument("queues must name at least one queue (None: every queue)")
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise InvalidArgument(
+            f"unknown queue {unknown[0]!r}; the queues here are: {', '.join(sorted(known))} "
+            f"(those of the app's tasks and of the store)"
+        )
+    return names
 
 
 def _busy(app: App, names: Sequence[str], deadline: float) -> int:

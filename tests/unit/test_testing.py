@@ -5,10 +5,12 @@ The examples of docs/testing.md are the tests marked "docs/testing.md" below.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -258,6 +260,37 @@ def test_run_until_idle_times_out_on_held_jobs(store_app: App) -> None:
 def test_run_until_idle_refuses_a_bad_timeout(store_app: App) -> None:
     with pytest.raises(InvalidArgument, match="timeout must be positive"):
         rota.testing.run_until_idle(store_app, timeout=0)
+
+
+def test_run_until_idle_takes_one_queue_name_or_a_list(store_app: App) -> None:
+    @store_app.task(name="double")
+    def double(n: int) -> int:
+        return n * 2
+
+    first = double.send(1)
+    assert rota.testing.run_until_idle(store_app, queues="default", timeout=10).succeeded == 1
+    assert first.status() == "succeeded"
+    second = double.send(2)
+    assert rota.testing.run_until_idle(store_app, queues=["default"], timeout=10).succeeded == 1
+    assert second.status() == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("queues", "message"),
+    [
+        ([], "queues must name at least one queue"),
+        (["no-such-queue"], "unknown queue 'no-such-queue'; the queues here are: default"),
+        ("no-such-queue", "unknown queue 'no-such-queue'"),
+        ([""], "queue must be a non-empty string"),
+    ],
+)
+def test_run_until_idle_refuses_queues_that_run_nothing(
+    store_app: App, queues: Any, message: str
+) -> None:
+    store_app.task(name="noop")(lambda: None)
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        rota.testing.run_until_idle(store_app, queues=queues, timeout=1)
+    assert store_app.store.workers() == []
 
 
 # -- sqlite:///:memory: and URL resolution ----------------------------------------
