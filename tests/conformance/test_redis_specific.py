@@ -644,6 +644,43 @@ def test_bad_namespace_is_refused() -> None:
         RedisStore.from_url("redis://127.0.0.1:6379/0?namespace=a}b")
 
 
+@pytest.mark.parametrize(
+    ("query", "fragments"),
+    [
+        ("nmespace=x", ["unknown Redis URL option 'nmespace'", "did you mean 'namespace'?"]),
+        ("sockettimeout=3", ["'sockettimeout'", "socket_timeout", "retry_for"]),
+        ("socket_timeout=soon", ["socket_timeout", "soon"]),
+    ],
+)
+def test_an_unknown_or_bad_url_option_is_refused_by_name(query: str, fragments: list[str]) -> None:
+    from rota.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument) as caught:
+        RedisStore.from_url(f"redis://127.0.0.1:6379/0?{query}")
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_the_options_redis_py_takes_pass_through() -> None:
+    url = "rediss://127.0.0.1:6379/0?namespace=n&ssl_cert_reqs=none&socket_timeout=3&client_name=c"
+    store = RedisStore.from_url(url)
+    store.close()
+    store = RedisStore.from_url("unix:///tmp/redis.sock?db=2&namespace=n")
+    store.close()
+
+
+def test_a_database_the_server_does_not_have_is_a_store_error(redis_url: str) -> None:
+    from rota.errors import StoreError
+
+    base, _, query = redis_url.partition("?")
+    store = open_store(f"{base.rsplit('/', 1)[0]}/99999?{query}")
+    try:
+        with pytest.raises(StoreError, match="has no database 99999"):
+            store.queues()
+    finally:
+        store.close()
+
+
 def parked(store: RedisStore, queue: str = "default") -> dict[str, float]:
     """The parked sub-queues of a queue: ``PRIO:SIG`` -> when to look again."""
     client = redis.Redis.from_url(store.options.url)

@@ -3,6 +3,8 @@ with backoff within a time budget, one log line per outage."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import os
 import socket
@@ -12,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -55,10 +57,12 @@ class RedisOptions:
         """Read ``namespace=`` (default ``"default"``), ``retry_for=`` (seconds
         a call keeps retrying through an outage, default 30) and
         ``allow_eviction=1`` (accept a server whose ``maxmemory-policy`` evicts
-        keys) from the query string; every other query option goes to redis-py."""
+        keys) from the query string; every other query option goes to redis-py,
+        which must know it (:class:`InvalidArgument` names one it does not)."""
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "rediss", "unix"):
             raise InvalidArgument(f"not a Redis URL: scheme {parts.scheme!r}")
+        known = _redis_py_options(parts.scheme)
         rest: list[tuple[str, str]] = []
         namespace, retry_for, allow_eviction = "default", 30.0, False
         for key, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -73,12 +77,55 @@ class RedisOptions:
                     raise InvalidArgument(f"retry_for must be seconds >= 0, not {value!r}")
             elif key == "allow_eviction":
                 allow_eviction = _flag(key, value)
-            else:
+            elif key in known:
                 rest.append((key, value))
+            else:
+                raise InvalidArgument(_unknown_option(key, known))
         if not namespace or "{" in namespace or "}" in namespace:
             raise InvalidArgument(f"namespace must be non-empty and free of braces: {namespace!r}")
-        plain = urlunsplit(parts._replace(query=urlencode(rest)))
+        # not urlunsplit: it would drop the // of unix:///path, which redis-py needs
+        base = url.split("?", 1)[0].split("#", 1)[0]
+        plain = f"{base}?{urlencode(rest)}" if rest else base
         return cls(plain, namespace, retry_for, allow_eviction)
+
+
+#: The query options rota reads itself from a Redis URL.
+ROTA_OPTIONS = ("namespace", "retry_for", "allow_eviction")
+
+
+def _redis_py_options(scheme: str) -> frozenset[str]:
+    """The query options redis-py takes in a URL of ``scheme``: the
+    keyword arguments of its connection pool and of the connection class
+    the scheme opens (redis-py passes any other to that class, which fails
+    with a TypeError on first use)."""
+    connection: type = {
+        "redis": redis.Connection,
+        "rediss": redis.SSLConnection,
+        "unix": redis.UnixDomainSocketConnection,
+    }[scheme]
+    names: set[str] = set()
+    for cls in (redis.ConnectionPool, *connection.__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            names.update(
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+            )
+    return frozenset(names)
+
+
+def _unknown_option(key: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(key, [*ROTA_OPTIONS, *known], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    # the options redis-py reads from URLs, then those a URL sets as text
+    usual = set(getattr(redis.connection, "URL_QUERY_ARGUMENT_PARSERS", ()))
+    usual |= {"client_name", "username", "password"} | {k for k in known if k.startswith("ssl_")}
+    return (
+        f"unknown Redis URL option {key!r}{hint}: rota reads {', '.join(ROTA_OPTIONS)}; "
+        f"redis-py reads {', '.join(sorted(usual & known))} and the other keyword "
+        f"arguments of its connection"
+    )
 
 
 def _flag(name: str, value: str) -> bool:
@@ -260,8 +307,11 @@ def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis
         "socket_keepalive": True,
         "health_check_interval": 30,
     }
-    main = redis.Redis.from_url(options.url, socket_timeout=15.0, **common)
-    blocking = redis.Redis.from_url(options.url, socket_timeout=MAX_BLOCK + 10.0, **common)
+    try:
+        main = redis.Redis.from_url(options.url, socket_timeout=15.0, **common)
+        blocking = redis.Redis.from_url(options.url, socket_timeout=MAX_BLOCK + 10.0, **common)
+    except ValueError as exc:  # redis-py's reading of an option's value
+        raise InvalidArgument(f"Redis URL {where}: {exc}") from None
 
     def check() -> None:
         check_server(main, where, allow_eviction=options.allow_eviction)
@@ -295,7 +345,16 @@ def check_server(client: redis.Redis, where: str, *, allow_eviction: bool = Fals
     log once per process and server when it keeps
     neither an append-only file nor RDB snapshots. Reads ``CONFIG GET``, or
     ``INFO`` where CONFIG is disabled (managed services)."""
-    version = str(client.info("server").get("redis_version", ""))
+    try:
+        version = str(client.info("server").get("redis_version", ""))
+    except ResponseError as exc:
+        if "DB index is out of range" not in str(exc):
+            raise
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        raise StoreError(
+            f"the Redis server at {where} has no database {db} (DB index is out of range): "
+            "a server has databases 0 to 15 unless its 'databases' setting says otherwise"
+        ) from None
     if too_old(version):
         raise StoreError(
             f"the Redis server at {where} runs Redis {version}; rota needs Redis "
