@@ -71,9 +71,15 @@ class Registry:
         ``unique``, ``unique_for``. The name defaults to the function's qualified
         name, which is the same however the module is loaded.
         """
+        if isinstance(fn, str):  # @app.task("name"): the name would be taken for the function
+            raise InvalidArgument(
+                f"@app.task takes the task's name as a keyword: @app.task(name={fn!r})"
+            )
         task_options = TaskOptions.build(**options)
 
         def register(func: Callable[P, R]) -> Task[P, R]:
+            if not callable(func):
+                raise InvalidArgument(f"@app.task takes a function, not {func!r}")
             task_name = _validate.name(func.__qualname__ if name is None else name, "task name")
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 existing = self.tasks[task_name].fn

@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import enum
 import math
+import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -339,6 +340,10 @@ def test_task_names_are_checked_at_registration() -> None:
     for name, message in [("", "task name must be a non-empty"), ("a\tb", "control")]:
         with pytest.raises(InvalidArgument, match=message):
             app.task(name=name)(lambda: None)
+    with pytest.raises(InvalidArgument, match=re.escape("@app.task(name='my.name')")):
+        app.task("my.name")  # type: ignore[call-overload]
+    with pytest.raises(InvalidArgument, match="takes a function, not 5"):
+        app.task(5)  # type: ignore[call-overload]
     assert list(app.tasks) == []
 
 
