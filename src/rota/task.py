@@ -177,14 +177,17 @@ class JobHandle(Generic[R]):
         """The job's state: scheduled, queued, running, succeeded, failed or cancelled."""
         return self.job().state.value
 
-    def result(self, timeout: float | None = None) -> R:
+    def result(self, timeout: float | str | None = None) -> R:
         """Wait for the job to finish and return its result.
 
         Raises :class:`JobFailed` (with the remote traceback), :class:`JobCancelled`,
-        or :class:`JobTimeout` when ``timeout`` seconds pass first. In inline
-        mode (:mod:`rota.testing`) jobs that become runnable while it waits run
-        in this thread, and no ``timeout`` means no waiting.
+        or :class:`JobTimeout` when ``timeout`` (seconds, or a duration such
+        as ``"5s"``) passes first. In inline mode (:mod:`rota.testing`) jobs
+        that become runnable while it waits run in this thread, and no
+        ``timeout`` means no waiting.
         """
+        if timeout is not None:
+            timeout = parse_duration(timeout, what="timeout")
         inline = self.app._inline
         if inline is not None and timeout is None:
             timeout = 0.0  # nothing else runs the app's jobs: waiting could never end

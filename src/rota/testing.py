@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rota import _validate
+from rota._time import parse_duration
 from rota.app import App
 from rota.errors import InvalidArgument, JobTimeout
 from rota.models import HostScope, JobQuery, JobState, NewJob
@@ -137,7 +138,7 @@ class RunSummary:
 
 def run_until_idle(
     app: App,
-    timeout: float = 30.0,
+    timeout: float | str = 30.0,
     *,
     queues: str | Iterable[str] | None = None,
     concurrency: int = 4,
@@ -151,10 +152,10 @@ def run_until_idle(
     the store knows is refused (:class:`InvalidArgument`), as is an empty
     list. Raises :class:`JobTimeout` when jobs are still queued or running
     after ``timeout`` seconds (a limit holding them, a task that never
-    returns); the worker is stopped either way.
+    returns); the worker is stopped either way. ``timeout`` is seconds, or a
+    duration such as ``"5s"``.
     """
-    if timeout <= 0:
-        raise InvalidArgument(f"timeout must be positive, not {timeout!r}")
+    timeout = parse_duration(timeout, what="timeout", positive=True)
     deadline = time.monotonic() + timeout
     store = app.store
     names = _queue_names(app, queues)

@@ -258,7 +258,7 @@ def test_run_until_idle_times_out_on_held_jobs(store_app: App) -> None:
 
 
 def test_run_until_idle_refuses_a_bad_timeout(store_app: App) -> None:
-    with pytest.raises(InvalidArgument, match="timeout must be positive"):
+    with pytest.raises(InvalidArgument, match="timeout must be above 0, got 0"):
         rota.testing.run_until_idle(store_app, timeout=0)
 
 
@@ -291,6 +291,43 @@ def test_run_until_idle_refuses_queues_that_run_nothing(
     with pytest.raises(InvalidArgument, match=re.escape(message)):
         rota.testing.run_until_idle(store_app, queues=queues, timeout=1)
     assert store_app.store.workers() == []
+
+
+def test_result_and_run_until_idle_take_durations(tmp_path: Path) -> None:
+    own = App(f"sqlite:///{tmp_path / 'own.db'}")
+    own.task(name="noop")(lambda: 7)
+    own.admin.pause_queue("default")
+    held = own.get_task("noop").send()
+    with pytest.raises(JobTimeout, match="still queued"):
+        held.result(timeout="50ms")
+    own.admin.resume_queue("default")
+    assert rota.testing.run_until_idle(own, timeout="5s").succeeded == 1
+    assert held.result(timeout="1s") == 7
+    own.close()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "message"),
+    [
+        (-1, "timeout must not be negative, got -1"),
+        (float("nan"), "timeout must be finite, not nan"),
+        (float("inf"), "timeout must be finite, not inf"),
+        ("soon", "timeout 'soon' is not a duration"),
+        (True, "timeout must be a number of seconds"),
+    ],
+)
+def test_result_refuses_a_bad_timeout(tmp_path: Path, timeout: Any, message: str) -> None:
+    own = App(f"sqlite:///{tmp_path / 'own.db'}")
+    own.task(name="noop")(lambda: 7)
+    own.admin.pause_queue("default")
+    held = own.get_task("noop").send()
+    started = time.monotonic()
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        held.result(timeout=timeout)
+    assert time.monotonic() - started < 5
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        rota.testing.run_until_idle(own, timeout=timeout)
+    own.close()
 
 
 # -- sqlite:///:memory: and URL resolution ----------------------------------------
