@@ -473,5 +473,7 @@ class Limits:
         return self._app.admin.reset_breaker(key)
 
     def list(self) -> list[LimitInfo]:
-        """Every key with its running count, limits, tokens and breaker state."""
+        """Every key with its running count, limits, tokens and breaker state:
+        the keys of jobs claimed so far and those given a limit at run time
+        (a key whose jobs were sent but never claimed is not listed yet)."""
         return self._app.store.limits()

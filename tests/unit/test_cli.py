@@ -705,7 +705,8 @@ def _limit_rows(env: Env) -> dict[str, str]:
 
 
 def test_limits_set_list_clear(env: Env) -> None:
-    assert "no limit keys yet" in env.rota("limits", "list").stderr
+    empty = env.rota("limits", "list").stderr
+    assert "no limit keys yet: a key appears once a job of it is claimed" in empty
     env.send("fetch", "https://example.com/1")
     env.send("fetch", "https://example.com/2")
     env.store.claim("test-worker", ["crawl"], 1)

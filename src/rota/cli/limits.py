@@ -73,11 +73,17 @@ def limits() -> None:
 @url_option
 @pass_state
 def list_limits(cli: CliState) -> None:
-    """Every flow-control key with its current state ("(set)": changed at run time)."""
+    """Every flow-control key with its current state ("(set)": changed at run time).
+
+    A key is listed once a job of it has been claimed, or a limit set on it:
+    jobs sent but never claimed do not list theirs."""
     app = cli.store_app()
     infos = app.limits.list()
     if not infos:
-        note("no limit keys yet: they appear when jobs with limits are sent")
+        note(
+            "no limit keys yet: a key appears once a job of it is claimed, "
+            "or when a limit is set on it (rota limits set)"
+        )
         return
     console().print(limits_table(infos, app.store.now()))
 
