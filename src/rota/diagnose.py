@@ -116,10 +116,21 @@ def diagnose(store: Store, queues: list[QueueInfo] | None = None) -> list[Proble
     return unserved_queues(queues, workers, now) + overdue_schedules(store.schedules(), now)
 
 
-def queue_problem(store: Store, queue: str) -> str | None:
+#: Why a job stays queued in inline mode (:mod:`rota.testing`), where no
+#: worker ever runs: what can hold it there.
+_INLINE_HELD = (
+    "inline mode runs it once nothing holds it: a concurrency limit, rate limit or open "
+    "breaker of its keys, or the running task that sent it (its jobs run after it returns)"
+)
+
+
+def queue_problem(store: Store, queue: str, *, inline: bool = False) -> str | None:
     """Why jobs of ``queue`` may not be claimed: paused, or served by no live
-    worker; None when a live worker serves it."""
+    worker; None when a live worker serves it. ``inline``: the app runs its
+    jobs in inline mode, where workers play no part (see :data:`_INLINE_HELD`)."""
     if any(info.name == queue and info.paused for info in store.queues()):
         return f"queue {queue!r} is paused"
+    if inline:
+        return _INLINE_HELD
     served = _served(store.workers(), store.now())
     return None if queue in served else _unserved_message(queue, served)

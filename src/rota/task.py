@@ -212,7 +212,7 @@ class JobHandle(Generic[R]):
     def _timeout_message(self, job: Job, timeout: float | None) -> str:
         message = f"job {self.id} is still {job.state.value} after {timeout} s"
         if job.state is JobState.QUEUED:
-            problem = queue_problem(self.app.store, job.queue)
+            problem = queue_problem(self.app.store, job.queue, inline=self.app._inline is not None)
             if problem:
                 message += f": {problem}"
         return message

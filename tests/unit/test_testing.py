@@ -131,6 +131,30 @@ def test_concurrency_limit_zero_holds_the_job(inline_app: App) -> None:
     assert handle.result(timeout=5) == 2  # runs once the limit lets it
 
 
+def test_a_held_job_times_out_with_what_holds_it_not_a_missing_worker(inline_app: App) -> None:
+    held = add.options(concurrency=Limit("held", 1)).send
+    inline_app.limits.set("held", 0)
+    with pytest.raises(JobTimeout) as caught:
+        held(1, 1).result()
+    assert "worker" not in str(caught.value)
+    assert "a concurrency limit, rate limit or open breaker" in str(caught.value)
+    inline_app.limits.set("held", None)
+
+
+def test_a_job_waited_for_by_the_task_that_sent_it_times_out_saying_why(inline_app: App) -> None:
+    @inline_app.task(name="parent")
+    def parent() -> int:
+        return add.send(1, 2).result()
+
+    try:
+        with pytest.raises(JobFailed) as caught:
+            parent.send().result()
+    finally:
+        del inline_app.tasks["parent"]
+    assert "the running task that sent it" in str(caught.value)
+    assert "no live worker" not in str(caught.value)
+
+
 def test_paused_queue_holds_jobs(inline_app: App) -> None:
     inline_app.store.pause_queue("default")
     handle = add.send(1, 2)
