@@ -86,10 +86,20 @@ class _Host:
             def do_GET(self) -> None:
                 start = time.time()
                 status, headers, body = host.answer(self.path, self.headers)
-                # stamped before the answer goes out: once it is out, the
-                # client may start its next request before this thread runs
-                # again (the test process's other threads hold the GIL)
-                end = time.time()
+                # recorded before the answer goes out: once it is out, the
+                # client may go on (and a test count the requests) before this
+                # thread runs again (the test process's other threads hold the GIL)
+                host.site.record(
+                    Request(
+                        host.label,
+                        self.path,
+                        start,
+                        time.time(),
+                        status,
+                        self.headers.get("If-None-Match"),
+                        self.headers.get("If-Modified-Since"),
+                    )
+                )
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -97,17 +107,6 @@ class _Host:
                 self.end_headers()
                 self.wfile.write(body)
                 self.wfile.flush()
-                host.site.record(
-                    Request(
-                        host.label,
-                        self.path,
-                        start,
-                        end,
-                        status,
-                        self.headers.get("If-None-Match"),
-                        self.headers.get("If-Modified-Since"),
-                    )
-                )
 
             def log_message(self, format: str, *args: object) -> None:
                 return None
