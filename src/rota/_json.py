@@ -18,6 +18,7 @@ from rota.errors import PayloadTooLarge, SerializationError
 __all__ = [
     "DEFAULT_PAYLOAD_CAP",
     "InvalidJSON",
+    "canonical",
     "dumps",
     "dumps_call",
     "dumps_record",
@@ -45,6 +46,13 @@ def dumps_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], *, cap: int | N
     checked as :func:`rota._validate.check_call` says."""
     check_call(args, kwargs, "task arguments")
     return _encode({"args": args, "kwargs": kwargs}, "task arguments", cap)
+
+
+def canonical(value: Any) -> bytes:
+    """JSON of a value already checked (by :func:`dumps_call` or
+    :func:`rota._validate.check_json`) with object keys sorted at every level,
+    so that equal values give equal bytes (tuples and lists alike)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def dumps_record(value: Mapping[str, str | float | None], *, what: str) -> bytes:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import inspect
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +77,9 @@ class TaskOptions:
     concurrency: tuple[Limit, ...] = ()
     rate: tuple[Rate, ...] = ()
     breaker: tuple[Breaker, ...] = ()
+    #: One pending job per key: True keys on the call (its arguments bound to
+    #: the function's parameters, so keyword and dict key order do not count),
+    #: a function on its value, a string is one key for the task.
     unique: UniqueSpec = None
     unique_for: float | None = None
     retry_on: tuple[type[BaseException], ...] | None = None
@@ -362,7 +368,7 @@ class Task(Generic[P, R]):
             concurrency=concurrency,
             rate=rate,
             breaker=breaker,
-            unique_key=self._unique_key(o.unique, payload, args, kwargs),
+            unique_key=self._unique_key(o.unique, args, kwargs),
             unique_for=o.unique_for,
             host=o.host,
             retry=encoded_policy(o.backoff, o.retry_on, o.no_retry_on),
@@ -387,15 +393,58 @@ class Task(Generic[P, R]):
         return key if spec is None or isinstance(spec, str) else _validate.name(key, "limit key")
 
     def _unique_key(
-        self, spec: UniqueSpec, payload: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, spec: UniqueSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> str | None:
         if spec is None or spec is False:
             return None
         if spec is True:
-            value = hashlib.blake2b(payload, digest_size=16).hexdigest()
+            value = _call_digest(self.fn, args, kwargs)
         else:
             value = resolve_key(spec, self.name, args, kwargs, self.fn)
         return f"{self.name}:{value}"
+
+
+def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The hash of a call that ``unique=True`` keys on: the same for every way
+    of writing one call of ``fn``.
+
+    The arguments are bound to ``fn``'s parameters (so ``f("a")``,
+    ``f(feed="a")`` and ``f("a", full=False)`` are one call when ``full``
+    defaults to False) and hashed as JSON with sorted keys at every level, so
+    the order of keyword arguments and of dict keys does not count. A default
+    that is not JSON counts as not given. A call that fits no parameters (the
+    worker will refuse it) is hashed as written, keyword order aside.
+    Arguments are JSON already (checked by the payload's encoding)."""
+    call: Any = [args, kwargs]  # a list: never equal to a bound call's object
+    try:
+        parameters = _parameters(fn)
+    except TypeError:  # an unhashable callable object: worked out each time
+        parameters = _parameters.__wrapped__(fn)
+    if parameters is not None:
+        signature, defaults = parameters
+        with contextlib.suppress(TypeError):  # fits no parameters: hashed as written
+            call = defaults | signature.bind(*args, **kwargs).arguments
+    return hashlib.blake2b(_json.canonical(call), digest_size=16).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _parameters(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]] | None:
+    """``fn``'s signature and the defaults of its parameters that are JSON,
+    worked out once per function; None when ``fn`` cannot be introspected."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    defaults = {}
+    for parameter in signature.parameters.values():
+        if parameter.default is parameter.empty:
+            continue
+        try:
+            _validate.check_json(parameter.default)
+        except SerializationError:
+            continue  # an explicit value is JSON, so never equal to this default
+        defaults[parameter.name] = parameter.default
+    return signature, defaults
 
 
 __all__ = ["JobHandle", "Task", "TaskOptions"]
