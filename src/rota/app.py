@@ -45,7 +45,14 @@ class InlineRunner(Protocol):
 
 
 class Registry:
-    """A set of tasks. Libraries declare tasks on a registry; apps include it."""
+    """A set of tasks. Libraries declare tasks on a registry; apps include it.
+
+    Each app that includes a registry gets its own copy of every task, bound
+    to it (see :meth:`App.include`). The objects ``@registry.task`` returns
+    send through the app that included the registry last, as a module-level
+    task declared on one app would; code that may run beside several apps
+    sends with ``app.get_task(name).send(...)``.
+    """
 
     def __init__(self) -> None:
         self.tasks: dict[str, Task[Any, Any]] = {}
@@ -319,11 +326,28 @@ class App(Registry):
         return results
 
     def include(self, registry: Registry) -> None:
-        """Add every task of ``registry`` to this app."""
+        """Add every task of ``registry`` to this app, as a copy bound to this app.
+
+        This app's :meth:`get_task`, :attr:`admin`, workers and schedules use
+        its copies, so they send to this app's store whatever other apps
+        include the same registry. The tasks ``registry`` itself holds (the
+        objects ``@registry.task`` returned) now send through this app: the
+        most recent include wins, so a test that builds a new app per test, or
+        a script with an app of its own, gets its own store, as with a task
+        declared on an app. Including an :class:`App` leaves that app's tasks
+        bound to it. Including a registry again is harmless; a task of another
+        function or other options under a name already registered raises
+        :class:`InvalidArgument`, and nothing is added.
+        """
         for name, task in registry.tasks.items():
-            if name in self.tasks and self.tasks[name] is not task:
+            known = self.tasks.get(name)
+            if known is not None and (known.fn, known.opts) != (task.fn, task.opts):
                 raise InvalidArgument(f"a task named {name!r} is already registered")
-            self.tasks[name] = task.bind(self)
+        for name, task in registry.tasks.items():
+            if name not in self.tasks:
+                self.tasks[name] = task.bind(self)
+            if registry._bound_app() is None:
+                task._app = self  # the declared object follows the latest include
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered under ``name``, or :class:`UnknownTask`."""

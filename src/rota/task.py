@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import hashlib
 import inspect
@@ -266,15 +267,19 @@ class Task(Generic[P, R]):
 
     @property
     def app(self) -> App:
-        """The app this task is registered with."""
+        """The app this task sends through: the app it was declared on, or for a
+        task declared on a :class:`~rota.Registry`, the app that included that
+        registry last (see :meth:`rota.App.include`)."""
         if self._app is None:
             raise InvalidArgument(f"task {self.name!r} is on a registry no app has included")
         return self._app
 
     def bind(self, app: App) -> Task[P, R]:
-        """This task attached to ``app`` (used by ``App.include``)."""
-        self._app = app
-        return self
+        """A copy of this task attached to ``app`` (used by ``App.include``);
+        this task is left as it is."""
+        bound = copy.copy(self)
+        bound._app = app
+        return bound
 
     def options(self, **overrides: Any) -> Task[P, R]:
         """A copy of this task with per-call option overrides:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 import rota
-from rota import App, Breaker, Limit, Rate, Registry
+from rota import App, Breaker, JobState, Limit, Rate, Registry
 from rota._time import parse_duration
 from rota.errors import InvalidArgument, UnknownTask
 
@@ -110,9 +110,48 @@ def test_registry_tasks_join_an_app() -> None:
         _ = helper.app
     app = App()
     app.include(registry)
-    assert app.tasks["test_registry_tasks_join_an_app.<locals>.helper"] is helper
+    bound = app.tasks["test_registry_tasks_join_an_app.<locals>.helper"]
+    assert bound is not helper and bound.app is app
+    assert (bound.fn, bound.name, bound.opts) == (helper.fn, helper.name, helper.opts)
     assert helper.app is app
     assert helper(21) == 42
+    app.include(registry)  # again: nothing changes
+    assert app.tasks[helper.name] is bound
+
+
+def test_a_registry_in_two_apps_leaves_each_app_its_own_tasks() -> None:
+    registry = Registry()
+
+    @registry.task
+    def send_email(to: str) -> None: ...
+
+    prod, other = App("sqlite:///:memory:"), App("sqlite:///:memory:")
+    prod.include(registry)
+    other.include(registry)
+    assert prod.get_task(send_email.name).send("b@x").app is prod
+    assert prod.get_task(send_email.name).options(queue="mail").send("b@x").app is prod
+    assert prod.admin.send(send_email.name, ["c@x"]).app is prod
+    assert other.get_task(send_email.name).send("d@x").app is other
+    assert [q.counts for q in prod.store.queues() if q.name == "default"] == [{JobState.QUEUED: 2}]
+    # The declared object itself sends through the app that included it last.
+    assert send_email.send("e@x").app is other
+    prod.include(registry)
+    assert send_email.send("f@x").app is prod
+
+
+def test_including_an_app_leaves_that_apps_tasks_bound_to_it() -> None:
+    first = App("sqlite:///:memory:", commands=True)
+
+    @first.task
+    def ping() -> None: ...
+
+    second = App("sqlite:///:memory:")
+    second.include(first)
+    assert ping.app is first and first.get_task(ping.name) is ping
+    assert second.get_task(ping.name).app is second
+    command = second.get_task("rota.cmd")
+    assert type(command) is type(first.get_task("rota.cmd"))  # a copy of the same kind
+    assert command.app is second and first.get_task("rota.cmd").app is first
 
 
 @pytest.mark.parametrize(
