@@ -112,16 +112,70 @@ class TaskOptions:
         for name, kind in (("concurrency", Limit), ("rate", Rate), ("breaker", Breaker)):
             if name in values:
                 values[name] = _flow(name, kind, values[name])
+                _one_per_key(name, [i.key for i in values[name]], values[name], _key_words)
         if not isinstance(values.get("unique"), bool):
             check_key_spec(values.get("unique"), "unique")
         for name in ("retry_on", "no_retry_on"):
             values[name] = _exceptions(name, values.get(name))
+        _conflicts(values)
         return cls(**values)
 
     def merged(self, **overrides: Any) -> TaskOptions:
-        """These options with ``overrides`` applied and validated."""
+        """These options with ``overrides`` applied and validated. Turning
+        ``unique`` off turns the task's ``unique_for`` off with it."""
         base = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if overrides.get("unique", True) in (None, False) and "unique_for" not in overrides:
+            base["unique_for"] = None
         return TaskOptions.build(**(base | overrides))
+
+
+def _conflicts(values: dict[str, Any]) -> None:
+    """Refuse options that do nothing or contradict each other."""
+    if values.get("unique_for") is not None and values.get("unique") in (None, False):
+        raise InvalidArgument(
+            "unique_for needs unique= (True, a key function or a key string): it is "
+            "how long a job's unique key is kept after the job succeeded"
+        )
+    both = set(values["retry_on"] or ()) & set(values["no_retry_on"])
+    if both:
+        names = ", ".join(sorted(kind.__name__ for kind in both))
+        raise InvalidArgument(
+            f"{names} {'is' if len(both) == 1 else 'are'} in both retry_on and no_retry_on "
+            "(no_retry_on would win): name each exception class in one of them"
+        )
+
+
+#: How two entries of one flow-control option are told apart in a message.
+_SAME_KEY: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "concurrency": ("limits", lambda c: str(c.limit)),
+    "rate": ("rates", lambda r: repr(r.spec)),
+    "breaker": ("breakers", lambda b: f"{b.failures} failures"),
+}
+
+
+def _one_per_key(
+    name: str, keys: Sequence[Any], items: Sequence[Any], where: Callable[[Any], str]
+) -> None:
+    """Refuse two of ``items`` (the limits, rates or breakers of option ``name``)
+    whose ``keys`` are equal: the store keeps one of each per key, and would
+    count such a job twice."""
+    seen: dict[Any, int] = {}
+    for index, key in enumerate(keys):
+        first = seen.setdefault(key, index)
+        if first != index:
+            plural, value = _SAME_KEY[name]
+            raise InvalidArgument(
+                f"{name} has two {plural} ({value(items[first])} and {value(items[index])}) "
+                f"on {where(key)}: give one {type(items[index]).__name__} per key"
+            )
+
+
+def _key_words(spec: KeySpec) -> str:
+    if spec is None:
+        return "the task's own key (key=None)"
+    if isinstance(spec, str):
+        return f"key {spec!r}"
+    return f"the key function {getattr(spec, '__qualname__', spec)}"
 
 
 def _names(values: dict[str, Any]) -> None:
@@ -384,14 +438,23 @@ class Task(Generic[P, R]):
     ) -> tuple[tuple[ConcurrencyKey, ...], tuple[RateKey, ...], tuple[BreakerKey, ...]]:
         """The task's flow-control keys resolved for one call."""
         o = self.opts
-        return (
-            tuple(ConcurrencyKey(self._key(c.key, args, kwargs), c.limit) for c in o.concurrency),
-            tuple(RateKey(self._key(r.key, args, kwargs), r.per_second, r.burst) for r in o.rate),
-            tuple(
-                BreakerKey(self._key(b.key, args, kwargs), b.failures, b.cooldown_seconds)
-                for b in o.breaker
-            ),
+        concurrency = tuple(
+            ConcurrencyKey(self._key(c.key, args, kwargs), c.limit) for c in o.concurrency
         )
+        rate = tuple(RateKey(self._key(r.key, args, kwargs), r.per_second, r.burst) for r in o.rate)
+        breaker = tuple(
+            BreakerKey(self._key(b.key, args, kwargs), b.failures, b.cooldown_seconds)
+            for b in o.breaker
+        )
+        groups: tuple[tuple[Any, ...], ...] = (concurrency, rate, breaker)
+        declared = (o.concurrency, o.rate, o.breaker)
+        for name, group, items in zip(_SAME_KEY, groups, declared, strict=True):
+            if len(group) > 1:  # keys from functions may meet
+                _one_per_key(name, [k.key for k in group], items, self._call_key_words)
+        return concurrency, rate, breaker
+
+    def _call_key_words(self, key: str) -> str:
+        return f"key {key!r} for this call of task {self.name}"
 
     def _key(self, spec: KeySpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         key = resolve_key(spec, self.name, args, kwargs, self.fn)

@@ -172,6 +172,101 @@ def test_bad_task_options_are_refused_precisely(options: dict[str, object], mess
         App().task(**options)(lambda: None)
 
 
+def _host(url: str) -> str:
+    return url.split("/")[2]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"concurrency": [Limit("api", 1), Limit("api", 3)]},
+            r"concurrency has two limits \(1 and 3\) on key 'api': give one Limit per key",
+        ),
+        (
+            {"concurrency": [Limit(limit=1), Limit("other", 2), Limit(limit=4)]},
+            r"two limits \(1 and 4\) on the task's own key \(key=None\)",
+        ),
+        (
+            {"concurrency": [Limit(_host, 1), Limit(_host, 2)]},
+            r"two limits \(1 and 2\) on the key function _host:",
+        ),
+        (
+            {"rate": [Rate("2/s", key="api"), Rate("100/m", key="api")]},
+            r"rate has two rates \('2/s' and '100/m'\) on key 'api': give one Rate per key",
+        ),
+        (
+            {"breaker": [Breaker(3, key="api"), Breaker(5, key="api")]},
+            r"breaker has two breakers \(3 failures and 5 failures\) on key 'api'",
+        ),
+        ({"unique_for": "7d"}, r"unique_for needs unique= \(True, a key function or a key"),
+        ({"unique_for": 0, "unique": False}, "unique_for needs unique="),
+        (
+            {"retry_on": [ValueError, OSError], "no_retry_on": ValueError},
+            r"ValueError is in both retry_on and no_retry_on",
+        ),
+    ],
+)
+def test_conflicting_or_idle_task_options_are_refused(
+    options: dict[str, object], message: str
+) -> None:
+    app = App()
+    with pytest.raises(InvalidArgument, match=message):
+        app.task(**options)(lambda url="": None)
+
+    @app.task
+    def plain(url: str = "") -> None: ...
+
+    with pytest.raises(InvalidArgument, match=message):  # per call too
+        plain.options(**options)
+    with pytest.raises(InvalidArgument, match=message):  # and by name (CLI, web)
+        app.admin.send(plain.name, options=options)
+
+
+def test_one_limit_per_key_and_uniqueness_options_that_do_apply() -> None:
+    app = App("sqlite:///:memory:")
+
+    @app.task(
+        concurrency=[Limit("api", 1), Limit(_host, 2), Limit(limit=3)],
+        rate=[Rate("2/s", key="api"), Rate("1/s", key=_host)],
+        breaker=Breaker(3, key="api"),
+        retry_on=OSError,
+        no_retry_on=ConnectionError,  # a subclass excepted: not a conflict
+        unique=True,
+        unique_for="1h",
+    )
+    def fetch(url: str) -> None: ...
+
+    job = fetch.new_job(("https://example.com/a",), {})
+    assert [(c.key, c.limit) for c in job.concurrency] == [
+        ("api", 1),
+        ("example.com", 2),
+        (fetch.name, 3),
+    ]
+    # Turning uniqueness off for a call turns its unique_for off with it.
+    assert fetch.options(unique=False).opts.unique_for is None
+    assert fetch.options(unique=None).new_job(("https://a.org/",), {}).unique_key is None
+    assert fetch.options(unique="one").opts.unique_for == 3600
+
+
+def test_limit_keys_that_meet_at_send_time_are_refused() -> None:
+    app = App("sqlite:///:memory:")
+
+    @app.task(concurrency=[Limit("example.com", 1), Limit(_host, 3)])
+    def fetch(url: str) -> None: ...
+
+    assert fetch.new_job(("https://other.org/a",), {}).concurrency[1].key == "other.org"
+    with pytest.raises(
+        InvalidArgument,
+        match=r"concurrency has two limits \(1 and 3\) on key 'example.com' for this call of "
+        r"task .*fetch: give one Limit per key",
+    ):
+        fetch.send("https://example.com/a")
+    with pytest.raises(InvalidArgument, match=r"send_many item 1: concurrency has two limits"):
+        fetch.send_many([("https://other.org/a",), ("https://example.com/a",)])
+    assert app.store.queues() == []
+
+
 def test_options_override_per_call_and_leave_the_task_alone() -> None:
     app = App()
 
