@@ -7,12 +7,12 @@ the library, the CLI and the web API); this module only encodes and decodes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from rota._validate import check_call, check_json
+from rota._validate import check_call, check_json, check_text
 from rota.errors import PayloadTooLarge, SerializationError
 
 __all__ = [
@@ -38,14 +38,15 @@ def dumps(value: Any, *, what: str = "value", root: str = "value", cap: int | No
     path (from ``root``) of a value that would not round-trip exactly, or
     :class:`PayloadTooLarge` when ``cap`` is given and exceeded."""
     check_json(value, what=what, root=root)
-    return _encode(value, what, cap)
+    return _encode(value, what, cap, ((root, value),))
 
 
 def dumps_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], *, cap: int | None) -> bytes:
     """Encode a call as ``{"args": [...], "kwargs": {...}}`` (tuples become lists),
     checked as :func:`rota._validate.check_call` says."""
     check_call(args, kwargs, "task arguments")
-    return _encode({"args": args, "kwargs": kwargs}, "task arguments", cap)
+    call = {"args": args, "kwargs": kwargs}
+    return _encode(call, "task arguments", cap, (("args", args), ("kwargs", kwargs)))
 
 
 def canonical(value: Any) -> bytes:
@@ -59,13 +60,17 @@ def dumps_record(value: Mapping[str, str | float | None], *, what: str) -> bytes
     """Encode a flat record rota builds itself from stored values (strings,
     finite numbers, None), such as a job's history entry: nothing in it needs
     :func:`dumps`'s walk of user values, only the encoding."""
-    return _encode(value, what, None)
+    return _encode(value, what, None, (("entry", value),))
 
 
-def _encode(value: Any, what: str, cap: int | None) -> bytes:
+def _encode(value: Any, what: str, cap: int | None, roots: Sequence[tuple[str, Any]]) -> bytes:
+    """``value`` as JSON bytes; ``roots`` name its parts (the root of each
+    path) for a message about a value that cannot be encoded."""
     try:
         data = orjson.dumps(value)
-    except TypeError as exc:  # e.g. a str with lone surrogates, which UTF-8 cannot hold
+    except TypeError as exc:  # a str with a lone surrogate, which UTF-8 cannot hold
+        for root, part in roots:
+            check_text(part, what=what, root=root)  # raises, naming where it is
         raise SerializationError(f"{what} must be JSON-serializable: {exc}") from None
     if cap is not None and len(data) > cap:
         raise PayloadTooLarge(len(data), cap)

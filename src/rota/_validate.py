@@ -41,6 +41,7 @@ __all__ = [
     "MIN_RATE",
     "check_call",
     "check_json",
+    "check_text",
     "integer",
     "limit_override",
     "name",
@@ -179,6 +180,58 @@ def check_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], what: str) -> N
             _walk(kwargs, -1)
     except _Refused as refused:
         raise _error(what, root, refused) from None
+
+
+def check_text(value: Any, *, what: str = "value", root: str = "value") -> None:
+    """Raise :class:`SerializationError` naming the path (from ``root``) of the
+    first string in ``value``, or dict key, that UTF-8 cannot encode: one with
+    a lone surrogate (``"\\ud800"``), which JSON text cannot carry.
+
+    Walks every string, so it runs only once encoding has failed, on a value
+    :func:`check_json` passed (nesting bounded)."""
+    try:
+        _walk_text(value)
+    except _Refused as refused:
+        raise _error(what, root, refused) from None
+
+
+def _walk_text(value: Any) -> None:
+    kind = type(value)
+    if kind is str:
+        if not _utf8(value):
+            raise _Refused(f"is a str with a lone surrogate ({_surrogate(value)}), {_NOT_UTF8}")
+    elif kind is list or kind is tuple:
+        for index, item in enumerate(value):
+            try:
+                _walk_text(item)
+            except _Refused as refused:
+                refused.path.append(f"[{index}]")
+                raise
+    elif kind is dict:
+        for key, item in value.items():
+            if type(key) is str and not _utf8(key):
+                raise _Refused(f"has the key {_short(key)}, with a lone surrogate, {_NOT_UTF8}")
+            try:
+                _walk_text(item)
+            except _Refused as refused:
+                refused.path.append(f"[{key!r}]")
+                raise
+
+
+_NOT_UTF8 = "which UTF-8, the encoding of JSON text, cannot hold"
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate(text: str) -> str:
+    index = next(i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff")
+    return f"{text[index]!r} at index {index}"
 
 
 def _error(what: str, root: str, refused: _Refused) -> SerializationError:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 from rota import _validate, commands
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
-from rota.errors import InvalidArgument, UnknownTask
+from rota.errors import InvalidArgument, PayloadTooLarge, UnknownTask
 from rota.models import EnqueueResult, LimitInfo, NewJob, Schedule
 from rota.stores import Store, open_replica, open_store, read_url_of, redact_url, replica_url
 from rota.stores.base import DEFAULT_LOG_CAP
@@ -382,22 +382,32 @@ class App(Registry):
         schedule paused or pauses an existing one, ``enabled=True`` creates
         it enabled or resumes it; left out, a new schedule is enabled and an
         existing one stays as it is.
+
+        A bad definition raises before anything is stored, with a message
+        that names the schedule (an unknown task name raises
+        :class:`UnknownTask`, arguments over the payload cap
+        :class:`~rota.errors.PayloadTooLarge`).
         """
         from rota.scheduling.define import define_schedule
 
-        return define_schedule(
-            self,
-            name,
-            task,
-            trigger,
-            args=args,
-            kwargs=kwargs or {},
-            jitter=jitter,
-            misfire=misfire,
-            grace=grace,
-            overlap=overlap,
-            enabled=enabled,
-        )
+        try:
+            return define_schedule(
+                self,
+                name,
+                task,
+                trigger,
+                args=args,
+                kwargs=kwargs or {},
+                jitter=jitter,
+                misfire=misfire,
+                grace=grace,
+                overlap=overlap,
+                enabled=enabled,
+            )
+        except UnknownTask as exc:
+            raise UnknownTask(exc.name, exc.known, f"schedule {name!r}") from None
+        except PayloadTooLarge as exc:
+            raise PayloadTooLarge(exc.size, exc.cap, f"schedule {name!r}") from None
 
     def command(
         self,

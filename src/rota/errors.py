@@ -41,18 +41,22 @@ class SerializationError(RotaError, TypeError):
 
 
 class PayloadTooLarge(RotaError, ValueError):
-    """The encoded arguments exceed the app's payload cap. Nothing was enqueued."""
+    """The encoded arguments exceed the app's payload cap. Nothing was enqueued.
+    ``where`` names what was sent (``send_many item 3``, ``schedule 'nightly'``)."""
 
-    def __init__(self, size: int, cap: int) -> None:
-        super().__init__(f"payload is {size} bytes, over the cap of {cap} bytes")
+    def __init__(self, size: int, cap: int, where: str = "") -> None:
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}payload is {size} bytes, over the cap of {cap} bytes")
         self.size = size
         self.cap = cap
+        self.where = where
 
 
 class UnknownTask(RotaError, LookupError):
-    """No task of that name is registered in the app."""
+    """No task of that name is registered in the app. ``where`` names what
+    asked for it (``schedule 'nightly'``)."""
 
-    def __init__(self, name: str, known: list[str] | None = None) -> None:
+    def __init__(self, name: str, known: list[str] | None = None, where: str = "") -> None:
         hint = f" (registered: {', '.join(sorted(known))})" if known else ""
         fix = f"register it with @app.task(name={name!r}) in the module the worker loads"
         close = difflib.get_close_matches(name, known or [], n=1)
@@ -61,8 +65,11 @@ class UnknownTask(RotaError, LookupError):
         if name == "rota.cmd":
             fix = "command-line jobs are off here: start the worker with --commands"
             fix += " (or App(commands=True))"
-        super().__init__(f"unknown task {name!r}{hint}; {fix}")
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}unknown task {name!r}{hint}; {fix}")
         self.name = name
+        self.known = known
+        self.where = where
 
 
 class InvalidSchedule(RotaError, ValueError):

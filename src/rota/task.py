@@ -23,6 +23,7 @@ from rota.errors import (
     JobFailed,
     JobNotFound,
     JobTimeout,
+    PayloadTooLarge,
     SerializationError,
 )
 from rota.limits import (
@@ -362,10 +363,12 @@ class Task(Generic[P, R]):
         return self._send_one(self.new_job(args, kwargs, delay=delay), connection)
 
     def send_at(self, when: datetime, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        """Enqueue a job that becomes runnable at ``when`` (naive means UTC);
+        """Enqueue a job that becomes runnable at ``when`` (naive means UTC), at
+        most 100 years from now (a past time runs as soon as it can);
         ``connection=`` as for :meth:`send`."""
+        run_at = _send_at_time(when)
         connection = _transaction_of(kwargs)
-        return self._send_one(self.new_job(args, kwargs, run_at=to_epoch(when)), connection)
+        return self._send_one(self.new_job(args, kwargs, run_at=run_at), connection)
 
     def send_many(
         self, calls: Iterable[Sequence[Any] | dict[str, Any]], *, connection: Any = None
@@ -383,6 +386,8 @@ class Task(Generic[P, R]):
                     jobs.append(self.new_job(tuple(call), {}))
                 else:
                     raise InvalidArgument(f"items are tuples or dicts, not {call!r}")
+            except PayloadTooLarge as exc:
+                raise PayloadTooLarge(exc.size, exc.cap, f"send_many item {index}") from None
             except (InvalidArgument, SerializationError) as exc:
                 raise type(exc)(f"send_many item {index}: {exc}") from None
         return self._handles(self.app._enqueue(jobs, connection))
@@ -516,6 +521,19 @@ def _parameters(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, An
 
 
 __all__ = ["JobHandle", "Task", "TaskOptions"]
+
+
+def _send_at_time(when: datetime) -> float:
+    """``when`` (naive: UTC) in seconds since the epoch, if it is at most 100
+    years from now (this machine's clock), the bound of ``send_in``'s delay."""
+    at = to_epoch(when)
+    if at - time.time() > _validate.MAX_DURATION:
+        shown = when.isoformat(sep=" ") + ("" if when.tzinfo else " UTC")
+        raise InvalidArgument(
+            f"send_at time {shown} is more than 100 years from now; send_at and send_in "
+            "take times at most 100 years ahead"
+        )
+    return at
 
 
 def _transaction_of(kwargs: dict[str, Any]) -> Any:
