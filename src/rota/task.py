@@ -352,14 +352,14 @@ class Task(Generic[P, R]):
         ``connection=conn``, an open database connection (a psycopg one, on a
         PostgreSQL store), is not an argument of the job: the job is stored in
         that connection's open transaction, committed or rolled back with it."""
-        connection = _transaction_of(kwargs)
+        connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs), connection)
 
     def send_in(self, seconds: float, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue a job that becomes runnable ``seconds`` from now (store clock);
         ``connection=`` as for :meth:`send`."""
         delay = parse_duration(seconds, what="send_in delay")
-        connection = _transaction_of(kwargs)
+        connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs, delay=delay), connection)
 
     def send_at(self, when: datetime, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
@@ -367,7 +367,7 @@ class Task(Generic[P, R]):
         most 100 years from now (a past time runs as soon as it can);
         ``connection=`` as for :meth:`send`."""
         run_at = _send_at_time(when)
-        connection = _transaction_of(kwargs)
+        connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs, run_at=run_at), connection)
 
     def send_many(
@@ -500,6 +500,22 @@ def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     return hashlib.blake2b(_json.canonical(call), digest_size=16).hexdigest()
 
 
+def _takes_connection(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a ``connection`` keyword argument (named, or
+    through ``**kwargs``); True when it cannot be told."""
+    try:
+        parameters = _parameters(fn)
+    except TypeError:  # an unhashable callable object
+        parameters = _parameters.__wrapped__(fn)
+    if parameters is None:
+        return True
+    found = parameters[0].parameters
+    named = found.get("connection")
+    if named is not None:
+        return named.kind is not inspect.Parameter.POSITIONAL_ONLY
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in found.values())
+
+
 @functools.lru_cache(maxsize=1024)
 def _parameters(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]] | None:
     """``fn``'s signature and the defaults of its parameters that are JSON,
@@ -536,12 +552,18 @@ def _send_at_time(when: datetime) -> float:
     return at
 
 
-def _transaction_of(kwargs: dict[str, Any]) -> Any:
+def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
     """Take a ``connection`` keyword that holds a database connection out of
     a call's keyword arguments and return it (None when there is none). No
-    job argument can be a connection: it is not JSON."""
+    job argument can be a connection: it is not JSON. ``connection=None``
+    (``conn if in_transaction else None``) means no transaction, unless the
+    task's function ``fn`` takes a ``connection`` argument."""
     value = kwargs.get("connection")
-    if value is None or isinstance(value, str | bytes | int | float | list | dict | tuple):
+    if value is None:
+        if "connection" in kwargs and not _takes_connection(fn):
+            del kwargs["connection"]
+        return None
+    if isinstance(value, str | bytes | int | float | list | dict | tuple):
         return None
     if not callable(getattr(value, "cursor", None)):
         return None  # not a connection: left as an argument (and refused as not JSON)

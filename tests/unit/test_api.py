@@ -337,3 +337,21 @@ def test_bad_durations() -> None:
         parse_duration(-1)
     with pytest.raises(InvalidArgument, match="number of seconds"):
         parse_duration(True)
+
+
+def test_connection_none_means_no_transaction_unless_the_task_takes_one() -> None:
+    app = App("sqlite:///:memory:")
+
+    @app.task
+    def ship(order_id: int) -> int:
+        return order_id
+
+    @app.task
+    def copy(order_id: int, connection: str | None = None) -> int:
+        return order_id
+
+    shipped = ship.send(42, connection=None)  # conn if in_transaction else None
+    copied = copy.send(42, connection=None)
+    assert shipped.job().kwargs == {}
+    assert copied.job().kwargs == {"connection": None}
+    app.close()
