@@ -74,7 +74,9 @@ class Executor(ABC):
 
     @abstractmethod
     def stop(self) -> None:
-        """Stop the slots; jobs still running are abandoned (the worker releases them)."""
+        """Stop the slots, and the jobs still running as far as this executor
+        can (child processes killed, async tasks cancelled; a thread runs
+        on): the worker releases those jobs once this returns."""
 
     def busy(self) -> int:
         """Slots occupied, including ones whose job timed out but has not returned
@@ -182,8 +184,9 @@ class ThreadExecutor(Executor):
         self._turns.end(len(self._threads))
 
 
-#: Seconds the children of a stopping processes-mode worker get to run their
-#: stop hooks and exit, all together, before they are killed.
+#: Seconds the idle children of a stopping processes-mode worker get to run
+#: their stop hooks and exit, all together, before they are killed (a child
+#: still running a job then is killed at once: its job goes back to the queue).
 _CHILD_EXIT = 5.0
 #: Seconds a new child gets to load the app and run its start hooks: a job's
 #: timeout counts from the child's word that it is ready.
@@ -373,25 +376,29 @@ class _ProcessSlot:
 
     def close(self, wait: float) -> None:
         """Wait up to ``wait`` seconds for a child asked to :meth:`end`, then kill it."""
-        if self._proc is not None:
-            self._proc.join(wait)
+        proc = self._proc
+        if proc is not None:
+            proc.join(wait)
         self.kill()
 
     def kill(self) -> list[ClaimedJob]:
         """Kill the child (the next job gets a fresh one), and stop the
         commands it ran (SIGTERM, SIGKILL after their grace); returns the jobs
-        sent to it whose result was not taken, in order."""
-        groups, self._groups = self._groups, []
-        if self._proc is not None:
-            if self._proc.exitcode is None:
-                groups += stop_groups_under(self._proc.pid)
-            self._proc.kill()
-            self._proc.join(5)
+        sent to it whose result was not taken, in order. Returns once they
+        are dead; safe to call from two threads at once (a stopping worker,
+        and the feeder that saw the child die)."""
+        with self._guard:
+            proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+            groups, self._groups = self._groups, []
+        if proc is not None:
+            if proc.exitcode is None:
+                groups += stop_groups_under(proc.pid)
+            proc.kill()
+            proc.join(5)
         if groups:
             end_groups(groups)
-        if self._conn is not None:
-            self._conn.close()
-        self._proc, self._conn = None, None
+        if conn is not None:
+            conn.close()
         with self._guard:
             sent, self._cancelled = list(self._sent), False
             self._sent.clear()
@@ -494,6 +501,9 @@ class ProcessExecutor(Executor):
 
     def stop(self) -> None:
         self._turns.end(len(self._threads))
+        for slot in self._slots:
+            if slot.pending():
+                slot.kill()  # its jobs go back to the queue: no waiting for them
         for slot in self._slots:
             slot.end()
         deadline = time.monotonic() + _CHILD_EXIT

@@ -30,10 +30,15 @@ Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop`:
 
 1. stop claiming;
 2. wait up to ``grace`` seconds for running jobs to finish and be reported;
-3. release the jobs still running back to the queue, without counting the
-   attempt (their late results are refused by token fencing);
-4. flush the acker, stop the side threads, remove the heartbeat record;
-5. run the app's ``on_worker_stop`` hooks (its ``on_worker_start`` hooks ran
+3. stop what still runs the others: commands' process groups (SIGTERM,
+   SIGKILL their grace later), child processes (killed), async tasks
+   (cancelled); a thread cannot be stopped, and runs on until the process
+   exits;
+4. only then release those jobs back to the queue, without counting the
+   attempt (so no other worker starts one while this one still runs it;
+   their leases are renewed meanwhile);
+5. flush the acker, stop the side threads, remove the heartbeat record;
+6. run the app's ``on_worker_stop`` hooks (its ``on_worker_start`` hooks ran
    before the first claim).
 
 A second signal exits at once; the leases of running jobs then expire and
@@ -203,6 +208,9 @@ class Worker:
         #: taken: their leases are renewed until it has, or a slow report
         #: would let them run again elsewhere.
         self._reporting: dict[tuple[str, str], _Inflight] = {}
+        #: At shutdown, the jobs left running after the grace: their leases
+        #: are renewed while what runs them is stopped, then they are released.
+        self._releasing: dict[tuple[str, str], _Inflight] = {}
         self._lock = threading.Lock()
         #: Set when a slot frees while no claimed job waits for one (a claim
         #: may follow), at shutdown, and when a held job is dropped.
@@ -254,7 +262,7 @@ class Worker:
             while not self._stopping.is_set():
                 signum = self._signals.wait(0.5)
                 if signum is not None and not self._stopping.is_set():
-                    log.info("signal %d: finishing running jobs (grace %.0f s)", signum, self.grace)
+                    log.info("signal %d: finishing running jobs (grace %g s)", signum, self.grace)
                     self.stop()
         finally:
             self._shutdown()
@@ -525,6 +533,7 @@ class Worker:
             held = [f for f in self._inflight.values() if f.started is None and due(f)]
             flights = running + held
             flights += [f for f in self._reporting.values() if due(f)]
+            flights += [f for f in self._releasing.values() if due(f)]
         if not flights:
             return
         refs = [LeaseRef(f.job.id, f.job.token) for f in flights]
@@ -686,17 +695,21 @@ class Worker:
         while self._inflight and time.monotonic() < deadline:
             self._slot_freed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             self._slot_freed.clear()
-        with self._lock:
-            leftover = [f.job for f in self._inflight.values()]
+        with self._lock:  # from here their results are void: they go back to the queue
+            self._releasing, self._inflight = self._inflight, {}
+        leftover = [f.job for f in self._releasing.values()]
+        # Stop what runs them before they are released: a job released first
+        # could start on another worker while this one still runs it.
+        commands.terminate_all()  # (the commands of thread and async slots)
+        self._executor.stop()
         self._release(leftover, "unfinished job(s)")
-        commands.terminate_all()  # their jobs were released: stop their process groups
+        self._releasing = {}
         self._outcomes.put(None)
         for thread in self._side:
             if thread.name == "rota-acker":
                 thread.join(30)
         self._done.set()
         self._keeper_wake.set()
-        self._executor.stop()
         for thread in self._side:
             thread.join(5)
 

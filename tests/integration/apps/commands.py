@@ -25,3 +25,9 @@ flaky = app.command(
     backoff=(0.2, 0.2),
 )
 chatty = app.command("chatty", [sys.executable, "-c", "print('a' * 100 + 'END')"], output_cap=16)
+#: Appends a line to the file it is given every 50 ms, ignoring SIGTERM.
+ticker = app.command(
+    "ticker",
+    ["sh", "-c", 'trap "" TERM; while :; do echo "$$" >> "$0"; sleep 0.05; done'],
+    grace=1,
+)

@@ -79,3 +79,26 @@ def gated(path: str) -> str:
     while not os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.01)
     return "opened"
+
+
+def _tick(path: str) -> None:
+    with open(path, "a") as ticks:
+        ticks.write(f"{os.getpid()} {time.time():.3f}\n")
+
+
+@app.task()
+def ticking(path: str) -> None:
+    """Appends "pid time" to ``path`` every 50 ms, for at most 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _tick(path)
+        time.sleep(0.05)
+
+
+@app.task()
+async def aticking(path: str) -> None:
+    """An ``async def`` version of :func:`ticking`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _tick(path)
+        await asyncio.sleep(0.05)

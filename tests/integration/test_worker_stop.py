@@ -1,0 +1,80 @@
+"""How a real ``rota worker`` stops: a job goes back to the queue only once
+whatever ran it is dead, in every mode and for commands."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from helpers import APPS, wait_for
+from procs import Processes
+from rota import App
+from rota.models import JobState
+from rota.task import JobHandle
+
+
+def ticks(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def released(handle: JobHandle[object]) -> bool:
+    job = handle.job()
+    return job.state is JobState.QUEUED and job.history[-1]["event"] == "released"
+
+
+def assert_no_tick_after_release(
+    processes: Processes, worker: subprocess.Popen[bytes], handle: JobHandle[object], path: Path
+) -> None:
+    """Stop ``worker`` while its job ticks into ``path``; once the job is back
+    in the queue, nothing may tick any more."""
+    wait_for(lambda: ticks(path) >= 3, timeout=30, what="the job to tick")
+    worker.send_signal(signal.SIGTERM)
+    wait_for(lambda: released(handle), timeout=20, interval=0.005, what="the job released")
+    seen = ticks(path)
+    assert worker.wait(timeout=20) == 0, processes.output(worker)
+    # (whatever ran the job is dead once the worker has exited)
+    assert ticks(path) == seen, (
+        f"ticked {ticks(path) - seen} time(s) after the release\n{processes.output(worker)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "task"), [("processes", "ticking"), ("async", "aticking")], ids=["processes", "async"]
+)
+def test_a_job_goes_back_to_the_queue_only_once_its_runner_is_dead(
+    url: str,
+    sender_of: Callable[[str, str], App],
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+    mode: str,
+    task: str,
+) -> None:
+    sender = sender_of("modes", url)
+    worker = processes.rota(
+        "worker", app_path("modes"), "--url", url, "--mode", mode, "-c", "1", "--grace", "0.5"
+    )
+    path = tmp_path / "ticks"
+    handle = sender.tasks[task].send(str(path))
+    assert_no_tick_after_release(processes, worker, handle, path)
+    assert "released 1 unfinished job(s)" in processes.output(worker)
+
+
+@pytest.mark.parametrize("mode", [(), ("--mode", "processes")], ids=["threads", "processes"])
+def test_a_command_goes_back_to_the_queue_only_once_its_group_is_dead(
+    url: str,
+    commands_sender: App,
+    processes: Processes,
+    tmp_path: Path,
+    mode: tuple[str, ...],
+) -> None:
+    worker = processes.rota(
+        "worker", f"{APPS / 'commands.py'}:app", "--url", url, "-c", "1", "--grace", "0.5", *mode
+    )
+    path = tmp_path / "ticks"
+    handle = commands_sender.tasks["ticker"].send(extra_args=[str(path)])
+    assert_no_tick_after_release(processes, worker, handle, path)
