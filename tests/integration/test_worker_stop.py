@@ -1,20 +1,25 @@
 """How a real ``rota worker`` stops: a job goes back to the queue only once
-whatever ran it is dead, in every mode and for commands."""
+whatever ran it is dead, in every mode and for commands; and the stop keeps
+to its deadline when the store cannot be reached."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from helpers import APPS, wait_for
+from integration.redis_servers import PrivateRedis, private_redis
 from procs import Processes
 from rota import App
 from rota.models import JobState
 from rota.task import JobHandle
+
+__all__ = ["private_redis"]  # fixtures
 
 
 def ticks(path: Path) -> int:
@@ -78,3 +83,44 @@ def test_a_command_goes_back_to_the_queue_only_once_its_group_is_dead(
     path = tmp_path / "ticks"
     handle = commands_sender.tasks["ticker"].send(extra_args=[str(path)])
     assert_no_tick_after_release(processes, worker, handle, path)
+
+
+@pytest.mark.parametrize(
+    ("mode", "task"),
+    [("threads", "ticking"), ("processes", "ticking"), ("async", "aticking")],
+    ids=["threads", "processes", "async"],
+)
+def test_a_stop_with_the_store_unreachable_keeps_to_its_deadline(
+    mode: str,
+    task: str,
+    private_redis: type[PrivateRedis],
+    sender_of: Callable[[str, str], App],
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """The store's calls each wait out its ``retry_for`` (30 s) in an outage:
+    past the stop's deadline (the grace plus a few seconds) the worker gives
+    up on them, says what it left undone, and exits."""
+    server = private_redis()
+    url = f"redis://{server.address}/0"
+    sender = sender_of("modes", url)
+    worker = processes.rota(
+        "worker", app_path("modes"), "--url", url, "-m", mode, "-c", "2", "--grace", "1"
+    )
+    path = tmp_path / "ticks"
+    sender.tasks[task].send(str(path))
+    wait_for(lambda: ticks(path) >= 3, timeout=30, what="the job to tick")
+    sender.close()
+    server.stop()
+    began = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still stopping after 15 s\n{processes.output(worker)}")
+    took = time.monotonic() - began
+    output = processes.output(worker)
+    assert worker.returncode == 0, output
+    assert took < 1 + 3 + 2, output  # the grace, the stop's margin, and some slack
+    assert "1 unfinished job(s) not released (their leases return them)" in output, output

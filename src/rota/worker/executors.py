@@ -17,13 +17,14 @@ import contextlib
 import inspect
 import logging
 import multiprocessing
+import queue
 import signal
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rota.commands import COMMAND_TASK, end_groups, stop_groups_under
 from rota.context import set_current
@@ -64,8 +65,10 @@ class Executor(ABC):
         """Start the slots, fed by calls of ``claim`` (see the module docstring)."""
 
     @abstractmethod
-    def stop_claiming(self) -> None:
-        """Claim no more; return once a claim under way has returned."""
+    def stop_claiming(self, timeout: float | None = None) -> None:
+        """Claim no more; return once a claim under way has returned, or after
+        ``timeout`` seconds (None: no limit; a claim may wait out a store
+        outage)."""
 
     @abstractmethod
     def take_waiting(self) -> list[ClaimedJob]:
@@ -123,8 +126,8 @@ class ThreadExecutor(Executor):
         for thread in self._threads:
             thread.start()
 
-    def stop_claiming(self) -> None:
-        self._turns.close()
+    def stop_claiming(self, timeout: float | None = None) -> None:
+        self._turns.close(timeout)
 
     def take_waiting(self) -> list[ClaimedJob]:
         return self._turns.take_waiting()
@@ -449,10 +452,10 @@ class ProcessExecutor(Executor):
         while not self._claiming_stopped and (jobs := claim_safely(claim)) is not None:
             self._turns.put(jobs)
 
-    def stop_claiming(self) -> None:
+    def stop_claiming(self, timeout: float | None = None) -> None:
         self._claiming_stopped = True
         if self._claimer is not None:
-            self._claimer.join()
+            self._claimer.join(timeout)
 
     def take_waiting(self) -> list[ClaimedJob]:
         return self._turns.take_waiting()
@@ -511,6 +514,42 @@ class ProcessExecutor(Executor):
             slot.close(max(0.0, deadline - time.monotonic()))
 
 
+_Call = tuple["concurrent.futures.Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class _DaemonThread(concurrent.futures.Executor):
+    """One daemon thread that runs the calls submitted to it, in turn: a claim
+    that waits out a store outage does not hold up the process's exit, as
+    the thread of a ``ThreadPoolExecutor``, joined at exit, would."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((future, fn, args, kwargs))
+        return future
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn, args, kwargs = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._calls.put(None)
+        if wait:
+            self._thread.join()
+
+
 class AsyncExecutor(Executor):
     """One asyncio loop in a thread, with ``size`` slots on it: ``async def``
     tasks run on the loop, with real cancellation at their timeout; plain
@@ -524,7 +563,7 @@ class AsyncExecutor(Executor):
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rota-async", daemon=True
         )
-        self._claimer = concurrent.futures.ThreadPoolExecutor(1, "rota-claim")
+        self._claimer = _DaemonThread("rota-claim")
         self._claim: Claim | None = None
         self._claiming = threading.Lock()  # held by the claim under way
         # The rest belongs to the loop's thread:
@@ -542,10 +581,10 @@ class AsyncExecutor(Executor):
     def _start_slots(self) -> None:
         self._slots = [self._loop.create_task(self._slot()) for _ in range(self.size)]
 
-    def stop_claiming(self) -> None:
+    def stop_claiming(self, timeout: float | None = None) -> None:
         self._claim = None
-        with self._claiming:
-            pass
+        if self._claiming.acquire(timeout=-1 if timeout is None else timeout):
+            self._claiming.release()
 
     def take_waiting(self) -> list[ClaimedJob]:
         if not self._thread.is_alive():

@@ -163,11 +163,12 @@ class Turns:
         """Let idle slots call ``claim``."""
         self._claim = claim
 
-    def close(self) -> None:
-        """Claim no more; return once a claim under way has returned."""
+    def close(self, timeout: float | None = None) -> None:
+        """Claim no more; return once a claim under way has returned, or
+        after ``timeout`` seconds (None: no limit)."""
         self._claim = None
-        with self._leader:
-            pass
+        if self._leader.acquire(timeout=-1 if timeout is None else timeout):
+            self._leader.release()
 
     def put(self, jobs: list[ClaimedJob]) -> None:
         """Leave ``jobs`` for the next idle slots."""

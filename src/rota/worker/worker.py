@@ -26,7 +26,11 @@ shutdown are released at once. Supervised side threads:
   the retention policy;
 - **scheduler** (optional): fires due schedules.
 
-Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop`:
+Shutdown order, on SIGTERM/SIGINT or :meth:`Worker.stop` (its store calls
+all end by one deadline, :data:`STOP_MARGIN` seconds after the grace, or
+after step 3 when stopping commands took longer: in a store outage, where
+each call could retry for the store's ``retry_for``, what is not done by
+then is left to the leases, said in one line, and the worker exits):
 
 1. stop claiming;
 2. wait up to ``grace`` seconds for running jobs to finish and be reported;
@@ -96,6 +100,9 @@ _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: backoff again (a new outage), not after the last one's.
 _QUIET_RUN = 60.0
 _RETENTION_EVERY = 60.0
+#: Seconds a stopping worker's store calls may go on past its grace (or past
+#: the stop of its commands, when that took longer): see the module docstring.
+STOP_MARGIN = 3.0
 _LOST_LEASE = (
     "lease of job %s was lost (the store gave the job back to its queue): "
     "stopping this attempt, whose result the store will refuse"
@@ -232,6 +239,11 @@ class Worker:
         self._executor.may_start = self._may_start
         self._executor.short_jobs = self._ahead.short
         self._side: list[threading.Thread] = []
+        #: When a stopping worker gives up on the store (monotonic; see STOP_MARGIN).
+        self._stop_by = math.inf
+        #: What a stopping worker left undone, and the store's latest error then.
+        self._undone: list[str] = []
+        self._stop_error = ""
 
     # -- public --------------------------------------------------------------
 
@@ -239,7 +251,7 @@ class Worker:
         """Work until stopped by a signal or :meth:`stop`; then shut down in order."""
         if threading.current_thread() is threading.main_thread():
             self._signals.install()
-        store = self.app.store
+        _ = self.app.store  # open the store before the app's hooks run
         self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
@@ -266,7 +278,6 @@ class Worker:
                     self.stop()
         finally:
             self._shutdown()
-            store.remove_worker(self.id)
             self.app._worker_stopped()
             log.info("worker %s stopped", self.id)
 
@@ -687,11 +698,12 @@ class Worker:
             os._exit(1)
 
     def _shutdown(self) -> None:
-        self.app.store.interrupt_waits()  # a claim waiting for work returns now
-        self._executor.stop_claiming()
-        self._release(self._executor.take_waiting(), "prefetched job(s) not started")
-        self._send_heartbeat_quietly()
         deadline = time.monotonic() + self.grace
+        self._stop_by = deadline + STOP_MARGIN
+        self.app.store.interrupt_waits()  # a claim waiting for work returns now
+        self._executor.stop_claiming(self._stop_by - time.monotonic())
+        self._release(self._executor.take_waiting(), "prefetched job(s) not started")
+        self._by_deadline(self._send_heartbeat)
         while self._inflight and time.monotonic() < deadline:
             self._slot_freed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             self._slot_freed.clear()
@@ -700,18 +712,56 @@ class Worker:
         leftover = [f.job for f in self._releasing.values()]
         # Stop what runs them before they are released: a job released first
         # could start on another worker while this one still runs it.
+        stopping = time.monotonic()
         commands.terminate_all()  # (the commands of thread and async slots)
         self._executor.stop()
+        # the store calls' margin counts from here when stopping commands took long
+        self._stop_by = max(self._stop_by, deadline + time.monotonic() - stopping + STOP_MARGIN)
         self._release(leftover, "unfinished job(s)")
         self._releasing = {}
         self._outcomes.put(None)
         for thread in self._side:
             if thread.name == "rota-acker":
-                thread.join(30)
+                thread.join(max(0.0, self._stop_by - time.monotonic()))
+        if self._reporting:
+            self._undone.append(
+                f"{len(self._reporting)} finished job(s) not reported (they run again "
+                "once their leases run out)"
+            )
         self._done.set()
         self._keeper_wake.set()
         for thread in self._side:
-            thread.join(5)
+            thread.join(max(0.0, self._stop_by - time.monotonic()))
+        if not self._by_deadline(lambda: self.app.store.remove_worker(self.id)):
+            self._undone.append("the worker's record not removed (it shows as lost)")
+        if self._undone:
+            log.warning(
+                "stopped without the store (%s): %s",
+                self._stop_error or "no answer in time",
+                "; ".join(self._undone),
+            )
+
+    def _by_deadline(self, call: Callable[[], object]) -> bool:
+        """Make the store call ``call`` of a stopping worker, waiting for it up
+        to the stop's deadline (:data:`STOP_MARGIN`); True if it was made.
+        One still under way then is left to end in the background."""
+        left = self._stop_by - time.monotonic()
+        if left <= 0:
+            return False
+        made: list[bool] = []
+
+        def run() -> None:
+            try:
+                call()
+                made.append(True)
+            except Exception as exc:
+                self._stop_error = str(exc)
+                log.debug("a store call of the stopping worker failed", exc_info=True)
+
+        thread = threading.Thread(target=run, name="rota-stop", daemon=True)
+        thread.start()
+        thread.join(left)
+        return bool(made)
 
     def _release(self, jobs: list[ClaimedJob], what: str) -> None:
         """Give ``jobs`` back to the queue unrun, without counting an attempt
@@ -719,12 +769,11 @@ class Worker:
         with self._lock:
             for job in jobs:
                 self._inflight.pop(_claim_of(job), None)
-        if jobs:
-            self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
+        if not jobs:
+            return
+        if self._by_deadline(
+            lambda: self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
+        ):
             log.warning("released %d %s back to the queue", len(jobs), what)
-
-    def _send_heartbeat_quietly(self) -> None:
-        try:
-            self._send_heartbeat()
-        except Exception:
-            log.debug("heartbeat at shutdown failed", exc_info=True)
+        else:
+            self._undone.append(f"{len(jobs)} {what} not released (their leases return them)")
