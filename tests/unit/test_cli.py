@@ -949,6 +949,7 @@ def test_worker_bad_input_fails_before_it_starts(env: Env) -> None:
     for option, value, message in [
         ("--concurrency", "0", "0 is not in the range x>=1"),
         ("--grace", "forever", "grace 'forever' is not a duration"),
+        ("--processes", "100000", "100000 is too many"),
         ("--max-cpu", "150", "150.0 is not in the range 0<x<=100"),
         ("--heartbeat", "11", "11.0 is not in the range 0.1<=x<=10.0"),
         ("--mode", "fibers", "'fibers' is not one of 'threads', 'processes', 'async'"),

@@ -23,10 +23,18 @@ from rota.worker.ahead import HOLD_MAX
 __all__ = ["worker"]
 
 
+#: ``--processes`` takes at most this many worker processes per CPU: each is
+#: a whole worker (an interpreter, the app, store connections), and more
+#: jobs at once are what ``--concurrency`` is for.
+MAX_PROCESSES_PER_CPU = 8
+
+
 def processes_callback(ctx: click.Context, param: click.Parameter, value: str) -> int:
-    """``--processes``: a whole number of at least 1, or ``auto`` (the CPU count)."""
+    """``--processes``: a whole number from 1 to :data:`MAX_PROCESSES_PER_CPU`
+    times the CPU count, or ``auto`` (the CPU count)."""
+    cpus = os.cpu_count() or 1
     if value.strip().lower() == "auto":
-        return os.cpu_count() or 1
+        return cpus
     try:
         count = int(value)
     except ValueError:
@@ -35,6 +43,12 @@ def processes_callback(ctx: click.Context, param: click.Parameter, value: str) -
         ) from None
     if count < 1:
         raise click.BadParameter(f"{count} is too few: at least 1 process (or 'auto')")
+    most = MAX_PROCESSES_PER_CPU * cpus
+    if count > most:
+        raise click.BadParameter(
+            f"{count} is too many: at most {most} ({MAX_PROCESSES_PER_CPU} per CPU, "
+            f"{cpus} here); to run more jobs at once, raise --concurrency"
+        )
     return count
 
 
@@ -83,7 +97,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     callback=processes_callback,
     help="Worker processes to run, each with its own --concurrency slots, supervised "
-    "(a crashed one is restarted); 'auto' for one per CPU.",
+    f"(a crashed one is restarted); 'auto' for one per CPU; at most {MAX_PROCESSES_PER_CPU} "
+    "per CPU (to run more jobs at once, raise --concurrency).",
 )
 @click.option(
     "--grace",

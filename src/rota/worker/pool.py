@@ -26,7 +26,8 @@ signal) and restarted after a delay that doubles with each quick crash
 
 On SIGTERM/SIGINT the children drain within ``grace`` (each releases what
 it could not finish); a child still alive ``KILL_MARGIN`` seconds after that
-is killed, and the supervisor then exits with status 1.
+is killed, and the supervisor then exits with status 1. A signal during
+start-up ends it: no child is started after it, and the ones started drain.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ class WorkerPool:
         child had to be killed)."""
         self._signals.install()
         for child in self._children:
+            if self._signals.is_set():  # (each start takes a while: a fork and its pages)
+                break
             self._start(child)
         while not self._signals.is_set():
             self._reap_and_restart()
@@ -208,9 +211,9 @@ class WorkerPool:
             child.restart_at = now + delay
 
     def _drain(self) -> int:
-        log.info("stopping %d child(ren) (grace %.0f s)", len(self._children), self.grace)
         deadline = time.monotonic() + self.grace + KILL_MARGIN
         running = [c.proc for c in self._children if c.restart_at is None and c.proc]
+        log.info("stopping %d child(ren) (grace %g s)", len(running), self.grace)
         for proc in running:
             proc.send_signal(signal.SIGTERM)
         while any(p.poll() is None for p in running) and time.monotonic() < deadline:
