@@ -9,7 +9,7 @@ from rota import _validate
 from rota.errors import InvalidArgument
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)?\s*$")
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)?\s*$")
 
 
 def parse_duration(
@@ -35,7 +35,9 @@ def parse_duration(
             raise InvalidArgument(
                 f"{what} {value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h', '7d'"
             )
-        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+        # a negative one is read, to be refused as negative rather than as
+        # no duration at all ("-0" reads as 0)
+        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"] + 0.0
     return _validate.seconds(seconds, what, positive=positive, shown=value)
 
 

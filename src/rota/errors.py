@@ -7,6 +7,7 @@ from datetime import timedelta
 
 __all__ = [
     "AmbiguousJobId",
+    "CommitInDoubt",
     "Conflict",
     "CorruptJob",
     "Forbidden",
@@ -146,6 +147,13 @@ class StoreError(RotaError):
 
 class StoreUnavailable(StoreError, ConnectionError):
     """The store could not be reached."""
+
+
+class CommitInDoubt(StoreUnavailable):
+    """The connection to the store (PostgreSQL, MySQL) was lost while it
+    committed, and whether the commit happened is not known. An expected
+    outcome of a server crash: a worker or scheduler tries again, and the
+    store's checks (leases, tokens, fire times) keep a repeat from acting twice."""
 
 
 class ValueRefused(StoreError, InvalidArgument):

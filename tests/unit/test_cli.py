@@ -949,6 +949,8 @@ def test_worker_bad_input_fails_before_it_starts(env: Env) -> None:
     for option, value, message in [
         ("--concurrency", "0", "0 is not in the range x>=1"),
         ("--grace", "forever", "grace 'forever' is not a duration"),
+        ("--grace", "-1", "grace must not be negative, got '-1'"),
+        ("--host-grace", "-5", "host grace must not be negative, got '-5'"),
         ("--processes", "100000", "100000 is too many"),
         ("--max-cpu", "150", "150.0 is not in the range 0<x<=100"),
         ("--heartbeat", "11", "11.0 is not in the range 0.1<=x<=10.0"),

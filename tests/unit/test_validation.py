@@ -303,6 +303,8 @@ def test_bounds_are_inclusive_and_stored_exactly(app: App) -> None:
         (math.nan, "must be finite"),
         (-math.inf, "must be finite"),
         (-1, "must not be negative"),
+        ("-1", "must not be negative, got '-1'"),
+        ("-1.5m", "must not be negative, got '-1.5m'"),
         (True, "must be a number of seconds"),
         (10**400, "at most 100 years"),
         ("9" * 400, "must be finite"),

@@ -258,6 +258,20 @@ def _child_main(
         app._worker_stopped()
 
 
+def died(exitcode: int | None) -> str:
+    """How a child process ended, from its exit code (minus the signal's
+    number when a signal killed it; None: not known)."""
+    if exitcode is None:
+        return "died"
+    if exitcode >= 0:
+        return f"died (exit code {exitcode})"
+    try:
+        name = f" ({signal.Signals(-exitcode).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-exitcode}{name}"
+
+
 def _parent_logs() -> tuple[int, logging.Formatter | None]:
     """The root logger's level and its first handler's formatter, for a child."""
     root = logging.getLogger()
@@ -343,9 +357,7 @@ class _ProcessSlot:
             if self._cancelled:
                 result = runner.failure(JobCancelled(job.id), retryable=False)
             else:
-                crash = RuntimeError(
-                    f"the child process running the job died (exit code {proc.exitcode})"
-                )
+                crash = RuntimeError(f"the child process running the job {died(proc.exitcode)}")
                 result = runner.failure(crash)
         return job, result, self.kill()[1:]
 

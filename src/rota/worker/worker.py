@@ -72,7 +72,7 @@ import psutil
 from rota import _validate, commands
 from rota._signals import StopSignals
 from rota.context import cancel_running
-from rota.errors import InvalidArgument, JobTimeout
+from rota.errors import CommitInDoubt, InvalidArgument, JobTimeout
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
@@ -330,6 +330,10 @@ class Worker:
                     store.wait(self.queues, _IDLE_WAIT)
             else:
                 jobs = claim_or_wait(store, self.id, self.queues, free, _IDLE_WAIT, self.host_scope)
+        except CommitInDoubt as exc:  # a store server's crash: expected, and retried
+            log.warning("claim failed; retrying shortly: %s", exc)
+            self._stopping.wait(1.0)
+            return []
         except Exception:
             log.exception("claim failed; retrying shortly")
             self._stopping.wait(1.0)

@@ -27,7 +27,13 @@ import MySQLdb
 from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import RE_INSERT_VALUES
 
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused
+from rota.errors import (
+    CommitInDoubt,
+    InvalidArgument,
+    StoreError,
+    StoreUnavailable,
+    ValueRefused,
+)
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.sql.queries import ENGINE_FILES, load, migrations
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx, log_run_again
@@ -467,7 +473,7 @@ class MySQLConnections(Database):
         if not connection_lost(exc):
             return None
         if committing:
-            raise StoreUnavailable(
+            raise CommitInDoubt(
                 f"the connection to the MySQL store at {self.where} was lost while committing, "
                 f"and whether the commit happened is not known: {exc}"
             ) from exc

@@ -26,7 +26,13 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
 
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused
+from rota.errors import (
+    CommitInDoubt,
+    InvalidArgument,
+    StoreError,
+    StoreUnavailable,
+    ValueRefused,
+)
 from rota.stores.postgres._outages import (
     IN_CALL,
     RETRY_FOR,
@@ -410,7 +416,7 @@ class PgConnections(Database):
         answers: the work runs again only if the commit did not happen. Where
         that cannot be known (the work read no reply before committing, or a
         restarted server reports the id committed: see
-        :func:`commit_survived`), the call raises :class:`StoreUnavailable`.
+        :func:`commit_survived`), the call raises :class:`CommitInDoubt`.
 
         Every commit waits for its WAL flush as the server is configured, a
         claim's too (``sync`` is not read): a server may crash while its
@@ -488,9 +494,9 @@ class PgConnections(Database):
         time), whose commit a lost connection cut off, took effect: asked on
         another connection once the server answers, after waiting out a
         terminated backend that is still ending it (see
-        :func:`commit_survived`). Raises :class:`StoreUnavailable` when that
+        :func:`commit_survived`). Raises :class:`CommitInDoubt` when that
         cannot be known."""
-        unknown = StoreUnavailable(
+        unknown = CommitInDoubt(
             f"the connection to the PostgreSQL store at {self.where} was lost while committing, "
             f"and whether the commit happened is not known: {exc}"
         )
