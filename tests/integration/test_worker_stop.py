@@ -69,6 +69,27 @@ def test_a_job_goes_back_to_the_queue_only_once_its_runner_is_dead(
     assert "released 1 unfinished job(s)" in processes.output(worker)
 
 
+def test_a_thread_task_left_running_is_asked_to_stop_before_its_release(
+    url: str,
+    sender_of: Callable[[str, str], App],
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """A thread cannot be killed: a task that reads ``cancelled`` stops."""
+    sender = sender_of("modes", url)
+    worker = processes.rota("worker", app_path("modes"), "--url", url, "-c", "1", "--grace", "0.5")
+    path = tmp_path / "ticks"
+    handle = sender.tasks["polite_ticking"].send(str(path))
+    wait_for(lambda: ticks(path) >= 3, timeout=30, what="the job to tick")
+    worker.send_signal(signal.SIGTERM)
+    ended = Path(f"{path}.end")
+    wait_for(ended.exists, timeout=20, what="the task to stop")
+    assert ended.read_text() == "stopped"
+    assert worker.wait(timeout=20) == 0, processes.output(worker)
+    assert released(handle)
+
+
 @pytest.mark.parametrize("mode", [(), ("--mode", "processes")], ids=["threads", "processes"])
 def test_a_command_goes_back_to_the_queue_only_once_its_group_is_dead(
     url: str,

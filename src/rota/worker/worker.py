@@ -36,8 +36,9 @@ then is left to the leases, said in one line, and the worker exits):
 2. wait up to ``grace`` seconds for running jobs to finish and be reported;
 3. stop what still runs the others: commands' process groups (SIGTERM,
    SIGKILL their grace later), child processes (killed), async tasks
-   (cancelled); a thread cannot be stopped, and runs on until the process
-   exits;
+   (cancelled); a thread cannot be stopped: its task is asked to, as on a
+   cancel (``cancelled`` reads True, ``on_cancel`` callbacks run), and runs
+   on until it returns or the process exits;
 4. only then release those jobs back to the queue, without counting the
    attempt (so no other worker starts one while this one still runs it;
    their leases are renewed meanwhile);
@@ -717,6 +718,8 @@ class Worker:
         # Stop what runs them before they are released: a job released first
         # could start on another worker while this one still runs it.
         stopping = time.monotonic()
+        for flight in self._releasing.values():  # a thread task is asked, as on a cancel
+            cancel_running(flight.job.token)
         commands.terminate_all()  # (the commands of thread and async slots)
         self._executor.stop()
         # the store calls' margin counts from here when stopping commands took long

@@ -96,6 +96,18 @@ def ticking(path: str) -> None:
 
 
 @app.task()
+def polite_ticking(path: str) -> None:
+    """:func:`ticking` that stops when asked, and writes ``stopped`` to
+    ``path.end`` then."""
+    job = current_job()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not job.cancelled:
+        _tick(path)
+        time.sleep(0.05)
+    Path(f"{path}.end").write_text("stopped" if job.cancelled else "ran out")
+
+
+@app.task()
 async def aticking(path: str) -> None:
     """An ``async def`` version of :func:`ticking`."""
     deadline = time.monotonic() + 60
