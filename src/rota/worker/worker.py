@@ -37,8 +37,9 @@ then is left to the leases, said in one line, and the worker exits):
 3. stop what still runs the others: commands' process groups (SIGTERM,
    SIGKILL their grace later), child processes (killed), async tasks
    (cancelled); a thread cannot be stopped: its task is asked to, as on a
-   cancel (``cancelled`` reads True, ``on_cancel`` callbacks run), and runs
-   on until it returns or the process exits;
+   cancel (``cancelled`` reads True, ``on_cancel`` callbacks run), and is
+   given :data:`THREAD_STOP_WAIT` to return; one that does not runs on until
+   the process exits;
 4. only then release those jobs back to the queue, without counting the
    attempt (so no other worker starts one while this one still runs it;
    their leases are renewed meanwhile);
@@ -104,6 +105,9 @@ _RETENTION_EVERY = 60.0
 #: Seconds a stopping worker's store calls may go on past its grace (or past
 #: the stop of its commands, when that took longer): see the module docstring.
 STOP_MARGIN = 3.0
+#: Seconds a stopping worker waits for thread tasks it asked to stop (after the
+#: grace) to return, within :data:`STOP_MARGIN`.
+THREAD_STOP_WAIT = 1.0
 _LOST_LEASE = (
     "lease of job %s was lost (the store gave the job back to its queue): "
     "stopping this attempt, whose result the store will refuse"
@@ -139,6 +143,8 @@ class _Inflight:
     stopped: bool = False
     #: Whether a renewal found the lease gone (the store took the job back).
     lost: bool = False
+    #: At shutdown, whether the task left running after the grace returned.
+    returned: bool = False
     #: monotonic, once a slot started it (a job held for a slot has none)
     started: float | None = None
 
@@ -382,8 +388,12 @@ class Worker:
         with self._lock:
             self.errors += result.internal
             flight = self._inflight.pop(_claim_of(job), None)
-            if flight is None:
-                return  # already reported (timed out) or released at shutdown
+            if flight is None:  # already reported (timed out), or being released at shutdown
+                leftover = self._releasing.get(_claim_of(job))
+                if leftover is not None:
+                    leftover.returned = True
+                    self._slot_freed.set()
+                return
             self._reporting[_claim_of(job)] = flight
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
@@ -722,6 +732,15 @@ class Worker:
             cancel_running(flight.job.token)
         commands.terminate_all()  # (the commands of thread and async slots)
         self._executor.stop()
+        # a thread task asked to stop gets a moment to return before its job
+        # is released (the process exits after the release, ending the thread)
+        waits = THREAD_STOP_WAIT if self.mode == "threads" else 0.0
+        asked_until = min(time.monotonic() + waits, self._stop_by)
+        while time.monotonic() < asked_until and not all(
+            f.returned for f in self._releasing.values()
+        ):
+            self._slot_freed.wait(min(0.05, max(0.0, asked_until - time.monotonic())))
+            self._slot_freed.clear()
         # the store calls' margin counts from here when stopping commands took long
         self._stop_by = max(self._stop_by, deadline + time.monotonic() - stopping + STOP_MARGIN)
         self._release(leftover, "unfinished job(s)")
