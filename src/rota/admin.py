@@ -28,7 +28,7 @@ from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFo
 from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
 from rota.retry import RetryPolicy
-from rota.scheduling.define import define_schedule, schedule_job
+from rota.scheduling.define import define_schedule, naming_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_json
 from rota.task import JobHandle, Task
 
@@ -363,11 +363,12 @@ class Admin:
         _validate.name(name, "schedule name")
         if isinstance(trigger, Mapping):
             trigger = trigger_from_json(trigger)
-        bound = self._task(task, options)
-        for key in ("jitter", "grace"):
-            if fields.get(key) is not None:
-                fields[key] = parse_duration(fields[key], what=key)
-        return define_schedule(self._app, name, bound, trigger, **fields)
+        with naming_schedule(name):
+            bound = self._task(task, options)
+            for key in ("jitter", "grace"):
+                if fields.get(key) is not None:
+                    fields[key] = parse_duration(fields[key], what=key)
+            return define_schedule(self._app, name, bound, trigger, **fields)
 
     def _task(self, name: str, options: Mapping[str, Any] | None) -> Task[Any, Any]:
         task = self._app.get_task(_validate.name(name, "task name"))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 from rota import _validate, commands
 from rota._json import DEFAULT_PAYLOAD_CAP
 from rota._time import parse_duration
-from rota.errors import InvalidArgument, PayloadTooLarge, UnknownTask
+from rota.errors import InvalidArgument, UnknownTask
 from rota.models import EnqueueResult, LimitInfo, NewJob, Schedule
 from rota.stores import Store, open_replica, open_store, read_url_of, redact_url, replica_url
 from rota.stores.base import DEFAULT_LOG_CAP
@@ -388,9 +388,9 @@ class App(Registry):
         :class:`UnknownTask`, arguments over the payload cap
         :class:`~rota.errors.PayloadTooLarge`).
         """
-        from rota.scheduling.define import define_schedule
+        from rota.scheduling.define import define_schedule, naming_schedule
 
-        try:
+        with naming_schedule(name):
             return define_schedule(
                 self,
                 name,
@@ -404,10 +404,6 @@ class App(Registry):
                 overlap=overlap,
                 enabled=enabled,
             )
-        except UnknownTask as exc:
-            raise UnknownTask(exc.name, exc.known, f"schedule {name!r}") from None
-        except PayloadTooLarge as exc:
-            raise PayloadTooLarge(exc.size, exc.cap, f"schedule {name!r}") from None
 
     def command(
         self,

@@ -103,9 +103,13 @@ def test_send_at_within_range_and_in_the_past_is_taken(app: App, add: Any) -> No
     assert add.send_at(datetime(1970, 1, 2, tzinfo=UTC), 1).status() == "queued"
 
 
-def test_schedule_of_an_unknown_task_names_the_schedule(app: App, add: Any) -> None:
+@pytest.mark.parametrize("through", ["app", "admin"])
+def test_schedule_of_an_unknown_task_names_the_schedule(app: App, add: Any, through: str) -> None:
     with pytest.raises(UnknownTask) as caught:
-        app.schedule("nightly", "ad", every(60))
+        if through == "app":
+            app.schedule("nightly", "ad", every(60))
+        else:  # as rota schedules add and the dashboard define one
+            app.admin.add_schedule("nightly", "ad", every(60))
     message = str(caught.value)
     assert message.startswith("schedule 'nightly': unknown task 'ad' (registered: add)")
     assert "did you mean 'add'?" in message
@@ -117,6 +121,7 @@ def test_schedule_over_the_payload_cap_names_the_schedule(app: App, add: Any) ->
     for call in (
         lambda: app.schedule("nightly", add, every(60), args=(BIG,)),
         lambda: app.schedule("nightly", "add", every(60), kwargs={"x": BIG}),
+        lambda: app.admin.add_schedule("nightly", "add", every(60), args=(BIG,)),
     ):
         with pytest.raises(PayloadTooLarge) as caught:
             call()

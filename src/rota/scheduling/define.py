@@ -10,12 +10,19 @@ itself, so a scheduler builds jobs from the store alone with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rota import _validate
 from rota._time import parse_duration
-from rota.errors import InvalidArgument, InvalidSchedule, SerializationError
+from rota.errors import (
+    InvalidArgument,
+    InvalidSchedule,
+    PayloadTooLarge,
+    SerializationError,
+    UnknownTask,
+)
 from rota.models import BreakerKey, ConcurrencyKey, NewJob, RateKey, Schedule
 from rota.scheduling.triggers import MISFIRE_POLICIES, Trigger
 from rota.task import Task
@@ -29,8 +36,23 @@ __all__ = [
     "OVERLAP_POLICIES",
     "define_schedule",
     "job_options",
+    "naming_schedule",
     "schedule_job",
 ]
+
+
+@contextmanager
+def naming_schedule(name: str) -> Iterator[None]:
+    """Raise the errors of schedule ``name``'s definition that would not say
+    which schedule they are about (an unknown task, arguments over the
+    payload cap) with its name."""
+    try:
+        yield
+    except UnknownTask as exc:
+        raise UnknownTask(exc.name, exc.known, f"schedule {name!r}") from None
+    except PayloadTooLarge as exc:
+        raise PayloadTooLarge(exc.size, exc.cap, f"schedule {name!r}") from None
+
 
 #: What a fire does while the schedule's previous job has not finished:
 #: ``allow`` enqueues anyway, ``skip`` enqueues nothing while the last job is
