@@ -489,10 +489,7 @@ def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     worker will refuse it) is hashed as written, keyword order aside.
     Arguments are JSON already (checked by the payload's encoding)."""
     call: Any = [args, kwargs]  # a list: never equal to a bound call's object
-    try:
-        parameters = _parameters(fn)
-    except TypeError:  # an unhashable callable object: worked out each time
-        parameters = _parameters.__wrapped__(fn)
+    parameters = _parameters_of(fn)
     if parameters is not None:
         signature, defaults = parameters
         with contextlib.suppress(TypeError):  # fits no parameters: hashed as written
@@ -503,10 +500,7 @@ def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
 def _takes_connection(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` takes a ``connection`` keyword argument (named, or
     through ``**kwargs``); True when it cannot be told."""
-    try:
-        parameters = _parameters(fn)
-    except TypeError:  # an unhashable callable object
-        parameters = _parameters.__wrapped__(fn)
+    parameters = _parameters_of(fn)
     if parameters is None:
         return True
     found = parameters[0].parameters
@@ -514,6 +508,14 @@ def _takes_connection(fn: Callable[..., Any]) -> bool:
     if named is not None:
         return named.kind is not inspect.Parameter.POSITIONAL_ONLY
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in found.values())
+
+
+def _parameters_of(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]] | None:
+    """:func:`_parameters` of ``fn``, cached unless ``fn`` cannot be hashed."""
+    try:
+        return _parameters(fn)
+    except TypeError:  # an unhashable callable object: worked out each time
+        return _parameters.__wrapped__(fn)
 
 
 @functools.lru_cache(maxsize=1024)
