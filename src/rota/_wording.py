@@ -6,7 +6,7 @@ from rota.errors import InvalidArgument
 from rota.models import Job, JobState
 from rota.retry import RetryPolicy
 
-__all__ = ["attempt_text", "retry_text", "snooze_reason"]
+__all__ = ["attempt_text", "retry_text", "snooze_reason", "still_running"]
 
 
 def attempt_text(job: Job) -> str:
@@ -50,3 +50,11 @@ def snooze_reason(job: Job) -> str | None:
         return None
     failures = [h.get("error") for h in job.history if h.get("event") == "failed"]
     return None if failures and failures[-1] == job.error else job.error
+
+
+def still_running(job: Job | None) -> str | None:
+    """What happens to a job just cancelled that still runs (``its worker
+    stops it within about a second``); None when the cancel ended it."""
+    if job is not None and job.state is JobState.RUNNING:
+        return "its worker stops it within about a second"
+    return None

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rota._time import format_duration
-from rota._wording import attempt_text, retry_text, snooze_reason
+from rota._wording import attempt_text, retry_text, snooze_reason, still_running
 from rota.admin import Actor
 from rota.app import App
 from rota.cli._actor import cli_actor
@@ -385,10 +385,8 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
     def cancel_one(job_id: str, *, by: Actor) -> str:
         full = app.admin.cancel_job(job_id, by=by)
-        job = app.store.get_job(full)
-        if job is not None and job.state is JobState.RUNNING:
-            return f"{full} (it runs: its worker stops it within about a second)"
-        return full
+        running = still_running(app.store.get_job(full))
+        return f"{full} (it runs: {running})" if running else full
 
     _steer(app, job_ids, cancel_one, "cancel", "cancelled")
 

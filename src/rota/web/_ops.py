@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rota import _json
+from rota._wording import still_running
 from rota.admin import Actor
 from rota.diagnose import LOST_AFTER
 from rota.errors import Conflict, JobNotFound, NotFound
@@ -206,10 +207,8 @@ def actor(request: Request, identity: Identity) -> Actor:
 def cancelled_text(store: Store, job_id: str) -> str:
     """What a cancel did: ``job ID cancelled``, or, for a job that still runs,
     that its worker stops it."""
-    job = store.get_job(job_id)
-    if job is not None and job.state is JobState.RUNNING:
-        return f"job {job_id} runs: its worker stops it within about a second"
-    return f"job {job_id} cancelled"
+    running = still_running(store.get_job(job_id))
+    return f"job {job_id} runs: {running}" if running else f"job {job_id} cancelled"
 
 
 # -- overview --------------------------------------------------------------
