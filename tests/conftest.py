@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# pytest-xdist's test processes set a terminal size of 80x24; the `rota`
+# commands the tests start read it and would print 80-column tables into
+# pipes, where a command run from a script prints them at full width.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 from backends import available_backends, drop_store, store_url
 from rota.stores import Store, open_store
@@ -39,8 +45,9 @@ def store(url: str) -> Iterator[Store]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Unload the store's Redis Functions library from the shared test Redis:
     every change to rota's Lua loads a library of another name, and a run
-    still using this one loads it again on its next call."""
-    if "redis" not in available_backends():
+    still using this one loads it again on its next call. Under pytest-xdist
+    only the controller does it, once every test process is done."""
+    if hasattr(session.config, "workerinput") or "redis" not in available_backends():
         return
     import redis
 

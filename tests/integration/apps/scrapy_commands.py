@@ -22,10 +22,12 @@ spider = app.command(
 )
 
 #: A spider stopped by its timeout: SIGTERM, which Scrapy takes as "close".
+#: The timeout leaves Scrapy time to start on a busy machine: a SIGTERM
+#: before its reactor runs kills it without a close.
 stopped_spider = app.command(
     "stopped_spider",
     [sys.executable, "-m", "scrapy", "runspider", SPIDER],
-    timeout=2,
+    timeout=5,
     grace=20,
     queue="spiders",
     concurrency=Limit("spiders", 2),
