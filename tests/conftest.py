@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+from backends import available_backends, drop_store, store_url
+from rota.stores import Store, open_store
+
 # pytest-xdist's test processes set a terminal size of 80x24; the `rota`
 # commands the tests start read it and would print 80-column tables into
 # pipes, where a command run from a script prints them at full width.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
-
-from backends import available_backends, drop_store, store_url
-from rota.stores import Store, open_store
 
 
 @pytest.fixture(params=available_backends())
