@@ -312,24 +312,32 @@ _running: set[_Group] = set()
 _running_lock = threading.Lock()
 
 
-def stop_groups_under(pid: int | None) -> list[int]:
-    """SIGTERM the process group of every command process ``pid`` started
-    (each leads a session of its own) and return those groups, for
-    :func:`end_groups`: before a worker kills a child process that runs
-    commands, which would leave them running. None (a process not started
-    yet): none."""
-    if pid is None:
-        return []
+def groups_under(pid: int) -> list[int]:
+    """The process groups of the commands running under process ``pid``, at
+    any depth: each command leads a session of its own, and no other process
+    a worker starts does."""
     try:
-        children = psutil.Process(pid).children()
+        descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return []
     groups = []
-    for child in children:
+    for proc in descendants:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            if os.getpgid(child.pid) == child.pid:
-                groups.append(child.pid)
-                _signal_group(child.pid, signal.SIGTERM)
+            if os.getpgid(proc.pid) == proc.pid:
+                groups.append(proc.pid)
+    return groups
+
+
+def stop_groups_under(pid: int | None) -> list[int]:
+    """SIGTERM the process group of every command running under ``pid`` and
+    return those groups, for :func:`end_groups`: before a worker kills a
+    child process that runs commands, which would leave them running. None
+    (a process not started yet): none."""
+    if pid is None:
+        return []
+    groups = groups_under(pid)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
     return groups
 
 

@@ -253,3 +253,28 @@ def test_a_child_that_does_not_drain_is_killed_and_the_pool_exits_1(
     assert pool.wait(0.5 + 5 + 5) == 1
     assert f"child pid {stuck} still running after grace: killing it" in processes.output(pool)
     assert not psutil.pid_exists(stuck) or psutil.Process(stuck).status() == "zombie"
+
+
+def test_the_pool_waits_for_a_child_stopping_a_command_within_its_grace(
+    processes: Processes,
+    app_path: Callable[[str], str],
+    sender_of: Callable[[str, str], App],
+    tmp_path: Path,
+) -> None:
+    """The command takes 6 s to close after its SIGTERM, past the pool's own
+    margin (grace 0.5 + 5 s) but within its command grace: the pool waits for
+    it, and no command outlives the pool."""
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    marks = tmp_path / "marks"
+    handle = sender_of("commands", url).get_task("slow_close").send(extra_args=[str(marks)])
+    pool = processes.rota(
+        "worker", app_path("commands"), "--url", url, "--processes", "2", "--grace", "0.5",
+    )  # fmt: skip
+    wait_for(lambda: marks.exists() and marks.read_text().strip(), 20, 0.05, "the command")
+    command = int(marks.read_text().split()[0])
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(20) == 0, processes.output(pool)
+    assert marks.read_text().split()[1:] == ["closed"]
+    assert not psutil.pid_exists(command) or psutil.Process(command).status() == "zombie"
+    assert handle.status() == "queued"  # released once its command was gone
+    assert "is stopping its commands: waiting" in processes.output(pool)

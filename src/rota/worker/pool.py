@@ -26,7 +26,10 @@ signal) and restarted after a delay that doubles with each quick crash
 
 On SIGTERM/SIGINT the children drain within ``grace`` (each releases what
 it could not finish); a child still alive ``KILL_MARGIN`` seconds after that
-is killed, and the supervisor then exits with status 1. A signal during
+is killed, with the commands under it, and the supervisor then exits with
+status 1. A child still stopping commands then (each gets its own ``grace``
+after SIGTERM, which only the app knows) is given the margin again once
+they are gone. A signal during
 start-up ends it: no child is started after it, and the ones started drain.
 """
 
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from rota._signals import StopSignals
+from rota.commands import end_groups, groups_under
 
 __all__ = ["POOL_CHILD", "WorkerPool", "child_argv"]
 
@@ -216,17 +220,30 @@ class WorkerPool:
         log.info("stopping %d child(ren) (grace %g s)", len(running), self.grace)
         for proc in running:
             proc.send_signal(signal.SIGTERM)
-        while any(p.poll() is None for p in running) and time.monotonic() < deadline:
+        waited_for: set[int] = set()
+        while any(p.poll() is None for p in running):
             if self._signals.received > 1:
                 log.warning(
                     "second signal: killing the children; their running jobs' leases will expire"
                 )
                 break
+            if time.monotonic() >= deadline:
+                # a child stopping commands waits out their grace, which only
+                # the app knows: give it the margin again once they are gone
+                stopping = [p for p in running if p.poll() is None and groups_under(p.pid)]
+                if not stopping:
+                    break
+                for proc in stopping:
+                    if proc.pid not in waited_for:
+                        waited_for.add(proc.pid)
+                        log.info("child pid %d is stopping its commands: waiting", proc.pid)
+                deadline = time.monotonic() + KILL_MARGIN
             self._signals.wait(0.05)
         killed = [p for p in running if p.poll() is None]
         for proc in killed:
             if self._signals.received == 1:
                 log.error("child pid %d still running after grace: killing it", proc.pid)
+            end_groups(groups_under(proc.pid), grace=0)  # no command outlives its worker
             proc.kill()
         for proc in running:
             proc.wait()

@@ -31,3 +31,15 @@ ticker = app.command(
     ["sh", "-c", 'trap "" TERM; while :; do echo "$$" >> "$0"; sleep 0.05; done'],
     grace=1,
 )
+#: Writes its pid to the file it is given, then runs until SIGTERM, after
+#: which it takes 6 s to close (writing ``closed``): within its grace.
+slow_close = app.command(
+    "slow_close",
+    [
+        "sh",
+        "-c",
+        'trap "sleep 6; echo closed >> \\"$0\\"; exit 0" TERM; echo $$ >> "$0"; '
+        "while :; do sleep 0.05; done",
+    ],
+    grace=20,
+)
