@@ -19,7 +19,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E402
-from conformance.support import claim, enqueue_one, new_job  # noqa: E402
+from conformance.support import claim, enqueue_one, new_job, schedule  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused  # noqa: E402
@@ -139,6 +139,45 @@ def test_a_worker_waiting_is_woken_when_the_transaction_commits(app: App, pg_url
         assert woke.wait(10.0)
         assert time.monotonic() - started < 2.0
         thread.join(10)
+    finally:
+        conn.close()
+
+
+def test_an_open_transaction_that_sent_a_job_holds_up_no_other_send(app: App, pg_url: str) -> None:
+    """A send of another job of the queue and a schedule's fire into it go on
+    while the caller's transaction that sent a job is open (they used to wait
+    for its commit: a scheduler then dropped the fires it missed)."""
+    store = app.store
+    store.upsert_schedule(schedule("nightly", next_fire=1_000.0))
+    conn = business_connection(pg_url)
+    done = threading.Event()
+    sent: list[str] = []
+
+    def others() -> None:
+        sent.append(app.tasks["ship"].send(2).id)
+        fired = new_job(job_id="fired", schedule="nightly", fire_time=1_000.0)
+        sent.append(store.fire_schedule("nightly", 1_000.0, 2_000.0, fired))
+        done.set()
+
+    try:
+        with conn.transaction():
+            first = app.tasks["ship"].send(1, connection=conn)
+            threading.Thread(target=others, daemon=True).start()
+            assert done.wait(10), "a send waited for the caller's transaction"
+        assert sent[1] == "fired"
+        # the jobs keep the order they were sent in
+        assert [c.id for c in claim(store, limit=10)] == [first.id, sent[0], "fired"]
+    finally:
+        conn.close()
+
+
+def test_a_connection_that_reads_dicts_can_send_in_its_transaction(app: App, pg_url: str) -> None:
+    conn = psycopg.connect(pg_url.split("?", 1)[0], row_factory=psycopg.rows.dict_row)
+    try:
+        with conn.transaction():
+            handle = app.tasks["ship"].send(3, connection=conn)
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}  # as it was
+        assert app.store.get_job(handle.id) is not None
     finally:
         conn.close()
 

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from rota.errors import InvalidArgument
 from rota.models import ANY_HOST, ClaimedJob, EnqueueResult, HostScope, NewJob
@@ -103,7 +104,13 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         self._check_business_connection(connection)
         if not jobs:
             return []
+        # The jobs' virtual times are taken in a transaction of the store's
+        # own: the caller's holds no row other sends need (a queue's row, a
+        # fair key's) while it is open. One it rolls back leaves a gap.
+        vtimes = self._transact(lambda own: self._virtual_times(own, jobs))
         tx = PgTx(connection, self.channel)
+        row_factory = connection.row_factory  # the caller's (dict_row, say), put back below:
+        connection.row_factory = tuple_row  # the store's queries read tuples
         try:
             caller_path = tx.execute("search_path").fetchone()[0]
             tx.execute("set_local_search_path", (self.schema,))
@@ -111,13 +118,15 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
                 # in a savepoint: jobs the store refuses leave the caller's
                 # transaction as it was, and usable
                 with connection.transaction():
-                    results = self._enqueue(tx, jobs)  # its wake-up comes at commit
+                    results = self._enqueue(tx, jobs, vtimes)  # its wake-up comes at commit
             finally:
                 tx.execute("set_local_search_path", (caller_path,))
         except psycopg.Error as exc:
             raise store_error(exc, self.where) from exc
         except Refused as refused:
             raise self._name_taken_id([job.id for job in jobs], refused) from None
+        finally:
+            connection.row_factory = row_factory
         return results
 
     def _check_business_connection(self, connection: Any) -> None:

@@ -79,6 +79,38 @@ class _Choice(NamedTuple):
     order: tuple[int, float, int]
 
 
+class _FairTimes:
+    """Fair-queuing virtual times handed to new jobs, from their queues'
+    clocks and their fair keys' last times (:func:`rota.flow.virtual_start`)."""
+
+    def __init__(self, tx: Tx, jobs: Sequence[NewJob]) -> None:
+        """Make the jobs' queues and read their clocks and keys' last times.
+        Every read is sent before the first is read: a dialect that pipelines
+        statements reads them in one round trip."""
+        queues = sorted({job.queue for job in jobs})
+        for queue in queues:
+            tx.execute("ensure_queue", (queue,))
+        clock_rows = {queue: tx.execute("queue_clock", (queue,)) for queue in queues}
+        fairs = dict.fromkeys((job.queue, job.fair_key) for job in jobs)
+        last_rows = {fair: tx.execute("fair_key_last", fair) for fair in fairs}
+        self._clocks = {q: cursor.fetchone()[0] for q, cursor in clock_rows.items()}
+        self._known = {f: row[0] if (row := c.fetchone()) else 0.0 for f, c in last_rows.items()}
+        self._lasts: dict[tuple[str, str], float] = {}  # the keys given a time
+
+    def take(self, job: NewJob) -> float:
+        """The virtual time of ``job``, one round after its key's last."""
+        fair = (job.queue, job.fair_key)
+        last = self._lasts.get(fair, self._known[fair])
+        self._lasts[fair] = flow.virtual_start(last, self._clocks[job.queue])
+        return self._lasts[fair]
+
+    def record(self, tx: Tx) -> None:
+        """Store the last time given to each key."""
+        tx.executemany(
+            "set_fair_key_last", [(q, k, v) for (q, k), v in sorted(self._lasts.items())]
+        )
+
+
 class Jobs(Database):
     """The job verbs of the store contract, on any SQL dialect."""
 
@@ -105,23 +137,26 @@ class Jobs(Database):
                 seen.add(job_id)
         return refused
 
-    def _enqueue(self, tx: Tx, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
-        # Every read is sent before the first is read (and before the clock):
-        # a dialect that pipelines statements reads them in one round trip.
-        queues = sorted({job.queue for job in jobs})
-        for queue in queues:
-            tx.execute("ensure_queue", (queue,))
-        clock_rows = {queue: tx.execute("queue_clock", (queue,)) for queue in queues}
-        fairs = dict.fromkeys((job.queue, job.fair_key) for job in jobs)
-        last_rows = {fair: tx.execute("fair_key_last", fair) for fair in fairs}
+    def _virtual_times(self, tx: Tx, jobs: Sequence[NewJob]) -> list[float]:
+        """Virtual times for ``jobs``, taken (and their keys' last times
+        recorded) in ``tx``, for :meth:`_enqueue` in another transaction."""
+        fair = _FairTimes(tx, jobs)
+        vtimes = [fair.take(job) for job in jobs]
+        fair.record(tx)
+        return vtimes
+
+    def _enqueue(
+        self, tx: Tx, jobs: Sequence[NewJob], vtimes: Sequence[float] | None = None
+    ) -> list[EnqueueResult]:
+        """Store ``jobs`` in ``tx``: at ``vtimes`` (from :meth:`_virtual_times`)
+        when given, else at virtual times taken in ``tx`` by the jobs stored."""
+        fair = _FairTimes(tx, jobs) if vtimes is None else None
+        given = list(vtimes or ())
         now = tx.now()
-        clocks: dict[str, float] = {q: cursor.fetchone()[0] for q, cursor in clock_rows.items()}
-        known = {fair: row[0] if (row := c.fetchone()) else 0.0 for fair, c in last_rows.items()}
-        lasts: dict[tuple[str, str], float] = {}  # the fair keys of the jobs stored
         rows: list[tuple[Any, ...]] = []
         results: list[EnqueueResult] = []
         held: dict[str, str] = {}  # unique keys taken earlier in this batch
-        for job in jobs:
+        for index, job in enumerate(jobs):
             if job.unique_key is not None:
                 holder = held.get(job.unique_key) or unique_holder(
                     tx, job.unique_key, now, lock=True
@@ -131,9 +166,7 @@ class Jobs(Database):
                     continue
                 tx.execute("hold_unique", (job.unique_key, job.id))
                 held[job.unique_key] = job.id
-            fair = (job.queue, job.fair_key)
-            last = lasts.get(fair, known[fair])
-            vtime = lasts[fair] = flow.virtual_start(last, clocks[job.queue])
+            vtime = fair.take(job) if fair is not None else given[index]
             run_at = job.run_at if job.run_at is not None else now + job.delay
             rows.append(
                 (
@@ -161,7 +194,8 @@ class Jobs(Database):
                 )
             )
             results.append(EnqueueResult(job.id))
-        tx.executemany("set_fair_key_last", [(q, k, v) for (q, k), v in sorted(lasts.items())])
+        if fair is not None:
+            fair.record(tx)
         tx.wake()
         # Nothing is read back: a reused id makes the insert fail (and the
         # transaction with it), here or, where the dialect pipelines, at commit.
