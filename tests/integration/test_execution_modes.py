@@ -130,15 +130,32 @@ def test_a_snoozing_job_runs_again_without_using_a_retry(
     assert [h["event"] for h in job.history] == ["succeeded"]
 
 
-def test_an_unknown_task_fails_with_a_message_naming_it(
-    url: str, processes: Processes, app_path: Callable[[str], str]
+def test_a_job_of_a_task_the_worker_lacks_waits_for_a_worker_that_has_it(
+    url: str, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
 ) -> None:
-    other = App(url)
-    ghost = other.task(name="not.registered")(lambda: None)
-    start_worker(processes, app_path, url)
-    with pytest.raises(JobFailed, match=r"unknown task 'not.registered'.*@app.task"):
-        ghost.send().result(timeout=30)
-    other.close()
+    """A rolling deploy: a worker of the older code claims a job of a task
+    only the newer code has; the job waits, its attempt not counted, and the
+    worker of the newer code runs it."""
+    newer = App(url)
+    record = newer.task(name="record")(lambda i, pause=0.0: i)  # as apps/counting.py has it
+    older = start_worker(processes, app_path, url)  # the modes app: no task "record"
+    handle = record.send(7)
+    wait_for(
+        lambda: (handle.job().error or "").endswith("(waiting for a worker that has it)"),
+        timeout=30,
+        what="the job to wait for a worker that has its task",
+    )
+    job = handle.job()
+    assert (job.state, job.attempt, len(job.history)) == (JobState.SCHEDULED, 0, 0)
+    assert "unknown task 'record'" in (job.error or "")
+    older.send_signal(signal.SIGTERM)
+    assert older.wait(30) == 0
+    assert "task 'record' is not registered in this worker" in processes.output(older)
+    env = {"ROTA_TEST_LOG": str(tmp_path / "executions")}
+    processes.rota("worker", app_path("counting"), "--url", url, env=env)
+    assert handle.result(timeout=30) == 7
+    assert [h["event"] for h in handle.job().history] == ["succeeded"]
+    newer.close()
 
 
 def test_a_second_signal_exits_at_once_and_the_lease_brings_the_job_back(

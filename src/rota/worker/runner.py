@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
+from rota._time import format_duration
 from rota.context import (
     CancelSignal,
     JobContext,
@@ -84,9 +85,46 @@ def end_attempt(job: ClaimedJob, ctx: JobContext, current: object) -> None:
 
 
 def refusal(job: ClaimedJob, exc: UnknownTask | CorruptJob) -> Result:
-    """A final failure for a job that cannot run at all; logged as an error."""
-    _worker_log.error("job %s (%s) cannot run: %s", job.id, job.task, exc)
+    """A final failure for a job that cannot run at all; logged as an error,
+    but for a task this worker does not know (see :func:`awaiting_task`)."""
+    if not isinstance(exc, UnknownTask):
+        _worker_log.error("job %s (%s) cannot run: %s", job.id, job.task, exc)
     return failure(exc, retryable=False)
+
+
+#: How long a job of a task its worker does not know waits for a worker that
+#: knows it (one of newer code, in a rolling deploy) before it fails, in
+#: seconds from its send; and how often it is tried again meanwhile.
+UNKNOWN_TASK_PATIENCE = 600.0
+UNKNOWN_TASK_RETRY = 10.0
+_UNKNOWN_TASK = error_kind(UnknownTask)
+_awaited_tasks: set[str] = set()  # the unknown tasks this process said it waits for
+
+
+def awaiting_task(job: ClaimedJob, result: Result, now: float) -> Result:
+    """``result``, or, for a job whose task this worker does not know sent
+    less than :data:`UNKNOWN_TASK_PATIENCE` ago, a snooze: the job waits
+    for a worker that knows its task, its attempt not counted."""
+    if result.kinds[:1] != (_UNKNOWN_TASK,):
+        return result
+    if now - job.enqueued_at >= UNKNOWN_TASK_PATIENCE:
+        _worker_log.error(
+            "job %s cannot run: no worker that claimed it in %s knew task %r",
+            job.id,
+            format_duration(UNKNOWN_TASK_PATIENCE),
+            job.task,
+        )
+        return result
+    if job.task not in _awaited_tasks:  # said once per task: its jobs come back every few s
+        _awaited_tasks.add(job.task)
+        _worker_log.warning(
+            "task %r is not registered in this worker: its jobs wait for a worker that has "
+            "it, each failing %s after its send",
+            job.task,
+            format_duration(UNKNOWN_TASK_PATIENCE),
+        )
+    error = f"{result.error} (waiting for a worker that has it)"
+    return Result(False, error=error, retryable=False, snooze=UNKNOWN_TASK_RETRY)
 
 
 def failure(exc: BaseException, *, retryable: bool = True) -> Result:

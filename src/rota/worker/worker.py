@@ -402,7 +402,7 @@ class Worker:
             # a claim waits only while jobs wait for a slot (see _claim_turn)
             freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
         try:
-            outcome = runner.to_outcome(job, result)
+            outcome = runner.to_outcome(job, runner.awaiting_task(job, result, time.time()))
         except Exception as exc:
             failed = runner.internal_failure(exc, "the worker's reporting")
             outcome = runner.to_outcome(job, failed)
