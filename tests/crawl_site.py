@@ -37,6 +37,8 @@ class HostSpec:
     retry_after: int = 1
     #: "etag", "last-modified" or None (no validators: always a full 200).
     validator: str | None = "etag"
+    #: Paths answered 302, to the path given (checked before ``pages``).
+    redirects: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ class _Host:
                 status, text = spec.robots[min(self.robots_asked, len(spec.robots)) - 1]
             return status, {"Content-Type": "text/plain"}, text.encode()
         time.sleep(spec.delay)
+        if path in spec.redirects:
+            return 302, {"Location": spec.redirects[path]}, b""
         if path not in spec.pages:
             return 404, {"Content-Type": "text/html"}, b"<html><title>gone</title></html>"
         with self.lock:

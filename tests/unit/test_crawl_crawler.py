@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import rota.testing
-from crawl_site import HostSpec, Site, serving
+from crawl_site import HostSpec, Site, Target, serving
 from rota import App, Breaker, Snooze, export
 from rota.crawl import Adaptive, Crawler, Link, Response, TryLater
 from rota.errors import InvalidArgument
@@ -155,6 +155,29 @@ def test_a_seed_sent_first_by_a_deep_link_is_fetched_at_depth_0(site: Site) -> N
     paths = Counter(r.path for r in site.requests("a"))
     assert paths["/menu"] == 1 and paths["/about"] == 1
     assert paths["/menu/soup"] == 0, "two hops from the seed: beyond max_depth"
+
+
+def test_a_redirect_chain_stops_after_five_redirects_and_keeps_its_depth() -> None:
+    # /chain/0 -> /chain/1 -> ... -> /chain/30 (a page): a link trap for a
+    # crawler that follows every redirect; /old -> /new, a seed's one redirect
+    chain = {f"/chain/{n}": f"/chain/{n + 1}" for n in range(30)}
+    pages: dict[str, list[Target]] = {"/chain/30": [], "/new": [("a", "/next")], "/next": []}
+    spec = HostSpec(pages, redirects=chain | {"/old": "/new"})
+    app = App()
+    with serving({"a": spec}) as site:
+        seeds = [site.url("a", "/chain/0"), site.url("a", "/old")]
+        crawler = Crawler(app, "trap", seeds=seeds, max_depth=0, rate=1000, burst=1000)
+        with rota.testing.inline(app):
+            crawler.start()
+            by_url = {r["url"]: r for r in results(app, "trap.fetch")}
+        paths = Counter(r.path for r in site.requests("a"))
+    assert paths == Counter(["/robots.txt", "/old", "/new", *(f"/chain/{n}" for n in range(6))])
+    assert by_url[site.url("a", "/new")]["depth"] == 0, "a redirect is no hop: max_depth=0 holds"
+    assert by_url[site.url("a", "/new")]["links"] == 0, "/next is one hop from the seed"
+    assert [by_url[site.url("a", f"/chain/{n}")]["depth"] for n in range(6)] == [0] * 6
+    last = by_url[site.url("a", "/chain/5")]
+    assert last["redirects"] == 6 and last["links"] == 0
+    assert last["not_followed"] == "more than 5 redirects"
 
 
 def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(

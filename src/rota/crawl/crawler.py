@@ -39,7 +39,9 @@ class Crawler:
     - ``domains``: host names whose hosts are followed (subdomains too);
       default: only the seeds' hosts;
     - ``max_depth``: links more than this many hops from a seed are not
-      followed (default: no limit);
+      followed (default: no limit); a redirect is no hop (its target has
+      the depth of the page that redirected), and at most five redirects in
+      a row are followed;
     - ``recrawl``: the recrawl age (seconds or ``"1d"``): each page is
       fetched again (conditionally) once it is over, by a recrawl job its
       fetch sends, never by a link found again;
@@ -184,9 +186,9 @@ class Crawler:
             raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
         if self._seen is not None:
             seeds = tuple(self._seen.new(seeds))
-        by_origin: dict[str, list[tuple[str, int]]] = {}
+        by_origin: dict[str, list[tuple[str, int, int]]] = {}
         for url in seeds:
-            by_origin.setdefault(origin(url), []).append((url, 0))
+            by_origin.setdefault(origin(url), []).append((url, 0, 0))
         frontier = self._jobs.frontier
         return [handle for key, pairs in by_origin.items() for handle in frontier.admit(key, pairs)]
 

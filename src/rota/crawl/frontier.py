@@ -18,7 +18,7 @@ it if need be) and sends the allowed ones at the host's rate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rota import Breaker, Limit, Rate
@@ -35,8 +35,13 @@ __all__ = ["Frontier"]
 
 #: Most URLs one admit job carries.
 ADMIT_BATCH = 500
-#: One fetch job's call: URL, depth, the validators of its last fetch.
-Call = tuple[str, int, dict[str, Any] | None]
+#: Most redirects followed in a row from a page (a longer chain stops there).
+MAX_REDIRECTS = 5
+#: One fetch job's call: URL, depth, the validators of its last fetch, and
+#: (when above 0) how many redirects in a row led to the URL.
+Call = tuple[str, int, dict[str, Any] | None] | tuple[str, int, dict[str, Any] | None, int]
+#: A page to send: URL, depth, and how many redirects in a row led to it.
+Found = tuple[str, int, int]
 
 
 class Frontier:
@@ -51,7 +56,7 @@ class Frontier:
         self.fetch_task: Task[..., dict[str, Any]] | None = None  # set once registered
         self.admit_task: Task[..., dict[str, Any]] | None = None
 
-    def fetch(self, host: str, rate: float, calls: list[Call]) -> list[JobHandle[Any]]:
+    def fetch(self, host: str, rate: float, calls: Sequence[Call]) -> list[JobHandle[Any]]:
         """Send one fetch job per call, all of ``host``, at ``rate`` fetches
         per second; duplicates (a URL fetched or pending) come back with
         ``duplicate`` set."""
@@ -71,33 +76,46 @@ class Frontier:
             breaker=Breaker(s.breaker.failures, s.breaker.cooldown, key=host),
         )
 
-    def admit(self, origin_: str, urls: list[tuple[str, int]]) -> list[JobHandle[Any]]:
+    def admit(self, origin_: str, urls: Sequence[Found]) -> list[JobHandle[Any]]:
         """Send the admit jobs of ``urls``, all of origin ``origin_``: one per
-        :data:`ADMIT_BATCH` URLs, so each stays far below the payload cap."""
+        :data:`ADMIT_BATCH` URLs, so each stays far below the payload cap.
+        Each URL goes as ``[url, depth]``, or ``[url, depth, redirects]`` at
+        the end of a redirect."""
         assert self.admit_task is not None
-        pairs = [[url, depth] for url, depth in urls]
+        pairs = [_entry(*found) for found in urls]
         batches = [pairs[i : i + ADMIT_BATCH] for i in range(0, len(pairs), ADMIT_BATCH)]
         return self.admit_task.send_many([(origin_, batch) for batch in batches])
 
-    def allowed(self, rules: Rules, urls: list[tuple[str, int]]) -> list[Call]:
+    def allowed(self, rules: Rules, urls: Sequence[Found]) -> list[Call]:
         """The calls for the ``urls`` that ``rules`` allow."""
-        return [(url, depth, None) for url, depth in urls if rules.allows(url)]
+        return [_call(url, depth, redirects) for url, depth, redirects in urls if rules.allows(url)]
 
-    def follow(self, links: Iterable[str], depth: int, known: Mapping[str, Rules]) -> int:
+    def follow(
+        self,
+        links: Iterable[str],
+        depth: int,
+        known: Mapping[str, Rules],
+        redirects: int = 0,
+    ) -> int:
         """Send the ``links`` of a page, found at ``depth`` (the page's depth
-        plus one): each once, in scope and not deeper than ``max_depth``;
-        robots.txt is applied now for origins whose rules are ``known`` (or
-        this process has), by an admit job for the others. With a seen-set,
-        only the links new to it are sent. Returns how many were sent on."""
+        plus one; a redirect's target keeps the depth of the page that
+        redirected, and ``redirects`` counts the redirects in a row that led
+        to it): each once, in scope, not deeper than ``max_depth`` nor after
+        more than :data:`MAX_REDIRECTS` redirects in a row; robots.txt is
+        applied now for origins whose rules are ``known`` (or this process
+        has), by an admit job for the others. With a seen-set, only the
+        links new to it are sent. Returns how many were sent on."""
         s = self._settings
         if s.max_depth is not None and depth > s.max_depth:
+            return 0
+        if redirects > MAX_REDIRECTS:
             return 0
         followed = [url for url in dict.fromkeys(links) if s.scope.follows(url)]
         if self.seen is not None:
             followed = self.seen.new(followed)
-        by_origin: dict[str, list[tuple[str, int]]] = {}
+        by_origin: dict[str, list[Found]] = {}
         for url in followed:
-            by_origin.setdefault(origin(url), []).append((url, depth))
+            by_origin.setdefault(origin(url), []).append((url, depth, redirects))
         sent = 0
         for key, urls in by_origin.items():
             rules = known.get(key) or self._robots.known(key)
@@ -109,3 +127,13 @@ class Frontier:
             self.fetch(host_key(key), s.host_rate(rules), calls)
             sent += len(calls)
         return sent
+
+
+def _call(url: str, depth: int, redirects: int) -> Call:
+    """A fetch job's call, with its redirect count only when there is one."""
+    return (url, depth, None, redirects) if redirects else (url, depth, None)
+
+
+def _entry(url: str, depth: int, redirects: int) -> list[Any]:
+    """An admit job's entry for a URL, with its redirect count only when there is one."""
+    return [url, depth, redirects] if redirects else [url, depth]

@@ -2,7 +2,7 @@
 
 For a crawler named ``site``:
 
-- ``site.fetch(url, depth, previous)``: one page. Carries its host's
+- ``site.fetch(url, depth, previous[, redirects])``: one page. Carries its host's
   politeness keys (see :mod:`rota.crawl.frontier`); reads robots.txt first,
   snoozes if its host was paused since it was claimed, else fetches
   (conditionally when ``previous`` has validators), runs the parse
@@ -44,7 +44,7 @@ from rota.context import current_job
 from rota.crawl import fetching, outcomes
 from rota.crawl.adapt import parse_retry_after
 from rota.crawl.errors import FetchFailed, ParseFailed, Throttled, TryLater
-from rota.crawl.frontier import Frontier
+from rota.crawl.frontier import MAX_REDIRECTS, Frontier
 from rota.crawl.hostrules import RobotsBook
 from rota.crawl.pacing import Pacer
 from rota.crawl.response import Link, Response
@@ -165,12 +165,17 @@ class CrawlJobs:
     # -- jobs ----------------------------------------------------------------
 
     def fetch(
-        self, url: str, depth: int = 0, previous: dict[str, Any] | None = None
+        self,
+        url: str,
+        depth: int = 0,
+        previous: dict[str, Any] | None = None,
+        redirects: int = 0,
     ) -> dict[str, Any]:
         """Fetch one page (the fetch job): see the module's docstring. A seed is
         at depth 0 however it was sent: a link from another page can send it
         first while the seed's own admit job still waits for robots.txt, and
-        the seed's send is then a duplicate (``max_depth`` would cut its pages)."""
+        the seed's send is then a duplicate (``max_depth`` would cut its pages).
+        ``redirects`` counts the redirects in a row that led to the page."""
         if self.settings.is_seed(url):
             depth = 0
         rules = self.robots.rules(origin(url))
@@ -198,13 +203,15 @@ class CrawlJobs:
         self.pacer.record(host, got.status, got.seconds, own_rate)
         if got.status >= 500:
             raise FetchFailed("5xx", f"{url} answered {got.status}")
-        return result | {"status": got.status} | self._answer(url, depth, previous, rules, got)
+        answer = self._answer(url, depth, previous, rules, got, redirects)
+        return result | {"status": got.status} | answer
 
     def admit(self, origin_: str, urls: list[list[Any]]) -> dict[str, Any]:
-        """Send the pages of ``urls`` (``[url, depth]`` pairs, all of
-        ``origin_``) that its robots.txt allows (the admit job)."""
+        """Send the pages of ``urls`` (``[url, depth]``, or ``[url, depth,
+        redirects]`` for a redirect's target, all of ``origin_``) that its
+        robots.txt allows (the admit job)."""
         rules = self.robots.rules(origin_)
-        pairs = [(str(url), int(depth)) for url, depth in urls]
+        pairs = [(str(url), int(depth), int(rest[0]) if rest else 0) for url, depth, *rest in urls]
         calls = self.frontier.allowed(rules, pairs)
         handles = self.frontier.fetch(host_key(origin_), self.settings.host_rate(rules), calls)
         new = sum(not h.duplicate for h in handles)
@@ -272,6 +279,7 @@ class CrawlJobs:
         previous: dict[str, Any] | None,
         rules: Rules,
         got: fetching.Fetched,
+        redirects: int = 0,
     ) -> dict[str, Any]:
         """What a fetch job keeps of an answer that is not an error, after
         acting on it (parse and follow, redirect, recrawl)."""
@@ -281,11 +289,7 @@ class CrawlJobs:
             self._schedule_recrawl(url, depth, kept)
             return {"changed": False}
         if 300 <= got.status < 400:
-            target = resolve(url, got.headers.get("location", ""))
-            if target is None:
-                return {}
-            self._schedule_recrawl(url, depth, None)
-            return {"redirect": target, "links": self.frontier.follow([target], depth, known)}
+            return self._redirect(url, depth, got, known, redirects + 1)
         if got.status >= 400:
             return {}  # gone or refused: not fetched again
         kept = _validators(got.headers, None, fetching.content_hash(got.content))
@@ -305,6 +309,21 @@ class CrawlJobs:
         followed = self.frontier.follow(links, depth + 1, known)
         self._schedule_recrawl(url, depth, kept)
         return {"changed": True, "items": items, "links": followed} | kept
+
+    def _redirect(
+        self, url: str, depth: int, got: fetching.Fetched, known: dict[str, Rules], redirects: int
+    ) -> dict[str, Any]:
+        """Follow a redirect, the ``redirects``-th in a row: its target keeps
+        the page's depth (a redirect is no hop) and is not followed past
+        :data:`~rota.crawl.frontier.MAX_REDIRECTS` in a row."""
+        target = resolve(url, got.headers.get("location", ""))
+        if target is None:
+            return {}
+        self._schedule_recrawl(url, depth, None)
+        result: dict[str, Any] = {"redirect": target, "redirects": redirects}
+        if redirects > MAX_REDIRECTS:
+            return result | {"links": 0, "not_followed": f"more than {MAX_REDIRECTS} redirects"}
+        return result | {"links": self.frontier.follow([target], depth, known, redirects)}
 
     def _schedule_recrawl(self, url: str, depth: int, kept: dict[str, Any] | None) -> None:
         age = self.settings.recrawl
