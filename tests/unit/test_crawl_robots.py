@@ -44,6 +44,13 @@ def test_robots_txt_itself_is_always_allowed() -> None:
     assert rules.allows("http://h/robots.txt")
 
 
+def test_only_the_root_robots_txt_is_exempt_from_the_rules() -> None:
+    rules = Rules.from_result({"status": 200, "text": "User-agent: *\nDisallow: /secret\n"}, AGENT)
+    assert rules.allows("http://h/robots.txt")
+    assert not rules.allows("http://h/secret/robots.txt")
+    assert not rules.allows("http://h/secretary/robots.txt")
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 451])
 def test_4xx_means_unavailable_so_everything_may_be_fetched(status: int) -> None:
     assert reachable(status)

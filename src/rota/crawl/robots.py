@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from protego import Protego
 
@@ -64,8 +65,9 @@ class Rules:
         return cls(status, agent, parsed)
 
     def allows(self, url: str) -> bool:
-        """Whether ``url`` (of this origin) may be fetched."""
-        if self.parsed is None or url.endswith("/robots.txt"):
+        """Whether ``url`` (of this origin) may be fetched: the origin's own
+        ``/robots.txt`` always may (RFC 9309, section 2.2.2)."""
+        if self.parsed is None or urlsplit(url).path == "/robots.txt":
             return True
         return bool(self.parsed.can_fetch(url, self.agent))
 
