@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,21 @@ def test_a_redirect_chain_stops_after_five_redirects_and_keeps_its_depth() -> No
     last = by_url[site.url("a", "/chain/5")]
     assert last["redirects"] == 6 and last["links"] == 0
     assert last["not_followed"] == "more than 5 redirects"
+
+
+def test_a_crawl_delay_is_a_minimum_gap_whatever_the_burst(app: App) -> None:
+    # rate 50/s with bursts of 5, but robots.txt asks for 0.5 s between requests
+    pages: dict[str, list[Target]] = {"/": [("a", f"/{n}") for n in range(5)]}
+    pages |= {f"/{n}": [] for n in range(5)}
+    robots = [(200, "User-agent: *\nCrawl-delay: 0.5\n")]
+    with serving({"a": HostSpec(pages, robots=robots)}) as site:
+        crawler = Crawler(app, "delayed", seeds=[site.url("a")], rate="50/s", burst=5)
+        crawler.start()
+        summary = run_until_idle(app, timeout=60)
+        starts = sorted(r.start for r in site.requests("a") if r.path != "/robots.txt")
+    assert summary.failed == 0 and len(starts) == 6
+    gaps = [later - earlier for earlier, later in pairwise(starts)]
+    assert min(gaps) >= 0.3, gaps  # 0.5 s, less the jitter between a claim and its request
 
 
 def test_callbacks_run_by_url_in_order_and_a_crawler_without_any_follows_every_link(

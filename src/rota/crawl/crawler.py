@@ -48,7 +48,8 @@ class Crawler:
       None (the default): each page is fetched once;
     - ``per_host``, ``rate``, ``burst``: at most ``per_host`` fetches of a
       host at once and ``rate`` a second (``"2/s"``, ``"30/m"``, a number),
-      across the cluster; a host's ``Crawl-delay`` slows its rate further;
+      across the cluster; a host's ``Crawl-delay`` slows its rate further,
+      and its fetches then come one at a time, without bursts;
     - ``breaker``: a :class:`rota.Breaker` without key, applied per host;
     - ``retries``: attempts after the first for a fetch that fails;
     - ``adapt``: True (default), False, or :class:`~rota.crawl.Adaptive`

@@ -67,12 +67,13 @@ class Frontier:
     def fetch_task_for(self, host: str, rate: float) -> Task[..., dict[str, Any]]:
         """The fetch task with ``host``'s politeness keys: its concurrency
         limit (``per_host``; the store applies the host's level), its rate
-        and its breaker. The concurrency key is the job's fair key."""
+        (with the crawler's burst, or none when a Crawl-delay slowed it) and
+        its breaker. The concurrency key is the job's fair key."""
         assert self.fetch_task is not None
         s = self._settings
         return self.fetch_task.options(
             concurrency=Limit(host, s.per_host),
-            rate=Rate(rate, burst=s.burst, key=host),
+            rate=Rate(rate, burst=s.host_burst(rate), key=host),
             breaker=Breaker(s.breaker.failures, s.breaker.cooldown, key=host),
         )
 

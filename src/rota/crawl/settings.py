@@ -153,6 +153,13 @@ class Settings:
             return self.rate
         return max(_validate.MIN_RATE, min(self.rate, 1.0 / delay))
 
+    def host_burst(self, rate: float) -> int:
+        """The burst of a host whose rate is ``rate`` (from :meth:`host_rate`):
+        the crawler's ``burst``, or 1 when a ``Crawl-delay`` (or
+        ``Request-rate``) slowed it, since that delay is a minimum gap
+        between two requests."""
+        return self.burst if rate >= self.rate else 1
+
     def is_seed(self, url: str) -> bool:
         """Whether ``url`` is one of the seeds (seeds are fetched whatever the scope)."""
         return url in self.seeds
