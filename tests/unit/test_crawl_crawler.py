@@ -5,6 +5,7 @@ a failing callback not retried."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Iterator
 from itertools import pairwise
@@ -17,7 +18,7 @@ import rota.testing
 from crawl_site import HostSpec, Site, Target, serving
 from rota import App, Breaker, Snooze, export
 from rota.crawl import Adaptive, Crawler, Link, Response, TryLater
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, JobTimeout
 from rota.models import JobQuery, JobState
 from rota.testing import run_until_idle
 
@@ -124,6 +125,25 @@ def test_a_robots_txt_that_gave_up_is_not_asked_again_for_a_minute() -> None:
             assert len(site.requests("a")) == asked == 4, "one job: its four attempts"
     assert isinstance(first.value, Snooze) and first.value.seconds >= 60.0
     assert isinstance(again.value, Snooze) and 50.0 <= again.value.seconds <= 90.0
+
+
+def test_a_robots_txt_whose_fetch_gave_up_while_pages_waited_is_held_for_a_minute(
+    app: App,
+) -> None:
+    # a real worker: pages see the robots job retried, then it fails; the
+    # first page to wake after that must not send a new one at once
+    with serving({"a": HostSpec(TREE, robots=[(503, "")])}) as site:
+        crawler = Crawler(app, "down", seeds=[site.url("a")], rate=1000, timeout=1)
+        book = crawler._jobs.robots
+        assert book.task is not None
+        book.task = book.task.options(retries=1, backoff=(2, 2))  # outlasts robots_wait (1 s)
+        crawler.start()
+        with contextlib.suppress(JobTimeout):  # the pages are still snoozing at the end
+            run_until_idle(app, timeout=12)
+        asked = [r.path for r in site.requests("a")]
+    robots_jobs = app.store.list_jobs(JobQuery(task="down.robots")).jobs
+    assert len(robots_jobs) == 1 and robots_jobs[0].state is JobState.FAILED
+    assert asked == ["/robots.txt", "/robots.txt"], "one job, its two attempts, no page"
 
 
 def test_a_fetch_of_a_host_paused_since_its_claim_snoozes_without_asking_it(site: Site) -> None:

@@ -51,6 +51,9 @@ class RobotsBook:
         # origins whose robots job gave up: why, and until when (time.monotonic())
         # no page of theirs sends it again from this process
         self._gave_up: dict[str, tuple[str, float]] = {}
+        # the robots job of each origin whose pages wait for it here: once it
+        # has failed, its unique key is free and a send would make a new one
+        self._waiting_on: dict[str, str] = {}
         self.task: Task[[str], dict[str, Any]] | None = None  # set once registered
 
     def known(self, origin: str) -> Rules | None:
@@ -73,11 +76,7 @@ class RobotsBook:
         known = self.known(origin)
         if known is not None:
             return known
-        with self._lock:
-            why, until = self._gave_up.get(origin, ("", 0.0))
-        if until > time.monotonic():
-            wait = (until - time.monotonic()) * (1.0 + random.random() / 2)
-            raise TryLater(f"robots.txt of {origin} is not read yet: {why}", wait)
+        self._check_hold(origin)
         assert self.task is not None
         handle = self.task.send(origin)
         job = handle.job()
@@ -90,17 +89,49 @@ class RobotsBook:
             job = handle.job()
         store = self.task.app.store
         if job.state is not JobState.SUCCEEDED or not isinstance(job.result, dict):
+            if job.state.finished:  # it gave up: the next try waits for a minute
+                self._hold(origin, job)
+            with self._lock:
+                self._waiting_on[origin] = job.id
             why, wait = _waiting(job, store.now())
-            if job.state.finished:  # it gave up: the next try waits for as long
-                with self._lock:
-                    self._gave_up[origin] = (why, time.monotonic() + wait)
             spread = wait * (1.0 + random.random() / 2)  # the pages do not all wake at once
             raise TryLater(f"robots.txt of {origin} is not read yet: {why}", spread)
+        with self._lock:
+            self._waiting_on.pop(origin, None)
         rules = Rules.from_result(job.result, self._settings.agent)
         left = (job.finished_at or store.now()) + self._settings.robots_ttl - store.now()
         with self._lock:
             self._entries[origin] = _Entry(rules, time.monotonic() + max(1.0, left))
         return rules
+
+    def _check_hold(self, origin: str) -> None:
+        """:class:`TryLater` while ``origin``'s robots job gave up less than
+        a minute ago: the one this process holds for it, or the one its
+        pages last waited for, which has failed since (its unique key is
+        then free, so sending it again would make a new one)."""
+        with self._lock:
+            last = self._waiting_on.pop(origin, None)
+        if last is not None:
+            assert self.task is not None
+            job = self.task.app.store.get_job(last)
+            if job is not None and job.state.finished and job.state is not JobState.SUCCEEDED:
+                self._hold(origin, job)
+        with self._lock:
+            why, until = self._gave_up.get(origin, ("", 0.0))
+        if until > time.monotonic():
+            wait = (until - time.monotonic()) * (1.0 + random.random() / 2)
+            raise TryLater(f"robots.txt of {origin} is not read yet: {why}", wait)
+
+    def _hold(self, origin: str, job: Job) -> None:
+        """Hold ``origin``'s robots.txt for :data:`_WAIT_UNREACHABLE` seconds
+        from the end of ``job``, its robots job that gave up: by the store's
+        clock, so every process that saw the job ends its hold at once."""
+        assert self.task is not None
+        store = self.task.app.store
+        why, wait = _waiting(job, store.now())
+        left = (job.finished_at or store.now()) + wait - store.now()
+        with self._lock:
+            self._gave_up[origin] = (why, time.monotonic() + left)
 
     def fetch(self, origin: str) -> dict[str, Any]:
         """Fetch ``origin``'s robots.txt (the robots job): what to keep for a
