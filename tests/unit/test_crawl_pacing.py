@@ -211,3 +211,16 @@ def test_a_pause_that_starts_while_the_last_resume_job_runs_gets_its_own(app: Ap
     assert not sender.is_alive()
     [job] = resume_jobs(app)
     assert job.id != running.id and job.state is JobState.SCHEDULED
+
+
+def test_an_operators_hold_of_0_outlasts_a_throttle_seen_during_it(app: App) -> None:
+    # rota limits set HOST 0 while a fetch was in flight; its answer is a 429
+    crawler = Crawler(app, "shop", seeds=["http://shop.example:8080/"], per_host=1)
+    app.admin.set_limit(HOST, 0)
+    pause = crawler._jobs.pacer.throttle(HOST, 2.0)
+    assert pause == 2.0
+    assert resume_jobs(app) == [], "no resume job to lift the operator's hold"
+    assert override(app) == 0
+    app.admin.clear_limit(HOST)  # the operator lifts it: the crawler's pauses work again
+    crawler._jobs.pacer.throttle(HOST, 2.0)
+    assert override(app) == 0 and len(resume_jobs(app)) == 1

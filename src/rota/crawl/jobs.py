@@ -251,14 +251,21 @@ class CrawlJobs:
         replaces a pending one (left by a pause ended meanwhile, by hand); a
         throttle during a pause moves the pending one later when it asks for
         longer. A resume job running now has just ended the last pause: this
-        one is sent once it is done."""
+        one is sent once it is done. A host found paused with no resume job
+        pending is held at 0 by hand (``rota limits set HOST 0``): it stays
+        so, with no resume job, until an operator lifts it."""
         store = self.app.store
         until = store.now() + delay
+        had_one = False  # a resume job of the host was pending or running
         for _ in range(_RESUME_TURNS):
             handle = self.resume_task.send_in(delay, host, level, rate)
             if not handle.duplicate:
+                if not started and not had_one:
+                    store.delete([handle.id])  # not due for a second at least
+                    log.info("host %s is held at 0 by hand: the crawler leaves it so", host)
                 return
             job = store.get_job(handle.id)
+            had_one = True
             if job is None or job.state.finished:
                 continue  # it ended meanwhile
             if job.state is JobState.RUNNING:

@@ -17,7 +17,8 @@ again right before it writes one (only when it changes), so a decision
 never lifts a pause set meanwhile by another process. Two processes that
 decide at once write the same or neighbouring levels; the next decision
 starts from what the store holds. The crawler owns the overrides of its
-hosts' keys: a level set by hand is moved by the next change.
+hosts' keys: a level set by hand is moved by the next change, except a
+hold of 0, which no change moves (a throttle then sends no resume job).
 
 The store has no read of one key's limits, so a read is of every key
 (``store.limits()``): its cost grows with the number of keys the store
