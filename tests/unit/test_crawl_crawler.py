@@ -293,6 +293,9 @@ def test_the_crawler_registers_its_tasks_and_its_worker_hooks(app: App) -> None:
     [
         ({"seeds": ["news.example"]}, "a seed must be an absolute http.s. URL, not 'news.example'"),
         ({"seeds": ["ftp://news.example/"]}, "a seed must be an absolute http"),
+        ({"seeds": None}, "seeds takes an absolute http.s. URL or a list of them, not NoneType"),
+        ({"seeds": 5}, "seeds takes an absolute http.s. URL or a list of them, not int 5"),
+        ({"seeds": b"https://news.example/"}, "seeds takes an absolute http.s. URL or a list"),
         ({"per_host": 0}, "per_host must be at least 1"),
         ({"per_host": "2"}, "per_host must be an integer"),
         ({"rate": "fast"}, "rate 'fast' is not valid"),
@@ -332,6 +335,8 @@ def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:
         crawler.parse(match="[")
     with pytest.raises(InvalidArgument, match="parse takes a function"):
         crawler.parse(match="x")("not a function")  # type: ignore[type-var]
+    with pytest.raises(InvalidArgument, match=r"urls takes an absolute http\(s\) URL or a list"):
+        crawler.start(5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match=r"not 'mailto:x@example\.com'"):
         crawler.start(["https://ok.example/", "mailto:x@example.com"])
     assert app.store.queues() == [], "nothing was sent"

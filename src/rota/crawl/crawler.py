@@ -33,7 +33,8 @@ class Crawler:
     the seeds. Pages are fetched by ``site.fetch`` jobs, whose results are
     the items (``rota jobs export --task site.fetch``).
 
-    - ``seeds``: where the crawl starts (absolute http(s) URLs, depth 0);
+    - ``seeds``: where the crawl starts (an absolute http(s) URL, or an
+      iterable of them; depth 0);
     - ``allow`` / ``deny``: regular expressions a followed link must match
       (one of) / must not match (any);
     - ``domains``: host names whose hosts are followed (subdomains too);
@@ -182,7 +183,7 @@ class Crawler:
         seen-set, only the seeds new to it are sent: it holds them for good). Returns the
         admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, before anything is sent."""
-        seeds = self.settings.seeds if urls is None else seed_urls(urls)
+        seeds = self.settings.seeds if urls is None else seed_urls(urls, "urls")
         if not seeds:
             raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
         if self._seen is not None:

@@ -19,10 +19,19 @@ DEFAULT_USER_AGENT = f"rota-crawler/{__version__}"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 
-def seed_urls(seeds: str | Iterable[str]) -> tuple[str, ...]:
-    """Seeds in canonical form, each once; :class:`InvalidArgument` for one
-    that is not an absolute http(s) URL."""
-    items = [seeds] if isinstance(seeds, str) else list(seeds)
+def seed_urls(seeds: str | Iterable[str], what: str = "seeds") -> tuple[str, ...]:
+    """Seeds (one URL or an iterable of them, the argument ``what``) in
+    canonical form, each once; :class:`InvalidArgument` for anything else,
+    or for one that is not an absolute http(s) URL."""
+    if isinstance(seeds, str):
+        items: list[object] = [seeds]
+    elif isinstance(seeds, Iterable) and not isinstance(seeds, bytes | bytearray | dict):
+        items = list(seeds)
+    else:
+        raise InvalidArgument(
+            f"{what} takes an absolute http(s) URL or a list of them, not "
+            f"{type(seeds).__name__} {seeds!r}"
+        )
     found: dict[str, None] = {}
     for item in items:
         url = canonical(item) if isinstance(item, str) else None
