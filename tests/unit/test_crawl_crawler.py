@@ -342,8 +342,24 @@ def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:
     assert app.store.queues() == [], "nothing was sent"
 
 
+def test_start_refuses_urls_whose_links_the_crawl_would_not_follow(app: App) -> None:
+    crawler = Crawler(app, "news", seeds=["https://news.example/"])
+    message = (
+        r"urls: https://elsewhere\.example/a is outside crawl 'news': its host "
+        r"elsewhere\.example is not a seed's, nor under domains=.*add a URL of the host to seeds="
+    )
+    with pytest.raises(InvalidArgument, match=message):
+        crawler.start(["https://news.example/b", "https://elsewhere.example/a"])
+    assert app.store.queues() == [], "nothing was sent"
+    assert len(crawler.start(["https://news.example:443/b"])) == 1, "a seed's host: in scope"
+    wide = Crawler(app, "wide", domains=["example.org"])
+    assert len(wide.start(["https://www.example.org/"])) == 1, "under domains=: in scope"
+    with pytest.raises(InvalidArgument, match="has no seeds: pass seeds= to Crawler"):
+        wide.start()
+
+
 def test_many_seeds_go_out_in_admit_jobs_of_at_most_500_urls_each(app: App) -> None:
-    crawler = Crawler(app, "big")
+    crawler = Crawler(app, "big", domains=["big.example", "other.example"])
     seeds = [f"https://big.example/item/{n}" for n in range(1200)]
     handles = crawler.start([*seeds, "https://other.example/"])
     jobs = [handle.job() for handle in handles]

@@ -13,7 +13,7 @@ from rota.crawl.jobs import Callback, CrawlJobs
 from rota.crawl.response import Response
 from rota.crawl.seen import SeenFilter, SeenSet
 from rota.crawl.settings import DEFAULT_MAX_BYTES, DEFAULT_USER_AGENT, Settings, seed_urls
-from rota.crawl.urls import origin
+from rota.crawl.urls import host_key, origin
 from rota.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -182,10 +182,14 @@ class Crawler:
         again after the age), so starting twice is harmless (with a
         seen-set, only the seeds new to it are sent: it holds them for good). Returns the
         admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
-        absolute http(s) URL, before anything is sent."""
-        seeds = self.settings.seeds if urls is None else seed_urls(urls, "urls")
+        absolute http(s) URL, or whose host is outside the crawl's scope (not
+        a seed's host, nor under ``domains``), before anything is sent."""
+        seeds = self.settings.seeds if urls is None else self._in_scope(seed_urls(urls, "urls"))
         if not seeds:
-            raise InvalidArgument(f"crawler {self.name!r} has no seeds: pass start(urls=[...])")
+            raise InvalidArgument(
+                f"crawler {self.name!r} has no seeds: pass seeds= to Crawler (or domains=, "
+                "then start(urls=[...]))"
+            )
         if self._seen is not None:
             seeds = tuple(self._seen.new(seeds))
         by_origin: dict[str, list[tuple[str, int, int]]] = {}
@@ -193,6 +197,20 @@ class Crawler:
             by_origin.setdefault(origin(url), []).append((url, 0, 0))
         frontier = self._jobs.frontier
         return [handle for key, pairs in by_origin.items() for handle in frontier.admit(key, pairs)]
+
+    def _in_scope(self, urls: tuple[str, ...]) -> tuple[str, ...]:
+        """``urls``, each of a host in the crawl's scope (a seed's host, or
+        under ``domains``); :class:`InvalidArgument` for the first that is not,
+        whose links the crawl would never follow."""
+        scope = self.settings.scope
+        for url in urls:
+            if not scope.takes_host(url):
+                raise InvalidArgument(
+                    f"urls: {url} is outside crawl {self.name!r}: its host {host_key(url)} is "
+                    "not a seed's, nor under domains=, so none of its links would be followed; "
+                    "add a URL of the host to seeds= (or its domain to domains=)"
+                )
+        return urls
 
 
 _JOBS = ("fetch", "admit", "recrawl", "robots", "resume")

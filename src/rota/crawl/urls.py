@@ -142,13 +142,17 @@ class Scope:
 
     def refusal(self, url: str) -> str | None:
         """Why the canonical ``url`` is not followed, or None when it is."""
-        if not self._host_allowed(url):
+        if not self.takes_host(url):
             return "its host is outside the crawl"
         if any(p.search(url) for p in self.deny):
             return "it matches a deny pattern"
         if self.allow and not any(p.search(url) for p in self.allow):
             return "it matches no allow pattern"
         return None
+
+    def takes_host(self, url: str) -> bool:
+        """Whether the host of the canonical ``url`` is in the crawl."""
+        return self._host_allowed(url)
 
     def follows(self, url: str) -> bool:
         """Whether the canonical ``url`` is in the crawl."""
