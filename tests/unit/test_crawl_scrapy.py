@@ -157,6 +157,23 @@ def test_settings_name_the_scheduler_dupefilter_and_middleware() -> None:
     assert "ROTA_URL" not in settings() and "ROTA_RATE" not in settings()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"per_host": 0}, "per_host must be at least 1"),
+        ({"per_host": "2"}, "per_host must be an integer"),
+        ({"rate": "fast"}, "rate 'fast' is not valid"),
+        ({"burst": 0}, "burst must be at least 1"),
+        ({"lease": 0}, "lease must be above 0"),
+        ({"url": "notaurl"}, "store URL 'notaurl' has no scheme"),
+        ({"name": ""}, "name must be a non-empty string"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_argument(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        settings(**kwargs)
+
+
 def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:
     dupes = DupeFilter.from_crawler(get_crawler(Shop, {"ROTA_DUPEFILTER_SIZE": 2}))
     a, b, c = (scrapy.Request(f"http://example.com/{n}") for n in "abc")

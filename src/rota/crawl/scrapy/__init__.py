@@ -24,10 +24,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from typing import Any
 
+from rota import Rate, _validate
+from rota._time import parse_duration
 from rota.crawl.scrapy.frontier import host_of
 from rota.crawl.scrapy.middleware import Finish
 from rota.crawl.scrapy.scheduler import DupeFilter, Scheduler
 from rota.crawl.scrapy.stored import UnstorableRequest
+from rota.stores import check_url
 
 __all__ = ["DupeFilter", "Finish", "Scheduler", "UnstorableRequest", "host_of", "settings"]
 
@@ -46,7 +49,10 @@ def settings(
     ``sqlite:///rota.db``): at most ``per_host`` requests of a host at once
     and ``rate`` a second (bursts of ``burst``) across every process, a
     claim's lease of ``lease`` seconds. ``name`` is the crawl's (the
-    spider's name by default): processes that share it share a frontier."""
+    spider's name by default): processes that share it share a frontier.
+    A bad argument raises :class:`~rota.errors.InvalidArgument` naming it,
+    here rather than inside Scrapy."""
+    _check(url, name, per_host, rate, burst, lease)
     values: dict[str, Any] = {
         "SCHEDULER": "rota.crawl.scrapy.Scheduler",
         "DUPEFILTER_CLASS": "rota.crawl.scrapy.DupeFilter",
@@ -63,3 +69,24 @@ def settings(
     if rate is not None:
         values["ROTA_RATE"] = rate
     return values
+
+
+def _check(
+    url: str | None,
+    name: str | None,
+    per_host: int,
+    rate: float | str | None,
+    burst: int,
+    lease: float,
+) -> None:
+    """Refuse a bad argument of :func:`settings` with the validators a
+    :class:`~rota.crawl.Crawler` and an :class:`~rota.App` use."""
+    if url is not None:
+        check_url(url)
+    if name is not None:
+        _validate.name(name, "name")
+    _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
+    _validate.integer(burst, "burst", 1, _validate.MAX_LIMIT)
+    if rate is not None:
+        Rate(rate, burst=burst)
+    parse_duration(lease, what="lease", positive=True)
