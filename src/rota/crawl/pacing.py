@@ -90,8 +90,9 @@ class Pacer:
 
     def throttle(self, host: str, retry_after: float | None, rate: float | None = None) -> float:
         """Pause ``host`` (it answered 429 or 503) for as long as it asked, or
-        for a pause that doubles with each throttle in a row; returns the
-        pause in seconds. The resume job brings it back at half its level
+        for a pause that doubles with each throttle in a row, never longer
+        than ``max_pause`` (:func:`rota.crawl.adapt.pause_seconds`); returns
+        the pause in seconds. The resume job brings it back at half its level
         (at its ceiling without adaptation). A host already paused stays so
         until the later of the two pauses' ends."""
         with self._lock:
