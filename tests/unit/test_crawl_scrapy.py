@@ -134,6 +134,7 @@ def test_a_callback_the_spider_no_longer_has_cannot_be_rebuilt() -> None:
         ("https://example.com:8443/", "example.com:8443"),
         ("http://127.0.0.1:8731/p1", "127.0.0.1:8731"),
         ("http://[::1]:8080/", "[::1]:8080"),
+        ("http://example.com./a", "example.com"),
     ],
 )
 def test_host_keys_are_the_crawl_kits(url: str, key: str) -> None:

@@ -22,6 +22,9 @@ from rota.errors import InvalidArgument
         ("http://bücher.example/p", "http://xn--bcher-kva.example/p"),
         ("http://[::1]:80/x", "http://[::1]/x"),
         ("  http://example.com/a  ", "http://example.com/a"),
+        # the fully qualified name's trailing dot: the same host
+        ("http://example.com./a", "http://example.com/a"),
+        ("https://Example.COM.:8443/", "https://example.com:8443/"),
         # a port that is not the scheme's default stays
         ("http://example.com:8080/", "http://example.com:8080/"),
         ("https://example.com:80/", "https://example.com:80/"),
@@ -38,6 +41,7 @@ def test_equivalent_urls_have_one_canonical_form(given: str, expected: str) -> N
         "ftp://example.com/file",
         "mailto:someone@example.com",
         "javascript:alert(1)",
+        "http://./",
         "http:///no-host",
         "/relative/path",
         "http://user:secret@example.com/",  # credentials are never followed

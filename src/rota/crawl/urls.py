@@ -2,9 +2,9 @@
 
 Pure functions: no I/O. Canonicalisation is w3lib's (query arguments
 sorted, percent-encoding normalised, the fragment dropped, the host
-lowercased and IDNA-encoded), plus the scheme's default port dropped, so
-``HTTP://Example.com:80/a?b=2&a=1#top`` and ``http://example.com/a?a=1&b=2``
-are one page, fetched once.
+lowercased and IDNA-encoded), plus the scheme's default port and the
+host's trailing dot dropped, so ``HTTP://Example.com.:80/a?b=2&a=1#top``
+and ``http://example.com/a?a=1&b=2`` are one page, fetched once.
 """
 
 from __future__ import annotations
@@ -45,10 +45,12 @@ def canonical(url: str) -> str | None:
         port = parts.port
     except ValueError:
         return None
-    netloc = parts.netloc
-    if port == _DEFAULT_PORTS[parts.scheme]:
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
+    host = (parts.hostname or "").rstrip(".")  # "example.com." is example.com
+    if not host:
+        return None
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        netloc = f"{netloc}:{port}"
     text = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
     return text if len(text) <= MAX_URL_LENGTH else None
 

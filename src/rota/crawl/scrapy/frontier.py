@@ -64,10 +64,10 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def host_of(url: str) -> str:
     """The politeness key of ``url``, as the crawl kit makes it: the host,
-    lowercased, with its port unless that is the scheme's default
-    (``example.com``, ``127.0.0.1:8001``)."""
+    lowercased and without a trailing dot, with its port unless that is the
+    scheme's default (``example.com``, ``127.0.0.1:8001``)."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    host = (parts.hostname or "").lower().rstrip(".")
     if ":" in host:  # an IPv6 address
         host = f"[{host}]"
     if parts.port is None or DEFAULT_PORTS.get(parts.scheme) == parts.port:
