@@ -1,4 +1,4 @@
-"""Stop signals (SIGTERM, SIGINT) as requests the main thread waits for.
+"""Stop signals (SIGTERM, SIGINT, SIGHUP) as requests the main thread waits for.
 
 Python runs a signal handler in the main thread between two bytecodes,
 wherever that thread is: also inside the locked section of the
@@ -37,9 +37,13 @@ class StopSignals:
         self._inbox: queue.SimpleQueue[int | None] = queue.SimpleQueue()
 
     def install(self) -> None:
-        """Take SIGTERM and SIGINT from now on (from the main thread only)."""
+        """Take SIGTERM and SIGINT from now on (from the main thread only), and
+        SIGHUP (the terminal or SSH session closed), unless it is ignored, as
+        ``nohup`` has it."""
         signal.signal(signal.SIGTERM, self._handle)
         signal.signal(signal.SIGINT, self._handle)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, self._handle)
 
     def is_set(self) -> bool:
         """Whether a stop signal was received."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import wait_for
-from procs import Processes
+from procs import ROTA, Processes
 from rota import App, JobFailed
 from rota.models import JobState
 from rota.stores import Store
@@ -171,6 +171,27 @@ def test_a_second_signal_exits_at_once_and_the_lease_brings_the_job_back(
     start_worker(processes, app_path, url)
     wait_for(lambda: job.job().lost == 1, timeout=30, what="the lost attempt to be recovered")
     assert job.job().history[0]["event"] == "lost"
+
+
+def test_a_hang_up_drains_the_worker_unless_it_runs_under_nohup(
+    url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    """SIGHUP (its terminal closed) is a stop request, as SIGTERM: the running
+    job is released, not left to its lease; under ``nohup`` it is ignored."""
+    worker = start_worker(processes, app_path, url, "--grace", "0.2")
+    job = sender.tasks["hang"].options(timeout=None).send(HANG_LONG)
+    wait_for(lambda: job.status() == "running", timeout=30, what="the job to start")
+    os.kill(worker.pid, signal.SIGHUP)
+    assert worker.wait(20) == 0
+    assert "signal 1: finishing running jobs" in processes.output(worker)
+    assert (job.status(), job.job().lost) == ("queued", 0)  # released, no attempt lost
+    ignoring = processes.command(
+        "nohup", ROTA, "worker", app_path("modes"), "--url", url, "--queues", "nothing"
+    )
+    wait_for(lambda: "started" in processes.output(ignoring), timeout=30, what="the start")
+    os.kill(ignoring.pid, signal.SIGHUP)
+    with pytest.raises(subprocess.TimeoutExpired):
+        ignoring.wait(1.0)  # (an event that must not come: a bounded wait for it)
 
 
 def test_processes_mode_children_run_the_worker_hooks(

@@ -3,6 +3,7 @@ the text format writes the time as ``logging.Formatter`` does."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import threading
@@ -119,3 +120,26 @@ def test_the_text_format_writes_what_logging_formatter_writes() -> None:
         record.created = start + offset
         record.msecs = int(offset % 1 * 1000) + 0.0
         assert ours.format(record) == standard.format(record)
+
+
+def test_a_job_that_failed_for_good_is_a_warning_and_a_retry_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``rota worker -q`` logs warnings: it still shows jobs that failed."""
+    from rota.models import ClaimedJob, Outcome
+
+    job = ClaimedJob(
+        id="j1", task="boom", queue="default", payload=b"{}", attempt=2, max_attempts=2,
+        lost=0, token="tok", lease=30.0, timeout=None, enqueued_at=0.0, run_at=0.0,
+        started_at=0.0,
+    )  # fmt: skip
+    caplog.set_level(logging.WARNING, logger="rota.worker")
+    joblog.report(job, Outcome("j1", "tok", False, error="ValueError: boom"), 0.01)
+    [record] = caplog.records
+    assert (record.levelno, record.levelname) == (logging.WARNING, "WARNING")
+    assert record.getMessage() == "boom j1 attempt 2 failed in 10 ms: ValueError: boom"
+    caplog.clear()
+    first = dataclasses.replace(job, attempt=1)
+    joblog.report(first, Outcome("j1", "tok", False, error="ValueError", retry_in=1.0), 0.01)
+    joblog.report(job, Outcome("j1", "tok", True), 0.01)
+    assert caplog.records == []  # a retry and a success are info lines

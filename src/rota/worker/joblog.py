@@ -1,6 +1,7 @@
 """What a worker says about each finished job, and its JSON log format.
 
-One line per finished attempt, at info level on the ``rota.worker`` logger:
+One line per finished attempt on the ``rota.worker`` logger, at info level
+but for a job that failed for good (no retry follows), at warning level:
 task, job id, attempt, duration and outcome (the job's state as the store
 ended it: a job the store was asking to cancel is ``cancelled``, whatever
 its task returned); a failure adds the first line of its error, a retry
@@ -58,9 +59,10 @@ def outcome_name(job: ClaimedJob, outcome: Outcome, cancelled: bool = False) -> 
 def report(job: ClaimedJob, outcome: Outcome, seconds: float, *, cancelled: bool = False) -> None:
     """Log the line of one finished attempt that took ``seconds``; ``cancelled``:
     the store was asking to cancel the job (see :func:`outcome_name`)."""
-    if not log.isEnabledFor(logging.INFO):
-        return
     name = outcome_name(job, outcome, cancelled)
+    level = logging.WARNING if name == "failed" else logging.INFO
+    if not log.isEnabledFor(level):
+        return
     ms = round(seconds * 1000.0, 1)
     failed = not outcome.ok and not cancelled
     error = (outcome.error or "").split("\n", 1)[0] if failed else None
@@ -80,21 +82,21 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float, *, cancelled: bool
         "error": error,
         "retry_in": retry_in,
     }
-    log.handle(_record(text, fields))
+    log.handle(_record(text, fields, level))
 
 
 _made = threading.local()  # per thread: (process id, a record's attributes)
 
 
-def _record(text: str, fields: dict[str, Any]) -> logging.LogRecord:
-    """The record of a job line, as ``Logger.makeRecord`` would make it (the
+def _record(text: str, fields: dict[str, Any], level: int = logging.INFO) -> logging.LogRecord:
+    """The record of a job line at ``level``, as ``Logger.makeRecord`` would make it (the
     logger's look-up of the calling line skipped), at under half the cost:
     what stays the same within a thread of one process (its name and id,
     the process's, the source) is copied from a record made once; the time,
     the message and ``fields`` are the line's own. With a record factory of
     the application's, the factory makes every record."""
     if logging.getLogRecordFactory() is not logging.LogRecord:
-        return log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None, extra=fields)
+        return log.makeRecord(log.name, level, __file__, 0, text, (), None, extra=fields)
     pid = os.getpid()
     made = getattr(_made, "base", None)
     if made is None or made[0] != pid:  # new in this thread, or a forked child
@@ -105,6 +107,8 @@ def _record(text: str, fields: dict[str, Any]) -> logging.LogRecord:
     record = logging.LogRecord.__new__(logging.LogRecord)
     record.__dict__ = base | fields
     record.msg = text
+    if level != logging.INFO:
+        record.levelno, record.levelname = level, logging.getLevelName(level)
     record.created = now
     record.msecs = int((now - int(now)) * 1000) + 0.0
     record.relativeCreated = base["relativeCreated"] + (now - base["created"]) * 1000

@@ -102,6 +102,9 @@ _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: backoff again (a new outage), not after the last one's.
 _QUIET_RUN = 60.0
 _RETENTION_EVERY = 60.0
+#: Jobs one retention pass removes at most (one store transaction); a pass
+#: that removed that many is followed by another on the reaper's next turn.
+_PURGE_BATCH = 10_000
 #: Seconds a stopping worker's store calls may go on past its grace (or past
 #: the stop of its commands, when that took longer): see the module docstring.
 STOP_MARGIN = 3.0
@@ -216,6 +219,7 @@ class Worker:
         #: Whether the latest claim brought fewer jobs than it asked for (none yet:
         #: False, so that peers do not wait for a worker still starting).
         self._claimed_short = False
+        self._claim_failures = 0  # claims failed in a row: an outage is logged once
         #: Claimed jobs not ended yet, by :func:`_claim_of`.
         self._inflight: dict[tuple[str, str], _Inflight] = {}
         #: Jobs whose attempt ended and whose outcome the store has not yet
@@ -342,9 +346,14 @@ class Worker:
             self._stopping.wait(1.0)
             return []
         except Exception:
-            log.exception("claim failed; retrying shortly")
+            self._claim_failures += 1
+            if self._claim_failures == 1:  # an outage is told once, and its end
+                log.exception("claim failed; retrying every second")
             self._stopping.wait(1.0)
             return []
+        if self._claim_failures:
+            log.warning("claims work again, after %d failed", self._claim_failures)
+            self._claim_failures = 0
         self._claimed_short = len(jobs) < free
         if jobs and self.holding_back:  # claimed for us as the gate closed: not ours to run
             self.app.store.release([LeaseRef(j.id, j.token) for j in jobs])
@@ -690,9 +699,10 @@ class Worker:
                     "recovered %d job(s) whose worker stopped renewing its lease", len(recovered)
                 )
             if time.monotonic() - last_retention > _RETENTION_EVERY:
-                store.purge_finished(self.app.retention)
+                purged = store.purge_finished(self.app.retention, _PURGE_BATCH)
                 store.purge_audit(self.app.audit_retention)
-                last_retention = time.monotonic()
+                # a full batch leaves more to purge: on the next turn, in seconds
+                last_retention = -math.inf if purged >= _PURGE_BATCH else time.monotonic()
 
     def _start_scheduler(self) -> None:
         from rota.scheduling.scheduler import Scheduler
