@@ -55,6 +55,15 @@ _LOST = frozenset({2002, 2003, 2006, 2013, 2055, 1053, 1927, 4031, 1040})
 _SERVER_LOST = 2013  # CR_SERVER_LOST: the connection went away during a statement
 #: The database the URL names does not exist.
 NO_DATABASE = 1049
+#: The server refused the connection the database (that may not exist).
+_NO_ACCESS = 1044
+#: A table the statement names does not exist.
+_NO_TABLE = 1146
+#: The server refused a statement because it is read-only (1290: --read-only,
+#: 1792: a read-only transaction) or for want of a right: on a database
+#: (1044), a table (1142) or a column (1143), or a privilege such as SUPER (1227).
+_READ_ONLY = frozenset({1290, 1792})
+_DENIED = frozenset({1044, 1142, 1143, 1227}) | _READ_ONLY
 #: A database name rota accepts: letters, digits and underscores.
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
@@ -542,23 +551,48 @@ class MySQLConnections(Database):
     # -- schema ------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        """Bring the database to the newest schema, under a named lock of the
-        server: processes starting at once wait for the first one's
-        migration. The database is created first if it does not exist."""
+        """Bring the database to the newest schema. What it holds is read
+        first, and nothing more is done when nothing is missing: a user that
+        may only read and write rows uses a database its owner migrated.
+        Otherwise the database is created if it does not exist, and the
+        migrations run under a named lock of the server: processes starting
+        at once wait for the first one's migration."""
         try:
             try:
                 conn = self._pool.take()
             except MySQLdb.OperationalError as exc:
+                if error_code(exc) == _NO_ACCESS:
+                    raise self._no_access(exc) from None
                 if error_code(exc) != NO_DATABASE:
                     raise
                 self._create_database()
                 conn = self._pool.take()
             try:
-                self._migrate_on(MySQLTx(conn))
+                tx = MySQLTx(conn)
+                version = self._applied(tx)
+                if version is None or version < _newest_version():
+                    self._migrate_on(tx)
             finally:
                 self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
+
+    def _applied(self, tx: MySQLTx) -> int | None:
+        """The newest migration applied to the database; None when it has no
+        rota tables. Read without changing anything."""
+        try:
+            return int(tx.execute("schema_version").fetchone()[0])
+        except MySQLdb.Error as exc:
+            if error_code(exc) == _NO_TABLE:
+                return None
+            if error_code(exc) in _DENIED:
+                database, user = self._connect_args["database"], self._connect_args["user"]
+                raise StoreError(
+                    f"the MySQL store at {self.where}: user {user} may not use rota's tables "
+                    f"in database {database}: GRANT SELECT, INSERT, UPDATE, DELETE ON "
+                    f"{database}.* TO the user (the server said: {exc})"
+                ) from None
+            raise
 
     def _migrate_on(self, tx: MySQLTx) -> None:
         collation = _collation(tx.execute("server").fetchone()[0], self.where)
@@ -567,15 +601,24 @@ class MySQLConnections(Database):
                 f"the MySQL store at {self.where}: another process held the migration lock "
                 "for 120 s"
             )
+        version = None
         try:
-            tx.execute("create_versions")
-            version = int(tx.execute("schema_version").fetchone()[0])
+            version = self._applied(tx)  # again, under the lock
+            if version is None:
+                tx.execute("create_versions")
             for number, script in migrations("rota.stores.mysql"):
-                if number > version:
+                if number > (version or 0):
                     for statement in _STATEMENT_END.split(script.format(collation=collation)):
                         if statement.strip():
                             _apply(tx, statement)
                     tx.execute("record_version", (number,))
+        except MySQLdb.Error as exc:
+            if error_code(exc) not in _DENIED:
+                raise
+            tried = "to create its tables"
+            if version is not None:
+                tried = f"to migrate its tables from version {version} to {_newest_version()}"
+            raise self._cannot_migrate(tried, "to create, alter and index tables", exc) from None
         finally:
             tx.execute("migration_unlock")
 
@@ -585,9 +628,42 @@ class MySQLConnections(Database):
             tx = MySQLTx(conn)
             collation = _collation(tx.execute("server").fetchone()[0], self.where)
             database = self._connect_args["database"]  # checked: letters, digits, _
-            tx.run(Q["create_database"].format(database=database, collation=collation))
+            try:
+                tx.run(Q["create_database"].format(database=database, collation=collation))
+            except MySQLdb.Error as exc:
+                if error_code(exc) not in _DENIED:
+                    raise
+                raise self._cannot_migrate("to create it", "to create databases", exc) from None
         finally:
             close_quietly(conn)
+
+    def _no_access(self, exc: Exception) -> StoreError:
+        """The error of a connection the server refused the database to (it
+        says so too of a database that does not exist, to a user who may not
+        create it)."""
+        database, user = self._connect_args["database"], self._connect_args["user"]
+        return StoreError(
+            f"the MySQL store at {self.where}: user {user} may not use database {database}, "
+            f"or it does not exist and the user may not create it: let an administrator "
+            f"create it (CREATE DATABASE {database}) and GRANT ALL ON {database}.* TO the "
+            f"user, or open the store once as a user that may (a worker or `rota send` with "
+            f"its URL does) and GRANT SELECT, INSERT, UPDATE, DELETE ON {database}.* TO the "
+            f"user (the server said: {exc})"
+        )
+
+    def _cannot_migrate(self, tried: str, right: str, exc: Exception) -> StoreError:
+        """The error of a creation or migration the server refused: what rota
+        tried, what was missing, and how to get the database migrated."""
+        database, user = self._connect_args["database"], self._connect_args["user"]
+        missing = f"user {user} lacks the right {right}"
+        if error_code(exc) in _READ_ONLY:
+            missing = "the server is read-only"
+        return StoreError(
+            f"the MySQL store at {self.where}: rota tried {tried} (database {database}), "
+            f"and {missing}: open the store once as a user that may (a worker or `rota send` "
+            f"with its URL does), or let an administrator GRANT ALL ON {database}.* TO the "
+            f"user (the server said: {exc})"
+        )
 
     def close(self) -> None:
         """Close the pool's idle connections."""
@@ -622,3 +698,8 @@ def _collation(version: str, where: str) -> str:
     if numbers < (8, 0, 17):
         raise StoreError(f"the MySQL store at {where} needs MySQL 8.0.17 or newer: {version}")
     return "utf8mb4_0900_bin"
+
+
+def _newest_version() -> int:
+    """The newest migration this release ships."""
+    return migrations("rota.stores.mysql")[-1][0]

@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import psycopg
 import psycopg_pool
@@ -69,6 +69,22 @@ _ATTEMPTS = 8
 #: Who rota's connections say they are (pg_stat_activity.application_name),
 #: unless the URL or PGAPPNAME names them.
 _NAME = "rota"
+
+
+class _Applied(NamedTuple):
+    """What a schema holds of rota's, and who asked."""
+
+    #: Whether the schema exists.
+    schema_exists: bool
+    #: The newest migration applied; None: the schema has no rota tables.
+    version: int | None
+    #: The role the store's connections act as.
+    role: str
+
+
+def _newest_version() -> int:
+    """The newest migration this release ships."""
+    return migrations("rota.stores.postgres")[-1][0]
 
 
 def store_error(exc: BaseException, where: str) -> StoreError:
@@ -553,23 +569,92 @@ class PgConnections(Database):
     # -- schema ------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        """Bring the schema to the newest version, in one transaction under an
-        advisory lock: processes starting at once wait for the first one's
-        migration. (Not pipelined: a migration script holds many statements.)"""
+        """Bring the schema to the newest version. What it holds is read
+        first, and nothing more is done when nothing is missing: a role that
+        may only read and write rows (or a hot standby) uses a schema that an
+        owner migrated. Otherwise the migrations run in one transaction under
+        an advisory lock, so processes starting at once wait for the first
+        one's. (Not pipelined: a migration script holds many statements.)"""
+        try:
+            with self._pool.connection() as conn:
+                applied = self._applied(conn)
+            if applied.version is None or applied.version < _newest_version():
+                self._apply_migrations(applied)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise store_error(exc, self.where) from exc
+
+    def _applied(self, conn: psycopg.Connection[Any]) -> _Applied:
+        """What the schema holds of rota's, read without changing anything."""
+        exists, has_versions, role = conn.execute(
+            Q["schema_state"], {"schema": self.schema}
+        ).fetchone()  # type: ignore[misc]
+        if not has_versions:
+            return _Applied(exists, None, role)
+        try:
+            row = conn.execute(Q["schema_version"].format(schema=self.schema)).fetchone()
+        except pg_errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"the PostgreSQL store at {self.where}: role {role} may not use rota's tables "
+                f"in schema {self.schema}: GRANT USAGE ON SCHEMA {self.schema} TO {role}, and "
+                f"SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {self.schema} TO "
+                f"{role} (PostgreSQL said: {exc})"
+            ) from None
+        return _Applied(exists, int(row[0]) if row else 0, role)
+
+    def _apply_migrations(self, found: _Applied) -> None:
+        """Create what is missing of the schema (``found``, read before the
+        lock: read again under it) and apply the newer migrations."""
         schema = {"schema": self.schema}
+        applied = found
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute(Q["migration_lock"], (self.schema,))
-                conn.execute(Q["create_schema"].format(**schema))
-                conn.execute(Q["create_versions"].format(**schema))
-                row = conn.execute(Q["schema_version"].format(**schema)).fetchone()
-                version = int(row[0]) if row else 0
+                applied = self._applied(conn)
+                if not applied.schema_exists:
+                    conn.execute(Q["create_schema"].format(**schema))
+                if applied.version is None:
+                    conn.execute(Q["create_versions"].format(**schema))
                 for number, script in migrations("rota.stores.postgres"):
-                    if number > version:
+                    if number > (applied.version or 0):
                         conn.execute(script)
                         conn.execute(Q["record_version"].format(**schema), (number,))
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise store_error(exc, self.where) from exc
+        except (pg_errors.InsufficientPrivilege, pg_errors.ReadOnlySqlTransaction) as exc:
+            raise self._cannot_migrate(applied, exc) from None
+
+    def _cannot_migrate(self, applied: _Applied, exc: psycopg.Error) -> StoreError:
+        """The error of a migration the server refused: what rota tried, the
+        right that was missing, and how to get the schema migrated."""
+        schema, role, database = self.schema, applied.role, self.dbname
+        once = "a worker or `rota send` with its URL does"
+        if not applied.schema_exists:
+            tried = f"to create schema {schema} in database {database}"
+            missing = f"role {role} lacks the CREATE right on database {database}"
+            fix = (
+                f"let an administrator create the schema for the role (CREATE SCHEMA {schema} "
+                f"AUTHORIZATION {role}), or open the store once as a role that may create it "
+                f"({once})"
+            )
+        elif applied.version is None:
+            tried = f"to create the tables of schema {schema}"
+            missing = f"role {role} lacks the CREATE right on schema {schema}"
+            fix = (
+                f"open the store once as the schema's owner ({once}), or GRANT CREATE ON "
+                f"SCHEMA {schema} TO {role}"
+            )
+        else:
+            tried = (
+                f"to migrate the tables of schema {schema} from version {applied.version} to "
+                f"{_newest_version()}"
+            )
+            missing = f"role {role} may not alter them (only their owner may)"
+            fix = f"open the store once as the owner of its tables ({once})"
+        if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+            missing = "the server is read-only (a hot standby, or default_transaction_read_only)"
+            fix = f"open the store once on the primary ({once}); a standby serves it as a read URL"
+        return StoreError(
+            f"the PostgreSQL store at {self.where}: rota tried {tried}, and {missing}: {fix} "
+            f"(PostgreSQL said: {str(exc).strip()})"
+        )
 
     def close(self) -> None:
         """Close the pools and stop listening for wake-ups."""

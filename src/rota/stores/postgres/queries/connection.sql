@@ -13,6 +13,15 @@ SELECT set_config('rota.now', extract(epoch FROM clock_timestamp())::text, true)
 -- name: migration_lock
 SELECT pg_advisory_xact_lock(hashtext('rota migrations'), hashtext(%s))
 
+-- name: schema_state
+-- Whether the schema exists, and whether it has rota's schema_versions table:
+-- read from the catalog, which every role may read (a plain SELECT on the
+-- table fails when the schema is missing, or when the role may not use it).
+SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = %(schema)s),
+       EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = %(schema)s AND c.relname = 'schema_versions'),
+       current_user
+
 -- name: create_schema
 CREATE SCHEMA IF NOT EXISTS {schema}
 
