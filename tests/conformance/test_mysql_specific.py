@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 MySQLdb = pytest.importorskip("MySQLdb")
 
 from backends import MYSQL_URL, drop_store, mysql_execute, store_url  # noqa: E402
 from conformance.support import claim, enqueue_one, new_job, worker_info  # noqa: E402
 from helpers import wait_for  # noqa: E402
+from rota.cli import main  # noqa: E402
 from rota.errors import InvalidArgument, StoreError, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
@@ -97,6 +99,41 @@ def test_a_missing_database_is_created_and_migrated() -> None:
         assert server_rows(url, "SELECT version FROM schema_versions") == SHIPPED
     finally:
         drop_store("mysql", url)
+
+
+#: Commands that only read or steer what is in a store.
+READ_ONLY_COMMANDS = [["status"], ["jobs", "list"], ["queues", "list"], ["schedules", "list"]]
+
+
+@pytest.mark.parametrize("command", READ_ONLY_COMMANDS)
+def test_read_only_commands_refuse_a_missing_database_and_create_nothing(
+    command: list[str],
+) -> None:
+    database = f"rota_test_missing_{uuid.uuid4().hex[:12]}"
+    url = f"{MYSQL_URL}/{database}"
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["--url", url, *command])
+    try:
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(
+            f"Error: no MySQL store at 127.0.0.1:3306/{database} (the database does not "
+            "exist): check --url and ROTA_URL; a worker or `rota send` creates it"
+        )
+        assert server_rows(f"{MYSQL_URL}/mysql", f"SHOW DATABASES LIKE '{database}'") == []
+    finally:
+        drop_store("mysql", url)
+
+
+def test_read_only_commands_refuse_a_database_without_rota_tables(my_url: str) -> None:
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["--url", my_url, "status"])
+    assert result.exit_code == 1, result.output
+    assert "(the database has no rota tables)" in result.stderr
+    assert server_rows(my_url, "SHOW TABLES") == []
+
+
+def test_read_only_commands_read_a_store_that_exists(my_url: str) -> None:
+    open_store(my_url).close()
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["--url", my_url, "jobs", "list"])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_migration_cut_short_after_its_statements_is_finished_by_the_next_start(

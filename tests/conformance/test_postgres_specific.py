@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -22,6 +23,7 @@ from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E4
 from conformance.support import claim, enqueue_one, new_job, schedule  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
+from rota.cli import main  # noqa: E402
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
@@ -292,6 +294,31 @@ def test_apps_in_two_schemas_of_one_database_see_only_their_own_jobs(
     finally:
         other.close()
         drop_store("postgres", other_url)
+
+
+#: Commands that only read or steer what is in a store.
+READ_ONLY_COMMANDS = [["status"], ["jobs", "list"], ["queues", "list"], ["schedules", "list"]]
+
+
+@pytest.mark.parametrize("command", READ_ONLY_COMMANDS)
+def test_read_only_commands_refuse_a_schema_without_a_store_and_create_nothing(
+    pg_url: str, command: list[str]
+) -> None:
+    schema = pg_url.split("schema=", 1)[1]
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["--url", pg_url, *command])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(
+        f"Error: no PostgreSQL store in schema {schema} at 127.0.0.1:5432/postgres (the "
+        "schema does not exist): check --url, ROTA_URL and the URL's schema= option; "
+        "a worker or `rota send` creates it"
+    )
+    assert pg_execute(pg_url, "SELECT FROM pg_namespace WHERE nspname = %s", (schema,)) == 0
+
+
+def test_read_only_commands_read_a_store_that_exists(pg_url: str) -> None:
+    open_store(pg_url).close()
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["--url", pg_url, "jobs", "list"])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_bad_schema_name_is_refused_before_connecting() -> None:

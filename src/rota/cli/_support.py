@@ -71,14 +71,17 @@ class CliState:
     def store_app(self, *, must_exist: bool = True) -> App:
         """An app without tasks, for commands that only talk to the store.
 
-        ``must_exist``: a SQLite store whose file is missing is refused with an
-        error naming the path, rather than created empty (a command run in the
-        wrong directory would otherwise read or steer a new, empty store)."""
+        ``must_exist``: a store that does not exist (a missing SQLite file, a
+        PostgreSQL schema or MySQL database without rota's tables) is refused
+        with an error naming it, rather than created empty (a command run in
+        the wrong directory, or with a mistyped URL, would otherwise read or
+        steer a new, empty store)."""
         from rota.stores import require_file
 
         app = App(self.url, read_url=self.read_url)
         if must_exist:
             require_file(app.url)
+            app._must_exist = True
         self._track(app)
         return app
 

@@ -33,7 +33,8 @@ _DEFAULT_SCHEMA = "rota"
 def open_store(url: str, *, must_exist: bool = False) -> Store:
     """Open the store a URL names, after :func:`check_url`. Backends whose
     extra is missing say what to install. ``must_exist``: refuse a SQLite
-    file that does not exist (:class:`StoreError`) rather than create it, for
+    file that does not exist, a PostgreSQL schema or a MySQL database
+    without rota's tables (:class:`StoreError`) rather than create it, for
     commands that only read or steer what is already there."""
     scheme = check_url(url)
     if scheme not in _POSTGRES and read_url_of(url) is not None:
@@ -54,9 +55,9 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
             require_file(url)
         return SQLiteStore(path or "rota.db", **options)
     if scheme in _POSTGRES:
-        return _open_postgres(url)
+        return _open_postgres(url, create=not must_exist)
     if scheme == "mysql":
-        return _open_mysql(url)
+        return _open_mysql(url, create=not must_exist)
     try:
         from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
@@ -69,7 +70,7 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
     return store
 
 
-def _open_postgres(url: str, *, replica: bool = False) -> Store:
+def _open_postgres(url: str, *, replica: bool = False, create: bool = True) -> Store:
     try:
         from rota.stores.postgres import PostgresStore
     except ImportError as exc:
@@ -78,10 +79,10 @@ def _open_postgres(url: str, *, replica: bool = False) -> Store:
                 "the PostgreSQL store needs the postgres extra: pip install 'rota[postgres]'"
             ) from None
         raise
-    return PostgresStore.from_url(url, replica=replica)
+    return PostgresStore.from_url(url, replica=replica, create=create)
 
 
-def _open_mysql(url: str) -> Store:
+def _open_mysql(url: str, *, create: bool = True) -> Store:
     try:
         from rota.stores.mysql import MySQLStore
     except ImportError as exc:
@@ -90,7 +91,7 @@ def _open_mysql(url: str) -> Store:
                 "the MySQL store needs the mysql extra: pip install 'rota[mysql]'"
             ) from None
         raise
-    return MySQLStore.from_url(url)
+    return MySQLStore.from_url(url, create=create)
 
 
 def read_url_of(url: str) -> str | None:

@@ -346,6 +346,7 @@ class MySQLConnections(Database):
         where: str,
         pool_size: int = 8,
         wake_poll: float = 0.1,
+        create: bool = True,
     ) -> None:
         if not DATABASE_NAME.fullmatch(str(connect.get("database"))):
             raise InvalidArgument(
@@ -363,7 +364,7 @@ class MySQLConnections(Database):
         self._interrupted = threading.Condition()
         self._pool = Pool(self._open, pool_size, where, wait=30.0)
         try:
-            self._migrate()
+            self._migrate(create)
         except BaseException:
             self.close()
             raise
@@ -550,13 +551,16 @@ class MySQLConnections(Database):
 
     # -- schema ------------------------------------------------------------------
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool) -> None:
         """Bring the database to the newest schema. What it holds is read
         first, and nothing more is done when nothing is missing: a user that
         may only read and write rows uses a database its owner migrated.
         Otherwise the database is created if it does not exist, and the
         migrations run under a named lock of the server: processes starting
-        at once wait for the first one's migration."""
+        at once wait for the first one's migration.
+
+        ``create``: False refuses (:class:`StoreError`) a database that does
+        not exist or has no rota tables rather than create them."""
         try:
             try:
                 conn = self._pool.take()
@@ -565,11 +569,15 @@ class MySQLConnections(Database):
                     raise self._no_access(exc) from None
                 if error_code(exc) != NO_DATABASE:
                     raise
+                if not create:
+                    raise self._no_store("does not exist") from None
                 self._create_database()
                 conn = self._pool.take()
             try:
                 tx = MySQLTx(conn)
                 version = self._applied(tx)
+                if version is None and not create:
+                    raise self._no_store("has no rota tables")
                 if version is None or version < _newest_version():
                     self._migrate_on(tx)
             finally:
@@ -636,6 +644,14 @@ class MySQLConnections(Database):
                 raise self._cannot_migrate("to create it", "to create databases", exc) from None
         finally:
             close_quietly(conn)
+
+    def _no_store(self, found: str) -> StoreError:
+        """The error of a database that holds no store (it ``found``), for
+        the commands that only read or steer what is there."""
+        return StoreError(
+            f"no MySQL store at {self.where} (the database {found}): check --url and "
+            "ROTA_URL; a worker or `rota send` creates it"
+        )
 
     def _no_access(self, exc: Exception) -> StoreError:
         """The error of a connection the server refused the database to (it

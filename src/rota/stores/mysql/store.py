@@ -36,9 +36,11 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
     kind = "mysql"
 
     @classmethod
-    def from_url(cls, url: str) -> MySQLStore:
+    def from_url(cls, url: str, *, create: bool = True) -> MySQLStore:
         """The store a ``mysql://`` URL names; its database is created if it
-        does not exist (given the right to)."""
+        does not exist (given the right to). ``create``: False refuses
+        (:class:`StoreError`) a database without rota's tables rather than
+        create it."""
         parts = urlsplit(url)
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         unknown = sorted(set(options) - set(_OPTIONS))
@@ -65,6 +67,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
             where=f"{host}:{port}/{database}",
             pool_size=int(pool_size),
             wake_poll=_bounded(options, "wake_poll", 0.1, 0.005, 5.0),
+            create=create,
         )
 
     def now(self) -> float:

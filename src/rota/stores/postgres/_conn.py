@@ -329,6 +329,7 @@ class PgConnections(Database):
         where: str = "",
         pool_size: int = 8,
         replica: bool = False,
+        create: bool = True,
     ) -> None:
         if not SCHEMA_NAME.fullmatch(schema):
             raise InvalidArgument(
@@ -351,7 +352,7 @@ class PgConnections(Database):
         if replica:
             return
         try:
-            self._migrate()
+            self._migrate(create)
         except BaseException:
             self.close()
             raise
@@ -568,16 +569,21 @@ class PgConnections(Database):
 
     # -- schema ------------------------------------------------------------------
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool) -> None:
         """Bring the schema to the newest version. What it holds is read
         first, and nothing more is done when nothing is missing: a role that
         may only read and write rows (or a hot standby) uses a schema that an
         owner migrated. Otherwise the migrations run in one transaction under
         an advisory lock, so processes starting at once wait for the first
-        one's. (Not pipelined: a migration script holds many statements.)"""
+        one's. (Not pipelined: a migration script holds many statements.)
+
+        ``create``: False refuses (:class:`StoreError`) a schema without
+        rota's tables rather than create them."""
         try:
             with self._pool.connection() as conn:
                 applied = self._applied(conn)
+            if applied.version is None and not create:
+                raise self._no_store(applied)
             if applied.version is None or applied.version < _newest_version():
                 self._apply_migrations(applied)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -620,6 +626,16 @@ class PgConnections(Database):
                         conn.execute(Q["record_version"].format(**schema), (number,))
         except (pg_errors.InsufficientPrivilege, pg_errors.ReadOnlySqlTransaction) as exc:
             raise self._cannot_migrate(applied, exc) from None
+
+    def _no_store(self, applied: _Applied) -> StoreError:
+        """The error of a schema that holds no store, for the commands that
+        only read or steer what is there."""
+        found = "has no rota tables" if applied.schema_exists else "does not exist"
+        return StoreError(
+            f"no PostgreSQL store in schema {self.schema} at {self.where} (the schema "
+            f"{found}): check --url, ROTA_URL and the URL's schema= option; a worker or "
+            "`rota send` creates it"
+        )
 
     def _cannot_migrate(self, applied: _Applied, exc: psycopg.Error) -> StoreError:
         """The error of a migration the server refused: what rota tried, the

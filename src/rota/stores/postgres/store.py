@@ -44,10 +44,12 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
     orders_debug_queues = True
 
     @classmethod
-    def from_url(cls, url: str, *, replica: bool = False) -> PostgresStore:
+    def from_url(cls, url: str, *, replica: bool = False, create: bool = True) -> PostgresStore:
         """The store a ``postgresql://`` (or ``postgres://``) URL names; with
         ``replica``, a read-only view on a streaming replica of it (the URL
-        names the replica server, and the schema the primary's)."""
+        names the replica server, and the schema the primary's). ``create``:
+        False refuses (:class:`StoreError`) a schema without rota's tables
+        rather than create them."""
         conninfo, options = split_url(url)
         try:
             psycopg.conninfo.conninfo_to_dict(conninfo)  # libpq's own check of the rest
@@ -67,6 +69,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             where=where,
             pool_size=pool_size,
             replica=replica,
+            create=create,
         )
 
     def now(self) -> float:
