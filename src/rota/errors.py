@@ -146,7 +146,10 @@ class StoreError(RotaError):
 
 
 class StoreUnavailable(StoreError, ConnectionError):
-    """The store could not be reached."""
+    """The store could not be reached, or could not serve the call for now
+    (a conflict with concurrent transactions, a lock not granted in time, a
+    cancelled statement, a server short of resources: the message says
+    which); trying again later may succeed."""
 
 
 class CommitInDoubt(StoreUnavailable):

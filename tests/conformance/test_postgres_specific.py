@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 psycopg = pytest.importorskip("psycopg")
+pg_errors = psycopg.errors
 
 from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E402
 from conformance.support import claim, enqueue_one, new_job, schedule  # noqa: E402
@@ -28,6 +29,7 @@ from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefu
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
+from rota.stores.postgres._conn import store_error  # noqa: E402
 from rota.stores.sql.queries import migrations  # noqa: E402
 
 #: The schema versions this release ships, as the server lists them.
@@ -256,6 +258,56 @@ def test_a_nul_in_a_text_is_refused_by_name_and_changes_nothing(pstore: Postgres
         pstore.finish([Outcome(running.id, running.token, False, error="bad\0byte")])
     job = pstore.get_job(running.id)
     assert job is not None and job.state is JobState.RUNNING
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "words"),
+    [
+        (
+            pg_errors.SerializationFailure("could not serialize access"),
+            StoreUnavailable,
+            "rolled back a transaction that conflicted with a concurrent one",
+        ),
+        (pg_errors.DeadlockDetected("deadlock"), StoreUnavailable, "to break a deadlock"),
+        (pg_errors.LockNotAvailable("lock timeout"), StoreUnavailable, "did not grant a lock"),
+        (pg_errors.QueryCanceled("statement timeout"), StoreUnavailable, "cancelled a statement"),
+        (pg_errors.DiskFull("could not extend file"), StoreUnavailable, "short of resources"),
+        (pg_errors.TooManyConnections("too many"), StoreUnavailable, "short of resources"),
+        (pg_errors.InsufficientPrivilege("permission denied"), StoreError, "want of a right"),
+        (pg_errors.ReadOnlySqlTransaction("read-only"), StoreError, "is read-only"),
+        (pg_errors.AdminShutdown("terminating connection"), StoreUnavailable, "cannot be reached"),
+        (
+            psycopg.OperationalError("server closed the connection"),
+            StoreUnavailable,
+            "cannot be reached",
+        ),
+    ],
+)
+def test_server_errors_say_what_happened_and_only_lost_connections_cannot_be_reached(
+    error: Exception, kind: type[StoreError], words: str
+) -> None:
+    found = store_error(error, "db:5432/app")
+    assert type(found) is kind
+    assert str(found).startswith("the PostgreSQL store at db:5432/app ")
+    assert words in str(found)
+    assert ("cannot be reached" in str(found)) == (words == "cannot be reached")
+
+
+def test_a_lock_not_granted_in_time_is_run_again_then_said(pg_url: str) -> None:
+    open_store(pg_url).close()
+    store = open_store(f"{pg_url}&options=-c%20lock_timeout%3D20")
+    locker = psycopg.connect(pg_url.split("?", 1)[0])
+    try:
+        locker.execute(f"LOCK TABLE {pg_url.split('schema=', 1)[1]}.jobs")
+        with pytest.raises(StoreUnavailable) as caught:
+            enqueue_one(store, new_job(1))
+        assert "did not grant a lock in time (lock_timeout)" in str(caught.value)
+        assert "cannot be reached" not in str(caught.value)
+        locker.rollback()
+        assert enqueue_one(store, new_job(2))
+    finally:
+        locker.close()
+        store.close()
 
 
 def test_a_database_that_does_not_exist_is_reported_at_once() -> None:

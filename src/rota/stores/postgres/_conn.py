@@ -8,7 +8,9 @@ the server whether it happened (see ``_outages`` and
 :meth:`PgConnections._transact`).
 
 Every psycopg error that leaves this layer is a rota error:
-:class:`StoreUnavailable` when the server cannot be reached, else
+:class:`StoreUnavailable` when the server cannot be reached, or when it
+answered but trying again later may succeed (a conflict, a lock not granted
+in time, a cancelled statement, too few resources), saying which; else
 :class:`StoreError` carrying PostgreSQL's message.
 """
 
@@ -63,8 +65,14 @@ Q = load("rota.stores.postgres", "connection.sql", *ENGINE_FILES)
 #: A schema name rota accepts: a plain lower-case identifier, used unquoted.
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 #: Errors after which a transaction is simply run again: PostgreSQL broke a
-#: deadlock or a serialization conflict by aborting it.
-_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+#: deadlock or a serialization conflict by aborting it, or a lock was not
+#: granted within the session's lock_timeout (as the MySQL store runs a
+#: transaction again after a lock wait timeout).
+_RETRYABLE = (
+    pg_errors.DeadlockDetected,
+    pg_errors.SerializationFailure,
+    pg_errors.LockNotAvailable,
+)
 _ATTEMPTS = 8
 #: Who rota's connections say they are (pg_stat_activity.application_name),
 #: unless the URL or PGAPPNAME names them.
@@ -87,15 +95,39 @@ def _newest_version() -> int:
     return migrations("rota.stores.postgres")[-1][0]
 
 
+#: What a reachable server did, by SQLSTATE (or its class: the first two
+#: characters), where trying again later may succeed: raised as
+#: :class:`StoreUnavailable`.
+_TRANSIENT = {
+    "40001": "rolled back a transaction that conflicted with a concurrent one",
+    "40P01": "rolled back a transaction to break a deadlock",
+    "55P03": "did not grant a lock in time (lock_timeout)",
+    "57014": "cancelled a statement (statement_timeout, or cancelled by an operator)",
+    "53": "is short of resources (disk, memory or connections)",
+}
+#: What a reachable server refused, where trying again changes nothing.
+_REFUSED = {
+    "42501": "refused for want of a right",
+    "25006": "is read-only and refused a change",
+}
+
+
 def store_error(exc: BaseException, where: str) -> StoreError:
-    """The rota error for a psycopg or pool error at ``where``."""
-    if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout):
+    """The rota error for a psycopg or pool error at ``where``: a lost
+    connection (or no connection in time) is "cannot be reached"; other
+    server errors say what the server did, by SQLSTATE."""
+    if isinstance(exc, psycopg_pool.PoolTimeout) or connection_lost(exc):
         return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, psycopg.IntegrityError):  # pipelined: raised at the commit
         return Refused(f"the PostgreSQL store at {where} refused a row: {exc}")
     if isinstance(exc, psycopg.DataError):
         return ValueRefused(f"the PostgreSQL store at {where} refused a value: {exc}")
-    return StoreError(f"the PostgreSQL store at {where} failed: {exc}")
+    state = getattr(exc, "sqlstate", None) or ""
+    transient = _TRANSIENT.get(state) or _TRANSIENT.get(state[:2])
+    if transient is not None:
+        return StoreUnavailable(f"the PostgreSQL store at {where} {transient}: {exc}")
+    refused = _REFUSED.get(state, "failed")
+    return StoreError(f"the PostgreSQL store at {where} {refused}: {exc}")
 
 
 class PgTx(Tx):
