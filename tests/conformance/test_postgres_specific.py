@@ -213,6 +213,13 @@ def test_sending_in_a_failed_transaction_says_so(app: App, pg_url: str) -> None:
     assert claim(app.store, limit=10) == []
 
 
+def test_sending_on_a_closed_connection_says_so(app: App, pg_url: str) -> None:
+    conn = psycopg.connect(pg_url.split("?", 1)[0])
+    conn.close()
+    with pytest.raises(InvalidArgument, match="connection is closed"):
+        app.tasks["ship"].send(1, connection=conn)
+
+
 def test_sending_in_a_transaction_needs_a_synchronous_connection(app: App, pg_url: str) -> None:
     async def send_on_async_connection() -> None:
         conn = await psycopg.AsyncConnection.connect(pg_url.split("?", 1)[0])

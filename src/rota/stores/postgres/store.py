@@ -144,6 +144,10 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             raise InvalidArgument(
                 f"connection must be a psycopg connection, not {type(connection).__name__}"
             )
+        if connection.closed:
+            raise InvalidArgument(
+                "connection is closed: send in an open transaction of an open connection"
+            )
         info = connection.info
         if info.dbname != self.dbname:
             raise InvalidArgument(
