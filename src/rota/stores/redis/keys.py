@@ -30,6 +30,9 @@ key                            type    holds
 ``P totals``                   hash    all-time stats, fields as in ``stats:``
 ``P fairscan``                 hash    queue -> cursor of the retention pass over
                                        its ``fair:`` hash
+``P limscan``                  string  cursor of the retention pass over ``limkeys``
+``P hostscan``                 hash    queue -> cursor of the retention pass over
+                                       its ``hosts:`` hash
 ``P audit``                    zset    audit entry id -> its time (order, retention)
 ``P auditlog``                 hash    audit entry id -> the entry as JSON
 ``P job:ID``                   hash    one job (fields written by ``lua/_jobs.lua``
@@ -131,6 +134,8 @@ STATIC = (
     "schedver",
     "totals",
     "fairscan",
+    "limscan",
+    "hostscan",
     "audit",
     "auditlog",
     "users",
@@ -269,6 +274,10 @@ class Keys:
     def fair(self, queue: str) -> str:
         """Fairness keys of one queue and the virtual time of their newest job."""
         return f"{self.prefix}fair:{queue}"
+
+    def hosts(self, queue: str) -> str:
+        """Hosts seen serving one queue and when a worker of each was last seen."""
+        return f"{self.prefix}hosts:{queue}"
 
     def limit(self, key: str) -> str:
         """The state of one flow-control key."""

@@ -121,6 +121,7 @@ class Steering(Database):
             tx.execute("purge_uniques", (now,))
             tx.execute("purge_stats", (int((now - 2 * _DAY) // 60),))
             tx.execute("purge_workers", (now - _DAY,))
+            _prune_idle_state(tx, now, limit)
             return int(removed)
 
         return self._transact(work)
@@ -155,6 +156,18 @@ class Steering(Database):
             return bool(changed == 1)
 
         return self._transact(work)
+
+
+def _prune_idle_state(tx: Tx, now: float, limit: int) -> None:
+    """Drop up to ``limit`` each of the host sightings, fair keys and limit
+    keys that carry nothing a key never seen would not: a host no worker has
+    served the queue from for a day (the workers' own horizon), a fair key the
+    queue's clock has passed, a limit key with nothing running, no override,
+    a closed breaker without failures and a full bucket. The limit keys go
+    last, so the claims their rows' locks hold up wait only for the commit."""
+    tx.execute("purge_hosts", (now - _DAY, limit))
+    tx.execute("purge_fair_keys", (limit,))
+    tx.execute("purge_idle_limits", (now, limit))
 
 
 def _retry_one(tx: Tx, job_id: str, now: float) -> bool:

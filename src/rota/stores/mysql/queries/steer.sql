@@ -53,6 +53,30 @@ DELETE FROM stats WHERE minute > 0 AND minute < %s
 -- name: purge_workers
 DELETE FROM workers WHERE heartbeat_at < %s
 
+-- name: purge_hosts
+-- A host no worker of which has served the queue since the bound: a claim
+-- then treats the host as never seen (its jobs wait the grace from their send).
+DELETE FROM hosts WHERE seen_at < %s ORDER BY host, queue LIMIT %s
+
+-- name: purge_fair_keys
+-- Fair keys whose last time the queue's clock has reached: a new job of such
+-- a key gets the same virtual time as one of a key never seen
+-- (flow.virtual_start).
+DELETE FROM fair_keys
+WHERE `last` <= (SELECT vclock FROM queues WHERE name = fair_keys.queue)
+ORDER BY queue, `key` LIMIT %s
+
+-- name: purge_idle_limits
+-- Keys whose state is that of a key never seen (which a claim creates afresh):
+-- nothing running or in flight, no override, a closed breaker without
+-- failures, and a bucket that has refilled to its burst.
+-- A claim that comes after creates the row again (limit_row).
+DELETE FROM limits
+WHERE running = 0 AND inflight = 0 AND override IS NULL AND rate_override IS NULL
+  AND failures = 0 AND open_until IS NULL AND probe IS NULL
+  AND (tokens IS NULL OR tokens + GREATEST(0, %s - tokens_at) * rate >= burst)
+ORDER BY `key` LIMIT %s
+
 -- name: set_limit_override
 INSERT INTO limits (`key`, override) VALUES (%s, %s)
 ON DUPLICATE KEY UPDATE override = VALUES(override)

@@ -52,6 +52,33 @@ DELETE FROM stats WHERE minute > 0 AND minute < %s
 -- name: purge_workers
 DELETE FROM workers WHERE heartbeat_at < %s
 
+-- name: purge_hosts
+-- A host no worker of which has served the queue since the bound: a claim
+-- then treats the host as never seen (its jobs wait the grace from their send).
+DELETE FROM hosts WHERE (host, queue) IN (SELECT host, queue FROM hosts
+                                 WHERE seen_at < %s LIMIT %s FOR UPDATE SKIP LOCKED)
+
+-- name: purge_fair_keys
+-- Fair keys whose last time the queue's clock has reached: a new job of such
+-- a key gets the same virtual time as one of a key never seen
+-- (flow.virtual_start).
+DELETE FROM fair_keys WHERE (queue, key) IN (
+    SELECT f.queue, f.key FROM fair_keys f JOIN queues q ON q.name = f.queue
+    WHERE f.last <= q.vclock LIMIT %s FOR UPDATE OF f SKIP LOCKED)
+
+-- name: purge_idle_limits
+-- Keys whose state is that of a key never seen (which a claim creates afresh):
+-- nothing running or in flight, no override, a closed breaker without
+-- failures, and a bucket that has refilled to its burst.
+-- Rows a claim holds are skipped; a claim that comes after creates the row
+-- again (limit_row).
+DELETE FROM limits WHERE key IN (
+    SELECT key FROM limits
+    WHERE running = 0 AND inflight = 0 AND override IS NULL AND rate_override IS NULL
+      AND failures = 0 AND open_until IS NULL AND probe IS NULL
+      AND (tokens IS NULL OR tokens + greatest(0, %s - tokens_at) * rate >= burst)
+    LIMIT %s FOR UPDATE SKIP LOCKED)
+
 -- name: set_limit_override
 INSERT INTO limits (key, override) VALUES (%s, %s)
 ON CONFLICT (key) DO UPDATE SET override = excluded.override

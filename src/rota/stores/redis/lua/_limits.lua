@@ -43,6 +43,26 @@ function L.breaker_after(failures, open_until, ok, threshold, cooldown, now)
   return failures, nil
 end
 
+-- Whether the flow-control key stored at hash has the state of a key never
+-- seen, which a claim starts afresh: nothing running or in flight, no
+-- override, a closed breaker without failures, and a bucket that has refilled
+-- to its burst (or none).
+function L.key_idle(hash, now)
+  local r = redis.call('HMGET', hash, 'running', 'inflight', 'failures', 'override',
+                       'rate_override', 'open_until', 'probe', 'tokens', 'tokens_at', 'rate',
+                       'burst')
+  for i = 1, 3 do
+    if (tonumber(r[i]) or 0) ~= 0 then return false end
+  end
+  for i = 4, 7 do
+    if L.opt(r[i]) ~= nil then return false end
+  end
+  local tokens, at, rate, burst = tonumber(r[8]), tonumber(r[9]), tonumber(r[10]), tonumber(r[11])
+  if tokens == nil then return true end
+  if at == nil or rate == nil or burst == nil then return false end
+  return tokens + math.max(0, now - at) * rate >= burst
+end
+
 -- the book ---------------------------------------------------------------
 
 local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
