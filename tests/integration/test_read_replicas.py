@@ -223,3 +223,15 @@ def test_a_read_url_on_a_store_that_is_not_postgres_is_refused(
         assert from_env.store.queues() == []  # the store itself is fine
     finally:
         from_env.close()
+
+
+def test_a_read_url_to_a_database_without_the_store_is_refused_naming_it(
+    app: App, pair: Pair
+) -> None:
+    elsewhere = pair.read_url.rsplit("/", 1)[0] + "/template1"  # the replica, another database
+    other = App(pair.url, read_url=elsewhere)
+    try:
+        with pytest.raises(StoreError, match=f"has no rota store in schema {SCHEMA}"):
+            other.reader  # noqa: B018
+    finally:
+        other.close()

@@ -381,13 +381,30 @@ class PgConnections(Database):
         self._pool = self._open_pool(conninfo, pool_size)
         self._outage = Outage(self.where, self._pool)
         handle_library_logs(self._pool.name, self._outage)
-        if replica:
-            return
         try:
-            self._migrate(create)
+            if replica:
+                self._check_replica()
+            else:
+                self._migrate(create)
         except BaseException:
             self.close()
             raise
+
+    def _check_replica(self) -> None:
+        """Refuse (:class:`StoreError`) a read URL whose schema holds no store,
+        naming it: its reads would each fail on a missing table."""
+        try:
+            with self._pool.connection() as conn:
+                applied = self._applied(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise store_error(exc, self.where) from exc
+        if applied.version is None:
+            found = "has no rota tables" if applied.schema_exists else "does not exist"
+            raise StoreError(
+                f"the read replica at {self.where} has no rota store in schema {self.schema} "
+                f"(the schema {found} there): the read URL must reach a replica of the store's "
+                "own database (read_url=, ROTA_READ_URL, --read-url)"
+            )
 
     def _open_pool(self, conninfo: str, size: int) -> psycopg_pool.ConnectionPool[Any]:
         """The pool, opened with one connection. Connections are not checked
