@@ -55,6 +55,15 @@ def from_epoch(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
+def shown_utc(seconds: float) -> datetime | None:
+    """An aware UTC datetime, or None for a time no datetime holds (a stored
+    value written by an older rota or by hand), for displays that must not fail."""
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def format_duration(seconds: float) -> str:
     """``42s``, ``3m 05s``, ``2h 10m``, ``4d 03h`` (negative durations read as ``0s``)."""
     total = max(0, int(seconds))

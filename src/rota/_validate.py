@@ -36,9 +36,11 @@ __all__ = [
     "MAX_PRIORITY",
     "MAX_RATE",
     "MAX_RETRIES",
+    "MAX_TIME",
     "MIN_INT",
     "MIN_PRIORITY",
     "MIN_RATE",
+    "MIN_TIME",
     "check_call",
     "check_json",
     "check_text",
@@ -46,6 +48,7 @@ __all__ = [
     "limit_override",
     "name",
     "seconds",
+    "time_range_error",
 ]
 
 #: Longest queue, task, schedule or limit-key name.
@@ -61,6 +64,14 @@ MAX_LIMIT = 1_000_000
 MAX_DURATION = 100 * 365.25 * 86400
 #: Rates in jobs per second: at least one per 100 years, at most a million a second.
 MIN_RATE, MAX_RATE = 1 / MAX_DURATION, 1_000_000.0
+#: The earliest and latest times rota keeps (a job's run-at, a schedule's
+#: fire and next fire times, a trigger's times), in seconds since the epoch: a
+#: day inside the years 1 to 9999 that ``datetime`` holds, so that every such
+#: time can be shown in every time zone (offsets stay under a day).
+MIN_TIME = -62_135_510_400.0  # 0001-01-02 00:00:00 UTC
+MAX_TIME = 253_402_214_400.0  # 9999-12-31 00:00:00 UTC
+#: The two bounds as users read them.
+MIN_TIME_SHOWN, MAX_TIME_SHOWN = "0001-01-02 00:00 UTC", "9999-12-31 00:00 UTC"
 #: Integers inside JSON values: 64 signed bits.
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 #: Deepest nesting of lists and dicts inside one JSON value.
@@ -100,6 +111,17 @@ def seconds(value: float, what: str, *, positive: bool = False, shown: object = 
     if value == 0:
         raise InvalidArgument(f"{what} must be above 0, got {given}")
     raise InvalidArgument(f"{what} must be at most 100 years ({MAX_DURATION:.0f} s), not {given}")
+
+
+def time_range_error(epoch: float, shown: str) -> str | None:
+    """Why ``epoch`` (a finite time, ``shown`` as the user gave it) is not
+    one rota keeps, or None when it is within :data:`MIN_TIME` to
+    :data:`MAX_TIME`."""
+    if epoch < MIN_TIME:
+        return f"{shown} is before {MIN_TIME_SHOWN}, the earliest time rota keeps"
+    if epoch > MAX_TIME:
+        return f"{shown} is past {MAX_TIME_SHOWN}, the latest time rota keeps"
+    return None
 
 
 def name(value: object, what: str) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from rota import _json
+from rota._time import shown_utc
 from rota.errors import InvalidArgument
 from rota.models import Job
 
@@ -48,9 +48,10 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="milliseconds")
+    moment = None if epoch is None else shown_utc(epoch)
+    if moment is None:  # none, or a stored value no date holds: exported as it is
+        return None if epoch is None else repr(epoch)
+    return moment.isoformat(timespec="milliseconds")
 
 
 def record(job: Job) -> dict[str, Any]:

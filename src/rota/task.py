@@ -543,14 +543,18 @@ __all__ = ["JobHandle", "Task", "TaskOptions"]
 
 def _send_at_time(when: datetime) -> float:
     """``when`` (naive: UTC) in seconds since the epoch, if it is at most 100
-    years from now (this machine's clock), the bound of ``send_in``'s delay."""
+    years from now (this machine's clock), the bound of ``send_in``'s delay,
+    and not before the earliest time rota keeps."""
     at = to_epoch(when)
+    shown = when.isoformat(sep=" ") + ("" if when.tzinfo else " UTC")
     if at - time.time() > _validate.MAX_DURATION:
-        shown = when.isoformat(sep=" ") + ("" if when.tzinfo else " UTC")
         raise InvalidArgument(
             f"send_at time {shown} is more than 100 years from now; send_at and send_in "
             "take times at most 100 years ahead"
         )
+    early = _validate.time_range_error(at, f"send_at time {shown}")
+    if early is not None:
+        raise InvalidArgument(early)
     return at
 
 

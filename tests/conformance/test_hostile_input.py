@@ -19,6 +19,7 @@ import pytest
 
 from conformance.raw import set_lease
 from conformance.support import all_jobs, claim, get, lease, new_job, schedule
+from rota._validate import MAX_TIME, MIN_TIME
 from rota.errors import InvalidArgument
 from rota.models import (
     BreakerKey,
@@ -32,6 +33,9 @@ from rota.models import (
 from rota.stores import Store
 
 NAN, INF = math.nan, math.inf
+#: Times no datetime can show in every time zone: year 0 or before, and the
+#: last day of year 9999 (both were inside the old bound of +-1e11).
+TOO_EARLY, TOO_LATE = -9e10, 253_402_300_799.0
 
 #: (field, value) pairs that make a NewJob invalid on every store.
 BAD_FIELDS: list[tuple[str, Any]] = [
@@ -45,6 +49,8 @@ BAD_FIELDS: list[tuple[str, Any]] = [
     ("delay", INF),
     ("run_at", NAN),
     ("run_at", -INF),
+    ("run_at", TOO_EARLY),
+    ("run_at", TOO_LATE),
     ("max_attempts", 0),
     ("max_attempts", -1),
     ("max_attempts", 2**63),
@@ -61,6 +67,8 @@ BAD_FIELDS: list[tuple[str, Any]] = [
     ("unique_for", NAN),
     ("unique_for", -1.0),
     ("fire_time", INF),
+    ("fire_time", TOO_EARLY),
+    ("fire_time", TOO_LATE),
     ("concurrency", (ConcurrencyKey("k", -1),)),
     ("concurrency", (ConcurrencyKey("", 1),)),
     ("rate", (RateKey("r", 0.0, 1),)),
@@ -151,7 +159,13 @@ def test_fire_schedule_refuses_bad_jobs(seeded: Store, case: tuple[str, Any]) ->
 
 @pytest.mark.parametrize(
     "args",
-    [("nightly", NAN, 2_000.0), ("nightly", 1_000.0, INF), ("", 1_000.0, 2_000.0)],
+    [
+        ("nightly", NAN, 2_000.0),
+        ("nightly", 1_000.0, INF),
+        ("nightly", 1_000.0, TOO_LATE),
+        ("nightly", 1_000.0, TOO_EARLY),
+        ("", 1_000.0, 2_000.0),
+    ],
     ids=repr,
 )
 def test_fire_schedule_refuses_bad_times(seeded: Store, args: tuple[str, float, float]) -> None:
@@ -235,6 +249,10 @@ def test_finish_refuses_bad_outcomes(store: Store, bad: Outcome) -> None:
         lambda s: s.set_schedule_enabled("nightly", "no"),
         lambda s: s.upsert_schedule(schedule("nightly", NAN)),
         lambda s: s.upsert_schedule(schedule("nightly", INF)),
+        lambda s: s.upsert_schedule(schedule("nightly", TOO_EARLY)),
+        lambda s: s.upsert_schedule(schedule("nightly", TOO_LATE)),
+        lambda s: s.upsert_schedule(schedule("nightly", MIN_TIME - 1)),
+        lambda s: s.upsert_schedule(schedule("nightly", MAX_TIME + 1)),
         lambda s: s.upsert_schedule(schedule("nightly", 1.0, jitter=INF)),
         lambda s: s.upsert_schedule(schedule("nightly", 1.0, grace=-1.0)),
         lambda s: s.upsert_schedule(schedule("nightly", 1.0, enabled="yes")),
@@ -243,6 +261,21 @@ def test_finish_refuses_bad_outcomes(store: Store, bad: Outcome) -> None:
 )
 def test_steering_refuses_bad_arguments(seeded: Store, verb: Callable[[Store], object]) -> None:
     refused(seeded, lambda: verb(seeded))
+
+
+def test_the_bounds_of_a_stored_time_are_kept_as_they_are(store: Store) -> None:
+    store.enqueue([new_job(job_id="first", run_at=MIN_TIME, fire_time=MAX_TIME)])
+    store.enqueue([new_job(job_id="last", run_at=MAX_TIME, fire_time=MIN_TIME)])
+    assert (get(store, "first").run_at, get(store, "first").fire_time) == (MIN_TIME, MAX_TIME)
+    assert (get(store, "last").run_at, get(store, "last").fire_time) == (MAX_TIME, MIN_TIME)
+    store.upsert_schedule(schedule("early", MIN_TIME))
+    store.upsert_schedule(schedule("late", MAX_TIME))
+    assert {s.name: s.next_fire for s in store.schedules()} == {
+        "early": MIN_TIME,
+        "late": MAX_TIME,
+    }
+    assert store.fire_schedule("late", MAX_TIME, MIN_TIME, None) == "dropped"
+    assert {s.name: s.next_fire for s in store.schedules()}["late"] == MIN_TIME
 
 
 def test_claim_of_a_job_stored_with_a_bad_lease_leaves_no_job_without_one(store: Store) -> None:

@@ -1061,3 +1061,31 @@ def test_send_with_retries_and_backoff(env: Env) -> None:
     refused = env.rota("send", env.app, "add", "--backoff", "1m,2s", "1", "2")
     assert refused.exit_code == 2
     assert "the base (1m) is longer than the max (2s)" in refused.output
+
+
+def test_schedules_list_and_show_a_stored_time_no_date_can_show(env: Env) -> None:
+    added = env.rota("schedules", "add", "far", "--at", "2099-01-01T00:00", "--", "true")
+    assert added.exit_code == 0, added.output
+    import sqlite3
+
+    with sqlite3.connect(env.url.removeprefix("sqlite:///")) as conn:  # an older rota wrote it
+        conn.execute("UPDATE schedules SET next_fire = -9e10, last_fire = 1e20")
+    for words in (["schedules", "list"], ["schedules", "show", "far"]):
+        shown = env.rota(*words)
+        assert shown.exit_code == 0, shown.output
+        assert "epoch -90000000000.0" in shown.stdout and "epoch 1e+20" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("when", "message"),
+    [
+        ("0001-01-01T00:00", "before 0001-01-02 00:00 UTC, the earliest time rota keeps"),
+        ("9999-12-31T23:59:59", "past 9999-12-31 00:00 UTC, the latest time rota keeps"),
+    ],
+)
+def test_schedules_add_refuses_a_time_no_date_can_show(env: Env, when: str, message: str) -> None:
+    added = env.rota("schedules", "add", "x23", "--at", when, "--", "echo", "hi")
+    assert added.exit_code != 0
+    assert message in added.stderr and "Traceback" not in added.output
+    assert env.store.schedules() == []
+    assert env.rota("schedules", "list").exit_code == 0

@@ -98,6 +98,16 @@ def test_send_at_out_of_range_says_so_in_words(app: App, add: Any, when: datetim
     _nothing_stored(app)
 
 
+def test_send_at_before_the_earliest_time_rota_keeps_says_so(app: App, add: Any) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        add.send_at(datetime(1, 1, 1), 1, 2)
+    assert str(caught.value) == (
+        "send_at time 0001-01-01 00:00:00 UTC is before 0001-01-02 00:00 UTC, "
+        "the earliest time rota keeps"
+    )
+    _nothing_stored(app)
+
+
 def test_send_at_within_range_and_in_the_past_is_taken(app: App, add: Any) -> None:
     assert add.send_at(datetime.now(UTC) + timedelta(days=365 * 99), 1).status() == "scheduled"
     assert add.send_at(datetime(1970, 1, 2, tzinfo=UTC), 1).status() == "queued"

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import rota.scheduling
+from rota._validate import MAX_TIME
 from rota.errors import InvalidSchedule
 from rota.scheduling import (
     FirePlan,
@@ -619,3 +620,43 @@ def test_plan_after_a_week_of_per_second_cron_fires_does_not_walk_them(
     assert catch_up.fires == tuple(start + week - 49 + k for k in range(50))
     assert catch_up.dropped == week + 1 - 50
     assert spy.calls < 500
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: at(datetime(9999, 12, 31, 23, 59, 59)),
+            "at() time 9999-12-31 23:59:59 UTC is past 9999-12-31 00:00 UTC, "
+            "the latest time rota keeps",
+        ),
+        (
+            lambda: at(datetime(1, 1, 1, tzinfo=UTC)),
+            "at() time 0001-01-01 00:00 UTC is before 0001-01-02 00:00 UTC, "
+            "the earliest time rota keeps",
+        ),
+        (
+            lambda: every(60, end=datetime(9999, 12, 31, 12)),
+            "every() end 9999-12-31 12:00 UTC is past 9999-12-31 00:00 UTC",
+        ),
+        (
+            lambda: trigger_from_json({"type": "at", "time": -9e10}),
+            "at() time epoch -90000000000.0 is before 0001-01-02 00:00 UTC",
+        ),
+    ],
+)
+def test_a_trigger_time_no_date_can_show_is_refused(
+    make: Callable[[], Trigger], message: str
+) -> None:
+    with pytest.raises(InvalidSchedule) as refused:
+        make()
+    assert message in str(refused.value)
+
+
+def test_an_interval_has_no_fire_past_the_latest_time_rota_keeps() -> None:
+    last_day = datetime(9999, 12, 30, tzinfo=UTC)
+    trigger = every(timedelta(days=1), start=last_day)
+    assert trigger.next_fire(last_day.timestamp()) == MAX_TIME
+    assert trigger.next_fire(MAX_TIME) is None
+    assert trigger.count_fires(0.0, 1e12) == 2
+    assert at(datetime(9999, 12, 31)).next_fire(0.0) == MAX_TIME

@@ -3,10 +3,13 @@ count of errors a worker survived."""
 
 from __future__ import annotations
 
+import pytest
 from starlette.testclient import TestClient
 
 from backends import overwrite_job
+from rota.cli._support import fmt_time
 from rota.models import WorkerInfo
+from rota.web._app import _iso, _when
 from web.support import Demo
 
 
@@ -54,3 +57,24 @@ def test_workers_page_shows_the_errors_a_worker_survived(client: TestClient, dem
     clean = html.split('data-worker="node-2:20"', 1)[1].split("</tr>", 1)[0]
     assert '<td class="num">0</td>' in clean
     assert "<th" in html and "Errors</th>" in html
+
+
+@pytest.mark.parametrize("time", [-9e10, 253_402_300_799.0])
+def test_a_schedule_at_a_time_no_date_can_show_is_refused(
+    client: TestClient, demo: Demo, time: float
+) -> None:
+    before = demo.store.schedules()
+    body = {"name": "neg2", "task": "math.add", "trigger": {"type": "at", "time": time}}
+    answer = client.post("/api/schedules", json=body)
+    assert answer.status_code == 400, answer.text
+    assert "the earliest time rota keeps" in answer.text or "the latest time" in answer.text
+    assert demo.store.schedules() == before
+    assert client.get("/schedules").status_code == 200
+
+
+def test_time_filters_show_a_stored_time_no_date_can_show() -> None:
+    assert _when(-9e10) == "epoch -90000000000.0"
+    assert _when(1e20) == "epoch 1e+20"
+    assert _iso(-9e10) == ""
+    assert _when(0.0) == "1970-01-01 00:00:00 UTC"
+    assert fmt_time(-9e10) == "epoch -90000000000.0"

@@ -260,10 +260,14 @@ def split_list(value: str) -> list[str]:
 
 def fmt_time(epoch: float | None) -> str:
     """A local date and time to the second with its zone (``2026-12-04
-    02:00:00 UTC``), or ``-``."""
+    02:00:00 UTC``), or ``-``. A stored time no date can show (written by an
+    older rota or by hand) is shown as it is: ``epoch -90000000000``."""
     if epoch is None:
         return "-"
-    return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    try:
+        return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    except (ValueError, OverflowError, OSError):
+        return f"epoch {epoch!r}"
 
 
 def fmt_when(epoch: float | None, now: float) -> str:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rota import _validate
+from rota._time import shown_utc
 from rota.errors import InvalidSchedule
 from rota.scheduling._cron import CronExpression
 
@@ -107,7 +109,7 @@ class AtTrigger(Trigger):
     time: float
 
     def __post_init__(self) -> None:
-        _check_finite("at() time", self.time)
+        _check_time("at() time", self.time)
 
     def next_fire(self, after: float) -> float | None:
         return self.time if self.time > after else None
@@ -134,7 +136,8 @@ def at(when: datetime) -> Trigger:
 
 @dataclass(frozen=True)
 class IntervalTrigger(Trigger):
-    """Fires at ``start + k * interval`` for k >= 0, and never at or after ``end``.
+    """Fires at ``start + k * interval`` for k >= 0, and never at or after ``end``
+    (nor past the latest time rota keeps, 9999-12-31 00:00 UTC).
 
     Without a start the anchor is the Unix epoch, so every machine computes
     the same aligned times (``every(minutes=15)`` fires at :00, :15, :30, :45).
@@ -150,9 +153,9 @@ class IntervalTrigger(Trigger):
                 f"every() needs an interval greater than zero, got {self.interval!r} seconds"
             )
         if self.start is not None:
-            _check_finite("every() start", self.start)
+            _check_time("every() start", self.start)
         if self.end is not None:
-            _check_finite("every() end", self.end)
+            _check_time("every() end", self.end)
             if self.start is not None and self.end <= self.start:
                 raise InvalidSchedule(
                     f"every() end ({_format_time(self.end)}) must be after its start "
@@ -162,6 +165,12 @@ class IntervalTrigger(Trigger):
     @property
     def _anchor(self) -> float:
         return 0.0 if self.start is None else self.start
+
+    @property
+    def _stop(self) -> float:
+        """Fires are before this: ``end``, and never past the latest time rota keeps."""
+        past_last = math.nextafter(_validate.MAX_TIME, math.inf)
+        return past_last if self.end is None else min(self.end, past_last)
 
     def _at(self, k: int) -> float:
         return self._anchor + k * self.interval
@@ -184,13 +193,11 @@ class IntervalTrigger(Trigger):
     def _last_index(self, until: float) -> int:
         """The largest k whose fire is at or before ``until`` and before ``end`` (may be -1)."""
         last = self._index_after(until) - 1
-        if self.end is not None:
-            last = min(last, self._index_after(math.nextafter(self.end, -math.inf)) - 1)
-        return last
+        return min(last, self._index_after(math.nextafter(self._stop, -math.inf)) - 1)
 
     def next_fire(self, after: float) -> float | None:
         t = self._at(self._index_after(after))
-        return None if self.end is not None and t >= self.end else t
+        return None if t >= self._stop else t
 
     def count_fires(self, after: float, until: float) -> int:
         return max(0, self._last_index(until) - self._index_after(after) + 1)
@@ -412,16 +419,25 @@ def _epoch(when: datetime, what: str) -> float:
     return when.timestamp()
 
 
-def _check_finite(what: str, value: float) -> None:
+def _check_time(what: str, value: float) -> None:
+    """A finite number of epoch seconds within the times rota keeps."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidSchedule(f"{what} must be a finite number of epoch seconds, got {value!r}")
+    refused = _validate.time_range_error(value, f"{what} {_format_time(value)}")
+    if refused is not None:
+        raise InvalidSchedule(refused)
 
 
 def _format_time(t: float) -> str:
-    moment = datetime.fromtimestamp(t, UTC)
+    """``2026-05-01 12:00 UTC`` (seconds and fractions when there are some);
+    ``epoch -90000000000.0`` for a time no date holds."""
+    moment = shown_utc(t)
+    if moment is None:
+        return f"epoch {t!r}"
+    text = moment.replace(tzinfo=None).isoformat(sep=" ")
     if moment.microsecond:
-        return moment.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0") + " UTC"
-    return moment.strftime("%Y-%m-%d %H:%M:%S" if moment.second else "%Y-%m-%d %H:%M") + " UTC"
+        return text.rstrip("0") + " UTC"
+    return (text if moment.second else text[:-3]) + " UTC"
 
 
 def _format_interval(total: float) -> str:

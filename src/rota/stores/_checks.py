@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from rota import _validate
 from rota._validate import MAX_PRIORITY  # priorities fit a signed 32-bit integer
 from rota.errors import InvalidArgument
 from rota.models import (
@@ -37,9 +38,11 @@ MAX_LIMIT = 2**31 - 1
 #: Durations (delay, lease, timeout, unique_for, retry_in, cooldown, retention),
 #: in seconds: at most this (over 300 years).
 MAX_SECONDS = 1e10
-#: Absolute times (run_at, fire_time, next_fire), in seconds since the epoch:
-#: within +- this (about the year 5100).
-MAX_TIME = 1e11
+#: Absolute times (run_at, fire_time, next_fire, created_at), in seconds since
+#: the epoch: from this (0001-01-02 UTC) to :data:`MAX_TIME` (9999-12-31 UTC),
+#: the times every time zone can show.
+MIN_TIME = _validate.MIN_TIME
+MAX_TIME = _validate.MAX_TIME
 #: The lease a claim gives a job whose stored lease is not a duration in
 #: ``(0, MAX_SECONDS]`` (a value written by something other than rota).
 FALLBACK_LEASE = 30.0
@@ -108,8 +111,15 @@ def seconds(value: object, field: str, *, positive: bool = False, job_id: object
 
 
 def moment(value: object, field: str, job_id: object = None) -> None:
-    """An absolute time: finite, within +- :data:`MAX_TIME`."""
-    number(value, field, -MAX_TIME, MAX_TIME, job_id=job_id)
+    """An absolute time in seconds since the epoch, from :data:`MIN_TIME` to
+    :data:`MAX_TIME`."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not MIN_TIME <= value <= MAX_TIME:  # type: ignore[operator]
+        raise InvalidArgument(
+            f"{_where(job_id)}{field} must be a time in seconds since the epoch from "
+            f"{MIN_TIME:.0f} ({_validate.MIN_TIME_SHOWN}) to {MAX_TIME:.0f}"
+            f" ({_validate.MAX_TIME_SHOWN}), not {_show(value)}"
+        )
 
 
 def blob(value: object, field: str, job_id: object = None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota import __version__
+from rota._time import shown_utc
 from rota._wording import attempt_text, retry_text, snooze_reason
 from rota.app import App
 from rota.stores import redact_url
@@ -82,13 +82,18 @@ class SecurityHeaders:
 
 
 def _when(t: float | None) -> str:
+    """A time in UTC to the second; a stored time no date can show (written by
+    an older rota or by hand) as it is: ``epoch -90000000000``."""
     if t is None:
         return NONE
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    moment = shown_utc(t)
+    return f"epoch {t!r}" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _iso(t: float | None) -> str:
-    return "" if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat()
+    """A time in ISO 8601, or "" when there is none or no date can show it."""
+    moment = None if t is None else shown_utc(t)
+    return "" if moment is None else moment.isoformat()
 
 
 def _dur(seconds: float | None) -> str:

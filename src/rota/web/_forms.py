@@ -10,7 +10,6 @@ field (status 400) and nothing written; a good one redirects (303).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
@@ -18,6 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from rota import _json
+from rota._time import shown_utc
 from rota.commands import COMMAND_TASK, command_line
 from rota.errors import (
     InvalidArgument,
@@ -154,6 +154,15 @@ def _plain(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else str(seconds)
 
 
+def _stored_at(at_time: object) -> str:
+    """An ``at`` trigger's stored time for the form: ISO 8601, or the stored
+    value as it is when no date can show it."""
+    if not isinstance(at_time, int | float):
+        return "" if at_time is None else str(at_time)
+    moment = shown_utc(at_time)
+    return str(at_time) if moment is None else moment.isoformat()
+
+
 def _stored_form(schedule: Schedule) -> dict[str, str]:
     """A stored schedule as the edit form shows it."""
     trigger, opts = schedule.trigger, schedule.job_options
@@ -170,7 +179,7 @@ def _stored_form(schedule: Schedule) -> dict[str, str]:
         "interval": _plain(trigger["interval"]) if kind == "every" else "",
         "cron": str(trigger.get("expr", "")) if kind == "cron" else "",
         "tz": str(trigger.get("tz", "UTC")) if kind == "cron" else "UTC",
-        "at": datetime.fromtimestamp(at_time, UTC).isoformat() if at_time is not None else "",
+        "at": _stored_at(at_time),
         "args": _json.dumps([] if command else payload.get("args", [])).decode(),
         "kwargs": _json.dumps(payload.get("kwargs", {})).decode(),
         "jitter": _plain(schedule.jitter),

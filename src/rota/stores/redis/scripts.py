@@ -49,6 +49,7 @@ _BOUNDS = (
     "MAX_COUNT",
     "MAX_LIMIT",
     "MAX_SECONDS",
+    "MIN_TIME",
     "MAX_TIME",
     "MAX_RATE",
     "MAX_BATCH",

@@ -6,7 +6,7 @@
 -- scripts.py puts these functions first in the library and binds the bounds
 -- they use from rota.stores._checks, the one home of the bounds both stores
 -- apply:
--- MAX_PRIORITY, MAX_COUNT, MAX_LIMIT, MAX_SECONDS, MAX_TIME, MAX_RATE,
+-- MAX_PRIORITY, MAX_COUNT, MAX_LIMIT, MAX_SECONDS, MIN_TIME, MAX_TIME, MAX_RATE,
 -- MAX_BATCH.
 
 local function refuse(what, v)
@@ -78,7 +78,7 @@ local function check_job(args, b)
   check_str(args[b + 2], w .. 'queue')
   check_num(args[b + 4], w .. 'priority', -MAX_PRIORITY, MAX_PRIORITY, true)
   check_num(args[b + 5], w .. 'delay', -MAX_SECONDS, MAX_SECONDS)
-  check_opt(args[b + 6], w .. 'run_at', -MAX_TIME, MAX_TIME)
+  check_opt(args[b + 6], w .. 'run_at', MIN_TIME, MAX_TIME)
   check_num(args[b + 7], w .. 'max_attempts', 1, MAX_COUNT, true)
   check_num(args[b + 8], w .. 'max_lost', 1, MAX_COUNT, true)
   if check_num(args[b + 9], w .. 'lease', 0, MAX_SECONDS) == 0 then
@@ -115,7 +115,7 @@ local function check_job(args, b)
     end
   end
   check_opt(args[b + 14], w .. 'unique_for', 0, MAX_SECONDS)
-  check_opt(args[b + 16], w .. 'fire_time', -MAX_TIME, MAX_TIME)
+  check_opt(args[b + 16], w .. 'fire_time', MIN_TIME, MAX_TIME)
   if args[b + 18] ~= '' then
     local ok, policy = pcall(cjson.decode, args[b + 18])
     if not ok or type(policy) ~= 'table' then refuse(w .. 'retry policy must be JSON', args[b + 18]) end

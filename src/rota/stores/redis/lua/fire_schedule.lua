@@ -23,8 +23,8 @@
 
 -- every argument is checked before the first write (_check.lua)
 local w = 'schedule ' .. string.format('%q', check_str(ARGV[2], 'schedule name')) .. ': '
-check_num(ARGV[3], w .. 'expected next fire', -MAX_TIME, MAX_TIME)
-check_opt(ARGV[4], w .. 'new next fire', -MAX_TIME, MAX_TIME)
+check_num(ARGV[3], w .. 'expected next fire', MIN_TIME, MAX_TIME)
+check_opt(ARGV[4], w .. 'new next fire', MIN_TIME, MAX_TIME)
 check_flag(ARGV[5], w .. 'job flag')
 if ARGV[5] == '1' then
   check_count(5 + 19) -- L.NEW_FIELDS

@@ -16,7 +16,7 @@ check_count(11)
 local w = 'schedule ' .. string.format('%q', check_str(ARGV[1], 'schedule name')) .. ': '
 check_str(ARGV[2], w .. 'task')
 check_str(ARGV[3], w .. 'trigger')
-check_opt(ARGV[5], w .. 'next_fire', -MAX_TIME, MAX_TIME)
+check_opt(ARGV[5], w .. 'next_fire', MIN_TIME, MAX_TIME)
 check_flag(ARGV[6], w .. 'enabled')
 check_str(ARGV[7], w .. 'misfire')
 check_opt(ARGV[8], w .. 'grace', 0, MAX_SECONDS)
