@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -9,13 +10,14 @@ from rota import _validate
 from rota.errors import InvalidArgument
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)?\s*$")
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ms|s|min|m|h|d|w)?\s*$")
 
 
 def parse_duration(
     value: float | int | str | timedelta, *, what: str = "duration", positive: bool = False
 ) -> float:
-    """Seconds from ``30``, ``1.5``, ``"90s"``, ``"15m"``, ``"2h"``, ``"7d"`` or a timedelta.
+    """Seconds from ``30``, ``1.5``, ``"90s"``, ``"15m"``, ``"2h"``, ``"7d"``,
+    ``"1e3"`` or a timedelta.
 
     The result is finite, at least 0 (above 0 when ``positive``) and at most
     100 years; anything else raises :class:`InvalidArgument`.
@@ -38,6 +40,8 @@ def parse_duration(
         # a negative one is read, to be refused as negative rather than as
         # no duration at all ("-0" reads as 0)
         seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"] + 0.0
+        if seconds == math.inf:  # more digits than a float holds: "1e400"
+            raise InvalidArgument(_validate.too_long(what, repr(value)))
     return _validate.seconds(seconds, what, positive=positive, shown=value)
 
 

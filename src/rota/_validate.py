@@ -49,6 +49,7 @@ __all__ = [
     "name",
     "seconds",
     "time_range_error",
+    "too_long",
 ]
 
 #: Longest queue, task, schedule or limit-key name.
@@ -110,7 +111,12 @@ def seconds(value: float, what: str, *, positive: bool = False, shown: object = 
         raise InvalidArgument(f"{what} must not be negative, got {given}")
     if value == 0:
         raise InvalidArgument(f"{what} must be above 0, got {given}")
-    raise InvalidArgument(f"{what} must be at most 100 years ({MAX_DURATION:.0f} s), not {given}")
+    raise InvalidArgument(too_long(what, given))
+
+
+def too_long(what: str, given: str) -> str:
+    """The message for a duration ``given`` over :data:`MAX_DURATION`."""
+    return f"{what} {given} is too long: at most 100 years ({MAX_DURATION:.0f} s)"
 
 
 def time_range_error(epoch: float, shown: str) -> str | None:

@@ -176,6 +176,14 @@ ADD = ["schedules", "add", "s", "--every", "60"]
             ["'--every'", "interval 'soon' is not a duration"],
         ),
         (
+            ["schedules", "add", "s", "--every", "1e300", "--", "true"],
+            ["'--every'", "interval '1e300' is too long: at most 100 years"],
+        ),
+        (
+            ["schedules", "add", "x23", "--at", "9999-12-31T23:59:59", "--", "echo", "hi"],
+            ["at() time 9999-12-31 23:59:59 UTC is past 9999-12-31 00:00 UTC"],
+        ),
+        (
             ["schedules", "add", "s", "--cron", "61 * * * *", "--", "true"],
             ["'--cron'", "cron field 'minute' has invalid value '61'"],
         ),

@@ -660,3 +660,22 @@ def test_an_interval_has_no_fire_past_the_latest_time_rota_keeps() -> None:
     assert trigger.next_fire(MAX_TIME) is None
     assert trigger.count_fires(0.0, 1e12) == 2
     assert at(datetime(9999, 12, 31)).next_fire(0.0) == MAX_TIME
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: every(1e12), "every() interval of 1e+12 s is more than 100 years"),
+        (lambda: every(days=36_600), "every() interval of 3.16224e+09 s is more than 100 years"),
+        (
+            lambda: trigger_from_json({"type": "every", "interval": 1e308}),
+            "every() interval of 1e+308 s is more than 100 years",
+        ),
+    ],
+)
+def test_an_interval_over_100_years_is_refused_by_every(
+    make: Callable[[], Trigger], message: str
+) -> None:
+    with pytest.raises(InvalidSchedule) as refused:
+        make()
+    assert message in str(refused.value) and "next_fire" not in str(refused.value)

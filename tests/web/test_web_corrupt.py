@@ -68,6 +68,7 @@ def test_a_schedule_at_a_time_no_date_can_show_is_refused(
     answer = client.post("/api/schedules", json=body)
     assert answer.status_code == 400, answer.text
     assert "the earliest time rota keeps" in answer.text or "the latest time" in answer.text
+    assert answer.json()["error"] == "invalid_schedule"
     assert demo.store.schedules() == before
     assert client.get("/schedules").status_code == 200
 
@@ -78,3 +79,13 @@ def test_time_filters_show_a_stored_time_no_date_can_show() -> None:
     assert _iso(-9e10) == ""
     assert _when(0.0) == "1970-01-01 00:00:00 UTC"
     assert fmt_time(-9e10) == "epoch -90000000000.0"
+
+
+def test_an_interval_over_100_years_is_an_invalid_schedule(client: TestClient, demo: Demo) -> None:
+    before = demo.store.schedules()
+    body = {"name": "far", "task": "math.add", "trigger": {"type": "every", "interval": 1e308}}
+    answer = client.post("/api/schedules", json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_schedule"
+    assert "every() interval of 1e+308 s is more than 100 years" in answer.json()["detail"]
+    assert demo.store.schedules() == before

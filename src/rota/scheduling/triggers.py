@@ -152,6 +152,11 @@ class IntervalTrigger(Trigger):
             raise InvalidSchedule(
                 f"every() needs an interval greater than zero, got {self.interval!r} seconds"
             )
+        if self.interval > _validate.MAX_DURATION:
+            raise InvalidSchedule(
+                f"every() interval of {self.interval:g} s is more than 100 years "
+                f"({_validate.MAX_DURATION:.0f} s), the longest rota takes"
+            )
         if self.start is not None:
             _check_time("every() start", self.start)
         if self.end is not None:
