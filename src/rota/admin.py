@@ -248,24 +248,29 @@ class Admin:
     def set_limit(self, key: str, concurrency: int | None, *, by: Actor | None = None) -> None:
         """Override the concurrency limit of ``key`` cluster-wide: an int from
         0 (hold every job of the key) to 1,000,000, or None (back to the
-        declared limit). Bools are refused."""
+        declared limit; :class:`NotFound` for a key the store does not know,
+        with nothing changed). Bools are refused."""
         actor = self._allow(by, "operator")
         limit = _validate.limit_override(concurrency)
-        self._store.set_limit(_validate.name(key, "limit key"), limit)
+        if not self._store.set_limit(_validate.name(key, "limit key"), limit):
+            raise _unknown_key(key)
         self._record(actor, "limit.set" if limit is not None else "limit.clear", key, limit=limit)
 
     def set_rate(self, key: str, rate: str | float | None, *, by: Actor | None = None) -> None:
         """Override the rate of ``key`` cluster-wide, in place of the rate its
         jobs carry (their burst stays): ``"2/s"``, ``"100/m"``, a float of
-        jobs a second, or None (back to the jobs' own rate)."""
+        jobs a second, or None (back to the jobs' own rate; :class:`NotFound`
+        for a key the store does not know, with nothing changed)."""
         actor = self._allow(by, "operator")
         per_second = None if rate is None else Rate(rate).per_second
-        self._store.set_rate(_validate.name(key, "limit key"), per_second)
+        if not self._store.set_rate(_validate.name(key, "limit key"), per_second):
+            raise _unknown_key(key)
         action = "limit.rate" if per_second is not None else "limit.rate_clear"
         self._record(actor, action, key, rate=per_second)
 
     def clear_limit(self, key: str, *, by: Actor | None = None) -> None:
-        """Remove the run-time override of ``key``."""
+        """Remove the run-time override of ``key`` (none set: nothing to do);
+        :class:`NotFound` for a key the store does not know."""
         self.set_limit(key, None, by=by)
 
     def reset_breaker(self, key: str, *, by: Actor | None = None) -> bool:
@@ -505,3 +510,10 @@ class Admin:
         """The user holding the API token ``secret``, or None."""
         self._allow(by, "viewer")
         return _users.user_for_token(self._store, secret)
+
+
+def _unknown_key(key: str) -> NotFound:
+    return NotFound(
+        f"limit key {key!r} not found: no job with it was claimed and no limit was set on it "
+        "(rota limits list shows the keys)"
+    )

@@ -161,6 +161,21 @@ def test_limit_can_be_overridden_at_run_time(store: Store) -> None:
     assert len(claim(store, limit=6)) == 1
 
 
+@pytest.mark.parametrize("verb", ["set_limit", "set_rate"])
+def test_clearing_the_override_of_an_unknown_key_writes_nothing(store: Store, verb: str) -> None:
+    store.enqueue([limited(0, limit=1)])
+    (job,) = claim(store, limit=1)  # "spiders" is known from now on
+    before = store.limits()
+    assert getattr(store, verb)("nope", None) is False
+    assert store.limits() == before
+    assert getattr(store, verb)("spiders", None) is True, "known, with no override: fine"
+    assert store.limits() == before
+    assert getattr(store, verb)("new", 2) is True, "setting one makes the key known"
+    assert "new" in {info.key for info in store.limits()}
+    assert getattr(store, verb)("new", None) is True
+    assert succeed(store, job)
+
+
 def test_limit_override_of_zero_stops_the_key(store: Store) -> None:
     store.set_limit("spiders", 0)
     store.enqueue([limited(i, limit=5) for i in range(3)])

@@ -155,6 +155,29 @@ def test_limits_are_validated_in_one_place(app: rota.App) -> None:
     assert last(app).action == "limit.clear", "a breaker that was not open: nothing recorded"
 
 
+def test_clearing_the_limit_of_an_unknown_key_is_not_found_and_changes_nothing(
+    app: rota.App,
+) -> None:
+    for clear in (
+        lambda: app.admin.clear_limit("nope"),
+        lambda: app.admin.set_limit("nope", None),
+        lambda: app.admin.set_rate("nope", None),
+        lambda: app.limits.clear("nope"),
+    ):
+        with pytest.raises(NotFound, match="limit key 'nope' not found"):
+            clear()
+    assert app.store.limits() == []
+    assert log(app) == []
+    app.limits.set("spiders", 2)
+    app.admin.clear_limit("spiders")
+    app.admin.clear_limit("spiders")  # no override left: nothing to do, and fine
+    assert [e.action for e in log(app)] == [
+        "limit.clear",
+        "limit.clear",
+        "limit.set",
+    ]  # newest first
+
+
 def test_add_schedule_replaces_the_paused_state_only_when_told(app: rota.App) -> None:
     add = app.admin.add_schedule
     assert not add("s", "add", every(60), args=[1, 2], enabled=False).enabled

@@ -723,6 +723,16 @@ def test_limits_set_list_clear(env: Env) -> None:
     assert _limit_rows(env)["other"].split()[:2] == ["0/0", "(set)"]
 
 
+def test_limits_clear_of_an_unknown_key_says_so_and_changes_nothing(env: Env) -> None:
+    for words in (["limits", "clear", "nope"], ["limits", "rate", "nope", "clear"]):
+        result = env.rota(*words)
+        assert result.exit_code == 1, result.output
+        assert result.stdout == ""
+        assert "Error: limit key 'nope' not found" in result.stderr
+    assert env.store.limits() == []
+    assert "no operator actions recorded" in env.rota("audit").output
+
+
 def test_limits_rate_set_list_clear(env: Env) -> None:
     for _ in range(4):
         env.send("polite")

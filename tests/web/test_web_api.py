@@ -394,6 +394,11 @@ def test_limits_set_clear_and_breaker_reset(client: TestClient, demo: Demo) -> N
     assert client.delete("/api/limits/site").status_code == 200
     site = {i["key"]: i for i in client.get("/api/limits").json()}["site"]
     assert (site["concurrency"], site["override"]) == (2, None)
+    before = client.get("/api/limits").json()
+    missing = client.delete("/api/limits/nope")
+    assert missing.status_code == 404 and "limit key 'nope' not found" in missing.text
+    assert client.put("/api/limits/nope", json={"concurrency": None}).status_code == 404
+    assert client.get("/api/limits").json() == before
 
     from rota.models import Outcome
 

@@ -270,13 +270,17 @@ class SteeringStore(ABC):
     # -- flow control ---------------------------------------------------
 
     @abstractmethod
-    def set_limit(self, key: str, concurrency: int | None) -> None:
-        """Override the concurrency limit of ``key`` at run time (None: clear)."""
+    def set_limit(self, key: str, concurrency: int | None) -> bool:
+        """Override the concurrency limit of ``key`` at run time (None: clear).
+        True; False, with nothing written, for a clear of a key the store
+        does not know (one no job of it was claimed with, nor set)."""
 
     @abstractmethod
-    def set_rate(self, key: str, rate: float | None) -> None:
+    def set_rate(self, key: str, rate: float | None) -> bool:
         """Override the rate of ``key`` (jobs a second, above 0) at run time,
-        in place of the rate its jobs carry; their burst stays (None: clear)."""
+        in place of the rate its jobs carry; their burst stays (None: clear).
+        True; False, with nothing written, for a clear of a key the store
+        does not know."""
 
     @abstractmethod
     def reset_breaker(self, key: str) -> bool:

@@ -91,14 +91,15 @@ class Steering(RedisBase):
         return total
 
     @guarded
-    def set_limit(self, key: str, concurrency: int | None) -> None:
+    def set_limit(self, key: str, concurrency: int | None) -> bool:
         _checks.concurrency_override(key, concurrency)
-        self._run("set_limit", [key, "" if concurrency is None else str(int(concurrency))])
+        value = "" if concurrency is None else str(int(concurrency))
+        return bool(self._run("set_limit", [key, value]))
 
     @guarded
-    def set_rate(self, key: str, rate: float | None) -> None:
+    def set_rate(self, key: str, rate: float | None) -> bool:
         _checks.rate_override(key, rate)
-        self._run("set_rate", [key, "" if rate is None else repr(float(rate))])
+        return bool(self._run("set_rate", [key, "" if rate is None else repr(float(rate))]))
 
     @guarded
     def reset_breaker(self, key: str) -> bool:

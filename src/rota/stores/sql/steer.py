@@ -126,25 +126,27 @@ class Steering(Database):
 
         return self._transact(work)
 
-    def set_limit(self, key: str, concurrency: int | None) -> None:
+    def set_limit(self, key: str, concurrency: int | None) -> bool:
         _checks.concurrency_override(key, concurrency)
+        return self._override(key, "set_limit_override", concurrency)
 
-        def work(tx: Tx) -> None:
-            tx.execute("set_limit_override", (key, concurrency))
-            tx.execute("unpark_key", (key, UNPARK_ALL))
-            tx.wake()
-
-        self._transact(work)
-
-    def set_rate(self, key: str, rate: float | None) -> None:
+    def set_rate(self, key: str, rate: float | None) -> bool:
         _checks.rate_override(key, rate)
+        return self._override(key, "set_rate_override", None if rate is None else float(rate))
 
-        def work(tx: Tx) -> None:
-            tx.execute("set_rate_override", (key, None if rate is None else float(rate)))
+    def _override(self, key: str, query: str, value: float | None) -> bool:
+        """Write an override of ``key`` with ``query``; a clear (None) of a key
+        the store does not know writes nothing and is False."""
+
+        def work(tx: Tx) -> bool:
+            if value is None and tx.execute("limit_key_known", (key,)).fetchone() is None:
+                return False
+            tx.execute(query, (key, value))
             tx.execute("unpark_key", (key, UNPARK_ALL))
             tx.wake()
+            return True
 
-        self._transact(work)
+        return self._transact(work)
 
     def reset_breaker(self, key: str) -> bool:
         _checks.text(key, "limit key")

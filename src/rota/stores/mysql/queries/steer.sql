@@ -77,6 +77,9 @@ WHERE running = 0 AND inflight = 0 AND override IS NULL AND rate_override IS NUL
   AND (tokens IS NULL OR tokens + GREATEST(0, %s - tokens_at) * rate >= burst)
 ORDER BY `key` LIMIT %s
 
+-- name: limit_key_known
+SELECT 1 FROM limits WHERE `key` = %s
+
 -- name: set_limit_override
 INSERT INTO limits (`key`, override) VALUES (%s, %s)
 ON DUPLICATE KEY UPDATE override = VALUES(override)

@@ -79,6 +79,9 @@ DELETE FROM limits WHERE key IN (
       AND (tokens IS NULL OR tokens + greatest(0, %s - tokens_at) * rate >= burst)
     LIMIT %s FOR UPDATE SKIP LOCKED)
 
+-- name: limit_key_known
+SELECT 1 FROM limits WHERE key = %s
+
 -- name: set_limit_override
 INSERT INTO limits (key, override) VALUES (%s, %s)
 ON CONFLICT (key) DO UPDATE SET override = excluded.override

@@ -8,6 +8,7 @@
 -- ARGV[1] key
 -- ARGV[2] the limit, or "" to clear the override
 --
+-- Returns 1; 0, with nothing written, for a clear of a key not in limkeys.
 -- Sub-queues parked on the key are put back.
 
 -- every argument is checked before the first write (_check.lua)
@@ -15,6 +16,9 @@ check_count(2)
 check_str(ARGV[1], 'limit key')
 check_opt(ARGV[2], 'concurrency limit', 0, MAX_LIMIT, true)
 
+if ARGV[2] == '' and redis.call('SISMEMBER', S.limkeys, ARGV[1]) == 0 then
+  return 0
+end
 local key = K.limit(ARGV[1])
 if ARGV[2] == '' then
   redis.call('HDEL', key, 'override')

@@ -8,6 +8,7 @@
 -- ARGV[1] key
 -- ARGV[2] the rate (jobs a second), or "" to clear the override
 --
+-- Returns 1; 0, with nothing written, for a clear of a key not in limkeys.
 -- Sub-queues parked for the key's tokens are put back.
 
 -- every argument is checked before the first write (_check.lua)
@@ -17,6 +18,9 @@ if ARGV[2] ~= '' and check_num(ARGV[2], 'rate', 0, MAX_RATE) == 0 then
   refuse('rate must be above 0', ARGV[2])
 end
 
+if ARGV[2] == '' and redis.call('SISMEMBER', S.limkeys, ARGV[1]) == 0 then
+  return 0
+end
 local key = K.limit(ARGV[1])
 if ARGV[2] == '' then
   redis.call('HDEL', key, 'rate_override')

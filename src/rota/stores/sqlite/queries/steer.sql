@@ -77,6 +77,9 @@ DELETE FROM limits WHERE key IN (
       AND (tokens IS NULL OR tokens + max(0, ? - tokens_at) * rate >= burst)
     LIMIT ?)
 
+-- name: limit_key_known
+SELECT 1 FROM limits WHERE key = ?
+
 -- name: set_limit_override
 INSERT INTO limits (key, override) VALUES (?, ?)
 ON CONFLICT (key) DO UPDATE SET override = excluded.override
