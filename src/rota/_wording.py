@@ -53,8 +53,12 @@ def snooze_reason(job: Job) -> str | None:
 
 
 def still_running(job: Job | None) -> str | None:
-    """What happens to a job just cancelled that still runs (``its worker
-    stops it within about a second``); None when the cancel ended it."""
+    """What happens to a job just cancelled that still runs, true of every
+    execution mode (a thread cannot be stopped from outside: it ends at its
+    next look at ``current_job().cancelled``); None when the cancel ended it."""
     if job is not None and job.state is JobState.RUNNING:
-        return "its worker stops it within about a second"
+        return (
+            "its worker asks it to stop within about a second; "
+            "a thread task stops when it checks cancelled"
+        )
     return None

@@ -78,11 +78,13 @@ class InvalidSchedule(RotaError, ValueError):
 
 
 class JobNotFound(RotaError, LookupError):
-    """No job has that id (it never existed or was removed by retention)."""
+    """No job has that id (it never existed or was removed by retention);
+    ``reason``, when given, says more (an id prefix too short to look up)."""
 
-    def __init__(self, job_id: str) -> None:
-        super().__init__(f"job {job_id!r} not found")
+    def __init__(self, job_id: str, reason: str = "") -> None:
+        super().__init__(f"job {job_id!r} not found" + (f": {reason}" if reason else ""))
         self.job_id = job_id
+        self.reason = reason
 
 
 class AmbiguousJobId(InvalidArgument, LookupError):

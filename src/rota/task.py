@@ -280,8 +280,9 @@ class JobHandle(Generic[R]):
         return message
 
     def cancel(self) -> bool:
-        """Cancel the job: a pending one at once, a running one is stopped by its
-        worker within about a second and ends cancelled. True if it was
+        """Cancel the job: a pending one at once; a running one is asked to stop
+        by its worker within about a second (a thread task stops when it
+        checks ``current_job().cancelled``) and ends cancelled. True if it was
         cancelled or asked to stop; False if it had finished. Recorded in the
         audit log like any operator action (``app.admin.cancel_job``)."""
         from rota.errors import Conflict

@@ -414,9 +414,14 @@ def test_jobs_show_result(env: Env) -> None:
 
 
 def test_jobs_show_unknown_id(env: Env) -> None:
-    result = env.rota("jobs", "show", "nope")
+    result = env.rota("jobs", "show", "nopenope")
     assert result.exit_code == 1
-    assert result.stderr == "Error: job 'nope' not found\n"
+    assert result.stderr == "Error: job 'nopenope' not found\n"
+    short = env.rota("jobs", "show", "nope")
+    assert short.stderr == (
+        "Error: job 'nope' not found: no job has that id, "
+        "and a prefix needs at least 6 characters\n"
+    )
 
 
 # -- retry, cancel, delete -----------------------------------------------------------------
@@ -486,7 +491,8 @@ def test_jobs_cancel(env: Env) -> None:
     assert asked.exit_code == 0
     assert (
         asked.stdout
-        == f"cancelled {running} (it runs: its worker stops it within about a second)\n"
+        == f"cancelled {running} (it runs: its worker asks it to stop within about a second; "
+        "a thread task stops when it checks cancelled)\n"
     )
     assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
@@ -755,6 +761,9 @@ def test_limits_rate_set_list_clear(env: Env) -> None:
     ("args", "message"),
     [
         (["--", "spiders", "-1"], "-1 is not in the range x>=0"),
+        (["spiders", "-1"], "Invalid value for 'N': -1 is not in the range x>=0"),
+        (["spiders", "-5", "--url", "sqlite:///x.db"], "-5 is not in the range x>=0"),
+        (["spiders", "--nope"], "Invalid value for 'N': '--nope' is not a valid integer"),
         (["spiders", "many"], "'many' is not a valid integer"),
         (["spiders"], "Missing argument 'N'"),
     ],
@@ -763,6 +772,14 @@ def test_limits_set_bad_values(env: Env, args: list[str], message: str) -> None:
     result = env.rota("limits", "set", *args)
     assert result.exit_code == 2
     assert message in result.stderr
+    assert env.store.limits() == []
+
+
+def test_limits_set_keeps_its_help_and_options(env: Env) -> None:
+    helped = env.rota("limits", "set", "--help")
+    assert helped.exit_code == 0 and "Let at most N jobs with KEY run" in helped.stdout
+    done = env.rota("limits", "set", "k", "3", "--url", env.url, url=False)
+    assert done.exit_code == 0 and done.stdout == "limit of k set to 3\n"
 
 
 def test_limits_breaker_open_and_reset(env: Env) -> None:

@@ -90,6 +90,20 @@ def test_unknown_prefix_is_not_found(cli_store: tuple[str, Store]) -> None:
     assert "could not cancel abcdee: not found" in cancelled.stderr
 
 
+def test_a_prefix_shorter_than_six_characters_says_so(cli_store: tuple[str, Store]) -> None:
+    url, store = cli_store
+    job_id = put(store, "6ff950" + "0" * 26)
+    reason = "no job has that id, and a prefix needs at least 6 characters"
+    for command in ("show", "logs"):
+        result = rota(url, "jobs", command, "6ff95")
+        assert (result.exit_code, result.stderr) == (1, f"Error: job '6ff95' not found: {reason}\n")
+    for command in ("cancel", "retry", "delete"):
+        result = rota(url, "jobs", command, "6ff95")
+        assert result.exit_code == 1
+        assert f"could not {command} 6ff95: not found ({reason})" in result.stderr
+    assert store.get_jobs([job_id])[0] is not None
+
+
 def test_lost_attempts_read_as_lost(cli_store: tuple[str, Store]) -> None:
     url, store = cli_store
     job_id = put(store, lease=0.2, max_attempts=1, max_lost=3)

@@ -229,7 +229,10 @@ def test_a_running_job_is_stopped_from_its_page_and_the_api(client: TestClient, 
     answer = client.post(f"/jobs/{running.id}/cancel", data={"csrf": csrf_of(page.text)})
     assert answer.status_code == 303
     shown = client.get(answer.headers["location"]).text
-    assert f"Job {running.id} runs: its worker stops it within about a second." in shown
+    assert (
+        f"Job {running.id} runs: its worker asks it to stop within about a second; "
+        "a thread task stops when it checks cancelled." in shown
+    )
     client.cookies.clear()  # as an API client, without the page's session
     again = client.post(f"/api/jobs/{running.id}/cancel")
     expect_error(again, 409, f"job {running.id} runs and was already asked to stop")

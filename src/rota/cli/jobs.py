@@ -328,8 +328,9 @@ def _steer(app: App, ids: Sequence[str], action: Callable[..., str], verb: str, 
     for job_id in unique:
         try:
             click.echo(f"{done} {action(job_id, by=cli_actor())}")
-        except JobNotFound:
-            err.print(f"could not {verb} {job_id}: not found", soft_wrap=True)
+        except JobNotFound as exc:
+            why = f"not found ({exc.reason})" if exc.reason else "not found"
+            err.print(f"could not {verb} {job_id}: {why}", soft_wrap=True)
             refused += 1
         except Conflict as exc:  # its message says why (the job's state, or what else)
             err.print(f"could not {verb} {job_id}: {exc}", soft_wrap=True)
@@ -377,8 +378,9 @@ def retry(
 @url_option
 @pass_state
 def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
-    """Cancel jobs: pending ones at once, running ones are stopped by their
-    worker within about a second.
+    """Cancel jobs: pending ones at once; running ones are asked to stop by
+    their worker within about a second (a thread task stops when it checks
+    current_job().cancelled).
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()

@@ -88,7 +88,7 @@ def list_limits(cli: CliState) -> None:
     console().print(limits_table(infos, app.store.now()))
 
 
-@limits.command("set")
+@limits.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key", callback=name_callback("limit key"))
 @click.argument("limit", metavar="N", type=click.IntRange(min=0))
 @url_option

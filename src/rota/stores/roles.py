@@ -341,12 +341,15 @@ class InspectionStore(ABC):
         with it (a prefix needs :data:`MIN_PREFIX` characters).
 
         ``JobNotFound`` when no job matches (a shorter string must be a whole
-        id), ``AmbiguousJobId`` (listing some candidates) when several do.
+        id, and the error says so), ``AmbiguousJobId`` (listing some candidates) when several do.
         """
         if id_or_prefix and self.get_jobs([id_or_prefix])[0] is not None:
             return id_or_prefix  # a whole id: no search
         if len(id_or_prefix) < MIN_PREFIX:
-            raise JobNotFound(id_or_prefix)
+            raise JobNotFound(
+                id_or_prefix,
+                f"no job has that id, and a prefix needs at least {MIN_PREFIX} characters",
+            )
         found = self.find_job_ids(id_or_prefix, limit=_CANDIDATES + 1)
         if not found:
             raise JobNotFound(id_or_prefix)

@@ -248,8 +248,9 @@ def retry_job(request: Request, job_id: Name, identity: Acting) -> Done:
 
 @act.post("/jobs/{job_id}/cancel", summary="Cancel a job, or stop a running one")
 def cancel_job(request: Request, job_id: Name, identity: Acting) -> Done:
-    """A pending job is cancelled at once; a running one is stopped by its
-    worker within about a second. Finished jobs cannot be cancelled (409)."""
+    """A pending job is cancelled at once; a running one is asked to stop by
+    its worker within about a second (a thread task stops when it checks
+    ``cancelled``). Finished jobs cannot be cancelled (409)."""
     full = _admin(request).cancel_job(job_id, by=_ops.actor(request, identity))
     return Done(message=_ops.cancelled_text(context(request).app.store, full))
 
