@@ -304,3 +304,40 @@ def test_run_outlives_store_errors_and_still_stops(
         wait_for(lambda: "scheduler tick failed" in caplog.text, timeout=5, what="a logged error")
         assert running.thread.is_alive()
         assert running.close() < 1.0
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def test_the_log_of_dropped_fires_names_what_was_dropped_and_what_was_sent(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = math.floor(app.store.now())
+    start = now - 630  # fires at now - 630, ..., now - 30, now + 30
+    app.schedule("r", "refresh", every(60, start=moment(start)[0]), args=("a",))
+    backdate(app, "r", start + 360)  # now - 270: five due fires, four dropped
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app).tick()
+    assert fire_times(app, "r") == [now - 30]
+    assert (
+        f"schedule r: dropped 4 missed fire(s), the first at {_iso(now - 270)}; "
+        f"sending the fire at {_iso(now - 30)}"
+    ) in caplog.text
+
+
+def test_the_log_of_fires_older_than_the_grace_names_the_next_fire(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = math.floor(app.store.now())
+    start = now - 9000  # fires at now - 9000, - 5400, - 1800, now + 1800
+    app.schedule("g", "refresh", every(3600, start=moment(start)[0]), args=("a",), grace=60)
+    backdate(app, "g", start + 3600)
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app).tick()
+    assert fire_times(app, "g") == []
+    assert stored(app, "g").next_fire == now + 1800
+    assert (
+        f"schedule g: dropped 2 missed fire(s), the first at {_iso(now - 5400)}, "
+        f"all older than its grace; next fire: {_iso(now + 1800)}"
+    ) in caplog.text

@@ -52,6 +52,18 @@ def _when(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
+def _dropped_text(step: _Step) -> str:
+    """What a step without a job did: ``dropped 4 missed fire(s), the first at
+    ...; sent the fire at ...`` (coalesced into a later fire), or, all older
+    than the grace, with the fire to come."""
+    dropped = f"dropped {step.dropped} missed fire(s), the first at {_when(step.expected)}"
+    if step.kept:
+        assert step.new_next is not None
+        return f"{dropped}; sending the fire at {_when(step.new_next)}"
+    after = "none" if step.new_next is None else _when(step.new_next)
+    return f"{dropped}, all older than its grace; next fire: {after}"
+
+
 def _definition(schedule: Schedule) -> Schedule:
     """``schedule`` without the fields firing changes: what its definition says."""
     return replace(
@@ -69,11 +81,16 @@ def fire_job_id(name: str, fire_time: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Step:
-    """One ``fire_schedule`` call: move next fire from ``expected`` to ``new_next``."""
+    """One ``fire_schedule`` call: move next fire from ``expected`` to ``new_next``.
+    A step without a job drops ``dropped`` due fires, the first at ``expected``;
+    ``new_next`` is then the fire the next step sends, or with ``kept`` False
+    the schedule's next fire still to come."""
 
     expected: float
     new_next: float | None
     job: NewJob | None
+    dropped: int = 0
+    kept: bool = False
 
 
 class StopFlag(Protocol):
@@ -213,10 +230,10 @@ class Scheduler:
     def _steps(self, schedule: Schedule, plan: FirePlan) -> list[_Step]:
         assert schedule.next_fire is not None
         if not plan.fires:
-            return [_Step(schedule.next_fire, plan.next_fire, None)]
+            return [_Step(schedule.next_fire, plan.next_fire, None, plan.dropped)]
         steps = []
         if plan.fires[0] != schedule.next_fire:
-            steps.append(_Step(schedule.next_fire, plan.fires[0], None))
+            steps.append(_Step(schedule.next_fire, plan.fires[0], None, plan.dropped, kept=True))
         for index, fire in enumerate(plan.fires):
             following = plan.fires[index + 1] if index + 1 < len(plan.fires) else plan.next_fire
             steps.append(_Step(fire, following, self._job(schedule, fire)))
@@ -272,13 +289,7 @@ class Scheduler:
         elif result == "skipped":
             log.debug("schedule %s: fire skipped, its previous job has not finished", name)
         else:
-            until = "its end" if step.new_next is None else _when(step.new_next)
-            log.info(
-                "schedule %s: dropped missed fire(s) from %s up to %s",
-                name,
-                _when(step.expected),
-                until,
-            )
+            log.info("schedule %s: %s", name, _dropped_text(step))
         return result
 
     # -- state -----------------------------------------------------------------
