@@ -170,6 +170,7 @@ def test_a_cancelled_command_has_its_whole_process_group_killed(
     processes.rota("worker", app_path("commands"), "--url", url, "--mode", mode)
     handle = commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
     wait_for(lambda: tree_started(tree_pids), timeout=30, what="the command's tree to start")
-    assert cancel_while_running(handle, handle.cancel) < PROMPT + 1.0  # SIGTERM, grace, SIGKILL
+    # then SIGTERM, its grace, SIGKILL, and (processes mode) the child's report
+    assert cancel_while_running(handle, handle.cancel) < PROMPT + 2.0
     assert not any(map(alive, pids_in(tree_pids))), "no process of the command is left"
     assert last_entry(handle)["event"] == "cancelled"

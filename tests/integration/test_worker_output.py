@@ -45,7 +45,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     assert proc.wait(timeout=30) == 0
 
 
-def test_a_line_per_finished_job_at_info(
+def test_a_line_per_finished_job_at_info_and_a_failure_for_good_at_warning(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:
     out, good, bad = _run_jobs(sender, processes, app_path, url)
@@ -59,7 +59,8 @@ def test_a_line_per_finished_job_at_info(
     )
     assert retry, out
     final = re.search(
-        rf"INFO rota\.worker: boom {bad} attempt 2 failed in [\d.]+ ms: ValueError: boom\n", out
+        rf"WARNING rota\.worker: boom {bad} attempt 2 failed in [\d.]+ ms: ValueError: boom\n",
+        out,
     )
     assert final, out
     assert "second line" not in out
@@ -87,11 +88,12 @@ def test_each_attempt_records_the_worker_and_host(
         assert all(h["worker"].startswith(f"{host}-") for h in job.history)
 
 
-def test_quiet_prints_no_job_lines(
+def test_quiet_prints_only_the_jobs_that_failed_for_good(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:
     out, good, bad = _run_jobs(sender, processes, app_path, url, "--quiet")
-    assert good not in out and bad not in out
+    assert good not in out
+    assert re.findall(rf" {bad} attempt \d", out) == [f" {bad} attempt 2"]
     assert " INFO " not in out
     levels = re.findall(r"^\S+ \S+ ([A-Z]+) ", out, re.MULTILINE)
     assert set(levels) <= {"WARNING", "ERROR"}, out
@@ -113,7 +115,9 @@ def test_json_log_lines(
         (bad, "boom", 2, "failed", "ValueError: boom"),
     ]
     assert sorted(fields, key=str) == sorted(expected, key=str)
-    assert all(r["level"] == "info" and r["logger"] == "rota.worker" for r in jobs)
+    levels = {r["job_id"] + str(r["attempt"]): r["level"] for r in jobs}
+    assert levels == {f"{good}1": "info", f"{bad}1": "info", f"{bad}2": "warning"}
+    assert all(r["logger"] == "rota.worker" for r in jobs)
     assert all(isinstance(r["duration_ms"], float | int) and r["duration_ms"] >= 0 for r in jobs)
     assert jobs[0]["time"].endswith("+00:00")
 

@@ -25,7 +25,7 @@ def log_options(f: F) -> F:
         "--quiet",
         "-q",
         is_flag=True,
-        help="Log only warnings and errors (no line per finished job).",
+        help="Log only warnings and errors (of finished jobs, those that failed for good).",
     )(f)
 
 
