@@ -32,7 +32,7 @@ def my_url(tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def user(my_url: str) -> Iterator[str]:
     """A user of the server with no right at all."""
-    name = f"fixsql_{uuid.uuid4().hex[:10]}"
+    name = f"rota_rights_{uuid.uuid4().hex[:10]}"
     mysql_execute(my_url, f"CREATE USER '{name}'@'%'")
     yield name
     mysql_execute(my_url, f"DROP USER '{name}'@'%'")
@@ -88,7 +88,7 @@ def test_a_user_without_rights_on_the_tables_is_told_which_to_grant(my_url: str,
 
 
 def test_a_database_the_user_may_not_create_is_refused_with_what_to_do(user: str) -> None:
-    database = f"fixsql_{uuid.uuid4().hex[:10]}"
+    database = f"rota_rights_{uuid.uuid4().hex[:10]}"
     with pytest.raises(
         StoreError,
         match=f"user {user} may not use database {database}, or it does not exist and the "

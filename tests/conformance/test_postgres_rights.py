@@ -63,7 +63,7 @@ class Database:
 
 @pytest.fixture(scope="module")
 def database_name() -> Iterator[str]:
-    name = f"fixsql_{uuid.uuid4().hex[:10]}"
+    name = f"rota_rights_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     with psycopg.connect(f"{SERVER}/{name}", autocommit=True) as conn:
@@ -76,7 +76,7 @@ def database_name() -> Iterator[str]:
 
 @pytest.fixture
 def database(database_name: str) -> Iterator[Database]:
-    db = Database(database_name, f"fixsql_{uuid.uuid4().hex[:10]}", [])
+    db = Database(database_name, f"rota_rights_{uuid.uuid4().hex[:10]}", [])
     yield db
     db.drop()
 
