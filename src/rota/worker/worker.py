@@ -631,7 +631,6 @@ class Worker:
                     next_due = min(next_due, due)
         for flight in late:
             error = JobTimeout(f"timed out after {flight.job.timeout} s")
-            cancel_running(flight.job.token)
             abandoned = self._executor.abandon(flight.job)
             if not abandoned and _claim_of(flight.job) in self._inflight:
                 log.warning(
@@ -640,7 +639,9 @@ class Worker:
                     flight.job.id,
                     self._executor.stuck(),
                 )
+            # the timeout is the outcome: the task's own end, at the cancel, comes after it
             self._on_done(flight.job, runner.failure(error))
+            cancel_running(flight.job.token)
         return next_due
 
     def _measure_load(self) -> None:
