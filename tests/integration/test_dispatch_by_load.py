@@ -10,6 +10,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
+
 from helpers import wait_for
 from procs import Processes
 from rota import App
@@ -27,6 +29,7 @@ def workers_by_queue(store: Store) -> dict[str, tuple[str, float | None]]:
     return {w.queues[-1]: (w.id, w.load) for w in store.workers()}
 
 
+@pytest.mark.xdist_group("cpu_burn")  # one burner at a time: each reads the other's load
 def test_a_busy_worker_leaves_new_jobs_to_an_idle_one(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str]
 ) -> None:
@@ -47,7 +50,8 @@ def test_a_busy_worker_leaves_new_jobs_to_an_idle_one(
         def loads_reported() -> bool:
             seen = workers_by_queue(store)
             busy, idle = seen.get("burn", ("", None))[1], seen.get("default", ("", None))[1]
-            return busy is not None and idle is not None and busy > 0.2 and idle < 0.1
+            # (on a machine busy with other work the idle worker's load is not 0)
+            return busy is not None and idle is not None and busy > 0.2 and idle < busy / 2
 
         wait_for(loads_reported, timeout=30, what="both workers to report their load")
         # one more heartbeat round, so the busy worker has read the idle one's record
