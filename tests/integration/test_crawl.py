@@ -370,6 +370,7 @@ def worst_window(starts: list[float], rate: float, burst: int = 1) -> float:
     return worst
 
 
+@pytest.mark.alone  # it times requests to a fifth of a second: run with no other test
 def test_a_polite_crawl_fetches_every_allowed_page_once(make_lab: Callable[..., Lab]) -> None:
     with serving(politeness_site()) as site:
         lab = make_lab(site)

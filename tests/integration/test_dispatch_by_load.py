@@ -29,7 +29,7 @@ def workers_by_queue(store: Store) -> dict[str, tuple[str, float | None]]:
     return {w.queues[-1]: (w.id, w.load) for w in store.workers()}
 
 
-@pytest.mark.xdist_group("cpu_burn")  # one burner at a time: each reads the other's load
+@pytest.mark.alone  # it reads the CPU load of its workers: run with no other test
 def test_a_busy_worker_leaves_new_jobs_to_an_idle_one(
     url: str, store: Store, processes: Processes, app_path: Callable[[str], str]
 ) -> None:
