@@ -35,14 +35,16 @@ from rota.errors import (
     ValueRefused,
 )
 from rota.stores.mysql._pool import Pool, close_quietly
-from rota.stores.sql.queries import ENGINE_FILES, load, migrations
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations, newest_migration
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Relay, Tx, log_run_again
 
 log = logging.getLogger("rota.store")
 T = TypeVar("T")
 
 #: Every statement of the MySQL store, by name.
-Q = load("rota.stores.mysql", "connection.sql", *ENGINE_FILES)
+#: The package of this store's queries and migrations.
+_PACKAGE = "rota.stores.mysql"
+Q = load(_PACKAGE, "connection.sql", *ENGINE_FILES)
 
 #: Server errors after which a transaction is simply run again: InnoDB broke a
 #: deadlock (1213), or a lock was not granted in time (1205).
@@ -55,7 +57,7 @@ _LOST = frozenset({2002, 2003, 2006, 2013, 2055, 1053, 1927, 4031, 1040})
 _SERVER_LOST = 2013  # CR_SERVER_LOST: the connection went away during a statement
 #: The database the URL names does not exist.
 NO_DATABASE = 1049
-#: The server refused the connection the database (that may not exist).
+#: The server refused the user the database (which may also not exist).
 _NO_ACCESS = 1044
 #: A table the statement names does not exist.
 _NO_TABLE = 1146
@@ -578,7 +580,7 @@ class MySQLConnections(Database):
                 version = self._applied(tx)
                 if version is None and not create:
                     raise self._no_store("has no rota tables")
-                if version is None or version < _newest_version():
+                if version is None or version < newest_migration(_PACKAGE):
                     self._migrate_on(tx)
             finally:
                 self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
@@ -614,7 +616,7 @@ class MySQLConnections(Database):
             version = self._applied(tx)  # again, under the lock
             if version is None:
                 tx.execute("create_versions")
-            for number, script in migrations("rota.stores.mysql"):
+            for number, script in migrations(_PACKAGE):
                 if number > (version or 0):
                     for statement in _STATEMENT_END.split(script.format(collation=collation)):
                         if statement.strip():
@@ -625,7 +627,8 @@ class MySQLConnections(Database):
                 raise
             tried = "to create its tables"
             if version is not None:
-                tried = f"to migrate its tables from version {version} to {_newest_version()}"
+                newest = newest_migration(_PACKAGE)
+                tried = f"to migrate its tables from version {version} to {newest}"
             raise self._cannot_migrate(tried, "to create, alter and index tables", exc) from None
         finally:
             tx.execute("migration_unlock")
@@ -714,8 +717,3 @@ def _collation(version: str, where: str) -> str:
     if numbers < (8, 0, 17):
         raise StoreError(f"the MySQL store at {where} needs MySQL 8.0.17 or newer: {version}")
     return "utf8mb4_0900_bin"
-
-
-def _newest_version() -> int:
-    """The newest migration this release ships."""
-    return migrations("rota.stores.mysql")[-1][0]

@@ -45,7 +45,7 @@ from rota.stores.postgres._outages import (
     handle_library_logs,
 )
 from rota.stores.postgres._wakeups import WakeUps
-from rota.stores.sql.queries import ENGINE_FILES, load, migrations
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations, newest_migration
 from rota.stores.sql.tx import (
     Changed,
     Cursor,
@@ -61,7 +61,9 @@ log = logging.getLogger("rota.store")
 T = TypeVar("T")
 
 #: Every statement of the PostgreSQL store, by name.
-Q = load("rota.stores.postgres", "connection.sql", *ENGINE_FILES)
+#: The package of this store's queries and migrations.
+_PACKAGE = "rota.stores.postgres"
+Q = load(_PACKAGE, "connection.sql", *ENGINE_FILES)
 #: A schema name rota accepts: a plain lower-case identifier, used unquoted.
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 #: Errors after which a transaction is simply run again: PostgreSQL broke a
@@ -89,10 +91,10 @@ class _Applied(NamedTuple):
     #: The role the store's connections act as.
     role: str
 
-
-def _newest_version() -> int:
-    """The newest migration this release ships."""
-    return migrations("rota.stores.postgres")[-1][0]
+    @property
+    def lacking(self) -> str:
+        """How a schema without rota's tables lacks them, in words."""
+        return "has no rota tables" if self.schema_exists else "does not exist"
 
 
 #: What a reachable server did, by SQLSTATE (or its class: the first two
@@ -399,11 +401,10 @@ class PgConnections(Database):
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise store_error(exc, self.where) from exc
         if applied.version is None:
-            found = "has no rota tables" if applied.schema_exists else "does not exist"
             raise StoreError(
                 f"the read replica at {self.where} has no rota store in schema {self.schema} "
-                f"(the schema {found} there): the read URL must reach a replica of the store's "
-                "own database (read_url=, ROTA_READ_URL, --read-url)"
+                f"(the schema {applied.lacking} there): the read URL must reach a replica of "
+                "the store's own database (read_url=, ROTA_READ_URL, --read-url)"
             )
 
     def _open_pool(self, conninfo: str, size: int) -> psycopg_pool.ConnectionPool[Any]:
@@ -633,7 +634,7 @@ class PgConnections(Database):
                 applied = self._applied(conn)
             if applied.version is None and not create:
                 raise self._no_store(applied)
-            if applied.version is None or applied.version < _newest_version():
+            if applied.version is None or applied.version < newest_migration(_PACKAGE):
                 self._apply_migrations(applied)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise store_error(exc, self.where) from exc
@@ -669,7 +670,7 @@ class PgConnections(Database):
                     conn.execute(Q["create_schema"].format(**schema))
                 if applied.version is None:
                     conn.execute(Q["create_versions"].format(**schema))
-                for number, script in migrations("rota.stores.postgres"):
+                for number, script in migrations(_PACKAGE):
                     if number > (applied.version or 0):
                         conn.execute(script)
                         conn.execute(Q["record_version"].format(**schema), (number,))
@@ -679,10 +680,9 @@ class PgConnections(Database):
     def _no_store(self, applied: _Applied) -> StoreError:
         """The error of a schema that holds no store, for the commands that
         only read or steer what is there."""
-        found = "has no rota tables" if applied.schema_exists else "does not exist"
         return StoreError(
             f"no PostgreSQL store in schema {self.schema} at {self.where} (the schema "
-            f"{found}): check --url, ROTA_URL and the URL's schema= option; a worker or "
+            f"{applied.lacking}): check --url, ROTA_URL and the URL's schema= option; a worker or "
             "`rota send` creates it"
         )
 
@@ -709,7 +709,7 @@ class PgConnections(Database):
         else:
             tried = (
                 f"to migrate the tables of schema {schema} from version {applied.version} to "
-                f"{_newest_version()}"
+                f"{newest_migration(_PACKAGE)}"
             )
             missing = f"role {role} may not alter them (only their owner may)"
             fix = f"open the store once as the owner of its tables ({once})"

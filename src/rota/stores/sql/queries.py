@@ -42,3 +42,8 @@ def migrations(package: str) -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             found.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
     return sorted(found)
+
+
+def newest_migration(package: str) -> int:
+    """The version of the newest migration ``package`` ships."""
+    return migrations(package)[-1][0]
