@@ -22,16 +22,20 @@ from typing import Any
 
 import httpx
 
-__all__ = ["Clients", "Fetched", "conditional_headers", "content_hash", "get"]
+__all__ = ["MAX_REDIRECTS", "Clients", "Fetched", "conditional_headers", "content_hash", "get"]
+
+
+#: Most redirects followed in a row: by a robots.txt fetch (httpx follows
+#: them), and from a page (each one a fetch job; a longer chain stops there).
+MAX_REDIRECTS = 5
 
 
 class Clients:
     """The httpx clients of a process, one per thread, for one crawler."""
 
-    def __init__(self, user_agent: str, timeout: float, max_redirects: int = 5) -> None:
+    def __init__(self, user_agent: str, timeout: float) -> None:
         self._headers = {"User-Agent": user_agent}
         self._timeout = timeout
-        self._max_redirects = max_redirects
         self._lock = threading.Lock()
         self._local = threading.local()
         self._made: list[httpx.Client] = []  # by this process, to close at its end
@@ -50,7 +54,7 @@ class Clients:
             headers=self._headers,
             timeout=self._timeout,
             follow_redirects=False,
-            max_redirects=self._max_redirects,
+            max_redirects=MAX_REDIRECTS,
         )
         self._local.client, self._local.pid = client, os.getpid()
         with self._lock:

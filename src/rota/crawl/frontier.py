@@ -35,8 +35,6 @@ __all__ = ["Frontier"]
 
 #: Most URLs one admit job carries.
 ADMIT_BATCH = 500
-#: Most redirects followed in a row from a page (a longer chain stops there).
-MAX_REDIRECTS = 5
 #: One fetch job's call: URL, depth, the validators of its last fetch, and
 #: (when above 0) how many redirects in a row led to the URL.
 Call = tuple[str, int, dict[str, Any] | None] | tuple[str, int, dict[str, Any] | None, int]
@@ -101,15 +99,12 @@ class Frontier:
         """Send the ``links`` of a page, found at ``depth`` (the page's depth
         plus one; a redirect's target keeps the depth of the page that
         redirected, and ``redirects`` counts the redirects in a row that led
-        to it): each once, in scope, not deeper than ``max_depth`` nor after
-        more than :data:`MAX_REDIRECTS` redirects in a row; robots.txt is
+        to it): each once, in scope, not deeper than ``max_depth``; robots.txt is
         applied now for origins whose rules are ``known`` (or this process
         has), by an admit job for the others. With a seen-set, only the
         links new to it are sent. Returns how many were sent on."""
         s = self._settings
         if s.max_depth is not None and depth > s.max_depth:
-            return 0
-        if redirects > MAX_REDIRECTS:
             return 0
         followed = [url for url in dict.fromkeys(links) if s.scope.follows(url)]
         if self.seen is not None:

@@ -146,7 +146,7 @@ class RobotsBook:
                 follow_redirects=True,
             )
         except httpx.TooManyRedirects:
-            return {"status": 310, "text": ""}  # more than five redirects: unavailable
+            return {"status": 310, "text": ""}  # past MAX_REDIRECTS: unavailable
         except httpx.HTTPError as exc:
             kind = outcomes.network_kind(exc)
             raise FetchFailed(kind, f"{url}: {type(exc).__name__}: {exc}") from exc

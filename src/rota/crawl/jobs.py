@@ -44,7 +44,8 @@ from rota.context import current_job
 from rota.crawl import fetching, outcomes
 from rota.crawl.adapt import parse_retry_after
 from rota.crawl.errors import FetchFailed, ParseFailed, Throttled, TryLater
-from rota.crawl.frontier import MAX_REDIRECTS, Frontier
+from rota.crawl.fetching import MAX_REDIRECTS
+from rota.crawl.frontier import Frontier
 from rota.crawl.hostrules import RobotsBook
 from rota.crawl.pacing import Pacer
 from rota.crawl.response import Link, Response
@@ -322,7 +323,7 @@ class CrawlJobs:
     ) -> dict[str, Any]:
         """Follow a redirect, the ``redirects``-th in a row: its target keeps
         the page's depth (a redirect is no hop) and is not followed past
-        :data:`~rota.crawl.frontier.MAX_REDIRECTS` in a row."""
+        :data:`~rota.crawl.fetching.MAX_REDIRECTS` in a row."""
         target = resolve(url, got.headers.get("location", ""))
         if target is None:
             return {}
