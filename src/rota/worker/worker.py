@@ -411,7 +411,9 @@ class Worker:
             # a claim waits only while jobs wait for a slot (see _claim_turn)
             freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
         try:
-            outcome = runner.to_outcome(job, runner.awaiting_task(job, result, time.time()))
+            if not result.ok:  # (a success needs no look, nor the clock)
+                result = runner.awaiting_task(job, result, time.time())
+            outcome = runner.to_outcome(job, result)
         except Exception as exc:
             failed = runner.internal_failure(exc, "the worker's reporting")
             outcome = runner.to_outcome(job, failed)
