@@ -78,6 +78,17 @@ def claim_one(store: Store, queue: str = "default", worker: str = WORKER) -> Cla
     return claimed[0]
 
 
+def sends_and_claims(url: str) -> None:
+    """Open the store at ``url``, send a job and claim it: the store works
+    for whoever the URL connects as."""
+    store = open_store(url)
+    try:
+        sent = enqueue_one(store, new_job(1))
+        assert [c.id for c in claim(store, limit=5)] == [sent]
+    finally:
+        store.close()
+
+
 def lease(job: ClaimedJob) -> LeaseRef:
     """The lease reference of a claimed job."""
     return LeaseRef(job.id, job.token)

@@ -7,26 +7,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 pytest.importorskip("MySQLdb")
 
-from backends import MYSQL_URL, drop_store, mysql_execute, store_url
-from conformance.support import claim, enqueue_one, new_job
+from backends import MYSQL_URL, mysql_execute
+from conformance.support import sends_and_claims
 from rota.errors import StoreError
 from rota.stores import open_store
 
 ROW_RIGHTS = "SELECT, INSERT, UPDATE, DELETE"
-
-
-@pytest.fixture
-def my_url(tmp_path: Path) -> Iterator[str]:
-    url = store_url("mysql", tmp_path)
-    yield url
-    drop_store("mysql", url)
 
 
 @pytest.fixture
@@ -51,12 +43,7 @@ def test_a_user_with_only_row_rights_uses_a_database_its_owner_migrated(
     open_store(my_url).close()  # the owner migrates it
     database = urlsplit(my_url).path.strip("/")
     mysql_execute(my_url, f"GRANT {ROW_RIGHTS} ON {database}.* TO '{user}'@'%'")
-    store = open_store(as_user(my_url, user))
-    try:
-        sent = enqueue_one(store, new_job(1))
-        assert [c.id for c in claim(store, limit=5)] == [sent]
-    finally:
-        store.close()
+    sends_and_claims(as_user(my_url, user))
 
 
 def test_a_user_with_only_row_rights_on_an_older_database_is_told_to_let_the_owner_migrate(

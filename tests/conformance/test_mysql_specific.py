@@ -36,13 +36,6 @@ SHIPPED = [(number,) for number, _ in migrations("rota.stores.mysql")]
 
 
 @pytest.fixture
-def my_url(tmp_path: Path) -> Iterator[str]:
-    url = store_url("mysql", tmp_path)
-    yield url
-    drop_store("mysql", url)
-
-
-@pytest.fixture
 def mstore(my_url: str) -> Iterator[MySQLStore]:
     store = open_store(my_url)
     assert isinstance(store, MySQLStore)

@@ -15,7 +15,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 from backends import POSTGRES_URL, postgres_reachable  # noqa: E402
-from conformance.support import claim, enqueue_one, new_job  # noqa: E402
+from conformance.support import sends_and_claims  # noqa: E402
 from rota.errors import StoreError  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 
@@ -79,16 +79,6 @@ def database(database_name: str) -> Iterator[Database]:
     db = Database(database_name, f"rota_rights_{uuid.uuid4().hex[:10]}", [])
     yield db
     db.drop()
-
-
-def sends_and_claims(url: str) -> None:
-    """Open the store at ``url``, send a job and claim it."""
-    store = open_store(url)
-    try:
-        sent = enqueue_one(store, new_job(1))
-        assert [c.id for c in claim(store, limit=5)] == [sent]
-    finally:
-        store.close()
 
 
 def test_a_role_without_create_on_the_database_uses_a_schema_made_for_it(
