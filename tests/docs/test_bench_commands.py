@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from doc_blocks import ROOT
 
-from backends import IN_CI, MYSQL_URL, REDIS_URL, drop_store, store_url
+from backends import IN_CI, MYSQL_URL, POSTGRES_URL, REDIS_URL, drop_store, store_url
 from integration.redis_servers import PrivateRedis, private_redis
 
 __all__ = ["private_redis"]  # a fixture
 
-# (documented command, the figure its output must show); {sqlite}, {redis} and
-# {mysql} name a fresh SQLite file, the test Redis and the test MySQL server
+# (documented command, the figure its output must show); {sqlite}, {redis},
+# {mysql} and {postgres} name a fresh SQLite file, the test Redis, MySQL and
+# PostgreSQL servers
 # (each benchmark run makes and removes a namespace or database of its own).
 COMMANDS = [
     ("bench/bench.py --url {sqlite} --jobs 200 --samples 20 --runs 1", "drain_per_s"),
@@ -67,6 +68,7 @@ COMMANDS = [
         "scheduled backlog",
     ),
     ("bench/redis_peers/script_cost.py --url {redis} --jobs 200", "µs of server time per job"),
+    ("bench/pg_txsend.py --url {postgres} --sends 50 --runs 1", "CPU us per send"),
 ]
 
 
@@ -75,6 +77,8 @@ def test_benchmark_runs_small(command: str, figure: str, tmp_path: Path) -> None
     # fail in CI, skip locally, when the server is missing
     if "{redis}" in command:
         store_url("redis", tmp_path)
+    if "{postgres}" in command:
+        store_url("postgres", tmp_path)
     if "{mysql}" in command:
         drop_store("mysql", store_url("mysql", tmp_path))  # the benchmark makes its own
     args = command.format(
@@ -82,6 +86,7 @@ def test_benchmark_runs_small(command: str, figure: str, tmp_path: Path) -> None
         db=tmp_path / "pages.db",
         redis=REDIS_URL,
         mysql=f"{MYSQL_URL}/rota_bench",
+        postgres=POSTGRES_URL,
     ).split()
     done = subprocess.run(
         [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120
