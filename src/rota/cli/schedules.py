@@ -84,6 +84,7 @@ def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) ->
     defines with app.schedule(...) are created or updated first.
     """
     from rota._signals import StopSignals
+    from rota._store_wait import wait_for_store
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
@@ -91,6 +92,9 @@ def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) ->
     engine = Scheduler(app, max_sleep=max_sleep)
     stop = StopSignals()
     stop.install()
+    if not wait_for_store(app, stop):
+        click.echo("rota scheduler: stopped before the store answered")
+        return
     count = len(app.store.schedules())
     click.echo(f"rota scheduler: store {redact_url(app.url)}, {count} schedule(s)")
     engine.run(stop)

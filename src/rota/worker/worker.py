@@ -73,6 +73,7 @@ import psutil
 
 from rota import _validate, commands
 from rota._signals import StopSignals
+from rota._store_wait import wait_for_store
 from rota.context import cancel_running
 from rota.errors import CommitInDoubt, InvalidArgument, JobTimeout
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
@@ -262,7 +263,9 @@ class Worker:
         """Work until stopped by a signal or :meth:`stop`; then shut down in order."""
         if threading.current_thread() is threading.main_thread():
             self._signals.install()
-        _ = self.app.store  # open the store before the app's hooks run
+        if not wait_for_store(self.app, self._signals, self._stopping.is_set):
+            log.info("worker %s stopped before its store answered", self.id)
+            return
         self.app._worker_started()  # the app's on_worker_start hooks, before any claim
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten

@@ -114,10 +114,23 @@ _REFUSED = {
 }
 
 
+#: The server's words (its log-in errors carry no SQLSTATE) for a connection
+#: it refused whatever the time: a wrong password, an unknown role or
+#: database, a role that may not log in, no pg_hba.conf entry.
+_LOGIN_REFUSED = re.compile(
+    r"FATAL:\s+(password authentication failed|role .* does not exist|database .* does not "
+    r"exist|role .* is not permitted to log in|no pg_hba\.conf entry|permission denied for "
+    r"database)"
+)
+
+
 def store_error(exc: BaseException, where: str) -> StoreError:
     """The rota error for a psycopg or pool error at ``where``: a lost
-    connection (or no connection in time) is "cannot be reached"; other
-    server errors say what the server did, by SQLSTATE."""
+    connection (or no connection in time) is "cannot be reached", a log-in
+    the server refused is "refused the connection"; other server errors say
+    what the server did, by SQLSTATE."""
+    if _LOGIN_REFUSED.search(str(exc)):
+        return StoreError(f"the PostgreSQL store at {where} refused the connection: {exc}")
     if isinstance(exc, psycopg_pool.PoolTimeout) or connection_lost(exc):
         return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, psycopg.IntegrityError):  # pipelined: raised at the commit

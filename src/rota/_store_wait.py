@@ -1,0 +1,109 @@
+"""Waiting for a store that cannot be reached when a worker or a scheduler
+starts: on a machine's boot, or in a compose file, they may come up before
+the database they use. They wait for it instead of exiting, trying again
+with growing pauses and saying so; a stop signal ends the wait. An error
+the store answers with (a refused login, a missing database) is not waited
+for: it ends the start at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rota.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from rota._signals import StopSignals
+    from rota.app import App
+
+__all__ = ["LONGEST_PAUSE", "wait_for_store"]
+
+log = logging.getLogger("rota")
+
+#: The pauses between tries double from one second up to this many.
+LONGEST_PAUSE = 30.0
+
+
+def wait_for_store(
+    app: App, signals: StopSignals, stopping: Callable[[], bool] = lambda: False
+) -> bool:
+    """Open ``app``'s store and read its clock, again after each
+    :class:`~rota.errors.StoreUnavailable` until it answers: True then,
+    False once a stop signal came or ``stopping()`` turned true (checked
+    whenever ``signals.wake()`` is called). Other errors are raised.
+
+    Each try runs in a thread of its own, so that a signal ends the wait
+    even while the store's own call is still retrying (Redis retries each
+    call for its ``retry_for``).
+    """
+    began = time.monotonic()
+    pause = 1.0
+    tries = 0
+    while True:
+        tries += 1
+        outcome = _try(app, signals, stopping)
+        if outcome is _STOPPED:
+            return False
+        if outcome is None:
+            if tries > 1:
+                log.warning("the store answers after %.0f s of waiting", time.monotonic() - began)
+            return True
+        if not isinstance(outcome, StoreUnavailable):
+            raise outcome
+        log.warning(
+            "%s; trying again in %g s (waited %.0f s; a stop signal ends the wait)",
+            " ".join(str(outcome).split()).rstrip("."),  # (psycopg's hints take lines)
+            pause,
+            time.monotonic() - began,
+        )
+        if _stopped(signals, stopping, deadline=time.monotonic() + pause):
+            return False
+        pause = min(pause * 2, LONGEST_PAUSE)
+
+
+class _Stopped(Exception):
+    """A stop came before the try's answer."""
+
+
+_STOPPED = _Stopped()
+
+
+def _try(app: App, signals: StopSignals, stopping: Callable[[], bool]) -> BaseException | None:
+    """One try, in a thread of its own: None when the store answered, else
+    the error it raised (``_STOPPED`` when a stop came first)."""
+    outcome: list[BaseException | None] = []
+
+    def probe() -> None:
+        try:
+            app.store.now()
+            outcome.append(None)
+        except BaseException as error:  # handed to the waiting thread
+            outcome.append(error)
+        signals.wake()
+
+    threading.Thread(target=probe, name="rota-store-wait", daemon=True).start()
+    if _stopped(signals, stopping, done=lambda: bool(outcome)):
+        return _STOPPED
+    return outcome[0]
+
+
+def _stopped(
+    signals: StopSignals,
+    stopping: Callable[[], bool],
+    done: Callable[[], bool] = lambda: False,
+    deadline: float = math.inf,
+) -> bool:
+    """Wait until ``done()`` (checked at each wake) or the ``deadline``
+    (monotonic), or a stop: whether it was a stop."""
+    while not done():
+        left = min(deadline - time.monotonic(), LONGEST_PAUSE)
+        if left <= 0:
+            return False
+        if signals.wait(left) is not None or stopping():
+            return True
+    return False

@@ -1,0 +1,141 @@
+"""A worker or a scheduler started before its store (a machine's boot, a
+compose file) waits for it, saying so, and starts once it answers; a stop
+signal ends the wait at once; a store that answers with a refusal (an
+unknown role) ends the start at once."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from backends import IN_CI, POSTGRES_URL, postgres_reachable
+from helpers import wait_for
+from integration.redis_servers import PrivateRedis, free_port
+from pg_cluster import PgCluster, pg_cluster
+from procs import Processes
+from rota import App, every
+from rota.models import JobState
+
+__all__ = ["pg_cluster"]
+
+WAITING = "trying again in"
+
+
+@pytest.fixture
+def unstarted_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    """A redis-server of this test, not started yet; stopped at teardown."""
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    server = PrivateRedis(workdir)
+    yield server
+    server.stop()
+
+
+def _succeeded(app: App, queue: str = "default") -> int:
+    counts = {q.name: q.counts for q in app.store.queues()}.get(queue, {})
+    return counts.get(JobState.SUCCEEDED, 0)
+
+
+def _started_late(
+    url: str,
+    start_store: Callable[[], None],
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """Start a worker and a scheduler on ``url`` while its store is down, see
+    both wait, start the store, and see both do their work."""
+    env = {"ROTA_TEST_LOG": str(tmp_path / "runs.log")}
+    worker = processes.rota("worker", app_path("counting"), "--url", url, env=env)
+    scheduler = processes.rota("scheduler", app_path("counting"), "--url", url, env=env)
+    for proc in (worker, scheduler):
+        wait_for(lambda p=proc: WAITING in processes.output(p), 30, 0.05, "a wait for the store")
+        assert proc.poll() is None, processes.output(proc)
+
+    start_store()
+    app = App(url)
+    app.task(name="record")(lambda i, pause=0.0: i)
+    app.tasks["record"].send(1)
+    app.schedule("late", "record", every(seconds=0.5), args=(2,))
+    try:
+        # both try again at most 2 s after the store is up (pauses 1, 2, 4 s:
+        # the store starts within the first few), then work
+        wait_for(lambda: _succeeded(app) >= 3, 60, 0.1, "the sent job and two fires to run")
+    finally:
+        app.close()
+    for proc in (worker, scheduler):
+        assert "the store answers after" in processes.output(proc)
+        assert proc.poll() is None
+
+
+@pytest.mark.slow
+def test_a_worker_and_a_scheduler_started_before_redis_wait_for_it(
+    unstarted_redis: PrivateRedis,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    url = f"redis://{unstarted_redis.address}/0?namespace=late&retry_for=1"
+    _started_late(url, unstarted_redis.start, processes, app_path, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_worker_and_a_scheduler_started_before_postgresql_wait_for_it(
+    pg_cluster: PgCluster,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    pg_cluster.stop()
+    _started_late(pg_cluster.url(), pg_cluster.start, processes, app_path, tmp_path)
+
+
+def _nothing_listens(kind: str) -> str:
+    port = free_port()
+    return {
+        "redis": f"redis://127.0.0.1:{port}/0?namespace=never",  # retry_for 30 s a call
+        "postgres": f"postgresql://postgres@127.0.0.1:{port}/postgres",
+        "mysql": f"mysql://root@127.0.0.1:{port}/rota_never",
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres", "mysql"])
+@pytest.mark.parametrize("command", ["worker", "scheduler"])
+def test_a_stop_signal_ends_the_wait_for_the_store_at_once(
+    kind: str, command: str, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    proc = processes.rota(command, app_path("counting"), "--url", _nothing_listens(kind))
+    # (a Redis store's own call retries for 30 s first, and says so)
+    waiting = "cannot reach Redis" if kind == "redis" else WAITING
+    wait_for(lambda: waiting in processes.output(proc), 30, 0.05, "a wait for the store")
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0, processes.output(proc)
+    assert time.monotonic() - asked < 3
+    assert "stopped before" in processes.output(proc)
+
+
+def test_a_login_the_store_refuses_ends_the_start_at_once(
+    processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    if not postgres_reachable():
+        if IN_CI:
+            pytest.fail("PostgreSQL is not reachable (CI=true: must not skip)")
+        pytest.skip("PostgreSQL is not reachable")
+    server = urlsplit(POSTGRES_URL)
+    url = f"postgresql://rota_no_such_role@{server.hostname}:{server.port or 5432}/postgres"
+    proc = processes.rota("worker", app_path("counting"), "--url", url)
+    try:
+        code = proc.wait(15)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker waited on a refused login: " + processes.output(proc))
+    output = processes.output(proc)
+    assert code == 1, output
+    assert "refused the connection" in output and 'role "rota_no_such_role"' in output
+    assert WAITING not in output
