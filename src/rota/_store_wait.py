@@ -8,6 +8,7 @@ for: it ends the start at once.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
@@ -15,13 +16,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rota._loader import AppImportError
 from rota.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from rota._signals import StopSignals
     from rota.app import App
 
-__all__ = ["LONGEST_PAUSE", "wait_for_store"]
+__all__ = ["LONGEST_PAUSE", "load_app_waiting", "wait_for_store"]
 
 log = logging.getLogger("rota")
 
@@ -55,15 +57,47 @@ def wait_for_store(
             return True
         if not isinstance(outcome, StoreUnavailable):
             raise outcome
-        log.warning(
-            "%s; trying again in %g s (waited %.0f s; a stop signal ends the wait)",
-            " ".join(str(outcome).split()).rstrip("."),  # (psycopg's hints take lines)
-            pause,
-            time.monotonic() - began,
-        )
+        _log_try(outcome, pause, began)
         if _stopped(signals, stopping, deadline=time.monotonic() + pause):
             return False
         pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def load_app_waiting(load: Callable[[], App]) -> App | None:
+    """``load()``, again while the app's module fails to import because its
+    store cannot be reached (a module that defines its schedules with
+    ``app.schedule(...)`` writes them as it is imported), with the pauses
+    of :func:`wait_for_store`; None after Ctrl-C. A SIGTERM keeps its
+    default action meanwhile: nothing runs yet."""
+    began = time.monotonic()
+    pause = 1.0
+    for tries in itertools.count(1):
+        try:
+            app = load()
+        except AppImportError as error:
+            if not isinstance(error.__cause__, StoreUnavailable):
+                raise
+            _log_try(error.__cause__, pause, began)
+        else:
+            if tries > 1:
+                log.warning("the store answers after %.0f s of waiting", time.monotonic() - began)
+            return app
+        try:
+            time.sleep(pause)
+        except KeyboardInterrupt:
+            log.info("stopped before the store answered")
+            return None
+        pause = min(pause * 2, LONGEST_PAUSE)
+    raise AssertionError("unreachable")
+
+
+def _log_try(error: BaseException, pause: float, began: float) -> None:
+    log.warning(
+        "%s; trying again in %g s (waited %.0f s; a stop signal ends the wait)",
+        " ".join(str(error).split()).rstrip("."),  # (psycopg's hints take lines)
+        pause,
+        time.monotonic() - began,
+    )
 
 
 class _Stopped(Exception):

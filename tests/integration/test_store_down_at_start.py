@@ -19,7 +19,7 @@ from helpers import wait_for
 from integration.redis_servers import PrivateRedis, free_port
 from pg_cluster import PgCluster, pg_cluster
 from procs import Processes
-from rota import App, every
+from rota import App
 from rota.models import JobState
 
 __all__ = ["pg_cluster"]
@@ -43,29 +43,24 @@ def _succeeded(app: App, queue: str = "default") -> int:
 
 
 def _started_late(
-    url: str,
-    start_store: Callable[[], None],
-    processes: Processes,
-    app_path: Callable[[str], str],
-    tmp_path: Path,
+    url: str, start_store: Callable[[], None], processes: Processes, app_path: Callable[[str], str]
 ) -> None:
-    """Start a worker and a scheduler on ``url`` while its store is down, see
-    both wait, start the store, and see both do their work."""
-    env = {"ROTA_TEST_LOG": str(tmp_path / "runs.log")}
-    worker = processes.rota("worker", app_path("counting"), "--url", url, env=env)
-    scheduler = processes.rota("scheduler", app_path("counting"), "--url", url, env=env)
+    """Start a worker and a scheduler on ``url`` while its store is down (their
+    app defines its schedule as it loads), see both wait, start the store,
+    and see both do their work."""
+    worker = processes.rota("worker", app_path("defining"), "--url", url)
+    scheduler = processes.rota("scheduler", app_path("defining"), "--url", url)
     for proc in (worker, scheduler):
         wait_for(lambda p=proc: WAITING in processes.output(p), 30, 0.05, "a wait for the store")
         assert proc.poll() is None, processes.output(proc)
 
     start_store()
     app = App(url)
-    app.task(name="record")(lambda i, pause=0.0: i)
-    app.tasks["record"].send(1)
-    app.schedule("late", "record", every(seconds=0.5), args=(2,))
+    app.task(name="record")(lambda i: i)
     try:
-        # both try again at most 2 s after the store is up (pauses 1, 2, 4 s:
-        # the store starts within the first few), then work
+        app.tasks["record"].send(1)
+        # both try again at most 4 s after the store is up (pauses 1, 2, 4 s:
+        # it starts within the first few), then work
         wait_for(lambda: _succeeded(app) >= 3, 60, 0.1, "the sent job and two fires to run")
     finally:
         app.close()
@@ -79,10 +74,9 @@ def test_a_worker_and_a_scheduler_started_before_redis_wait_for_it(
     unstarted_redis: PrivateRedis,
     processes: Processes,
     app_path: Callable[[str], str],
-    tmp_path: Path,
 ) -> None:
     url = f"redis://{unstarted_redis.address}/0?namespace=late&retry_for=1"
-    _started_late(url, unstarted_redis.start, processes, app_path, tmp_path)
+    _started_late(url, unstarted_redis.start, processes, app_path)
 
 
 @pytest.mark.slow
@@ -90,10 +84,9 @@ def test_a_worker_and_a_scheduler_started_before_postgresql_wait_for_it(
     pg_cluster: PgCluster,
     processes: Processes,
     app_path: Callable[[str], str],
-    tmp_path: Path,
 ) -> None:
     pg_cluster.stop()
-    _started_late(pg_cluster.url(), pg_cluster.start, processes, app_path, tmp_path)
+    _started_late(pg_cluster.url(), pg_cluster.start, processes, app_path)
 
 
 def _nothing_listens(kind: str) -> str:

@@ -46,10 +46,15 @@ class CliState:
     #: ``--traceback``: show the full traceback of an app that fails to import.
     traceback: bool = False
 
-    def load_app(self, spec: str) -> App:
+    def load_app(self, spec: str, *, wait_for_store: bool = False) -> App:
         """The app ``spec`` names (see :func:`rota._loader.load_app`), with
-        ``--url`` and ``--read-url`` applied."""
+        ``--url`` and ``--read-url`` applied.
+
+        ``wait_for_store``: a module that cannot be imported because its
+        store cannot be reached yet is imported again once it can (see
+        :func:`rota._store_wait.load_app_waiting`); Ctrl-C meanwhile exits."""
         from rota._loader import load_app
+        from rota._store_wait import load_app_waiting
 
         if self.url:
             # An App() built at import, schedules defined there, and the child
@@ -58,7 +63,13 @@ class CliState:
             os.environ["ROTA_URL"] = self.url
         if self.read_url:
             os.environ["ROTA_READ_URL"] = self.read_url
-        app = load_app(spec)
+        if wait_for_store:
+            waited = load_app_waiting(lambda: load_app(spec))
+            if waited is None:
+                raise click.exceptions.Exit(0)
+            app = waited
+        else:
+            app = load_app(spec)
         if self.url or self.read_url:
             app.close()  # drop a store the module may have opened with its own URL
         if self.url:

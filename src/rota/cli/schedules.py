@@ -88,7 +88,7 @@ def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) ->
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
-    app = cli.load_app(app_spec)
+    app = cli.load_app(app_spec, wait_for_store=True)
     engine = Scheduler(app, max_sleep=max_sleep)
     stop = StopSignals()
     stop.install()

@@ -197,7 +197,7 @@ def worker(
 
         click.echo(f"rota worker: supervising {processes} worker processes")
         pool_main(sys.argv[1:], processes, grace)
-    app = cli.load_app(app_spec)
+    app = cli.load_app(app_spec, wait_for_store=True)
     if allow_commands:
         app.enable_commands()
     names = resolve_queues(app, queues)
