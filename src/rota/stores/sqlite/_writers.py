@@ -59,7 +59,9 @@ class WriterLine:
         if not self._threads.acquire(timeout=TURN_TIMEOUT):
             raise StoreUnavailable(
                 f"the SQLite database {self._path}: no turn to write within "
-                f"{TURN_TIMEOUT:g} s (another thread of this process holds it)"
+                f"{TURN_TIMEOUT:g} s (this process's writer before it has not finished: "
+                "it writes, or waits for another process on this machine, or for a "
+                "program outside rota such as the sqlite3 shell, that holds the database)"
             )
         try:
             fd = self._lock_file()
