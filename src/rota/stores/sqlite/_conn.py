@@ -31,6 +31,7 @@ _SYNCED = frozenset({"FULL", "EXTRA"})
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
+_BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 #: The path that names a private in-memory database.
 MEMORY = ":memory:"
@@ -169,7 +170,11 @@ class Connections(Database):
                 conn.execute(Q["use_wal"])  # in memory: stays "memory"
             except StoreError as exc:
                 conn.close()
-                raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
+                # busy or locked by another process: for now; else (cannot open its
+                # files: no right to the directory) trying again won't do
+                cause = getattr(exc.__cause__, "sqlite_errorname", "") or ""
+                kind = StoreUnavailable if cause.startswith(_BUSY) else StoreError
+                raise kind(f"cannot open SQLite database {self.path}: {exc}") from None
             conn.execute(Q["set_synchronous"].format(level=self._synchronous))
             conn.execute(Q["set_busy_timeout"])
             conn.execute(Q["no_foreign_keys"])
@@ -188,8 +193,8 @@ class Connections(Database):
                 timeout=60,
                 factory=_Connection,
             )
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from None
+        except sqlite3.Error as exc:  # no such directory, no right to it: trying again won't do
+            raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from None
         conn.path = self.path
         # the store clock, for the queries that read it themselves
         conn.create_function("rota_now", 0, time.time)
