@@ -16,13 +16,13 @@ import pytest
 
 from backends import IN_CI, POSTGRES_URL, postgres_reachable
 from helpers import wait_for
-from integration.redis_servers import PrivateRedis, free_port
+from integration.redis_servers import PrivateRedis, free_port, private_redis
 from pg_cluster import PgCluster, pg_cluster
 from procs import Processes
 from rota import App
 from rota.models import JobState
 
-__all__ = ["pg_cluster"]
+__all__ = ["pg_cluster", "private_redis"]  # fixtures
 
 WAITING = "trying again in"
 
@@ -114,10 +114,16 @@ def test_a_stop_signal_ends_the_wait_for_the_store_at_once(
     assert "stopped before" in processes.output(proc)
 
 
-def _refusing(kind: str, tmp_path: Path) -> tuple[str, str]:
+def _refusing(kind: str, tmp_path: Path, private_redis: type[PrivateRedis]) -> tuple[str, str]:
     """A URL of a store that answers with a refusal, and the words of it."""
     if kind == "sqlite":
         return f"sqlite:///{tmp_path}/no/such/dir/jobs.db", "cannot open SQLite database"
+    if kind == "redis":
+        server = private_redis("--requirepass", "the-right-one")
+        return (
+            f"redis://:a-wrong-one@{server.address}/0?namespace=refused",
+            "refused the connection: invalid username-password pair",
+        )
     if not postgres_reachable():
         if IN_CI:
             pytest.fail("PostgreSQL is not reachable (CI=true: must not skip)")
@@ -127,11 +133,15 @@ def _refusing(kind: str, tmp_path: Path) -> tuple[str, str]:
     return url, "refused the connection: connection failed: "
 
 
-@pytest.mark.parametrize("kind", ["postgres", "sqlite"])
+@pytest.mark.parametrize("kind", ["redis", "postgres", "sqlite"])
 def test_a_store_that_refuses_ends_the_start_at_once(
-    kind: str, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+    kind: str,
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+    private_redis: type[PrivateRedis],
 ) -> None:
-    url, words = _refusing(kind, tmp_path)
+    url, words = _refusing(kind, tmp_path, private_redis)
     proc = processes.rota("worker", app_path("counting"), "--url", url)
     try:
         code = proc.wait(15)
@@ -141,3 +151,4 @@ def test_a_store_that_refuses_ends_the_start_at_once(
     assert code == 1, output
     assert words in output
     assert WAITING not in output
+    assert "a-wrong-one" not in output

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.connection import DefaultParser
+from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -233,6 +234,10 @@ class Reconnect:
             started = time.monotonic()
             try:
                 result = operation()
+            except AuthenticationError as error:  # (a ConnectionError that no retry helps)
+                raise StoreError(
+                    f"the Redis server at {self.outage.where} refused the connection: {error}"
+                ) from error
             except _RETRIED as error:
                 self.outage.failed(error)
                 left = (_call.deadline or 0.0) - time.monotonic()
