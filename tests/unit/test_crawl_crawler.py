@@ -201,6 +201,7 @@ def test_a_redirect_chain_stops_after_five_redirects_and_keeps_its_depth() -> No
     assert last["not_followed"] == "more than 5 redirects"
 
 
+@pytest.mark.alone  # it times requests to a fifth of a second: run with no other test
 def test_a_crawl_delay_is_a_minimum_gap_whatever_the_burst(app: App) -> None:
     # rate 50/s with bursts of 5, but robots.txt asks for 0.5 s between requests
     pages: dict[str, list[Target]] = {"/": [("a", f"/{n}") for n in range(5)]}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Sequence
 
 import click
 from rich.table import Table
@@ -18,8 +19,9 @@ from rota.cli._support import (
 )
 from rota.cli.queues import queues_table
 from rota.diagnose import LOST_AFTER, diagnose
-from rota.models import MinuteStats, WorkerInfo
+from rota.models import WorkerInfo
 from rota.stores import Store, redact_url
+from rota.windows import window_totals
 
 __all__ = ["LOST_AFTER", "WINDOWS", "status", "throughput_rows", "worker_state"]
 
@@ -74,20 +76,15 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     return table
 
 
-def _sum(stats: Iterable[MinuteStats]) -> tuple[int, int]:
-    succeeded = failed = 0
-    for row in stats:
-        succeeded += row.succeeded
-        failed += row.failed
-    return succeeded, failed
-
-
 def throughput_rows(store: Store, now: float) -> list[tuple[str, int, int]]:
     """(window, succeeded, failed) for each of :data:`WINDOWS`."""
     rows = []
     for label, seconds in WINDOWS:
-        stats = store.totals() if seconds is None else store.throughput(now - seconds)
-        rows.append((label, *_sum(stats)))
+        if seconds is None:
+            counts = window_totals(store.totals(), -math.inf)
+        else:
+            counts = window_totals(store.throughput(now - seconds), now - seconds)
+        rows.append((label, counts.succeeded, counts.failed))
     return rows
 
 

@@ -37,6 +37,7 @@ from rota.crawl.jobs import CrawlJobs
 from rota.crawl.robots import Rules, agent_token
 from rota.crawl.settings import Settings
 from rota.models import Job, JobQuery, JobState, LimitInfo, MinuteStats
+from rota.windows import window_totals
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -209,7 +210,7 @@ def _summaries(
 ) -> list[CrawlSummary]:
     mine = declared(app)
     names = set(mine) | set(crawl_names({row.task for row in totals} | set(app.tasks)))
-    five = int((store.now() - 300) // 60)
+    now = store.now()
     found = []
     for name in sorted(names):
         task = f"{name}.fetch"
@@ -226,8 +227,8 @@ def _summaries(
                 declared=name in mine,
                 succeeded=sum(r.succeeded for r in all_time),
                 failed_attempts=sum(r.failed for r in all_time),
-                last_hour=sum(r.succeeded for r in recent),
-                last_5_min=sum(r.succeeded for r in recent if r.minute > five),
+                last_hour=window_totals(recent, now - 3600).succeeded,
+                last_5_min=window_totals(recent, now - 300).succeeded,
             )
         )
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from math import inf
 from typing import TYPE_CHECKING, Any
 
 from rota import _json
@@ -30,6 +31,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.stores.base import Store
+from rota.windows import window_totals
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -221,16 +223,10 @@ def _windows(
     result = []
     for label, seconds in WINDOWS:
         if seconds is None:
-            picked: Iterable[MinuteStats] = totals
+            counts = window_totals(totals, -inf)
         else:
-            first = int((now - seconds) // 60)
-            picked = (r for r in rows if r.minute > first)
-        good = bad = again = 0
-        for r in picked:
-            good += r.succeeded
-            bad += r.failed
-            again += r.retried
-        result.append(WindowCount(label, seconds, good, bad, again))
+            counts = window_totals(rows, now - seconds)
+        result.append(WindowCount(label, seconds, counts.succeeded, counts.failed, counts.retried))
     return result
 
 

@@ -19,9 +19,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.connection import DefaultParser
-from redis.exceptions import AuthenticationError
+from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from redis.utils import SENTINEL
