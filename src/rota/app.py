@@ -321,7 +321,7 @@ class App(Registry):
             if enqueue_in is None:
                 raise InvalidArgument(
                     f"sending in a database transaction (connection=) needs a PostgreSQL "
-                    f"store; this app's store is {self.store.kind}"
+                    f"or MySQL store; this app's store is {self.store.kind}"
                 )
             results = enqueue_in(connection, jobs)
         if self._inline is not None:

@@ -350,9 +350,10 @@ class Task(Generic[P, R]):
         infinities included, raises :class:`~rota.errors.SerializationError`
         naming the bad value, and nothing is enqueued.
 
-        ``connection=conn``, an open database connection (a psycopg one, on a
-        PostgreSQL store), is not an argument of the job: the job is stored in
-        that connection's open transaction, committed or rolled back with it."""
+        ``connection=conn``, an open database connection (a psycopg one on a
+        PostgreSQL store, a mysqlclient one on a MySQL store), is not an
+        argument of the job: the job is stored in that connection's open
+        transaction, committed or rolled back with it."""
         connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs), connection)
 

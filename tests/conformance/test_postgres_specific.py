@@ -330,7 +330,7 @@ def test_sending_in_a_transaction_needs_a_postgresql_store(tmp_path: Path) -> No
     app.task(name="ship")(lambda order: order)
     conn = psycopg.connect(store_url("postgres", tmp_path).split("?", 1)[0])
     try:
-        with pytest.raises(InvalidArgument, match="needs a PostgreSQL store"):
+        with pytest.raises(InvalidArgument, match="needs a PostgreSQL or MySQL store"):
             app.tasks["ship"].send(6, connection=conn)
     finally:
         conn.close()

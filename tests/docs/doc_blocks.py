@@ -15,8 +15,9 @@ on the lines directly above a fence steer how it runs::
     <!-- doc-test: expect: TEXT -->        a line of the block's output is TEXT
     <!-- doc-test: env: NAME NAME -->      set these variables to fresh secrets
     <!-- doc-test: store: redis -->        run the example on a Redis namespace
-                                           of its own, or postgres for a schema
-                                           of its own (default: a SQLite file)
+                                           of its own, postgres for a schema or
+                                           mysql for a database of its own
+                                           (default: a SQLite file)
     <!-- doc-test: skip: WHY; covered by PATH -->
                                            not run; PATH is where it is checked
 
@@ -32,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = {"python": "python", "sh": "sh", "bash": "sh", "console": "console"}
 KINDS = {"continue", "file", "background", "expect", "env", "store", "skip"}
-STORES = {"sqlite", "redis", "postgres"}
+STORES = {"sqlite", "redis", "postgres", "mysql"}
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})```(?P<lang>[\w+-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*doc-test:\s*(?P<kind>[\w-]+)\s*(?::\s*(?P<arg>.*?))?\s*-->\s*$")

@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 import MySQLdb
 from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import RE_INSERT_VALUES
+from MySQLdb.cursors import Cursor as TupleCursor
 
 from rota.errors import (
     CommitInDoubt,
@@ -173,7 +174,7 @@ class MySQLTx(Tx):
 
     def run(self, sql: str, params: Params = ()) -> Cursor:
         """Run ``sql``, one statement or several in one round trip."""
-        cursor = self._conn.cursor()
+        cursor = self._conn.cursor(TupleCursor)  # (a caller's connection may read dicts)
         cursor.execute(sql, _arguments(sql, params))
         if len(_placeholders(sql)) == 1:
             return cast(Cursor, cursor)
@@ -182,7 +183,7 @@ class MySQLTx(Tx):
     def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
         rows = list(rows)
         sql = Q[name]
-        cursor = self._conn.cursor()
+        cursor = self._conn.cursor(TupleCursor)
         if not rows:
             return _Count(0)
         if RE_INSERT_VALUES.match(sql):
@@ -202,7 +203,7 @@ class MySQLTx(Tx):
         # copy's row is the first of its last statement that returns rows
         sql, rows = Q[name], list(rows)
         statements = len(_placeholders(sql))
-        cursor = self._conn.cursor()
+        cursor = self._conn.cursor(TupleCursor)
         found: list[Any] = []
         for start in range(0, len(rows), _BATCH):
             batch = rows[start : start + _BATCH]
@@ -392,6 +393,7 @@ class MySQLConnections(Database):
         )
         try:
             MySQLTx(conn).execute("session")
+            MySQLTx(conn).execute("store_settings")
         except BaseException:
             close_quietly(conn)
             raise

@@ -12,17 +12,24 @@ row as it commits, and idle workers look at that row every few milliseconds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import MySQLdb
+
 from rota.errors import InvalidArgument
+from rota.models import EnqueueResult, NewJob
+from rota.stores import _checks
 from rota.stores.base import Store
-from rota.stores.mysql._conn import MySQLConnections
+from rota.stores.mysql._caller import check_connection, in_store_session, savepoint
+from rota.stores.mysql._conn import MySQLConnections, MySQLTx, store_error
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
 from rota.stores.sql.logs import Logs
 from rota.stores.sql.reads import Reads
 from rota.stores.sql.schedules import Schedules
 from rota.stores.sql.steer import Steering
+from rota.stores.sql.tx import Refused, Tx
 from rota.stores.sql.users import Users
 
 #: The URL options rota reads; the URL accepts no others.
@@ -74,11 +81,51 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         with self._read() as tx:
             return tx.now()
 
+    def enqueue_in(self, connection: Any, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Store ``jobs`` in the caller's open transaction on ``connection``
+        (a mysqlclient connection to this store's server, any database):
+        they become visible to workers when it commits, and vanish if it rolls
+        back. The transaction is left open, its session as it was (see
+        :mod:`rota.stores.mysql._caller`)."""
+        _checks.new_jobs(jobs)
+        check_connection(connection)
+        if not jobs:
+            return []
+        # The jobs' virtual times are taken in a transaction of the store's
+        # own: the caller's holds no row other sends need (a queue's row, a
+        # fair key's, the wake-up count) while it is open.
+        vtimes = self._transact(lambda own: self._virtual_times(own, jobs))
+        tx = MySQLTx(connection)
+        try:
+            with in_store_session(tx, self._connect_args["database"]), savepoint(tx):
+                results = self._enqueue(tx, jobs, vtimes)
+                if tx.woken:
+                    tx.execute("wake_at_commit")
+        except MySQLdb.Error as exc:
+            raise store_error(exc, self.where) from exc
+        except Refused as refused:
+            raise self._name_taken_id([job.id for job in jobs], refused) from None
+        return results
+
+    def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
+        removed = super().purge_finished(older_than, limit)
+        self._transact(lambda tx: _fold_wakes(tx, limit))
+        return removed
+
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block until a transaction that made work claimable commits (seen
         within ``wake_poll`` seconds), until the next scheduled or parked job
         is due, or for ``timeout`` seconds."""
         self._await_wake(timeout)
+
+
+def _fold_wakes(tx: Tx, limit: int) -> None:
+    """Fold up to ``limit`` wake-up rows of committed sends into the shared
+    count, which idle workers see unchanged."""
+    ids = [row[0] for row in tx.execute("committed_wakes", (limit,)).fetchall()]
+    if ids:
+        tx.executemany("drop_wake", [(wake,) for wake in ids])
+        tx.execute("add_wakes", (len(ids),))
 
 
 def _bounded(options: dict[str, str], name: str, default: float, low: float, high: float) -> float:

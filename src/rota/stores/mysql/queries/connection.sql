@@ -7,10 +7,8 @@
 
 -- name: session
 -- Every connection: READ COMMITTED (no gap locks: claimers skip each other's
--- rows rather than wait), UTC for the clock, and strict checks of every value.
-SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;
-SET time_zone = '+00:00',
-    sql_mode = 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'
+-- rows rather than wait); then store_settings.
+SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED
 
 -- name: begin
 START TRANSACTION
@@ -31,7 +29,9 @@ ROLLBACK
 SELECT UNIX_TIMESTAMP(NOW(6))
 
 -- name: wakeups
-SELECT value FROM meta WHERE `key` = 'wakeups'
+-- The count of wake-ups: the shared count, plus one row per committed send in
+-- a caller's transaction not yet folded into it (see wake_at_commit).
+SELECT (SELECT value FROM meta WHERE `key` = 'wakeups') + (SELECT COUNT(*) FROM wakes)
 
 -- name: wait_state
 -- What an idle worker reads before it waits: the clock, when the next delayed
@@ -39,7 +39,7 @@ SELECT value FROM meta WHERE `key` = 'wakeups'
 SELECT UNIX_TIMESTAMP(NOW(6)),
        (SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'),
        (SELECT MIN(parked_until) FROM jobs WHERE state = 'parked'),
-       (SELECT value FROM meta WHERE `key` = 'wakeups')
+       (SELECT value FROM meta WHERE `key` = 'wakeups') + (SELECT COUNT(*) FROM wakes)
 
 -- name: server
 SELECT VERSION()
@@ -66,3 +66,50 @@ SELECT COALESCE(MAX(version), 0) FROM schema_versions
 
 -- name: record_version
 INSERT INTO schema_versions (version) VALUES (%s)
+
+-- name: wake_at_commit
+-- In a caller's transaction that sent jobs: a row of its own, locked by no
+-- other transaction, that wakes idle workers when the caller commits.
+INSERT INTO wakes (id) VALUES (NULL)
+
+-- name: committed_wakes
+-- The rows of committed sends (a caller's transaction still open holds its
+-- row locked: skipped), to fold into the shared count.
+SELECT id FROM wakes ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
+
+-- name: drop_wake
+-- One row by its key: a scan of the table would wait on an open send's row.
+DELETE FROM wakes WHERE id = %s
+
+-- name: add_wakes
+-- Folding keeps the count idle workers see as it was.
+UPDATE meta SET value = value + %s WHERE `key` = 'wakeups'
+
+-- name: caller_session
+-- A caller's connection, as it was before a send in its transaction.
+SELECT DATABASE(), @@SESSION.sql_mode, @@SESSION.time_zone, @@autocommit
+
+-- name: in_transaction
+SELECT @@in_transaction
+
+-- name: store_settings
+-- Every connection, and a caller's for a send in its transaction (whose
+-- isolation level stays the caller's): UTC for the clock, and strict checks
+-- of every value.
+SET SESSION time_zone = '+00:00',
+    sql_mode = 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'
+
+-- name: caller_settings
+SET SESSION sql_mode = %s, time_zone = %s
+
+-- name: use_database
+USE `{database}`
+
+-- name: savepoint
+SAVEPOINT rota_send
+
+-- name: rollback_to_savepoint
+ROLLBACK TO SAVEPOINT rota_send
+
+-- name: release_savepoint
+RELEASE SAVEPOINT rota_send

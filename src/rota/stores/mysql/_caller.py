@@ -1,0 +1,90 @@
+"""Sending jobs in the caller's own MySQL transaction: which connections can,
+and the session the store's statements run in there.
+
+The caller's connection is a mysqlclient (``MySQLdb``) connection to the
+store's server, in a transaction: one begun explicitly, or any statement on
+a connection that is not in autocommit mode (the driver's default). For the
+send, its session takes the store's database (``USE``), clock (UTC) and
+value checks (strict mode), and gets its own back after; its isolation level
+stays the caller's. The jobs go in within a savepoint, so a send the store
+refuses leaves the caller's transaction as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import MySQLdb
+
+from rota.errors import InvalidArgument
+from rota.stores.mysql._conn import MySQLTx, Q, error_code
+
+__all__ = ["check_connection", "in_store_session", "savepoint"]
+
+#: ``@@in_transaction`` is MariaDB's: MySQL answers "unknown system variable".
+_UNKNOWN_VARIABLE = 1193
+
+
+def check_connection(connection: Any) -> None:
+    """Refuse, with the reason, a connection a send cannot use."""
+    if not isinstance(connection, MySQLdb.connections.Connection):
+        raise InvalidArgument(
+            f"connection must be a mysqlclient (MySQLdb) connection, not "
+            f"{type(connection).__name__}: rota's MySQL store uses mysqlclient (with "
+            "SQLAlchemy, the mysql+mysqldb driver's connection.dbapi_connection)"
+        )
+    if not connection.open:
+        raise InvalidArgument(
+            "connection is closed: send in an open transaction of an open connection"
+        )
+
+
+@contextmanager
+def in_store_session(tx: MySQLTx, database: str) -> Iterator[None]:
+    """Run the block in the store's session settings on the caller's
+    connection of ``tx``, in its open transaction; put the caller's back."""
+    current, mode, zone, autocommit = tx.execute("caller_session").fetchone()
+    if autocommit and not _in_transaction(tx):
+        raise InvalidArgument(
+            "connection has no open transaction: it is in autocommit mode; begin one "
+            "(connection.begin(), or START TRANSACTION), or turn autocommit off"
+        )
+    if current is None:
+        raise InvalidArgument(
+            "connection has no current database: connect with a database (any: the "
+            f"store's tables are in {database!r})"
+        )
+    tx.execute("store_settings")
+    if current != database:
+        tx.run(Q["use_database"].format(database=database))
+    try:
+        yield
+    finally:
+        if current != database:
+            tx.run(Q["use_database"].format(database=current.replace("`", "``")))
+        tx.execute("caller_settings", (mode, zone))
+
+
+@contextmanager
+def savepoint(tx: MySQLTx) -> Iterator[None]:
+    """The block in a savepoint: undone, and the transaction usable, when it raises."""
+    tx.execute("savepoint")
+    try:
+        yield
+    except BaseException:
+        tx.execute("rollback_to_savepoint")
+        raise
+    tx.execute("release_savepoint")
+
+
+def _in_transaction(tx: MySQLTx) -> bool:
+    """Whether a connection in autocommit mode has begun a transaction;
+    False where the server cannot tell (MySQL)."""
+    try:
+        return bool(tx.execute("in_transaction").fetchone()[0])
+    except MySQLdb.OperationalError as exc:
+        if error_code(exc) == _UNKNOWN_VARIABLE:
+            return False
+        raise
