@@ -36,26 +36,35 @@ def _free_port() -> int:
 class MariaDB:
     """One private MariaDB server (see the module docstring)."""
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(
+        self, root: Path, port: int, options: tuple[str, ...] = ("--skip-log-bin",)
+    ) -> None:
         self.root = root
         self.data = root / "data"
         self.port = port
         self.log = root / "error.log"
+        #: Server options beyond where it keeps its files.
+        self.options = options
         self._proc: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def create(cls, parent: Path) -> MariaDB:
-        """A new server, initialised and started."""
+    def create(
+        cls,
+        parent: Path,
+        name: str = "mariadb",
+        options: tuple[str, ...] = ("--skip-log-bin",),
+    ) -> MariaDB:
+        """A new server, initialised and started with ``options``."""
         if not SERVER.exists():
             message = f"MariaDB server binary not found at {SERVER}"
             if IN_CI:
                 pytest.fail(message + " (CI=true: must not skip)")
             pytest.skip(message)
-        root = parent / "mariadb"
+        root = parent / name
         root.mkdir()
         if os.geteuid() == 0:
             shutil.chown(root, "mysql", "mysql")
-        server = cls(root, _free_port())
+        server = cls(root, _free_port(), options)
         done = subprocess.run(
             [INSTALL, "--no-defaults", f"--datadir={server.data}", *server._user(),
              "--auth-root-authentication-method=normal", "--skip-test-db"],
@@ -76,7 +85,7 @@ class MariaDB:
             [str(SERVER), "--no-defaults", f"--datadir={self.data}", *self._user(),
              f"--port={self.port}", "--bind-address=127.0.0.1",
              f"--socket={self.root / 'server.sock'}", f"--pid-file={self.root / 'server.pid'}",
-             f"--log-error={self.log}", "--skip-log-bin", "--innodb-buffer-pool-size=32M"],
+             f"--log-error={self.log}", "--innodb-buffer-pool-size=32M", *self.options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -85,6 +94,34 @@ class MariaDB:
                 log = self.log.read_text() if self.log.exists() else ""
                 raise RuntimeError(f"MariaDB on port {self.port} never came up:\n{log}")
             time.sleep(0.05)
+
+    def replica(self) -> MariaDB:
+        """A replica of this server (started with ``--log-bin --server-id=1``),
+        started read-only and replicating everything this server writes from
+        now on."""
+        file, position = self.sql("SHOW MASTER STATUS")[0][:2]
+        replica = MariaDB.create(
+            self.root.parent, "mariadb-replica", ("--skip-log-bin", "--server-id=2", "--read-only")
+        )
+        replica.sql(
+            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.port}, "
+            f"MASTER_USER='root', MASTER_PASSWORD='', MASTER_LOG_FILE='{file}', "
+            f"MASTER_LOG_POS={position}, MASTER_USE_GTID=no"
+        )
+        replica.sql("START SLAVE")
+        return replica
+
+    def sql(self, statement: str) -> list[tuple[object, ...]]:
+        """Run one statement as root; its rows."""
+        import MySQLdb
+
+        conn = MySQLdb.connect(host="127.0.0.1", port=self.port, user="root", autocommit=True)
+        try:
+            cursor = conn.cursor()
+            cursor.execute(statement)
+            return list(cursor.fetchall())
+        finally:
+            conn.close()
 
     def crash(self) -> None:
         """Kill the server with SIGKILL, as a crash would, and wait for it."""
@@ -115,5 +152,23 @@ def mariadb_server() -> Iterator[MariaDB]:
         yield server
     finally:
         if server is not None:
+            server.crash()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def mariadb_replicated() -> Iterator[tuple[MariaDB, MariaDB]]:
+    """A private primary MariaDB server and its replica, for one test, both
+    killed and removed afterwards."""
+    parent = Path(tempfile.mkdtemp(prefix="rota-mariadb-"))
+    parent.chmod(0o755)
+    started: list[MariaDB] = []
+    try:
+        primary = MariaDB.create(parent, options=("--log-bin", "--server-id=1"))
+        started.append(primary)
+        started.append(primary.replica())
+        yield primary, started[1]
+    finally:
+        for server in started:
             server.crash()
         shutil.rmtree(parent, ignore_errors=True)

@@ -108,7 +108,7 @@ class App(Registry):
     given here (or to :meth:`configure`), else ``ROTA_URL`` from the
     environment, else ``sqlite:///rota.db``. Nothing connects until then.
 
-    A PostgreSQL store may have a read replica that serves the dashboard,
+    A PostgreSQL or MySQL store may have a read replica that serves the dashboard,
     ``rota status`` and the other displays (:attr:`reader`): ``read_url``,
     else the store URL's ``read_url`` option, else ``ROTA_READ_URL``.
     """
@@ -274,13 +274,14 @@ class App(Registry):
         """The store that reads for display: the dashboard and its API,
         ``rota status``, ``rota jobs list``, exports and metrics.
 
-        With a :attr:`read_url`, a read-only store on that PostgreSQL
-        streaming replica (opened on first use, in the store URL's schema
-        unless the read URL names it); it lags the primary by the
-        replication delay. Without one, :attr:`store` itself. Every change,
-        and every read a change depends on, goes through :attr:`store`.
-        Raises :class:`InvalidArgument` when a read URL is set on a store
-        that is not PostgreSQL."""
+        With a :attr:`read_url`, a read-only store on that replica (a
+        PostgreSQL streaming replica, or a MySQL / MariaDB replica; opened
+        on first use, in the store URL's schema or database unless the read
+        URL names it); it lags the primary by the replication delay. Without
+        one, :attr:`store` itself. Every change, and every read a change
+        depends on, goes through :attr:`store`. Raises
+        :class:`InvalidArgument` when a read URL is set on a SQLite or Redis
+        store."""
         if self._reader is not None:
             return self._reader
         read_url = self.read_url

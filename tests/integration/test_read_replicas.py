@@ -211,14 +211,14 @@ def test_a_read_url_on_a_store_that_is_not_postgres_is_refused(
 ) -> None:
     sqlite = f"sqlite:///{tmp_path / 'rota.db'}"
     replica = "postgresql://postgres@127.0.0.1:5433/postgres"  # refused before any connection
-    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL store"):
+    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL or MySQL store"):
         App(sqlite, read_url=replica)
     with pytest.raises(InvalidArgument, match="is a SQLite store"):
         App(f"{sqlite}?read_url={quote(replica, safe='')}")
     monkeypatch.setenv("ROTA_READ_URL", replica)
     from_env = App(sqlite)
     try:
-        with pytest.raises(InvalidArgument, match="works only with a PostgreSQL store"):
+        with pytest.raises(InvalidArgument, match="works only with a PostgreSQL or MySQL store"):
             from_env.reader  # noqa: B018
         assert from_env.store.queues() == []  # the store itself is fine
     finally:

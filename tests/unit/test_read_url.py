@@ -70,9 +70,9 @@ def test_a_read_url_that_is_not_postgres_is_refused(read_url: str) -> None:
 
 @pytest.mark.parametrize("url", ["sqlite:///rota.db", "redis://localhost:6379/0"])
 def test_a_read_url_on_another_store_is_refused(url: str) -> None:
-    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL store"):
+    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL or MySQL store"):
         App(url, read_url=REPLICA)
-    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL store"):
+    with pytest.raises(InvalidArgument, match="works only with a PostgreSQL or MySQL store"):
         open_store(f"{url}?read_url={quote(REPLICA, safe='')}")
 
 
@@ -95,5 +95,26 @@ def test_rota_refuses_read_url_on_a_sqlite_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'rota.db'}"
     result = CliRunner().invoke(main, ["jobs", "list", "--url", url, "--read-url", REPLICA])
     assert result.exit_code == 2, result.output
-    assert "works only with a PostgreSQL store" in result.output
+    assert "works only with a PostgreSQL or MySQL store" in result.output
     assert "s3cr3t" not in result.output
+
+
+MYSQL = "mysql://rota@db-main:3306/cron"
+
+
+def test_a_mysql_read_url_takes_the_store_database_when_it_names_none() -> None:
+    assert replica_url(MYSQL, "mysql://reader@db-replica:3306") == (
+        "mysql://reader@db-replica:3306/cron"
+    )
+    assert replica_url(MYSQL, "mysql://reader@db-replica/cron?pool_size=2") == (
+        "mysql://reader@db-replica/cron?pool_size=2"
+    )
+
+
+def test_a_mysql_read_url_naming_another_database_or_kind_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="names database 'other' but the store is in"):
+        replica_url(MYSQL, "mysql://reader@db-replica/other")
+    with pytest.raises(InvalidArgument, match="is not a MySQL URL"):
+        replica_url(MYSQL, REPLICA)
+    with pytest.raises(InvalidArgument, match="is not a PostgreSQL URL"):
+        replica_url(PRIMARY, "mysql://reader@db-replica/cron")

@@ -145,8 +145,8 @@ def read_url_option(f: F) -> F:
         metavar="URL",
         expose_value=False,
         callback=_set_read_url,
-        help="PostgreSQL read replica to read from (also: env ROTA_READ_URL, or the "
-        "store URL's read_url= option).",
+        help="PostgreSQL or MySQL read replica to read from (also: env ROTA_READ_URL, or "
+        "the store URL's read_url= option).",
     )(f)
 
 

@@ -26,6 +26,8 @@ _FORMS = (
     "or mysql://user@host:port/db"
 )
 _POSTGRES = ("postgresql", "postgres")
+#: The stores that may have a read replica.
+_REPLICATED = (*_POSTGRES, "mysql")
 #: The schema of a PostgreSQL store whose URL names none.
 _DEFAULT_SCHEMA = "rota"
 
@@ -37,8 +39,8 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
     without rota's tables (:class:`StoreError`) rather than create it, for
     commands that only read or steer what is already there."""
     scheme = check_url(url)
-    if scheme not in _POSTGRES and read_url_of(url) is not None:
-        raise _not_postgres(url, scheme)
+    if scheme not in _REPLICATED and read_url_of(url) is not None:
+        raise _not_replicated(url, scheme)
     if scheme == "sqlite":
         from rota.stores.sqlite import SQLiteStore
 
@@ -82,7 +84,7 @@ def _open_postgres(url: str, *, replica: bool = False, create: bool = True) -> S
     return PostgresStore.from_url(url, replica=replica, create=create)
 
 
-def _open_mysql(url: str, *, create: bool = True) -> Store:
+def _open_mysql(url: str, *, replica: bool = False, create: bool = True) -> Store:
     try:
         from rota.stores.mysql import MySQLStore
     except ImportError as exc:
@@ -91,7 +93,7 @@ def _open_mysql(url: str, *, create: bool = True) -> Store:
                 "the MySQL store needs the mysql extra: pip install 'rota[mysql]'"
             ) from None
         raise
-    return MySQLStore.from_url(url, create=create)
+    return MySQLStore.from_url(url, replica=replica, create=create)
 
 
 def read_url_of(url: str) -> str | None:
@@ -104,19 +106,32 @@ def read_url_of(url: str) -> str | None:
 
 
 def replica_url(url: str, read_url: str) -> str:
-    """The URL of the read-only store on ``read_url``, a streaming replica of
-    the PostgreSQL store ``url``: ``read_url`` with the schema of ``url``
-    when it names none. Refuses (:class:`InvalidArgument`) a ``url`` that is
-    not PostgreSQL, a ``read_url`` that is not a PostgreSQL URL, and a
-    ``read_url`` naming another schema than ``url``."""
+    """The URL of the read-only store on ``read_url``, a replica of the
+    PostgreSQL or MySQL store ``url``: ``read_url`` with the schema (the
+    database, on MySQL) of ``url`` when it names none. Refuses
+    (:class:`InvalidArgument`) a ``url`` of another store, a ``read_url`` of
+    another kind than ``url``, and a ``read_url`` naming another schema or
+    database than ``url``."""
     scheme = check_url(url)
-    if scheme not in _POSTGRES:
-        raise _not_postgres(url, scheme)
-    if not isinstance(read_url, str) or check_url(read_url) not in _POSTGRES:
+    if scheme not in _REPLICATED:
+        raise _not_replicated(url, scheme)
+    mysql = scheme == "mysql"
+    kind, form = (
+        ("MySQL", "mysql://user@replica-host:3306")
+        if mysql
+        else ("PostgreSQL", "postgresql://user@replica-host:port/db")
+    )
+    family = ("mysql",) if mysql else _POSTGRES
+    if not isinstance(read_url, str) or read_url.partition(":")[0].lower() not in family:
         raise InvalidArgument(
-            f"the read URL {redact_url(str(read_url))!r} is not a PostgreSQL URL: it names a "
-            "streaming replica of the store's server, postgresql://user@replica-host:port/db"
+            f"the read URL {redact_url(str(read_url))!r} is not a {kind} URL: it names a "
+            f"replica of the store's server, {form}"
         )
+    if mysql:
+        read_url = _same_database(url, read_url)
+        check_url(read_url)
+        return read_url
+    check_url(read_url)
     schema = _schema_of(url)
     named = _schema_of(read_url)
     if named is None:
@@ -130,21 +145,39 @@ def replica_url(url: str, read_url: str) -> str:
     return read_url
 
 
+def _same_database(url: str, read_url: str) -> str:
+    """A MySQL read URL, with the database of the store's ``url`` when it
+    names none; one that names another is refused."""
+    database = urlsplit(url).path.strip("/")
+    parts = urlsplit(read_url)
+    named = parts.path.strip("/")
+    if not named:
+        return urlunsplit(parts._replace(path=f"/{database}"))
+    if named != database:
+        raise InvalidArgument(
+            f"the read URL names database {named!r} but the store is in database "
+            f"{database!r}: a replica shows the store's own database; leave it out of the "
+            "read URL"
+        )
+    return read_url
+
+
 def open_replica(url: str, read_url: str) -> Store:
-    """Open a read-only store on ``read_url``, a streaming replica of the
-    PostgreSQL store ``url`` (see :func:`replica_url`). It runs no
-    migrations and the server refuses every change
-    (:class:`StoreError`); what it shows lags the primary by the
-    replication delay."""
-    return _open_postgres(replica_url(url, read_url), replica=True)
+    """Open a read-only store on ``read_url``, a replica of the PostgreSQL
+    (streaming) or MySQL store ``url`` (see :func:`replica_url`). It runs no
+    migrations and every change is refused (:class:`StoreError`); what it
+    shows lags the primary by the replication delay."""
+    replica = replica_url(url, read_url)
+    if check_url(url) == "mysql":
+        return _open_mysql(replica, replica=True)
+    return _open_postgres(replica, replica=True)
 
 
-def _not_postgres(url: str, scheme: str) -> InvalidArgument:
-    kind = {"sqlite": "SQLite", "mysql": "MySQL"}.get(scheme, "Redis")
+def _not_replicated(url: str, scheme: str) -> InvalidArgument:
+    kind = "SQLite" if scheme == "sqlite" else "Redis"
     return InvalidArgument(
-        f"a read URL (read_url=, ROTA_READ_URL) works only with a PostgreSQL store, and "
-        f"{redact_url(url)!r} is a {kind} store: a read replica is a PostgreSQL streaming "
-        "replica; drop the read URL, or use a postgresql:// store"
+        f"a read URL (read_url=, ROTA_READ_URL) works only with a PostgreSQL or MySQL store, "
+        f"and {redact_url(url)!r} is a {kind} store; drop the read URL"
     )
 
 

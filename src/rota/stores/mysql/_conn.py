@@ -103,6 +103,8 @@ def store_error(exc: BaseException, where: str) -> StoreError:
         return StoreUnavailable(f"the MySQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, MySQLdb.DataError):
         return ValueRefused(f"the MySQL store at {where} refused a value: {exc}")
+    if error_code(exc) in _READ_ONLY:
+        return StoreError(f"the MySQL store at {where} is read-only and refused a change: {exc}")
     return StoreError(f"the MySQL store at {where} failed: {exc}")
 
 
@@ -350,6 +352,7 @@ class MySQLConnections(Database):
         pool_size: int = 8,
         wake_poll: float = 0.1,
         create: bool = True,
+        replica: bool = False,
     ) -> None:
         if not DATABASE_NAME.fullmatch(str(connect.get("database"))):
             raise InvalidArgument(
@@ -365,9 +368,15 @@ class MySQLConnections(Database):
         self._active_at = 0.0  # when a wait of this store last saw the count move
         self._interrupts = 0  # interrupt_waits() calls so far, under _interrupted
         self._interrupted = threading.Condition()
+        #: A read-only view on a replica of the store's server: no migrations,
+        #: and every connection's transactions are read-only.
+        self.replica = replica
         self._pool = Pool(self._open, pool_size, where, wait=30.0)
         try:
-            self._migrate(create)
+            if replica:
+                self._check_replica()
+            else:
+                self._migrate(create)
         except BaseException:
             self.close()
             raise
@@ -394,6 +403,8 @@ class MySQLConnections(Database):
         try:
             MySQLTx(conn).execute("session")
             MySQLTx(conn).execute("store_settings")
+            if self.replica:  # root may write on a read-only server: no one does here
+                MySQLTx(conn).execute("read_only_session")
         except BaseException:
             close_quietly(conn)
             raise
@@ -588,6 +599,24 @@ class MySQLConnections(Database):
                 self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
+
+    def _check_replica(self) -> None:
+        """Refuse (:class:`StoreError`) a read URL whose database holds no
+        store, naming it: its reads would each fail on a missing table."""
+        try:
+            with self._connection() as conn:
+                version = self._applied(MySQLTx(conn))
+        except MySQLdb.Error as exc:
+            if error_code(exc) in (NO_DATABASE, _NO_ACCESS):
+                version = None
+            else:
+                raise store_error(exc, self.where) from exc
+        if version is None:
+            raise StoreError(
+                f"the read replica at {self.where} has no rota store in database "
+                f"{self._connect_args['database']}: the read URL must reach a replica of the "
+                "store's own server (read_url=, ROTA_READ_URL, --read-url)"
+            )
 
     def _applied(self, tx: MySQLTx) -> int | None:
         """The newest migration applied to the database; None when it has no

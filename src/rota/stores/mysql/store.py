@@ -32,8 +32,9 @@ from rota.stores.sql.steer import Steering
 from rota.stores.sql.tx import Refused, Tx
 from rota.stores.sql.users import Users
 
-#: The URL options rota reads; the URL accepts no others.
-_OPTIONS = ("pool_size", "wake_poll")
+#: The URL options rota reads; the URL accepts no others. ``read_url`` names a
+#: read replica for the app (see ``rota.stores.open_replica``).
+_OPTIONS = ("pool_size", "wake_poll", "read_url")
 
 
 class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConnections, Store):
@@ -43,11 +44,12 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
     kind = "mysql"
 
     @classmethod
-    def from_url(cls, url: str, *, create: bool = True) -> MySQLStore:
+    def from_url(cls, url: str, *, create: bool = True, replica: bool = False) -> MySQLStore:
         """The store a ``mysql://`` URL names; its database is created if it
         does not exist (given the right to). ``create``: False refuses
         (:class:`StoreError`) a database without rota's tables rather than
-        create it."""
+        create it. ``replica``: a read-only view on a replica of the store's
+        server (the URL names the replica), which runs no migrations."""
         parts = urlsplit(url)
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         unknown = sorted(set(options) - set(_OPTIONS))
@@ -75,6 +77,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
             pool_size=int(pool_size),
             wake_poll=_bounded(options, "wake_poll", 0.1, 0.005, 5.0),
             create=create,
+            replica=replica,
         )
 
     def now(self) -> float:

@@ -10,6 +10,10 @@
 -- rows rather than wait); then store_settings.
 SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED
 
+-- name: read_only_session
+-- A read replica's connections: the server refuses any change (1792).
+SET SESSION TRANSACTION READ ONLY
+
 -- name: begin
 START TRANSACTION
 
