@@ -220,23 +220,42 @@ def test_connections_a_send_cannot_use_are_refused(app: App, business: str) -> N
     assert claim(app.store, limit=10) == []
 
 
+def test_each_send_in_a_transaction_folds_the_wake_ups_of_earlier_committed_ones(
+    app: App, business: str
+) -> None:
+    conn = _connect(business)
+    look = _connect(app.url.rsplit("/", 1)[1], autocommit=True)  # reads what is committed
+    seen = "SELECT (SELECT value FROM meta WHERE `key` = 'wakeups') + (SELECT COUNT(*) FROM wakes)"
+    try:
+        assert app.store.queues() == []  # (the store is made)
+        before = _one(look, seen)
+        for order in range(20):
+            app.tasks["ship"].send(order, connection=conn)
+            conn.commit()
+        assert _one(look, "SELECT COUNT(*) FROM wakes") == 1  # the last one's
+        assert _one(look, seen) == before + 20  # what idle workers see: one wake-up a send
+    finally:
+        conn.close()
+        look.close()
+
+
 def test_the_retention_pass_folds_the_wake_ups_of_committed_sends(app: App, business: str) -> None:
     store = app.store
     conn = _connect(business)
     look = _connect(app.url.rsplit("/", 1)[1], autocommit=True)  # reads what is committed
     try:
-        for order in range(3):
-            app.tasks["ship"].send(order, connection=conn)
-            conn.commit()
-        app.tasks["ship"].send(99, connection=conn)  # still open: not folded
+        app.tasks["ship"].send(1, connection=conn)
+        conn.commit()
         count = _one(look, "SELECT value FROM meta WHERE `key` = 'wakeups'")
-        assert _one(look, "SELECT COUNT(*) FROM wakes") == 3
+        assert _one(look, "SELECT COUNT(*) FROM wakes") == 1
         store.purge_finished(3600)
         assert _one(look, "SELECT COUNT(*) FROM wakes") == 0
         # what idle workers see is unchanged
-        assert _one(look, "SELECT value FROM meta WHERE `key` = 'wakeups'") == count + 3
+        assert _one(look, "SELECT value FROM meta WHERE `key` = 'wakeups'") == count + 1
+        app.tasks["ship"].send(2, connection=conn)
+        store.purge_finished(3600)  # while its transaction is open: not folded, not waited for
         conn.commit()
-        assert _one(look, "SELECT COUNT(*) FROM wakes") == 1  # the last one's, now committed
+        assert _one(look, "SELECT COUNT(*) FROM wakes") == 1
     finally:
         conn.close()
         look.close()

@@ -97,7 +97,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         # The jobs' virtual times are taken in a transaction of the store's
         # own: the caller's holds no row other sends need (a queue's row, a
         # fair key's, the wake-up count) while it is open.
-        vtimes = self._transact(lambda own: self._virtual_times(own, jobs))
+        vtimes = self._transact(lambda own: self._places(own, jobs))
         tx = MySQLTx(connection)
         try:
             with in_store_session(tx, self._connect_args["database"]), savepoint(tx):
@@ -110,6 +110,15 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
             raise self._name_taken_id([job.id for job in jobs], refused) from None
         return results
 
+    def _places(self, tx: Tx, jobs: Sequence[NewJob]) -> list[float]:
+        """The jobs' virtual times; and the wake-ups of earlier sends in
+        callers' transactions, committed since, folded into the shared count
+        (last, as any send bumps it: locked only for the commit), so that
+        the rows idle workers count stay few however many such sends come."""
+        vtimes = self._virtual_times(tx, jobs)
+        _fold_wakes(tx, _FOLD_BATCH)
+        return vtimes
+
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
         removed = super().purge_finished(older_than, limit)
         self._transact(lambda tx: _fold_wakes(tx, limit))
@@ -120,6 +129,10 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         within ``wake_poll`` seconds), until the next scheduled or parked job
         is due, or for ``timeout`` seconds."""
         self._await_wake(timeout)
+
+
+#: Wake-up rows a send in a caller's transaction folds at most.
+_FOLD_BATCH = 100
 
 
 def _fold_wakes(tx: Tx, limit: int) -> None:
