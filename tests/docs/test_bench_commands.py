@@ -68,7 +68,8 @@ COMMANDS = [
         "scheduled backlog",
     ),
     ("bench/redis_peers/script_cost.py --url {redis} --jobs 200", "µs of server time per job"),
-    ("bench/pg_txsend.py --url {postgres} --sends 50 --runs 1", "CPU us per send"),
+    ("bench/txsend.py --url {postgres} --sends 50 --runs 1", "CPU us per send"),
+    ("bench/txsend.py --url {mysql} --sends 50 --runs 1", "CPU us per send"),
 ]
 
 
