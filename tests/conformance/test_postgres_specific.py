@@ -320,9 +320,12 @@ def test_a_lock_not_granted_in_time_is_run_again_then_said(pg_url: str) -> None:
 def test_a_database_that_does_not_exist_is_reported_at_once() -> None:
     name = f"rota_test_missing_{uuid.uuid4().hex[:12]}"
     started = time.monotonic()
-    with pytest.raises(StoreUnavailable, match=f'database "{name}" does not exist'):
+    with pytest.raises(StoreError, match=f'refused the connection: .*database "{name}" does not'):
         open_store(POSTGRES_URL.rsplit("/", 1)[0] + "/" + name)
     assert time.monotonic() - started < 5.0  # not after the pool's retries
+    with pytest.raises(StoreError) as refused:
+        open_store(POSTGRES_URL.rsplit("/", 1)[0] + "/" + name)
+    assert not isinstance(refused.value, StoreUnavailable)  # trying again changes nothing
 
 
 def test_sending_in_a_transaction_needs_a_postgresql_store(tmp_path: Path) -> None:

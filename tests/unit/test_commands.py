@@ -133,7 +133,12 @@ def test_a_grandchild_that_leaves_the_group_holds_the_job_up_one_grace_at_most(
     # setsid puts it out of the command's process group (out of rota's reach):
     # the job ends once the readers' one grace for both pipes is over
     pid_file = tmp_path / "pid"
-    escape = f"setsid sh -c 'echo $$ > \"{pid_file}\"; exec sleep 30' & echo done"
+    # (the command waits for the pid: a group killed before setsid ran would
+    # take the grandchild with it)
+    escape = (
+        f"setsid sh -c 'echo $$ > \"{pid_file}\"; exec sleep 30' & "
+        f'while [ ! -s "{pid_file}" ]; do sleep 0.01; done; echo done'
+    )
     spec = CommandSpec.build(["sh", "-c", escape], grace=0.5)
     started = time.monotonic()
     try:
