@@ -24,6 +24,7 @@ from conformance.support import claim, new_job, schedule  # noqa: E402
 from rota import App  # noqa: E402
 from rota.errors import InvalidArgument  # noqa: E402
 from rota.models import JobState  # noqa: E402
+from rota.stores.mysql import store as mysql_store  # noqa: E402
 
 
 def _connect(database: str | None = None, **options: Any) -> Any:
@@ -220,9 +221,10 @@ def test_connections_a_send_cannot_use_are_refused(app: App, business: str) -> N
     assert claim(app.store, limit=10) == []
 
 
-def test_each_send_in_a_transaction_folds_the_wake_ups_of_earlier_committed_ones(
-    app: App, business: str
+def test_sends_in_transactions_fold_the_wake_ups_of_earlier_committed_ones(
+    app: App, business: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(mysql_store, "_FOLD_EVERY", 0.0)  # (1 s: at every send here)
     conn = _connect(business)
     look = _connect(app.url.rsplit("/", 1)[1], autocommit=True)  # reads what is committed
     seen = "SELECT (SELECT value FROM meta WHERE `key` = 'wakeups') + (SELECT COUNT(*) FROM wakes)"

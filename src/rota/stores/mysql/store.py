@@ -11,6 +11,8 @@ row as it commits, and idle workers look at that row every few milliseconds.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -42,6 +44,8 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
     (``mysql://user:pass@host:port/database``)."""
 
     kind = "mysql"
+    #: When this store last folded wake-up rows (monotonic; see :meth:`_places`).
+    _folded_at = -math.inf
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True, replica: bool = False) -> MySQLStore:
@@ -111,12 +115,15 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         return results
 
     def _places(self, tx: Tx, jobs: Sequence[NewJob]) -> list[float]:
-        """The jobs' virtual times; and the wake-ups of earlier sends in
-        callers' transactions, committed since, folded into the shared count
-        (last, as any send bumps it: locked only for the commit), so that
-        the rows idle workers count stay few however many such sends come."""
+        """The jobs' virtual times; and, at most every :data:`_FOLD_EVERY`
+        seconds, the wake-ups of earlier sends in callers' transactions,
+        committed since, folded into the shared count (last, as any send
+        bumps it: locked only for the commit), so that the rows idle
+        workers count stay few however many such sends come."""
         vtimes = self._virtual_times(tx, jobs)
-        _fold_wakes(tx, _FOLD_BATCH)
+        if time.monotonic() - self._folded_at >= _FOLD_EVERY:
+            self._folded_at = time.monotonic()
+            _fold_wakes(tx, _FOLD_BATCH)
         return vtimes
 
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
@@ -131,8 +138,10 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         self._await_wake(timeout)
 
 
-#: Wake-up rows a send in a caller's transaction folds at most.
-_FOLD_BATCH = 100
+#: How often a process's sends in callers' transactions fold wake-up rows,
+#: in seconds, and how many rows a fold takes at most.
+_FOLD_EVERY = 1.0
+_FOLD_BATCH = 10_000
 
 
 def _fold_wakes(tx: Tx, limit: int) -> None:
