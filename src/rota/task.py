@@ -351,9 +351,10 @@ class Task(Generic[P, R]):
         naming the bad value, and nothing is enqueued.
 
         ``connection=conn``, an open database connection (a psycopg one on a
-        PostgreSQL store, a mysqlclient one on a MySQL store), is not an
-        argument of the job: the job is stored in that connection's open
-        transaction, committed or rolled back with it."""
+        PostgreSQL store, a mysqlclient one on a MySQL store, or a SQLAlchemy
+        ``Session`` or ``Connection`` over one), is not an argument of the
+        job: the job is stored in that connection's open transaction,
+        committed or rolled back with it."""
         connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs), connection)
 
@@ -392,6 +393,8 @@ class Task(Generic[P, R]):
                 raise PayloadTooLarge(exc.size, exc.cap, f"send_many item {index}") from None
             except (InvalidArgument, SerializationError) as exc:
                 raise type(exc)(f"send_many item {index}: {exc}") from None
+        if connection is not None:  # a SQLAlchemy session or connection: what it wraps
+            connection = _dbapi_connection(connection) or connection
         return self._handles(self.app._enqueue(jobs, connection))
 
     def _send_one(self, job: NewJob, connection: Any = None) -> JobHandle[R]:
@@ -573,6 +576,25 @@ def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
         return None
     if isinstance(value, str | bytes | int | float | list | dict | tuple):
         return None
-    if not callable(getattr(value, "cursor", None)):
+    connection = _dbapi_connection(value)
+    if connection is None:
         return None  # not a connection: left as an argument (and refused as not JSON)
-    return kwargs.pop("connection")
+    del kwargs["connection"]
+    return connection
+
+
+def _dbapi_connection(value: object) -> Any:
+    """The database connection ``value`` is, or that SQLAlchemy wraps in it
+    (a pooled connection; a ``Connection``; a ``Session``: its connection,
+    in its transaction); None when it is none of these."""
+    found = getattr(value, "dbapi_connection", None)  # a pooled connection's
+    if found is None:
+        if callable(getattr(value, "cursor", None)):
+            return value  # the driver's own (psycopg's, mysqlclient's)
+        try:
+            if callable(getattr(value, "get_bind", None)):
+                value = value.connection()  # type: ignore[attr-defined]  # a Session's
+            found = getattr(getattr(value, "connection", None), "dbapi_connection", None)
+        except Exception:  # a closed Connection or Session: not a connection to send in
+            return None
+    return found if callable(getattr(found, "cursor", None)) else None

@@ -33,7 +33,7 @@ def check_connection(connection: Any) -> None:
         raise InvalidArgument(
             f"connection must be a mysqlclient (MySQLdb) connection, not "
             f"{type(connection).__name__}: rota's MySQL store uses mysqlclient (with "
-            "SQLAlchemy, the mysql+mysqldb driver's connection.dbapi_connection)"
+            "SQLAlchemy: a Session or Connection of an engine on mysql+mysqldb://)"
         )
     if not connection.open:
         raise InvalidArgument(

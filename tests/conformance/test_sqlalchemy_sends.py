@@ -1,0 +1,93 @@
+"""Jobs sent in a SQLAlchemy session's transaction (``connection=session``,
+a ``Connection``, or its pooled connection), on PostgreSQL (psycopg) and
+MySQL / MariaDB (mysqlclient): they appear when the session commits and
+never when it rolls back, beside the session's own rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sqlalchemy = pytest.importorskip("sqlalchemy")
+orm = pytest.importorskip("sqlalchemy.orm")
+
+from backends import drop_store, store_url  # noqa: E402
+from conformance.support import claim  # noqa: E402
+from rota import App  # noqa: E402
+
+KINDS = ["postgres", "mysql"]
+
+
+@pytest.fixture(params=KINDS)
+def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, Any, str]]:
+    """A store, a SQLAlchemy engine on its database, and the caller's table."""
+    kind: str = request.param
+    pytest.importorskip("psycopg" if kind == "postgres" else "MySQLdb")
+    url = store_url(kind, tmp_path)
+    app = App(url)
+    app.task(name="ship")(lambda order: order)
+    app.store.queues()  # made
+    if kind == "postgres":
+        schema = url.split("schema=", 1)[1]
+        engine = sqlalchemy.create_engine(
+            "postgresql+psycopg://" + url.split("://", 1)[1].split("?", 1)[0]
+        )
+        table = f"public.orders_{schema}"
+    else:
+        engine = sqlalchemy.create_engine("mysql+mysqldb://" + url.split("://", 1)[1])
+        table = "orders"
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f"CREATE TABLE {table} (id INT)"))
+    try:
+        yield app, engine, table
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text(f"DROP TABLE IF EXISTS {table}"))
+        engine.dispose()
+        app.close()
+        drop_store(kind, url)
+
+
+def _orders(engine: Any, table: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sqlalchemy.text(f"SELECT COUNT(*) FROM {table}")).scalar())
+
+
+def test_a_job_sent_in_a_session_appears_when_it_commits(setup: tuple[App, Any, str]) -> None:
+    app, engine, table = setup
+    with orm.Session(engine) as session:
+        session.execute(sqlalchemy.text(f"INSERT INTO {table} VALUES (1)"))
+        handle = app.tasks["ship"].send(1, connection=session)
+        assert app.store.get_job(handle.id) is None
+        session.commit()
+    assert app.store.get_job(handle.id) is not None
+    assert [c.id for c in claim(app.store, limit=10)] == [handle.id]
+    assert _orders(engine, table) == 1
+
+
+def test_a_job_sent_in_a_session_that_rolls_back_never_exists(
+    setup: tuple[App, Any, str],
+) -> None:
+    app, engine, table = setup
+    with orm.Session(engine) as session:
+        session.execute(sqlalchemy.text(f"INSERT INTO {table} VALUES (2)"))
+        handles = app.tasks["ship"].send_many([(2,), (3,)], connection=session)
+        session.rollback()
+    assert app.store.get_jobs([h.id for h in handles]) == [None, None]
+    assert _orders(engine, table) == 0
+
+
+def test_a_core_connection_and_its_pooled_connection_send_too(
+    setup: tuple[App, Any, str],
+) -> None:
+    app, engine, table = setup
+    with engine.connect() as conn:
+        conn.execute(sqlalchemy.text(f"INSERT INTO {table} VALUES (4)"))
+        first = app.tasks["ship"].send(4, connection=conn)
+        second = app.tasks["ship"].send(5, connection=conn.connection)
+        assert app.store.get_jobs([first.id, second.id]) == [None, None]
+        conn.commit()
+    assert all(job is not None for job in app.store.get_jobs([first.id, second.id]))
