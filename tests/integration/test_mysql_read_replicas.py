@@ -6,14 +6,18 @@ the primary, and the replica's store refuses one."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
 pytest.importorskip("MySQLdb")
 
 from helpers import wait_for
+from integration.redis_servers import free_port
 from mariadb_server import MariaDB, mariadb_replicated
+from procs import Processes
 from rota import App
 from rota.cli import main
 from rota.errors import StoreError
@@ -34,8 +38,16 @@ def queued(app_reader: Callable[[], object]) -> Callable[[], int]:
 
 
 @pytest.mark.slow
+def _answer(url: str) -> Any:
+    try:
+        reply = httpx.get(url, timeout=2)
+    except httpx.TransportError:
+        return None
+    return reply.json() if reply.status_code == 200 else None
+
+
 def test_displays_read_from_the_replica_and_changes_go_to_the_primary(
-    mariadb_replicated: Pair,
+    mariadb_replicated: Pair, processes: Processes
 ) -> None:
     primary, replica = mariadb_replicated
     url = primary.url("cron")
@@ -59,6 +71,11 @@ def test_displays_read_from_the_replica_and_changes_go_to_the_primary(
         assert "read from replica: mysql://root@127.0.0.1" in result.output
         default = next(line for line in result.output.splitlines() if line.startswith("default"))
         assert "5" in default.split() and "8" not in default.split()
+        port = free_port()
+        processes.rota("web", "--url", url, "--read-url", read_url, "--port", str(port))
+        api = f"http://127.0.0.1:{port}/api/queues"
+        shown = wait_for(lambda: _answer(api), 30, 0.1, "the dashboard to answer")
+        assert {q["name"]: q["counts"]["queued"] for q in shown} == {"default": 5}
         replica.sql("START SLAVE")
         wait_for(lambda: queued(lambda: app.reader)() == 8, 30, 0.05, "the replica to catch up")
 

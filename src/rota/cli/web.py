@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rota.cli._logging import configure
-from rota.cli._support import CliState, note, pass_state, url_option
+from rota.cli._support import CliState, note, pass_state, read_url_option, url_option
 from rota.stores import redact_url
 
 
@@ -39,6 +39,7 @@ from rota.stores import redact_url
     show_default=True,
 )
 @url_option
+@read_url_option
 @pass_state
 def web(
     state: CliState,
