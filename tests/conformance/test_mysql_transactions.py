@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 import pytest
 
 MySQLdb = pytest.importorskip("MySQLdb")
-DictCursor = pytest.importorskip("MySQLdb.cursors").DictCursor
 
 from backends import MYSQL_URL  # noqa: E402
 from conformance.support import claim, new_job, schedule  # noqa: E402
@@ -27,16 +26,33 @@ from rota.models import JobState  # noqa: E402
 from rota.stores.mysql import store as mysql_store  # noqa: E402
 
 
-def _connect(database: str | None = None, **options: Any) -> Any:
+def _server(database: str | None) -> dict[str, Any]:
     parts = urlsplit(MYSQL_URL)
-    return MySQLdb.connect(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 3306,
-        user=parts.username or "root",
-        password=parts.password or "",
+    return {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 3306,
+        "user": parts.username or "root",
+        "password": parts.password or "",
         **({"database": database} if database else {}),
-        **options,
-    )
+    }
+
+
+def _connect(database: str | None = None, **options: Any) -> Any:
+    """A connection of the caller's, with the running test's driver."""
+    return _DRIVER[0].connect(**_server(database), **options)
+
+
+#: The driver of the caller's connections in the running test.
+_DRIVER: list[Any] = [MySQLdb]
+
+
+@pytest.fixture(autouse=True, params=["mysqlclient", "pymysql"])
+def driver(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Each test with a mysqlclient connection, then with a PyMySQL one."""
+    module = MySQLdb if request.param == "mysqlclient" else pytest.importorskip("pymysql")
+    _DRIVER[0] = module
+    yield module
+    _DRIVER[0] = MySQLdb
 
 
 @pytest.fixture
@@ -173,8 +189,10 @@ def test_an_open_transaction_that_sent_a_job_holds_up_no_other_send(app: App) ->
         conn.close()
 
 
-def test_a_connection_that_reads_dicts_can_send_in_its_transaction(app: App, business: str) -> None:
-    conn = _connect(business, cursorclass=DictCursor)
+def test_a_connection_that_reads_dicts_can_send_in_its_transaction(
+    app: App, business: str, driver: Any
+) -> None:
+    conn = _connect(business, cursorclass=driver.cursors.DictCursor)
     try:
         handle = app.tasks["ship"].send(3, connection=conn)
         cursor = conn.cursor()
@@ -209,7 +227,7 @@ def test_connections_a_send_cannot_use_are_refused(app: App, business: str) -> N
     with pytest.raises(InvalidArgument, match="connection is closed"):
         app.tasks["ship"].send(1, connection=conn)
     other = sqlite3.connect(":memory:")
-    with pytest.raises(InvalidArgument, match=r"must be a mysqlclient .* not Connection"):
+    with pytest.raises(InvalidArgument, match=r"mysqlclient .* PyMySQL .* not Connection"):
         app.tasks["ship"].send(1, connection=other)
     other.close()
     bare = _connect()

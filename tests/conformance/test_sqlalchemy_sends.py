@@ -18,14 +18,15 @@ from backends import drop_store, store_url  # noqa: E402
 from conformance.support import claim  # noqa: E402
 from rota import App  # noqa: E402
 
-KINDS = ["postgres", "mysql"]
+#: A store, and the SQLAlchemy driver of the caller's engine on its database.
+KINDS = [("postgres", "psycopg"), ("mysql", "mysqldb"), ("mysql", "pymysql")]
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=KINDS, ids=["-".join(kind) for kind in KINDS])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, Any, str]]:
     """A store, a SQLAlchemy engine on its database, and the caller's table."""
-    kind: str = request.param
-    pytest.importorskip("psycopg" if kind == "postgres" else "MySQLdb")
+    kind, driver = request.param
+    pytest.importorskip({"psycopg": "psycopg", "mysqldb": "MySQLdb"}.get(driver, driver))
     url = store_url(kind, tmp_path)
     app = App(url)
     app.task(name="ship")(lambda order: order)
@@ -37,7 +38,7 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App,
         )
         table = f"public.orders_{schema}"
     else:
-        engine = sqlalchemy.create_engine("mysql+mysqldb://" + url.split("://", 1)[1])
+        engine = sqlalchemy.create_engine(f"mysql+{driver}://" + url.split("://", 1)[1])
         table = "orders"
     with engine.begin() as conn:
         conn.execute(sqlalchemy.text(f"CREATE TABLE {table} (id INT)"))

@@ -1,9 +1,11 @@
 """Sending jobs in the caller's own MySQL transaction: which connections can,
 and the session the store's statements run in there.
 
-The caller's connection is a mysqlclient (``MySQLdb``) connection to the
-store's server, in a transaction: one begun explicitly, or any statement on
-a connection that is not in autocommit mode (the driver's default). For the
+The caller's connection is a mysqlclient (``MySQLdb``) or PyMySQL connection
+to the store's server, in a transaction: one begun explicitly, or any
+statement on a connection that is not in autocommit mode (the drivers'
+default). PyMySQL's errors are raised as mysqlclient's of the same PEP 249
+name and server code, which is what the store reads. For the
 send, its session takes the store's database (``USE``), clock (UTC) and
 value checks (strict mode), and gets its own back after; its isolation level
 stays the caller's. The jobs go in within a savepoint, so a send the store
@@ -12,7 +14,8 @@ refuses leaves the caller's transaction as it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,25 +23,70 @@ import MySQLdb
 
 from rota.errors import InvalidArgument
 from rota.stores.mysql._conn import MySQLTx, Q, error_code
+from rota.stores.sql.tx import Changed, Cursor, Params
 
-__all__ = ["check_connection", "in_store_session", "savepoint"]
+__all__ = ["caller_tx", "in_store_session", "savepoint"]
 
 #: ``@@in_transaction`` is MariaDB's: MySQL answers "unknown system variable".
 _UNKNOWN_VARIABLE = 1193
 
 
-def check_connection(connection: Any) -> None:
-    """Refuse, with the reason, a connection a send cannot use."""
-    if not isinstance(connection, MySQLdb.connections.Connection):
+def caller_tx(connection: Any) -> MySQLTx:
+    """The store's statements on the caller's ``connection``; refuses, with
+    the reason, a connection a send cannot use."""
+    if isinstance(connection, MySQLdb.connections.Connection):
+        tx = MySQLTx(connection)
+    elif _is_pymysql(connection):
+        tx = PyMySQLTx(connection)
+    else:
         raise InvalidArgument(
-            f"connection must be a mysqlclient (MySQLdb) connection, not "
-            f"{type(connection).__name__}: rota's MySQL store uses mysqlclient (with "
-            "SQLAlchemy: a Session or Connection of an engine on mysql+mysqldb://)"
+            f"connection must be a mysqlclient (MySQLdb) or PyMySQL connection, not "
+            f"{type(connection).__name__} (with SQLAlchemy: a Session or Connection of an "
+            "engine on mysql+mysqldb:// or mysql+pymysql://)"
         )
     if not connection.open:
         raise InvalidArgument(
             "connection is closed: send in an open transaction of an open connection"
         )
+    return tx
+
+
+def _is_pymysql(connection: Any) -> bool:
+    pymysql = sys.modules.get("pymysql")  # (imported by whoever made the connection)
+    return pymysql is not None and isinstance(connection, pymysql.connections.Connection)
+
+
+class PyMySQLTx(MySQLTx):
+    """:class:`MySQLTx` on a PyMySQL connection: its cursors, and its errors
+    raised as mysqlclient's."""
+
+    __slots__ = ()
+
+    def _cursor(self) -> Any:
+        return self._conn.cursor(sys.modules["pymysql"].cursors.Cursor)
+
+    def run(self, sql: str, params: Params = ()) -> Cursor:
+        with _as_mysqlclient_errors():
+            return super().run(sql, params)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        with _as_mysqlclient_errors():
+            return super().executemany(name, rows)
+
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        with _as_mysqlclient_errors():
+            return super().first_rows(name, rows)
+
+
+@contextmanager
+def _as_mysqlclient_errors() -> Iterator[None]:
+    """PyMySQL's errors as mysqlclient's of the same name, with the same
+    arguments (the server's code and message)."""
+    try:
+        yield
+    except sys.modules["pymysql"].err.MySQLError as exc:
+        kind = getattr(MySQLdb, type(exc).__name__, MySQLdb.Error)
+        raise kind(*exc.args) from exc
 
 
 @contextmanager

@@ -174,9 +174,13 @@ class MySQLTx(Tx):
             sql = sql.format(where=" AND ".join(Q[part] for part in where) or Q["no_filter"])
         return self.run(sql, params)
 
+    def _cursor(self) -> Any:
+        """A cursor that reads rows as tuples (a caller's connection may read dicts)."""
+        return self._conn.cursor(TupleCursor)
+
     def run(self, sql: str, params: Params = ()) -> Cursor:
         """Run ``sql``, one statement or several in one round trip."""
-        cursor = self._conn.cursor(TupleCursor)  # (a caller's connection may read dicts)
+        cursor = self._cursor()
         cursor.execute(sql, _arguments(sql, params))
         if len(_placeholders(sql)) == 1:
             return cast(Cursor, cursor)
@@ -185,7 +189,7 @@ class MySQLTx(Tx):
     def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
         rows = list(rows)
         sql = Q[name]
-        cursor = self._conn.cursor(TupleCursor)
+        cursor = self._cursor()
         if not rows:
             return _Count(0)
         if RE_INSERT_VALUES.match(sql):
@@ -205,7 +209,7 @@ class MySQLTx(Tx):
         # copy's row is the first of its last statement that returns rows
         sql, rows = Q[name], list(rows)
         statements = len(_placeholders(sql))
-        cursor = self._conn.cursor(TupleCursor)
+        cursor = self._cursor()
         found: list[Any] = []
         for start in range(0, len(rows), _BATCH):
             batch = rows[start : start + _BATCH]

@@ -23,8 +23,8 @@ from rota.errors import InvalidArgument
 from rota.models import EnqueueResult, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
-from rota.stores.mysql._caller import check_connection, in_store_session, savepoint
-from rota.stores.mysql._conn import MySQLConnections, MySQLTx, store_error
+from rota.stores.mysql._caller import caller_tx, in_store_session, savepoint
+from rota.stores.mysql._conn import MySQLConnections, store_error
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
 from rota.stores.sql.logs import Logs
@@ -90,19 +90,19 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
 
     def enqueue_in(self, connection: Any, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Store ``jobs`` in the caller's open transaction on ``connection``
-        (a mysqlclient connection to this store's server, any database):
+        (a mysqlclient or PyMySQL connection to this store's server, any
+        database):
         they become visible to workers when it commits, and vanish if it rolls
         back. The transaction is left open, its session as it was (see
         :mod:`rota.stores.mysql._caller`)."""
         _checks.new_jobs(jobs)
-        check_connection(connection)
+        tx = caller_tx(connection)
         if not jobs:
             return []
         # The jobs' virtual times are taken in a transaction of the store's
         # own: the caller's holds no row other sends need (a queue's row, a
         # fair key's, the wake-up count) while it is open.
         vtimes = self._transact(lambda own: self._places(own, jobs))
-        tx = MySQLTx(connection)
         try:
             with in_store_session(tx, self._connect_args["database"]), savepoint(tx):
                 results = self._enqueue(tx, jobs, vtimes)
