@@ -128,38 +128,27 @@ def replica_url(url: str, read_url: str) -> str:
             f"replica of the store's server, {form}"
         )
     if mysql:
-        read_url = _same_database(url, read_url)
-        check_url(read_url)
-        return read_url
-    check_url(read_url)
-    schema = _schema_of(url)
-    named = _schema_of(read_url)
+        place, named = "database", urlsplit(read_url).path.strip("/") or None
+        expected = urlsplit(url).path.strip("/")
+    else:
+        place, named = "schema", _schema_of(read_url)
+        expected = _schema_of(url) or _DEFAULT_SCHEMA
     if named is None:
-        return _with_option(read_url, "schema", schema or _DEFAULT_SCHEMA)
-    if named != (schema or _DEFAULT_SCHEMA):
+        read_url = _with_place(read_url, mysql, expected)
+    elif named != expected:
         raise InvalidArgument(
-            f"the read URL names schema {named!r} but the store is in schema "
-            f"{schema or _DEFAULT_SCHEMA!r}: a replica shows the store's own schema; "
-            "leave schema= out of the read URL"
+            f"the read URL names {place} {named!r} but the store is in {place} {expected!r}: "
+            f"a replica shows the store's own {place}; leave the {place} out of the read URL"
         )
+    check_url(read_url)
     return read_url
 
 
-def _same_database(url: str, read_url: str) -> str:
-    """A MySQL read URL, with the database of the store's ``url`` when it
-    names none; one that names another is refused."""
-    database = urlsplit(url).path.strip("/")
-    parts = urlsplit(read_url)
-    named = parts.path.strip("/")
-    if not named:
-        return urlunsplit(parts._replace(path=f"/{database}"))
-    if named != database:
-        raise InvalidArgument(
-            f"the read URL names database {named!r} but the store is in database "
-            f"{database!r}: a replica shows the store's own database; leave it out of the "
-            "read URL"
-        )
-    return read_url
+def _with_place(read_url: str, mysql: bool, place: str) -> str:
+    """``read_url`` naming the store's database (MySQL) or schema (PostgreSQL)."""
+    if mysql:
+        return urlunsplit(urlsplit(read_url)._replace(path=f"/{place}"))
+    return _with_option(read_url, "schema", place)
 
 
 def open_replica(url: str, read_url: str) -> Store:
