@@ -6,7 +6,7 @@ from rota.errors import InvalidArgument
 from rota.models import Job, JobState
 from rota.retry import RetryPolicy
 
-__all__ = ["attempt_text", "retry_text", "snooze_reason", "still_running"]
+__all__ = ["attempt_text", "lag_text", "retry_text", "snooze_reason", "still_running"]
 
 
 def attempt_text(job: Job) -> str:
@@ -62,3 +62,13 @@ def still_running(job: Job | None) -> str | None:
             "a thread task stops when it checks cancelled"
         )
     return None
+
+
+def lag_text(store: object) -> str:
+    """How far the read replica ``store`` trails its primary, as a note to a
+    replica's URL: `` (2.5 s behind)``, `` (caught up)``, or nothing when the
+    store cannot say (not a replica, replication stopped, no right to ask)."""
+    lag = getattr(store, "replication_lag", lambda: None)()
+    if lag is None:
+        return ""
+    return " (caught up)" if lag < 0.5 else f" ({lag:.3g} s behind)"

@@ -78,6 +78,15 @@ def test_displays_read_from_the_replica_and_changes_go_to_the_primary(
         assert {q["name"]: q["counts"]["queued"] for q in shown} == {"default": 5}
         replica.sql("START SLAVE")
         wait_for(lambda: queued(lambda: app.reader)() == 8, 30, 0.05, "the replica to catch up")
+        lag = app.reader.replication_lag  # type: ignore[attr-defined]
+        wait_for(lambda: lag() == 0.0, 30, 0.05, "the replica to say it is caught up")
+        assert app.store.replication_lag() is None  # type: ignore[attr-defined]  # the primary
+        result = CliRunner(env={"ROTA_URL": None, "COLUMNS": None}).invoke(
+            main, ["status", "--url", url, "--read-url", read_url], catch_exceptions=False
+        )
+        assert "(caught up)" in result.output
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10).text
+        assert "pages read from mysql://root@127.0.0.1" in page and "(caught up)" in page
 
         # the replica's store changes nothing, even for a user the server lets write
         with pytest.raises(StoreError, match="read-only"):

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rota._time import format_duration
+from rota._wording import lag_text
 from rota.cli._support import (
     CliState,
     console,
@@ -112,9 +113,9 @@ def status(cli: CliState) -> None:
     app = cli.store_app()
     out = console()
     out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
-    if app.read_url is not None:
-        out.print(f"read from replica: {redact_url(app.read_url)}", soft_wrap=True)
     store = app.reader
+    if app.read_url is not None:
+        out.print(f"read from replica: {redact_url(app.read_url)}{lag_text(store)}", soft_wrap=True)
     now = store.now()
     for problem in diagnose(store):
         out.print(Text(f"warning: {problem.message}", style="bold yellow"), soft_wrap=True)

@@ -18,9 +18,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota import __version__
 from rota._time import shown_utc
-from rota._wording import attempt_text, retry_text, snooze_reason
+from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
 from rota.app import App
-from rota.stores import redact_url
+from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
 from rota.web._auth import Auth, Identity
 from rota.web._deps import Context, api_viewer, context
@@ -188,16 +188,19 @@ def _base_context(request: Request) -> dict[str, Any]:
         "auth_enabled": not ctx.auth.open,
         "csrf": Auth.csrf_token(request),
         "flashes": request.session.pop("flash", []),
-        "store_label": _store_label(ctx.store.kind, ctx.app.url, ctx.app.read_url),
+        "store_label": _store_label(ctx.store, ctx.app.url, ctx.app.read_url),
         "page_title": next((label for href, label in nav if href == active), "rota"),
     }
     return values
 
 
-def _store_label(kind: str, url: str, read_url: str | None) -> str:
-    """The store the pages show, and the replica they read from when there is one."""
-    label = f"{kind} {redact_url(url)}"
-    return label if read_url is None else f"{label}, pages read from {redact_url(read_url)}"
+def _store_label(store: Store, url: str, read_url: str | None) -> str:
+    """The store the pages show, and the replica they read from when there
+    is one (``store``, the reader), with how far it trails."""
+    label = f"{store.kind} {redact_url(url)}"
+    if read_url is None:
+        return label
+    return f"{label}, pages read from {redact_url(read_url)}{lag_text(store)}"
 
 
 # -- assembly ---------------------------------------------------------------------

@@ -604,6 +604,24 @@ class MySQLConnections(Database):
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
 
+    def replication_lag(self) -> float | None:
+        """How many seconds this store's server, a replica, trails its
+        primary (0: caught up); None when it does not replicate, its
+        replication is stopped, or the user may not ask."""
+        try:
+            with self._connection() as conn:
+                cursor = conn.cursor(TupleCursor)
+                cursor.execute(Q["replica_status"])
+                row = cursor.fetchone()
+                names = [column[0] for column in cursor.description or ()]
+        except MySQLdb.Error:
+            return None
+        if row is None:
+            return None
+        status = dict(zip(names, row, strict=True))
+        lag = status.get("Seconds_Behind_Master", status.get("Seconds_Behind_Source"))
+        return None if lag is None else float(lag)
+
     def _check_replica(self) -> None:
         """Refuse (:class:`StoreError`) a read URL whose database holds no
         store, naming it: its reads would each fail on a missing table."""

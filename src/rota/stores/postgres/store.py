@@ -76,6 +76,13 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         with self._write() as tx:
             return tx.now()
 
+    def replication_lag(self) -> float | None:
+        """How many seconds this store's server, a streaming replica, trails
+        its primary (0: it has replayed all it received); None on a primary."""
+        with self._read() as tx:
+            row = tx.execute("replication_lag").fetchone()
+        return None if row is None or row[0] is None else max(0.0, float(row[0]))
+
     def claim(
         self,
         worker_id: str,

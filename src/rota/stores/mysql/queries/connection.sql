@@ -117,3 +117,8 @@ ROLLBACK TO SAVEPOINT rota_send
 
 -- name: release_savepoint
 RELEASE SAVEPOINT rota_send
+
+-- name: replica_status
+-- How this server replicates (no row: it does not); needs the REPLICATION
+-- CLIENT right (SLAVE MONITOR on MariaDB 10.5.9+).
+SHOW REPLICA STATUS

@@ -72,3 +72,12 @@ SELECT pg_xact_status(%s::xid8), pg_postmaster_start_time()
 
 -- name: server_started
 SELECT pg_postmaster_start_time()
+
+-- name: replication_lag
+-- On a streaming replica: how many seconds its replay trails the primary,
+-- 0 once it has replayed all it received; NULL on a primary.
+SELECT CASE
+    WHEN NOT pg_is_in_recovery() THEN NULL
+    WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+    ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())
+END
