@@ -8,7 +8,6 @@ for: it ends the start at once.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import threading
@@ -31,6 +30,33 @@ log = logging.getLogger("rota")
 LONGEST_PAUSE = 30.0
 
 
+class _Tries:
+    """The tries of one wait: pauses that double from one second up to
+    :data:`LONGEST_PAUSE`, each failure logged with the store's words, and
+    a line when the store answers after one."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.pause = 1.0
+        self.failures = 0
+
+    def failed(self, error: BaseException) -> float:
+        """Log ``error``; the pause before the next try."""
+        pause, self.failures = self.pause, self.failures + 1
+        log.warning(
+            "%s; trying again in %g s (waited %.0f s; a stop signal ends the wait)",
+            " ".join(str(error).split()).rstrip("."),  # (psycopg's hints take lines)
+            pause,
+            time.monotonic() - self.began,
+        )
+        self.pause = min(pause * 2, LONGEST_PAUSE)
+        return pause
+
+    def answered(self) -> None:
+        if self.failures:
+            log.warning("the store answers after %.0f s of waiting", time.monotonic() - self.began)
+
+
 def wait_for_store(
     app: App, signals: StopSignals, stopping: Callable[[], bool] = lambda: False
 ) -> bool:
@@ -43,24 +69,22 @@ def wait_for_store(
     even while the store's own call is still retrying (Redis retries each
     call for its ``retry_for``).
     """
-    began = time.monotonic()
-    pause = 1.0
-    tries = 0
+    tries = _Tries()
     while True:
-        tries += 1
-        outcome = _try(app, signals, stopping)
-        if outcome is _STOPPED:
+        outcome: list[BaseException | None] = []
+        threading.Thread(
+            target=_probe, args=(app, outcome, signals), name="rota-store-wait", daemon=True
+        ).start()
+        if _stopped(signals, stopping, done=outcome.__len__):  # (non-zero once answered)
             return False
-        if outcome is None:
-            if tries > 1:
-                log.warning("the store answers after %.0f s of waiting", time.monotonic() - began)
+        error = outcome[0]
+        if error is None:
+            tries.answered()
             return True
-        if not isinstance(outcome, StoreUnavailable):
-            raise outcome
-        _log_try(outcome, pause, began)
-        if _stopped(signals, stopping, deadline=time.monotonic() + pause):
+        if not isinstance(error, StoreUnavailable):
+            raise error
+        if _stopped(signals, stopping, deadline=time.monotonic() + tries.failed(error)):
             return False
-        pause = min(pause * 2, LONGEST_PAUSE)
 
 
 def load_app_waiting(load: Callable[[], App]) -> App | None:
@@ -69,67 +93,39 @@ def load_app_waiting(load: Callable[[], App]) -> App | None:
     ``app.schedule(...)`` writes them as it is imported), with the pauses
     of :func:`wait_for_store`; None after Ctrl-C. A SIGTERM keeps its
     default action meanwhile: nothing runs yet."""
-    began = time.monotonic()
-    pause = 1.0
-    for tries in itertools.count(1):
+    tries = _Tries()
+    while True:
         try:
             app = load()
         except AppImportError as error:
             if not isinstance(error.__cause__, StoreUnavailable):
                 raise
-            _log_try(error.__cause__, pause, began)
+            pause = tries.failed(error.__cause__)
         else:
-            if tries > 1:
-                log.warning("the store answers after %.0f s of waiting", time.monotonic() - began)
+            tries.answered()
             return app
         try:
             time.sleep(pause)
         except KeyboardInterrupt:
             log.info("stopped before the store answered")
             return None
-        pause = min(pause * 2, LONGEST_PAUSE)
-    raise AssertionError("unreachable")
 
 
-def _log_try(error: BaseException, pause: float, began: float) -> None:
-    log.warning(
-        "%s; trying again in %g s (waited %.0f s; a stop signal ends the wait)",
-        " ".join(str(error).split()).rstrip("."),  # (psycopg's hints take lines)
-        pause,
-        time.monotonic() - began,
-    )
-
-
-class _Stopped(Exception):
-    """A stop came before the try's answer."""
-
-
-_STOPPED = _Stopped()
-
-
-def _try(app: App, signals: StopSignals, stopping: Callable[[], bool]) -> BaseException | None:
-    """One try, in a thread of its own: None when the store answered, else
-    the error it raised (``_STOPPED`` when a stop came first)."""
-    outcome: list[BaseException | None] = []
-
-    def probe() -> None:
-        try:
-            app.store.now()
-            outcome.append(None)
-        except BaseException as error:  # handed to the waiting thread
-            outcome.append(error)
-        signals.wake()
-
-    threading.Thread(target=probe, name="rota-store-wait", daemon=True).start()
-    if _stopped(signals, stopping, done=lambda: bool(outcome)):
-        return _STOPPED
-    return outcome[0]
+def _probe(app: App, outcome: list[BaseException | None], signals: StopSignals) -> None:
+    """One try, in its own thread: None in ``outcome`` when the store
+    answered, else the error it raised; then wake the waiting thread."""
+    try:
+        app.store.now()
+        outcome.append(None)
+    except BaseException as error:  # handed to the waiting thread
+        outcome.append(error)
+    signals.wake()
 
 
 def _stopped(
     signals: StopSignals,
     stopping: Callable[[], bool],
-    done: Callable[[], bool] = lambda: False,
+    done: Callable[[], object] = lambda: False,
     deadline: float = math.inf,
 ) -> bool:
     """Wait until ``done()`` (checked at each wake) or the ``deadline``
