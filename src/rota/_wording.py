@@ -5,6 +5,7 @@ from __future__ import annotations
 from rota.errors import InvalidArgument
 from rota.models import Job, JobState
 from rota.retry import RetryPolicy
+from rota.stores.base import Store
 
 __all__ = ["attempt_text", "lag_text", "retry_text", "snooze_reason", "still_running"]
 
@@ -64,11 +65,11 @@ def still_running(job: Job | None) -> str | None:
     return None
 
 
-def lag_text(store: object) -> str:
+def lag_text(store: Store) -> str:
     """How far the read replica ``store`` trails its primary, as a note to a
     replica's URL: `` (2.5 s behind)``, `` (caught up)``, or nothing when the
-    store cannot say (not a replica, replication stopped, no right to ask)."""
-    lag = getattr(store, "replication_lag", lambda: None)()
+    store cannot say (see :meth:`~rota.stores.base.Store.replication_lag`)."""
+    lag = store.replication_lag()
     if lag is None:
         return ""
     return " (caught up)" if lag < 0.5 else f" ({lag:.3g} s behind)"

@@ -31,7 +31,7 @@ Pair = tuple[MariaDB, MariaDB]
 
 def queued(app_reader: Callable[[], object]) -> Callable[[], int]:
     def count() -> int:
-        infos = {q.name: q.counts for q in app_reader().queues()}  # type: ignore[attr-defined]
+        infos = {q.name: q.counts for q in app_reader().queues()}
         return int(infos.get("default", {}).get(JobState.QUEUED, 0))
 
     return count
@@ -78,9 +78,9 @@ def test_displays_read_from_the_replica_and_changes_go_to_the_primary(
         assert {q["name"]: q["counts"]["queued"] for q in shown} == {"default": 5}
         replica.sql("START SLAVE")
         wait_for(lambda: queued(lambda: app.reader)() == 8, 30, 0.05, "the replica to catch up")
-        lag = app.reader.replication_lag  # type: ignore[attr-defined]
+        lag = app.reader.replication_lag
         wait_for(lambda: lag() == 0.0, 30, 0.05, "the replica to say it is caught up")
-        assert app.store.replication_lag() is None  # type: ignore[attr-defined]  # the primary
+        assert app.store.replication_lag() is None  # the primary
         result = CliRunner(env={"ROTA_URL": None, "COLUMNS": None}).invoke(
             main, ["status", "--url", url, "--read-url", read_url], catch_exceptions=False
         )

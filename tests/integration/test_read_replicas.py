@@ -239,10 +239,10 @@ def test_a_read_url_to_a_database_without_the_store_is_refused_naming_it(
 
 def test_the_replica_says_how_far_it_trails(app: App, pair: Pair) -> None:
     reader = app.reader
-    assert app.store.replication_lag() is None  # type: ignore[attr-defined]  # a primary
+    assert app.store.replication_lag() is None  # a primary
     app.tasks["fetch"].send("before")
     pair.caught_up()
-    wait_for(lambda: reader.replication_lag() == 0.0, 30, 0.05, "no lag")  # type: ignore[attr-defined]
+    wait_for(lambda: reader.replication_lag() == 0.0, 30, 0.05, "no lag")
     status = subprocess.run(
         [ROTA, "status", "--url", pair.url, "--read-url", pair.read_url],
         capture_output=True, text=True, timeout=60, check=False,
@@ -251,7 +251,7 @@ def test_the_replica_says_how_far_it_trails(app: App, pair: Pair) -> None:
     pair.pause_replay()
     try:
         app.tasks["fetch"].send("after")
-        lag = wait_for(lambda: reader.replication_lag(), 30, 0.05, "a lag")  # type: ignore[attr-defined]
+        lag = wait_for(lambda: reader.replication_lag(), 30, 0.05, "a lag")
         assert lag > 0
         status = subprocess.run(
             [ROTA, "status", "--url", pair.url, "--read-url", pair.read_url],

@@ -205,6 +205,12 @@ class Store(
         workers at once, the polling pace for one that does not."""
         return 0.0
 
+    def replication_lag(self) -> float | None:
+        """How many seconds this store, opened on a read replica, trails its
+        primary (0: caught up); None when it cannot say: not a replica,
+        replication stopped, no right to ask."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Release connections. The store may not be used afterwards."""
