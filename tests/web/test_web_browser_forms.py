@@ -178,6 +178,14 @@ def test_operator_creates_a_schedule_and_sees_it_fire(site: Site, page: Any) -> 
     assert jobs and all(j.task == "shop.tick" and j.args == [42] for j in jobs)
     assert any(j.state is JobState.SUCCEEDED and j.result == 42 for j in jobs)
 
+    page.click(f"{row} td:first-child a")  # its own page: next fires, runs charted
+    expect(page).to_have_url(site.base + "/schedules/heartbeat")
+    expect(page.locator("#upcoming time")).to_have_count(5)
+    expect(page.locator("#runs-chart rect.run-succeeded").first).to_be_visible()
+    page.locator("#runs-chart rect.run-succeeded").first.click()
+    expect(page).to_have_url(re.compile(re.escape(site.base) + r"/jobs/\w+"))
+    expect(page.locator("#result")).to_contain_text("42")
+
 
 def test_operator_adds_a_command_schedule_and_sends_a_command(site: Site, page: Any) -> None:
     _log_in(page, site.base, OPERATOR, "/schedules")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as html_module
 import logging
 import re
+from datetime import datetime
 
 import pytest
 from starlette.testclient import TestClient
@@ -112,7 +113,7 @@ def test_job_page_of_a_scheduled_job_links_its_schedule(client: TestClient, demo
     client.post("/schedules/hourly/run", data={"csrf": csrf_of(client.get("/schedules").text)})
     [job] = demo.store.list_jobs(JobQuery(schedule="hourly")).jobs
     html = html_module.unescape(client.get(f"/jobs/{job.id}").text)
-    assert '<a href="/schedules#hourly">hourly</a>' in html
+    assert '<a href="/schedules/hourly">hourly</a>' in html
     assert '"carry": true' in html
     work(demo.store, ["default"])
     html = html_module.unescape(client.get(f"/jobs/{job.id}").text)
@@ -238,6 +239,62 @@ def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
     )
 
 
+def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
+    client: TestClient, demo: Demo
+) -> None:
+    trigger = rota.every(60)
+    first = trigger.first_fire(demo.store.now())
+    demo.store.upsert_schedule(
+        Schedule(
+            name="crawl/refresh",
+            task="crawl.fetch",
+            trigger=trigger.to_json(),
+            payload=b'{"args":["https://example.com/"],"kwargs":{}}',
+            next_fire=first,
+            job_options={"queue": "crawl"},
+            overlap="skip",
+        )
+    )
+    listing = client.get("/schedules").text
+    assert '<a href="/schedules/crawl/refresh">crawl/refresh</a>' in listing
+    csrf = csrf_of(listing)
+    sent = [
+        client.post("/schedules/crawl/refresh/run", data={"csrf": csrf, "next": "/"})
+        for _ in range(3)
+    ]
+    assert [r.headers["location"] for r in sent] == ["/"] * 3
+    work(demo.store, ["crawl"], fail=fail_all, limit=1)
+    work(demo.store, ["crawl"], limit=1)
+
+    page = client.get("/schedules/crawl/refresh")
+    assert page.status_code == 200
+    html = page.text
+    assert "<h1>Schedule crawl/refresh" in html
+    assert '<span class="badge running">active</span>' in html
+    assert f'<dd class="trigger">{trigger.describe()}</dd>' in html
+    assert "a fire is skipped" in html and '<span class="tag">queue="crawl"</span>' in html
+    upcoming = re.findall(r'<li><time datetime="([^"]+)"', html.split('id="upcoming"', 1)[1])
+    times = [datetime.fromisoformat(t).timestamp() for t in upcoming]
+    assert times == [first + 60 * i for i in range(5)]
+    jobs = demo.store.list_jobs(JobQuery(schedule="crawl/refresh"), limit=10).jobs
+    assert _rows(html, "runs") == [j.id for j in jobs]  # newest first
+    assert [j.state for j in jobs] == [JobState.QUEUED, JobState.SUCCEEDED, JobState.FAILED]
+    assert "succeeded <b>1</b>" in html and "failed <b>1</b> of the last 3" in html
+    chart = html.split('id="runs-chart"', 1)[1].split("</svg>", 1)[0]
+    classes = re.findall(r'<rect class="run run-(\w+)"', chart)
+    assert classes == ["failed", "succeeded", "queued"]  # oldest on the left
+    assert f'href="/jobs/{jobs[2].id}"' in chart
+    assert 'height="0.0"' in chart  # the queued one has not run
+
+    client.post("/schedules/crawl/refresh/pause", data={"csrf": csrf})
+    paused = client.get("/schedules/crawl/refresh").text
+    assert "Paused: it fires again once resumed." in paused
+    assert '<span class="badge paused">paused</span>' in paused
+    missing = client.get("/schedules/nothing-here")
+    assert missing.status_code == 404
+    assert "schedule &#39;nothing-here&#39; not found" in missing.text
+
+
 def test_workers_page(client: TestClient, demo: Demo) -> None:
     demo.store.heartbeat(
         WorkerInfo(
@@ -321,6 +378,54 @@ def test_chart_scale_and_bars() -> None:
     assert [t.label for t in drawn.count_ticks] == ["0", "2", "4", "6", "8", "10"]
     assert [t.label for t in drawn.time_ticks] == ["01:40"]  # minute 100, every 10 minutes
     assert drawn.time_ticks[0].at == first.x + drawn.bar_width / 2
+
+
+def test_runs_chart_scales_to_the_longest_run_and_draws_a_running_one_so_far() -> None:
+    from rota.web._chart import HEIGHT, TOP, nice_seconds, runs_chart
+
+    assert [nice_seconds(v) for v in (0, 0.0031, 0.3, 1, 1.5, 7, 61)] == [
+        1.0,
+        0.005,
+        0.5,
+        1.0,
+        2.0,
+        10.0,
+        100.0,
+    ]
+
+    def job(state: JobState, started: float | None, finished: float | None) -> rota.models.Job:
+        return rota.models.Job(
+            id=f"j{started}",
+            task="t",
+            queue="q",
+            state=state,
+            args=[],
+            kwargs={},
+            priority=0,
+            run_at=0.0,
+            enqueued_at=0.0,
+            attempt=1,
+            max_attempts=1,
+            lost=0,
+            started_at=started,
+            finished_at=finished,
+        )
+
+    newest_first = [
+        job(JobState.QUEUED, None, None),
+        job(JobState.RUNNING, 100.0, None),
+        job(JobState.FAILED, 10.0, 10.5),
+        job(JobState.SUCCEEDED, 1.0, 1.25),
+    ]
+    drawn = runs_chart(newest_first, now=101.5)
+    assert drawn.scale == 2.0  # the running one, 1.5 s so far
+    assert [b.state for b in drawn.bars] == ["succeeded", "failed", "running", "queued"]
+    plot = HEIGHT - TOP
+    assert [b.h for b in drawn.bars] == [plot / 8, plot / 4, plot * 0.75, 0.0]
+    assert all(b.y + b.h == HEIGHT for b in drawn.bars)
+    assert "running for 1.5 s" in drawn.bars[2].title
+    assert "not started" in drawn.bars[3].title
+    assert [s for _, s in drawn.ticks] == [0.0, 1.0, 2.0]
 
 
 def test_count_ticks_are_whole_numbers() -> None:

@@ -65,6 +65,16 @@ class Trigger(ABC):
         """The first fire at or after ``now``: the next fire of a new schedule."""
         return self.next_fire(math.nextafter(now, -math.inf))
 
+    def fires_from(self, first: float | None, count: int) -> list[float]:
+        """``first`` and the fires after it, ``count`` at most (fewer when
+        the trigger ends; none when ``first`` is None)."""
+        fires: list[float] = []
+        fire = first
+        while fire is not None and len(fires) < count:
+            fires.append(fire)
+            fire = self.next_fire(fire)
+        return fires
+
     def count_fires(self, after: float, until: float) -> int:
         """How many fire times ``t`` satisfy ``after < t <= until``."""
         return sum(1 for _ in self._fires(after, until))

@@ -1,19 +1,25 @@
-"""Geometry of the per-minute chart, drawn as inline SVG.
+"""Geometry of the dashboard's charts, drawn as inline SVG.
 
-The page renders the first frame on the server with these numbers; the
-dashboard's script (``static/rota.js``, function ``drawChart``) redraws it
-with the same arithmetic every time it polls ``/api/stats/live``.
+The per-minute chart (:func:`chart`): the page renders the first frame on
+the server with these numbers; the dashboard's script (``static/rota.js``,
+function ``drawChart``) redraws it with the same arithmetic every time it
+polls ``/api/stats/live``.
 
 The plot spans x from :data:`LEFT` to ``LEFT + WIDTH`` and y from
 :data:`TOP` down to :data:`HEIGHT`; the count axis and its ticks sit left of
-it, the time axis and its labels below it.
+it, the time axis and its labels below it. A schedule's runs
+(:func:`runs_chart`) share that frame, one bar per run.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from rota._time import shown_utc
+from rota.models import Job, JobState
 from rota.web._ops import ChartPoint
 
 __all__ = [
@@ -23,10 +29,14 @@ __all__ = [
     "WIDTH",
     "Bar",
     "Chart",
+    "RunBar",
+    "RunsChart",
     "Tick",
     "chart",
     "count_ticks",
     "nice_max",
+    "nice_seconds",
+    "runs_chart",
 ]
 
 WIDTH = 600
@@ -136,3 +146,92 @@ def chart(points: list[ChartPoint]) -> Chart:
         succeeded=sum(p.succeeded for p in points),
         failed_attempts=sum(p.failed_attempts for p in points),
     )
+
+
+# -- a schedule's runs --------------------------------------------------------
+
+_RUN_SLOT = 20  # width per run: a bar and a gap (30 runs fill the plot)
+_RUN_BAR = 16
+
+
+@dataclass(frozen=True, slots=True)
+class RunBar:
+    """One run: as tall as it ran (a running job: so far), coloured by its state."""
+
+    x: float
+    y: float
+    h: float
+    state: str
+    job_id: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunsChart:
+    """Bars of a schedule's runs, oldest on the left, and the time axis's marks.
+
+    ``ticks`` are ``(y, seconds)`` pairs, labelled by the page with its own
+    duration wording.
+    """
+
+    bars: list[RunBar]
+    scale: float
+    ticks: list[tuple[float, float]]
+    width: int = LEFT + WIDTH
+    height: int = HEIGHT + BOTTOM
+    bar_width: int = _RUN_BAR
+    left: int = LEFT
+    right: int = LEFT + WIDTH
+    top: int = TOP
+    bottom: int = HEIGHT
+
+
+def nice_seconds(value: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k seconds (k any integer) at least ``value``;
+    1 s when there is nothing to show."""
+    if not value > 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for m in (1, 2, 5, 10):
+        if m * power >= value * (1 - 1e-9):  # 0.3 / 0.1 is 2.9999999999999996
+            return float(f"{m * power:.12g}")
+    raise AssertionError("unreachable: 10 x 10^floor(log10 v) exceeds v")
+
+
+def runs_chart(jobs: Sequence[Job], now: float) -> RunsChart:
+    """A bar per job of ``jobs`` (newest first, as listed), drawn oldest on
+    the left; a job not started yet has no height."""
+    ordered = list(reversed(jobs))
+    lengths = [_ran(j, now) for j in ordered]
+    scale = nice_seconds(max(lengths, default=0.0))
+    plot = HEIGHT - TOP
+    bars = []
+    for i, (job, ran) in enumerate(zip(ordered, lengths, strict=True)):
+        h = round(plot * ran / scale, 2)
+        started = "not started" if job.started_at is None else f"ran {ran:.3g} s"
+        if job.state is JobState.RUNNING:
+            started = f"running for {ran:.3g} s"
+        bars.append(
+            RunBar(
+                x=LEFT + i * _RUN_SLOT + 2,
+                y=round(HEIGHT - h, 2),
+                h=h,
+                state=job.state.value,
+                job_id=job.id,
+                title=f"sent {_sent(job.enqueued_at)}: {job.state.value}, {started}",
+            )
+        )
+    ticks = [(round(HEIGHT - plot * part, 2), scale * part) for part in (0.0, 0.5, 1.0)]
+    return RunsChart(bars=bars, scale=scale, ticks=ticks)
+
+
+def _ran(job: Job, now: float) -> float:
+    if job.started_at is None:
+        return 0.0
+    end = job.finished_at if job.finished_at is not None else now
+    return max(0.0, end - job.started_at)
+
+
+def _sent(t: float) -> str:
+    moment = shown_utc(t)
+    return f"epoch {t!r}" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")

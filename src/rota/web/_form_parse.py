@@ -169,9 +169,4 @@ def _moment(raw: str) -> datetime:
 def next_fires(rule: Trigger, now: float, count: int = 3) -> list[float]:
     """The next ``count`` fire times of ``rule`` at or after ``now`` (fewer
     when the trigger ends)."""
-    fires: list[float] = []
-    fire = rule.first_fire(now)
-    while fire is not None and len(fires) < count:
-        fires.append(fire)
-        fire = rule.next_fire(fire)
-    return fires
+    return rule.fires_from(rule.first_fire(now), count)

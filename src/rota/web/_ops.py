@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json
 from rota._wording import still_running
 from rota.admin import Actor
-from rota.diagnose import LOST_AFTER
+from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
     Job,
@@ -52,6 +52,7 @@ CHART_MINUTES = 60
 __all__ = [
     "CHART_MINUTES",
     "LOST_AFTER",
+    "SCHEDULE_RUNS",
     "WINDOWS",
     "ChartPoint",
     "Conflict",
@@ -60,6 +61,7 @@ __all__ = [
     "NotFound",
     "Overview",
     "QueueView",
+    "ScheduleRuns",
     "ScheduleView",
     "WindowCount",
     "WorkerView",
@@ -76,7 +78,9 @@ __all__ = [
     "overview",
     "queues",
     "schedule",
+    "schedule_runs",
     "schedules",
+    "upcoming_fires",
     "workers",
 ]
 
@@ -193,6 +197,8 @@ class ScheduleView:
     skipped: int
     #: What its jobs are sent with (queue, priority, attempts, limit keys...).
     job_options: dict[str, Any]
+    #: Active, and its next fire long past: no scheduler seems to run.
+    overdue: bool
 
 
 # -- who acts --------------------------------------------------------------
@@ -389,9 +395,59 @@ def schedule(store: Store, name: str) -> ScheduleView:
     return _schedule_views(store, [found])[0]
 
 
+#: Runs of one schedule its page shows and charts.
+SCHEDULE_RUNS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRuns:
+    """A schedule's latest jobs, newest first, and what they add up to."""
+
+    jobs: tuple[Job, ...]
+    succeeded: int
+    failed: int
+    #: The median and the longest run time of the finished ones, in seconds.
+    median_run: float | None
+    longest_run: float | None
+
+
+def schedule_runs(store: Store, name: str, limit: int = SCHEDULE_RUNS) -> ScheduleRuns:
+    """The latest ``limit`` jobs of schedule ``name`` (its fires and its runs
+    sent by hand), with how many ended which way and how long they ran."""
+    jobs = store.list_jobs(JobQuery(schedule=name), limit=limit).jobs
+    runs = sorted(
+        j.finished_at - j.started_at
+        for j in jobs
+        if j.started_at is not None and j.finished_at is not None
+    )
+    return ScheduleRuns(
+        jobs=jobs,
+        succeeded=sum(j.state is JobState.SUCCEEDED for j in jobs),
+        failed=sum(j.state is JobState.FAILED for j in jobs),
+        median_run=runs[len(runs) // 2] if runs else None,
+        longest_run=runs[-1] if runs else None,
+    )
+
+
+def upcoming_fires(view: ScheduleView, count: int = 5) -> list[float]:
+    """The next ``count`` fires of an active schedule, from its stored next
+    fire on (none while it is paused; only the stored one when its trigger
+    cannot be read)."""
+    if not view.enabled or view.next_fire is None:
+        return []
+    try:
+        from rota.scheduling import trigger_from_json
+
+        rule = trigger_from_json(view.trigger)
+    except Exception:  # an unknown or newer trigger type: the scheduler knows its next fire
+        return [view.next_fire]
+    return rule.fires_from(view.next_fire, count)
+
+
 def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     last_ids = [s.last_job_id for s in found if s.last_job_id]
     states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
+    now = store.now()
     views = []
     for s in found:
         payload = _json.loads(s.payload) or {}
@@ -414,6 +470,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 jitter=s.jitter,
                 skipped=s.skipped,
                 job_options=dict(s.job_options),
+                overdue=is_overdue(s, now),
             )
         )
     return views

@@ -15,14 +15,14 @@ from starlette.concurrency import run_in_threadpool
 
 from rota import errors
 from rota.admin import Admin
-from rota.diagnose import diagnose, overdue_schedules
+from rota.diagnose import diagnose
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
-from rota.web._chart import chart
+from rota.web._chart import chart, runs_chart
 from rota.web._deps import context, page_operator, page_viewer
 
 __all__ = ["router"]
@@ -348,10 +348,23 @@ async def limit_action(request: Request, identity: Operator, key: str, verb: str
 @router.get("/schedules")
 def schedules_page(request: Request, identity: Viewer) -> Response:
     """Schedules with their triggers in words, next and last fire."""
+    return _render(request, "schedules.html", identity, schedules=_ops.schedules(_store(request)))
+
+
+@router.get("/schedules/{name:path}")
+def schedule_page(request: Request, identity: Viewer, name: str) -> Response:
+    """One schedule: its settings, its next fires and its latest runs, charted."""
     store = _store(request)
-    overdue = {p.subject for p in overdue_schedules(store.schedules(), store.now())}
+    view = _ops.schedule(store, name)
+    runs = _ops.schedule_runs(store, name)
     return _render(
-        request, "schedules.html", identity, schedules=_ops.schedules(store), overdue=overdue
+        request,
+        "schedule.html",
+        identity,
+        s=view,
+        runs=runs,
+        runs_chart=runs_chart(runs.jobs, store.now()),
+        upcoming=_ops.upcoming_fires(view),
     )
 
 
