@@ -70,6 +70,7 @@ DEFAULT_OUTPUT_CAP = 65536
 MAX_OUTPUT_CAP = 16 * 1024 * 1024
 _STDERR_LINES = 10
 _STDERR_CHARS = 2000
+_LAST_LINE_CHARS = 300
 _READ_SIZE = 65536
 _POLL = 0.05
 #: Seconds a command has between SIGTERM and SIGKILL, unless it says otherwise.
@@ -463,8 +464,9 @@ def _outcome(
             what += f" (still running {group.grace:g} s after SIGTERM)"
     message = f"command {_short(spec.line())} {what}"
     lines = tails["stderr"].text().rstrip().splitlines()[-_STDERR_LINES:]
-    if lines:
-        message += "; last lines of stderr:\n" + "\n".join(lines)[-_STDERR_CHARS:]
+    if lines:  # the last one first, on the line a worker's log shows
+        message += f": {lines[-1][:_LAST_LINE_CHARS]}\nlast lines of stderr:\n"
+        message += "\n".join(lines)[-_STDERR_CHARS:]
     raise CommandFailed(message)
 
 

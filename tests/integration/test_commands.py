@@ -73,7 +73,7 @@ def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(
     assert (result["stdout"], result["stderr"]) == ("out\n", "err 3\n")
     assert result["truncated"] == {"stdout": False, "stderr": False}
     assert 0 < result["duration"] < 30
-    with pytest.raises(JobFailed, match="exited with code 4; last lines of stderr:\nerr 4"):
+    with pytest.raises(JobFailed, match="exited with code 4: err 4\nlast lines of stderr:\nerr 4"):
         bad.result(timeout=30)
     _stop(worker)
 
@@ -85,7 +85,7 @@ def test_a_failing_command_is_retried_with_backoff(
     runs = tmp_path / "runs"
     handle = commands_sender.tasks["flaky"].send(extra_args=[str(runs)])
     with pytest.raises(
-        JobFailed, match="exited with code 1; last lines of stderr:\nfailing, run x\nx"
+        JobFailed, match="exited with code 1: x\nlast lines of stderr:\nfailing, run x\nx"
     ):
         handle.result(timeout=30)
     job = handle.job()
@@ -150,8 +150,9 @@ def test_a_command_schedule_fires_under_rota_scheduler(
     listed = processes.rota("schedules", "list", "--url", url)
     assert listed.wait(timeout=30) == 0
     assert "rota.cmd: sh -c 'echo tick >> \"$0\"'" in processes.output(listed)
-    scheduler = processes.rota("scheduler", f"{APPS / 'commands.py'}:app", "--url", url)
-    worker = _worker(processes, url)
+    # No Python file at all: the scheduler fires what is stored, the worker runs command lines.
+    scheduler = processes.rota("scheduler", "--url", url)
+    worker = processes.rota("worker", "--commands", "--url", url)
     wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
     _stop(worker)
     _stop(scheduler)

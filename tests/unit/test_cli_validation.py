@@ -202,3 +202,10 @@ def test_steering_commands_refuse_bad_names_and_values(
     before = cli.snapshot()
     refused(cli.run(*command), *fragments)
     assert cli.snapshot() == before
+
+
+@pytest.mark.parametrize("command", [["worker"], ["worker", "--processes", "2"], ["run"]])
+def test_a_worker_without_app_needs_commands(cli: Cli, command: list[str]) -> None:
+    before = cli.snapshot()
+    refused(cli.run(*command), "missing APP", "--commands to run only command lines")
+    assert cli.snapshot() == before

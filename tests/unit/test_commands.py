@@ -109,7 +109,7 @@ def test_a_failure_names_the_code_and_the_last_lines_of_stderr() -> None:
     with pytest.raises(CommandFailed) as failed:
         run(CommandSpec.build(["sh", "-c", script]))
     message = str(failed.value)
-    assert "exited with code 3; last lines of stderr:\n" in message
+    assert "exited with code 3: line30\nlast lines of stderr:\n" in message
     assert message.endswith(
         "line21\nline22\nline23\nline24\nline25\nline26\nline27\nline28\nline29\nline30"
     )

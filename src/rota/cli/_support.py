@@ -79,6 +79,14 @@ class CliState:
         self._track(app)
         return app
 
+    def app_or_bare(self, spec: str | None, *, wait_for_store: bool = False) -> App:
+        """The app ``spec`` names or, without one, an app with no tasks on
+        ``--url`` (or ``ROTA_URL``), whose store it may create: enough to
+        serve the dashboard, fire the stored schedules or run command lines."""
+        if spec:
+            return self.load_app(spec, wait_for_store=wait_for_store)
+        return self.store_app(must_exist=False)
+
     def store_app(self, *, must_exist: bool = True) -> App:
         """An app without tasks, for commands that only talk to the store.
 
@@ -119,6 +127,16 @@ def url_option(f: F) -> F:
         callback=_set_url,
         help="Store URL, overriding the app's (also: rota --url, env ROTA_URL).",
     )(f)
+
+
+def require_app_or_commands(spec: str | None, allow_commands: bool) -> None:
+    """A worker without APP has nothing to run but command lines: it needs
+    ``--commands``."""
+    if not spec and not allow_commands:
+        raise CliUsageError(
+            "missing APP: give the app whose tasks to run, or --commands to run only "
+            "command lines (rota send --cmd, rota schedules add NAME ... -- CMD)"
+        )
 
 
 def commands_option(f: F) -> F:

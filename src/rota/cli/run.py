@@ -16,6 +16,7 @@ from rota.cli._support import (
     name_callback,
     note,
     pass_state,
+    require_app_or_commands,
     resolve_queues,
     url_option,
 )
@@ -23,7 +24,7 @@ from rota.stores import redact_url
 
 
 @click.command()
-@click.argument("app_spec", metavar="APP")
+@click.argument("app_spec", metavar="[APP]", required=False)
 @click.option(
     "--queues",
     default="all",
@@ -65,7 +66,7 @@ from rota.stores import redact_url
 @pass_state
 def run(
     state: CliState,
-    app_spec: str,
+    app_spec: str | None,
     queues: str,
     concurrency: int,
     mode: str,
@@ -81,12 +82,15 @@ def run(
     """Run a worker with an embedded scheduler and the dashboard, all in one.
 
     The quickest way to see an app work on one machine; on many machines run
-    `rota worker`, `rota scheduler` and `rota web` separately.
+    `rota worker`, `rota scheduler` and `rota web` separately. Without APP,
+    with --commands: run only command lines, from the store of --url (or
+    ROTA_URL).
     """
     from rota.worker import Worker
 
     configure("info", quiet, log_format)
-    app = state.load_app(app_spec)
+    require_app_or_commands(app_spec, allow_commands)
+    app = state.app_or_bare(app_spec)
     if allow_commands:
         app.enable_commands()
     names = resolve_queues(app, queues)

@@ -59,7 +59,7 @@ _STATE_STYLES = {
 
 
 @click.command()
-@click.argument("app_spec", metavar="APP")
+@click.argument("app_spec", metavar="[APP]", required=False)
 @click.option(
     "--max-sleep",
     type=click.FloatRange(min=0.01, max=60),
@@ -76,19 +76,21 @@ _STATE_STYLES = {
 )
 @url_option
 @pass_state
-def scheduler(cli: CliState, app_spec: str, max_sleep: float, log_level: str) -> None:
+def scheduler(cli: CliState, app_spec: str | None, max_sleep: float, log_level: str) -> None:
     """Fire APP's schedules until SIGTERM or Ctrl-C.
 
     Run as many as you like, on any machines that reach the store: each fire
     makes exactly one job. Loading APP runs its module, so schedules it
-    defines with app.schedule(...) are created or updated first.
+    defines with app.schedule(...) are created or updated first. Without
+    APP it fires the schedules stored in --url (or ROTA_URL): those added
+    with `rota schedules add`, the dashboard or another app.
     """
     from rota._signals import StopSignals
     from rota._store_wait import wait_for_store
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
-    app = cli.load_app(app_spec, wait_for_store=True)
+    app = cli.app_or_bare(app_spec, wait_for_store=True)
     engine = Scheduler(app, max_sleep=max_sleep)
     stop = StopSignals()
     stop.install()

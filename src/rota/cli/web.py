@@ -64,7 +64,7 @@ def web(
     from rota.web._auth import is_loopback_host
 
     configure(log_level, quiet=False, log_format="text")  # rota's own lines, as a worker's
-    app = state.load_app(app_spec) if app_spec else state.store_app(must_exist=False)
+    app = state.app_or_bare(app_spec)
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
     roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")

@@ -13,6 +13,7 @@ from rota.cli._support import (
     commands_option,
     duration_callback,
     pass_state,
+    require_app_or_commands,
     resolve_queues,
     url_option,
 )
@@ -56,7 +57,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @click.command()
-@click.argument("app_spec", metavar="APP")
+@click.argument("app_spec", metavar="[APP]", required=False)
 @click.option(
     "--queues",
     "-Q",
@@ -161,7 +162,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 @pass_state
 def worker(
     cli: CliState,
-    app_spec: str,
+    app_spec: str | None,
     queues: str,
     concurrency: int,
     mode: str,
@@ -181,6 +182,9 @@ def worker(
 ) -> None:
     """Run jobs of APP's tasks until SIGTERM or Ctrl-C.
 
+    Without APP, with --commands: run only command lines, from the store of
+    --url (or ROTA_URL).
+
     On the first signal the worker stops claiming, lets running jobs finish
     within --grace, and gives the rest back to the queue; a second signal
     stops it at once.
@@ -192,12 +196,13 @@ def worker(
     from rota.worker.pool import POOL_CHILD
 
     configure(log_level, quiet, log_format)
+    require_app_or_commands(app_spec, allow_commands)
     if processes > 1:
         from rota.worker.pool import pool_main
 
         click.echo(f"rota worker: supervising {processes} worker processes")
         pool_main(sys.argv[1:], processes, grace)
-    app = cli.load_app(app_spec, wait_for_store=True)
+    app = cli.app_or_bare(app_spec, wait_for_store=True)
     if allow_commands:
         app.enable_commands()
     names = resolve_queues(app, queues)
