@@ -351,9 +351,9 @@ class Task(Generic[P, R]):
         naming the bad value, and nothing is enqueued.
 
         ``connection=conn``, an open database connection (a psycopg one on a
-        PostgreSQL store, a mysqlclient or PyMySQL one on a MySQL store, or a
-        SQLAlchemy ``Session`` or ``Connection`` over one), is not an
-        argument of the job: the job is stored in that connection's open
+        PostgreSQL store, a mysqlclient, PyMySQL or Connector/Python one on a
+        MySQL store, or a SQLAlchemy ``Session`` or ``Connection`` over one),
+        is not an argument of the job: the job is stored in that connection's open
         transaction, committed or rolled back with it."""
         connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs), connection)

@@ -46,10 +46,12 @@ def _connect(database: str | None = None, **options: Any) -> Any:
 _DRIVER: list[Any] = [MySQLdb]
 
 
-@pytest.fixture(autouse=True, params=["mysqlclient", "pymysql"])
+@pytest.fixture(autouse=True, params=["mysqlclient", "pymysql", "connector"])
 def driver(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """Each test with a mysqlclient connection, then with a PyMySQL one."""
-    module = MySQLdb if request.param == "mysqlclient" else pytest.importorskip("pymysql")
+    """Each test with a mysqlclient connection, then a PyMySQL one, then a
+    MySQL Connector/Python one."""
+    modules = {"mysqlclient": "MySQLdb", "pymysql": "pymysql", "connector": "mysql.connector"}
+    module = pytest.importorskip(modules[request.param])
     _DRIVER[0] = module
     yield module
     _DRIVER[0] = MySQLdb
@@ -192,10 +194,14 @@ def test_an_open_transaction_that_sent_a_job_holds_up_no_other_send(app: App) ->
 def test_a_connection_that_reads_dicts_can_send_in_its_transaction(
     app: App, business: str, driver: Any
 ) -> None:
-    conn = _connect(business, cursorclass=driver.cursors.DictCursor)
+    # mysqlclient and PyMySQL read dicts by the connection's cursor class,
+    # Connector/Python by the cursor's
+    connector = driver.__name__ == "mysql.connector"
+    dicts = {} if connector else {"cursorclass": driver.cursors.DictCursor}
+    conn = _connect(business, **dicts)
     try:
         handle = app.tasks["ship"].send(3, connection=conn)
-        cursor = conn.cursor()
+        cursor = conn.cursor(dictionary=True) if connector else conn.cursor()
         cursor.execute("SELECT 1 AS one")
         assert cursor.fetchone() == {"one": 1}  # as it was
         conn.commit()
@@ -212,7 +218,7 @@ def test_a_connection_in_autocommit_sends_in_the_transaction_it_began(
         with pytest.raises(InvalidArgument, match="no open transaction: it is in autocommit"):
             app.tasks["ship"].send(5, connection=conn)
         assert claim(app.store, limit=10) == []
-        conn.begin()
+        (conn.start_transaction if hasattr(conn, "start_transaction") else conn.begin)()
         handle = app.tasks["ship"].send(6, connection=conn)
         assert app.store.get_job(handle.id) is None
         conn.commit()
@@ -221,13 +227,15 @@ def test_a_connection_in_autocommit_sends_in_the_transaction_it_began(
         conn.close()
 
 
-def test_connections_a_send_cannot_use_are_refused(app: App, business: str) -> None:
+def test_connections_a_send_cannot_use_are_refused(app: App, business: str, driver: Any) -> None:
     conn = _connect(business)
     conn.close()
     with pytest.raises(InvalidArgument, match="connection is closed"):
         app.tasks["ship"].send(1, connection=conn)
     other = sqlite3.connect(":memory:")
-    with pytest.raises(InvalidArgument, match=r"mysqlclient .* PyMySQL .* not Connection"):
+    with pytest.raises(
+        InvalidArgument, match=r"mysqlclient .* PyMySQL or MySQL Connector/Python .* not Connection"
+    ):
         app.tasks["ship"].send(1, connection=other)
     other.close()
     bare = _connect()
@@ -236,6 +244,16 @@ def test_connections_a_send_cannot_use_are_refused(app: App, business: str) -> N
             app.tasks["ship"].send(1, connection=bare)
     finally:
         bare.close()
+    if driver.__name__ == "mysql.connector":  # values read unconverted, for its whole session
+        raw = _connect(business, raw=True)
+        try:
+            with pytest.raises(InvalidArgument, match=r"raw values .*made without raw=True"):
+                app.tasks["ship"].send(1, connection=raw)
+            cursor = raw.cursor()
+            cursor.execute("SELECT DATABASE()")
+            assert cursor.fetchone() == (business.encode(),)  # its session as it was
+        finally:
+            raw.close()
     assert claim(app.store, limit=10) == []
 
 

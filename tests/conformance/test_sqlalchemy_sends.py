@@ -1,6 +1,6 @@
 """Jobs sent in a SQLAlchemy session's transaction (``connection=session``,
 a ``Connection``, or its pooled connection), on PostgreSQL (psycopg) and
-MySQL / MariaDB (mysqlclient): they appear when the session commits and
+MySQL / MariaDB (mysqlclient, PyMySQL, Connector/Python): they appear when the session commits and
 never when it rolls back, beside the session's own rows."""
 
 from __future__ import annotations
@@ -19,14 +19,20 @@ from conformance.support import claim  # noqa: E402
 from rota import App  # noqa: E402
 
 #: A store, and the SQLAlchemy driver of the caller's engine on its database.
-KINDS = [("postgres", "psycopg"), ("mysql", "mysqldb"), ("mysql", "pymysql")]
+KINDS = [
+    ("postgres", "psycopg"),
+    ("mysql", "mysqldb"),
+    ("mysql", "pymysql"),
+    ("mysql", "mysqlconnector"),
+]
 
 
 @pytest.fixture(params=KINDS, ids=["-".join(kind) for kind in KINDS])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, Any, str]]:
     """A store, a SQLAlchemy engine on its database, and the caller's table."""
     kind, driver = request.param
-    pytest.importorskip({"psycopg": "psycopg", "mysqldb": "MySQLdb"}.get(driver, driver))
+    modules = {"mysqldb": "MySQLdb", "mysqlconnector": "mysql.connector"}
+    pytest.importorskip(modules.get(driver, driver))
     url = store_url(kind, tmp_path)
     app = App(url)
     app.task(name="ship")(lambda order: order)

@@ -1,11 +1,12 @@
 """Sending jobs in the caller's own MySQL transaction: which connections can,
 and the session the store's statements run in there.
 
-The caller's connection is a mysqlclient (``MySQLdb``) or PyMySQL connection
-to the store's server, in a transaction: one begun explicitly, or any
-statement on a connection that is not in autocommit mode (the drivers'
-default). PyMySQL's errors are raised as mysqlclient's of the same PEP 249
-name and server code, which is what the store reads. For the
+The caller's connection is a mysqlclient (``MySQLdb``), PyMySQL or MySQL
+Connector/Python (``mysql.connector``) connection to the store's server, in
+a transaction: one begun explicitly, or any statement on a connection that
+is not in autocommit mode (the drivers' default). The other drivers' errors
+are raised as mysqlclient's of the same PEP 249 name and server code, which
+is what the store reads. For the
 send, its session takes the store's database (``USE``), clock (UTC) and
 value checks (strict mode), and gets its own back after; its isolation level
 stays the caller's. The jobs go in within a savepoint, so a send the store
@@ -35,16 +36,19 @@ def caller_tx(connection: Any) -> MySQLTx:
     """The store's statements on the caller's ``connection``; refuses, with
     the reason, a connection a send cannot use."""
     if isinstance(connection, MySQLdb.connections.Connection):
-        tx = MySQLTx(connection)
+        tx, is_open = MySQLTx(connection), connection.open
     elif _is_pymysql(connection):
-        tx = PyMySQLTx(connection)
+        tx, is_open = PyMySQLTx(connection), connection.open
+    elif _is_connector(connection):
+        tx, is_open = ConnectorTx(connection), connection.is_connected()  # (it pings)
     else:
         raise InvalidArgument(
-            f"connection must be a mysqlclient (MySQLdb) or PyMySQL connection, not "
-            f"{type(connection).__name__} (with SQLAlchemy: a Session or Connection of an "
-            "engine on mysql+mysqldb:// or mysql+pymysql://)"
+            f"connection must be a mysqlclient (MySQLdb), PyMySQL or MySQL Connector/Python "
+            f"connection, not {type(connection).__name__} (with SQLAlchemy: a Session or "
+            "Connection of an engine on mysql+mysqldb://, mysql+pymysql:// or "
+            "mysql+mysqlconnector://)"
         )
-    if not connection.open:
+    if not is_open:
         raise InvalidArgument(
             "connection is closed: send in an open transaction of an open connection"
         )
@@ -54,6 +58,11 @@ def caller_tx(connection: Any) -> MySQLTx:
 def _is_pymysql(connection: Any) -> bool:
     pymysql = sys.modules.get("pymysql")  # (imported by whoever made the connection)
     return pymysql is not None and isinstance(connection, pymysql.connections.Connection)
+
+
+def _is_connector(connection: Any) -> bool:
+    abstracts = sys.modules.get("mysql.connector.abstracts")
+    return abstracts is not None and isinstance(connection, abstracts.MySQLConnectionAbstract)
 
 
 class PyMySQLTx(MySQLTx):
@@ -89,11 +98,50 @@ def _as_mysqlclient_errors() -> Iterator[None]:
         raise kind(*exc.args) from exc
 
 
+class ConnectorTx(MySQLTx):
+    """:class:`MySQLTx` on a MySQL Connector/Python connection: buffered
+    cursors of tuples, and its errors raised as mysqlclient's."""
+
+    __slots__ = ()
+
+    def _cursor(self) -> Any:
+        # buffered: the driver refuses a statement while rows of the last are unread
+        return self._conn.cursor(buffered=True, dictionary=False)
+
+    def run(self, sql: str, params: Params = ()) -> Cursor:
+        with _connector_as_mysqlclient_errors():
+            return super().run(sql, params)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        with _connector_as_mysqlclient_errors():
+            return super().executemany(name, rows)
+
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        with _connector_as_mysqlclient_errors():
+            return super().first_rows(name, rows)
+
+
+@contextmanager
+def _connector_as_mysqlclient_errors() -> Iterator[None]:
+    """Connector/Python's errors as mysqlclient's of the same name, with the
+    server's code and message as their arguments."""
+    try:
+        yield
+    except sys.modules["mysql.connector"].Error as exc:
+        kind = getattr(MySQLdb, type(exc).__name__, MySQLdb.Error)
+        raise kind(exc.errno or 0, exc.msg) from exc
+
+
 @contextmanager
 def in_store_session(tx: MySQLTx, database: str) -> Iterator[None]:
     """Run the block in the store's session settings on the caller's
     connection of ``tx``, in its open transaction; put the caller's back."""
     current, mode, zone, autocommit = tx.execute("caller_session").fetchone()
+    if not isinstance(mode, str):
+        raise InvalidArgument(
+            "connection reads raw values (Connector/Python's raw=True), which the "
+            "store cannot: send on a connection made without raw=True"
+        )
     if autocommit and not _in_transaction(tx):
         raise InvalidArgument(
             "connection has no open transaction: it is in autocommit mode; begin one "
