@@ -16,6 +16,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from backends import POSTGRES_URL, postgres_reachable  # noqa: E402
 from conformance.support import sends_and_claims  # noqa: E402
+from rota import App  # noqa: E402
 from rota.errors import StoreError  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 
@@ -152,3 +153,33 @@ def test_a_read_only_server_serves_a_migrated_schema(database: Database) -> None
         "server is read-only .*open the store once on the primary",
     ):
         open_store(database.url("postgres", f"{database.schema}_other", read_only))
+
+
+def test_a_send_in_a_transaction_of_a_role_without_rights_says_which_to_grant(
+    database: Database,
+) -> None:
+    app = App(database.url("postgres"))  # the owner's store: migrated
+    app.task(name="ship")(lambda order: order)
+    role = database.role("biz")
+    database.admin(f"CREATE TABLE public.orders_{role} (id INT)")
+    database.admin(f"GRANT INSERT, SELECT ON public.orders_{role} TO {role}")
+    conn = psycopg.connect(f"postgresql://{role}@{SERVER.split('@', 1)[1]}/{database.name}")
+    try:
+        conn.execute(f"INSERT INTO public.orders_{role} VALUES (1)")
+        grant = f"GRANT USAGE ON SCHEMA {database.schema} TO {role}, and SELECT, INSERT"
+        with pytest.raises(StoreError, match=f"role {role} may not use rota's tables.*{grant}"):
+            app.tasks["ship"].send(1, connection=conn)
+        # the caller's transaction goes on: its row is there, and it commits
+        assert conn.execute(f"SELECT count(*) FROM public.orders_{role}").fetchone() == (1,)
+        conn.commit()
+
+        database.admin(f"GRANT USAGE ON SCHEMA {database.schema} TO {role}")  # no table rights
+        conn.execute(f"INSERT INTO public.orders_{role} VALUES (2)")
+        with pytest.raises(StoreError, match=f"role {role} may not use rota's tables.*{grant}"):
+            app.tasks["ship"].send(2, connection=conn)
+        conn.rollback()
+        assert [q.counts for q in app.store.queues()] in ([], [{}])
+    finally:
+        conn.close()
+        database.admin(f"DROP TABLE public.orders_{role}")
+        app.close()

@@ -91,8 +91,9 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
     def enqueue_in(self, connection: Any, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Store ``jobs`` in the caller's open transaction on ``connection``
         (a mysqlclient, PyMySQL or Connector/Python connection to this store's
-        server, any database): they become visible to workers when it commits, and vanish if it rolls
-        back. The transaction is left open, its session as it was (see
+        server, any database): they become visible to workers when it commits,
+        and vanish if it rolls back. The transaction is left open, its session
+        as it was (see
         :mod:`rota.stores.mysql._caller`)."""
         _checks.new_jobs(jobs)
         tx = caller_tx(connection)

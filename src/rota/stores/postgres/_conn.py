@@ -124,6 +124,16 @@ _LOGIN_REFUSED = re.compile(
 )
 
 
+def lacks_rights(where: str, role: str, schema: str, said: Exception) -> StoreError:
+    """The error of a role that may not use rota's tables in ``schema``,
+    with the rights to grant it."""
+    return StoreError(
+        f"the PostgreSQL store at {where}: role {role} may not use rota's tables in schema "
+        f"{schema}: GRANT USAGE ON SCHEMA {schema} TO {role}, and SELECT, INSERT, UPDATE, "
+        f"DELETE ON ALL TABLES IN SCHEMA {schema} TO {role} (PostgreSQL said: {said})"
+    )
+
+
 def store_error(exc: BaseException, where: str) -> StoreError:
     """The rota error for a psycopg or pool error at ``where``: a lost
     connection (or no connection in time) is "cannot be reached", a log-in
@@ -662,12 +672,7 @@ class PgConnections(Database):
         try:
             row = conn.execute(Q["schema_version"].format(schema=self.schema)).fetchone()
         except pg_errors.InsufficientPrivilege as exc:
-            raise StoreError(
-                f"the PostgreSQL store at {self.where}: role {role} may not use rota's tables "
-                f"in schema {self.schema}: GRANT USAGE ON SCHEMA {self.schema} TO {role}, and "
-                f"SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {self.schema} TO "
-                f"{role} (PostgreSQL said: {exc})"
-            ) from None
+            raise lacks_rights(self.where, role, self.schema, exc) from None
         return _Applied(exists, int(row[0]) if row else 0, role)
 
     def _apply_migrations(self, found: _Applied) -> None:

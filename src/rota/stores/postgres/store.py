@@ -15,13 +15,14 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreError
 from rota.models import ANY_HOST, ClaimedJob, EnqueueResult, HostScope, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
-from rota.stores.postgres._conn import PgConnections, PgTx, store_error
+from rota.stores.postgres._conn import PgConnections, PgTx, lacks_rights, store_error
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
 from rota.stores.sql.logs import Logs
@@ -131,6 +132,9 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
                     results = self._enqueue(tx, jobs, vtimes)  # its wake-up comes at commit
             finally:
                 tx.execute("set_local_search_path", (caller_path,))
+        except (pg_errors.UndefinedTable, pg_errors.InsufficientPrivilege) as exc:
+            # (the savepoint is undone: the caller's transaction can still ask)
+            raise self._caller_lacks_rights(tx, exc) or store_error(exc, self.where) from exc
         except psycopg.Error as exc:
             raise store_error(exc, self.where) from exc
         except Refused as refused:
@@ -138,6 +142,15 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         finally:
             connection.row_factory = row_factory
         return results
+
+    def _caller_lacks_rights(self, tx: PgTx, exc: psycopg.Error) -> StoreError | None:
+        """The rights to grant the caller's role when it may not use rota's
+        schema or tables (without USAGE, the tables are not found); None if
+        it may."""
+        role, usage = tx.execute("caller_rights", (self.schema,)).fetchone()
+        if usage and not isinstance(exc, pg_errors.InsufficientPrivilege):
+            return None
+        return lacks_rights(self.where, role, self.schema, exc)
 
     def _check_business_connection(self, connection: Any) -> None:
         """Refuse, with the reason, a connection :meth:`enqueue_in` cannot use."""

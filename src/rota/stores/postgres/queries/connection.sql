@@ -43,6 +43,11 @@ SELECT current_setting('search_path')
 -- name: set_local_search_path
 SELECT set_config('search_path', %s, true)
 
+-- name: caller_rights
+-- Whether a caller's role may use rota's schema (the schema named, if it exists).
+SELECT current_user, coalesce(
+    (SELECT has_schema_privilege(oid, 'USAGE') FROM pg_namespace WHERE nspname = %s), false)
+
 -- name: begin
 -- Sent in the pipeline with the transaction's first statements.
 BEGIN
