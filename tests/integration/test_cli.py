@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.support import enqueue_one, new_job
 from helpers import wait_for
+from integration.redis_servers import PrivateRedis, private_redis
 from rota.models import Job, JobState
 from rota.stores import Store, open_store
 
@@ -39,6 +41,8 @@ APP_SOURCE = """
         time.sleep(seconds)
         return "rested"
 """
+
+__all__ = ["private_redis"]  # a fixture of this module's tests
 
 
 class RotaCommands:
@@ -254,3 +258,64 @@ def test_url_option_reaches_the_worker_child_processes(
     code, _, stderr = stop(worker)
     assert code == 0, stderr
     assert not (procs.cwd / "rota.db").exists()
+
+
+def test_status_watch_shows_the_store_again_until_ctrl_c(
+    procs: RotaCommands, store: Store, tmp_path: Path
+) -> None:
+    enqueue_one(store, new_job(queue="mail"))
+    shown = tmp_path / "status.out"
+    with shown.open("w") as out:
+        proc = subprocess.Popen(
+            [str(ROTA), "status", "--watch", "0.2"], cwd=procs.cwd, env=procs.env, stdout=out
+        )
+    procs.started.append(proc)  # type: ignore[arg-type]  # (killed at the end if need be)
+
+    def mail_row() -> list[str]:
+        rows = [line.split() for line in shown.read_text().splitlines()]
+        return [row[4] for row in rows if row[:1] == ["mail"]]  # its queued count, view by view
+
+    wait_for(lambda: mail_row()[-1:] == ["1"], timeout=30, what="a view with the queued job")
+    for _ in range(2):
+        enqueue_one(store, new_job(queue="mail"))
+    wait_for(lambda: mail_row()[-1:] == ["3"], timeout=30, what="a later view with three")
+    assert "every 0.2 s · Ctrl-C to stop" in shown.read_text()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+
+
+def test_status_watch_says_when_the_store_does_not_answer_and_goes_on(
+    procs: RotaCommands, private_redis: type[PrivateRedis], tmp_path: Path
+) -> None:
+    server = private_redis()
+    url = f"redis://{server.address}/0?retry_for=0.5"
+    shown = tmp_path / "status.out"
+    with shown.open("w") as out:
+        proc = subprocess.Popen(
+            [str(ROTA), "status", "-w", "0.2", "--url", url],
+            cwd=procs.cwd,
+            env=procs.env,
+            stdout=out,
+        )
+    procs.started.append(proc)  # type: ignore[arg-type]  # (killed at the end if need be)
+    wait_for(lambda: "no queues yet" in shown.read_text(), timeout=30, what="a first view")
+    server.stop()
+    wait_for(
+        lambda: "the store does not answer" in shown.read_text(),
+        timeout=30,
+        what="a view that says the store is down",
+    )
+    server.start()  # (the same port)
+    answering = open_store(url)
+    try:
+        enqueue_one(answering, new_job(queue="mail"))
+    finally:
+        answering.close()
+    wait_for(
+        lambda: "\nmail " in shown.read_text().rsplit("does not answer", 1)[1],
+        timeout=30,
+        what="a view of the store back",
+    )
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0

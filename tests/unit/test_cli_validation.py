@@ -209,3 +209,8 @@ def test_a_worker_without_app_needs_commands(cli: Cli, command: list[str]) -> No
     before = cli.snapshot()
     refused(cli.run(*command), "missing APP", "--commands to run only command lines")
     assert cli.snapshot() == before
+
+
+@pytest.mark.parametrize("every", ["0", "nan", "inf", "2h", "soon"])
+def test_status_watch_refuses_a_bad_interval(cli: Cli, every: str) -> None:
+    refused(cli.run("status", f"--watch={every}"), "'--watch'")

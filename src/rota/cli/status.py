@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -15,16 +19,28 @@ from rota.cli._support import (
     CliState,
     console,
     pass_state,
+    positive_duration_callback,
     read_url_option,
     url_option,
 )
 from rota.cli.queues import queues_table
 from rota.diagnose import LOST_AFTER, diagnose
+from rota.errors import StoreUnavailable
 from rota.models import WorkerInfo
 from rota.stores import Store, redact_url
 from rota.windows import window_totals
 
-__all__ = ["LOST_AFTER", "WINDOWS", "status", "throughput_rows", "worker_state"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rota.app import App
+
+__all__ = ["LOST_AFTER", "WINDOWS", "status", "status_view", "throughput_rows", "worker_state"]
+
+#: ``--watch``: seconds between views when none are given, and the bounds.
+DEFAULT_WATCH = 2.0
+MIN_WATCH = 0.1
+MAX_WATCH = 3600.0
 
 #: Throughput windows: label and length in seconds (None: all time).
 WINDOWS: tuple[tuple[str, float | None], ...] = (
@@ -104,29 +120,86 @@ def _heading(title: str) -> Text:
     return Text(title, style="bold underline")
 
 
+def status_view(app: App) -> Group:
+    """Everything ``rota status`` shows, read now from ``app``'s reader."""
+    store = app.reader
+    parts: list[RenderableType] = [Text(f"store: {redact_url(app.url)}")]
+    if app.read_url is not None:
+        parts.append(Text(f"read from replica: {redact_url(app.read_url)}{lag_text(store)}"))
+    now = store.now()
+    parts += [Text(f"warning: {p.message}", style="bold yellow") for p in diagnose(store)]
+    infos = store.queues()
+    workers = store.workers()
+    parts += [
+        Text(),
+        _heading("queues"),
+        queues_table(infos) if infos else Text("no queues yet"),
+        Text(),
+        _heading("workers"),
+        workers_table(workers, now) if workers else Text("no workers"),
+        Text(),
+        _heading("throughput (finished attempts)"),
+        throughput_table(throughput_rows(store, now)),
+    ]
+    return Group(*parts)
+
+
+def _watch_interval(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--watch``: seconds (or ``5s``, ``1m``) from :data:`MIN_WATCH` to :data:`MAX_WATCH`."""
+    seconds = positive_duration_callback(ctx, param, value)
+    if seconds is not None and not MIN_WATCH <= seconds <= MAX_WATCH:
+        raise click.BadParameter(
+            f"{value} is out of range: from {MIN_WATCH:g} s to {MAX_WATCH:g} s", ctx, param
+        )
+    return seconds
+
+
 @click.command()
+@click.option(
+    "--watch",
+    "-w",
+    "every",
+    is_flag=False,
+    flag_value=f"{DEFAULT_WATCH:g}",
+    default=None,
+    callback=lambda ctx, param, value: _watch_interval(ctx, param, value),
+    metavar="[SECONDS]",
+    help=f"Show it again every SECONDS ({DEFAULT_WATCH:g} when not given) until Ctrl-C.",
+)
 @url_option
 @read_url_option
 @pass_state
-def status(cli: CliState) -> None:
+def status(cli: CliState, every: float | None) -> None:
     """Queues, workers online and throughput."""
     app = cli.store_app()
     out = console()
-    out.print(f"store: {redact_url(app.url)}", soft_wrap=True)
-    store = app.reader
-    if app.read_url is not None:
-        out.print(f"read from replica: {redact_url(app.read_url)}{lag_text(store)}", soft_wrap=True)
-    now = store.now()
-    for problem in diagnose(store):
-        out.print(Text(f"warning: {problem.message}", style="bold yellow"), soft_wrap=True)
-    out.print()
-    out.print(_heading("queues"))
-    infos = store.queues()
-    out.print(queues_table(infos) if infos else "no queues yet")
-    out.print()
-    out.print(_heading("workers"))
-    workers = store.workers()
-    out.print(workers_table(workers, now) if workers else "no workers")
-    out.print()
-    out.print(_heading("throughput (finished attempts)"))
-    out.print(throughput_table(throughput_rows(store, now)))
+    if every is None:
+        out.print(status_view(app), soft_wrap=True)
+        return
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
+        _watch(app, out, every)
+
+
+def _watch(app: App, out: Console, every: float) -> None:
+    """Show :func:`status_view` every ``every`` seconds: in place on a
+    terminal, one view after another otherwise. A store that stops
+    answering is said in the view, and the watch goes on."""
+    from rich.live import Live
+
+    def frame() -> Group:
+        stamp = time.strftime("%H:%M:%S")
+        footer = Text(f"\n{stamp} · every {every:g} s · Ctrl-C to stop", style="dim")
+        try:
+            return Group(status_view(app), footer)
+        except StoreUnavailable as exc:
+            return Group(Text(f"the store does not answer: {exc}", style="bold red"), footer)
+
+    if not out.is_terminal:
+        while True:
+            out.print(frame(), soft_wrap=True)
+            out.print()
+            time.sleep(every)
+    with Live(frame(), console=out, auto_refresh=False) as live:
+        while True:
+            time.sleep(every)
+            live.update(frame(), refresh=True)
