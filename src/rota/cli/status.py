@@ -120,10 +120,16 @@ def _heading(title: str) -> Text:
     return Text(title, style="bold underline")
 
 
+def store_line(app: App) -> Text:
+    """Which store ``rota status`` shows (its password hidden)."""
+    return Text(f"store: {redact_url(app.url)}")
+
+
 def status_view(app: App) -> Group:
-    """Everything ``rota status`` shows, read now from ``app``'s reader."""
+    """What ``rota status`` shows below :func:`store_line`, read now from
+    ``app``'s reader."""
     store = app.reader
-    parts: list[RenderableType] = [Text(f"store: {redact_url(app.url)}")]
+    parts: list[RenderableType] = []
     if app.read_url is not None:
         parts.append(Text(f"read from replica: {redact_url(app.read_url)}{lag_text(store)}"))
     now = store.now()
@@ -174,6 +180,7 @@ def status(cli: CliState, every: float | None) -> None:
     app = cli.store_app()
     out = console()
     if every is None:
+        out.print(store_line(app), soft_wrap=True)  # first: the store may fail to answer
         out.print(status_view(app), soft_wrap=True)
         return
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
@@ -190,9 +197,10 @@ def _watch(app: App, out: Console, every: float) -> None:
         stamp = time.strftime("%H:%M:%S")
         footer = Text(f"\n{stamp} · every {every:g} s · Ctrl-C to stop", style="dim")
         try:
-            return Group(status_view(app), footer)
+            return Group(store_line(app), status_view(app), footer)
         except StoreUnavailable as exc:
-            return Group(Text(f"the store does not answer: {exc}", style="bold red"), footer)
+            failed = Text(f"the store does not answer: {exc}", style="bold red")
+            return Group(store_line(app), failed, footer)
 
     if not out.is_terminal:
         while True:
