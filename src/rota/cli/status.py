@@ -35,7 +35,15 @@ if TYPE_CHECKING:
 
     from rota.app import App
 
-__all__ = ["LOST_AFTER", "WINDOWS", "status", "status_view", "throughput_rows", "worker_state"]
+__all__ = [
+    "LOST_AFTER",
+    "WINDOWS",
+    "status",
+    "status_view",
+    "store_line",
+    "throughput_rows",
+    "worker_state",
+]
 
 #: ``--watch``: seconds between views when none are given, and the bounds.
 DEFAULT_WATCH = 2.0
