@@ -176,7 +176,7 @@ def _watch_interval(ctx: click.Context, param: click.Parameter, value: str | Non
     is_flag=False,
     flag_value=f"{DEFAULT_WATCH:g}",
     default=None,
-    callback=lambda ctx, param, value: _watch_interval(ctx, param, value),
+    callback=_watch_interval,
     metavar="[SECONDS]",
     help=f"Show it again every SECONDS ({DEFAULT_WATCH:g} when not given) until Ctrl-C.",
 )

@@ -168,7 +168,8 @@ class RunBar:
 
 @dataclass(frozen=True, slots=True)
 class RunsChart:
-    """Bars of a schedule's runs, oldest on the left, and the time axis's marks.
+    """Bars of a schedule's runs, oldest on the left, and the marks of the
+    axis of how long they ran.
 
     ``ticks`` are ``(y, seconds)`` pairs, labelled by the page with its own
     duration wording.

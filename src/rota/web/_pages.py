@@ -357,13 +357,15 @@ def schedule_page(request: Request, identity: Viewer, name: str) -> Response:
     store = _store(request)
     view = _ops.schedule(store, name)
     runs = _ops.schedule_runs(store, name)
+    now = store.now()
     return _render(
         request,
         "schedule.html",
         identity,
+        now=now,
         s=view,
         runs=runs,
-        runs_chart=runs_chart(runs.jobs, store.now()),
+        runs_chart=runs_chart(runs.jobs, now),
         upcoming=_ops.upcoming_fires(view),
     )
 

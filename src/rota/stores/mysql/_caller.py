@@ -65,42 +65,61 @@ def _is_connector(connection: Any) -> bool:
     return abstracts is not None and isinstance(connection, abstracts.MySQLConnectionAbstract)
 
 
-class PyMySQLTx(MySQLTx):
-    """:class:`MySQLTx` on a PyMySQL connection: its cursors, and its errors
-    raised as mysqlclient's."""
+class _OtherDriverTx(MySQLTx):
+    """:class:`MySQLTx` on a connection of another driver than mysqlclient,
+    whose errors it raises as mysqlclient's of the same PEP 249 name, with
+    the server's code and message as their arguments."""
+
+    __slots__ = ()
+
+    def _error_of(self, exc: BaseException) -> tuple[int, str] | None:
+        """The server's code and message of one of the driver's errors; None
+        for an exception of another kind."""
+        raise NotImplementedError
+
+    @contextmanager
+    def _as_mysqlclient_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            said = self._error_of(exc)
+            if said is None:
+                raise
+            kind = getattr(MySQLdb, type(exc).__name__, MySQLdb.Error)
+            raise kind(*said) from exc
+
+    def run(self, sql: str, params: Params = ()) -> Cursor:
+        with self._as_mysqlclient_errors():
+            return super().run(sql, params)
+
+    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
+        with self._as_mysqlclient_errors():
+            return super().executemany(name, rows)
+
+    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
+        with self._as_mysqlclient_errors():
+            return super().first_rows(name, rows)
+
+
+class PyMySQLTx(_OtherDriverTx):
+    """:class:`MySQLTx` on a PyMySQL connection."""
 
     __slots__ = ()
 
     def _cursor(self) -> Any:
         return self._conn.cursor(sys.modules["pymysql"].cursors.Cursor)
 
-    def run(self, sql: str, params: Params = ()) -> Cursor:
-        with _as_mysqlclient_errors():
-            return super().run(sql, params)
-
-    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
-        with _as_mysqlclient_errors():
-            return super().executemany(name, rows)
-
-    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
-        with _as_mysqlclient_errors():
-            return super().first_rows(name, rows)
+    def _error_of(self, exc: BaseException) -> tuple[int, str] | None:
+        if not isinstance(exc, sys.modules["pymysql"].err.MySQLError):
+            return None
+        args = exc.args  # (code, message) from the server; a client error may say less
+        if len(args) >= 2 and isinstance(args[0], int):
+            return args[0], str(args[1])
+        return 0, str(exc)
 
 
-@contextmanager
-def _as_mysqlclient_errors() -> Iterator[None]:
-    """PyMySQL's errors as mysqlclient's of the same name, with the same
-    arguments (the server's code and message)."""
-    try:
-        yield
-    except sys.modules["pymysql"].err.MySQLError as exc:
-        kind = getattr(MySQLdb, type(exc).__name__, MySQLdb.Error)
-        raise kind(*exc.args) from exc
-
-
-class ConnectorTx(MySQLTx):
-    """:class:`MySQLTx` on a MySQL Connector/Python connection: buffered
-    cursors of tuples, and its errors raised as mysqlclient's."""
+class ConnectorTx(_OtherDriverTx):
+    """:class:`MySQLTx` on a MySQL Connector/Python connection."""
 
     __slots__ = ()
 
@@ -108,28 +127,10 @@ class ConnectorTx(MySQLTx):
         # buffered: the driver refuses a statement while rows of the last are unread
         return self._conn.cursor(buffered=True, dictionary=False)
 
-    def run(self, sql: str, params: Params = ()) -> Cursor:
-        with _connector_as_mysqlclient_errors():
-            return super().run(sql, params)
-
-    def executemany(self, name: str, rows: Iterable[Params]) -> Changed:
-        with _connector_as_mysqlclient_errors():
-            return super().executemany(name, rows)
-
-    def first_rows(self, name: str, rows: Iterable[Params]) -> list[Any]:
-        with _connector_as_mysqlclient_errors():
-            return super().first_rows(name, rows)
-
-
-@contextmanager
-def _connector_as_mysqlclient_errors() -> Iterator[None]:
-    """Connector/Python's errors as mysqlclient's of the same name, with the
-    server's code and message as their arguments."""
-    try:
-        yield
-    except sys.modules["mysql.connector"].Error as exc:
-        kind = getattr(MySQLdb, type(exc).__name__, MySQLdb.Error)
-        raise kind(exc.errno or 0, exc.msg) from exc
+    def _error_of(self, exc: BaseException) -> tuple[int, str] | None:
+        if not isinstance(exc, sys.modules["mysql.connector"].Error):
+            return None
+        return exc.errno or 0, exc.msg
 
 
 @contextmanager
