@@ -1032,6 +1032,30 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
     assert '"timeout": 900.0' in shown.stdout and "overlap    skip" in shown.stdout
 
 
+def test_schedules_show_lists_the_next_fires_and_the_latest_jobs(env: Env) -> None:
+    added = env.rota("schedules", "add", "tick", "--every", "60", "--", "true")
+    assert added.exit_code == 0, added.output
+    quiet = env.rota("schedules", "show", "tick")
+    assert quiet.exit_code == 0, quiet.output
+    assert len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:00 UTC \(in ", quiet.stdout, re.M)) == 5
+    assert quiet.stdout.rstrip().endswith("latest jobs\nno jobs yet")
+
+    ran = [env.rota("schedules", "run-now", "tick").stdout.strip() for _ in range(2)]
+    [first, _] = env.store.claim("w", ["default"], 5)
+    assert env.store.finish([Outcome(first.id, first.token, ok=True, result=b"0")]) == [True]
+    shown = env.rota("schedules", "show", "tick").stdout
+    assert "1 succeeded, 0 failed of the last 2; median run" in shown
+    rows = {line[:32]: line for line in shown.splitlines() if line[:32] in ran}
+    assert first.id == ran[0] and rows[ran[0]].split()[1] == "succeeded"
+    assert re.search(r" \d+\.\d{3} s +1/1$", rows[ran[0]]), rows[ran[0]]
+    assert rows[ran[1]].split()[1] == "running"
+    assert re.search(r" \d+\.\d{3} s so far +1/1$", rows[ran[1]]), rows[ran[1]]
+
+    assert env.rota("schedules", "pause", "tick").exit_code == 0
+    paused = env.rota("schedules", "show", "tick").stdout
+    assert "next fires\npaused" in paused
+
+
 def test_schedules_add_keeps_a_pause_unless_told(env: Env) -> None:
     def add(*flags: str) -> bool:
         added = env.rota("schedules", "add", "backup", "--every", "60", *flags, "--", "true")

@@ -413,18 +413,21 @@ def test_runs_chart_scales_to_the_longest_run_and_draws_a_running_one_so_far() -
 
     newest_first = [
         job(JobState.QUEUED, None, None),
+        job(JobState.SCHEDULED, 50.0, 80.0),  # its attempt failed: it runs again later
         job(JobState.RUNNING, 100.0, None),
         job(JobState.FAILED, 10.0, 10.5),
         job(JobState.SUCCEEDED, 1.0, 1.25),
     ]
     drawn = runs_chart(newest_first, now=101.5)
     assert drawn.scale == 2.0  # the running one, 1.5 s so far
-    assert [b.state for b in drawn.bars] == ["succeeded", "failed", "running", "queued"]
+    states = ["succeeded", "failed", "running", "scheduled", "queued"]
+    assert [b.state for b in drawn.bars] == states
     plot = HEIGHT - TOP
-    assert [b.h for b in drawn.bars] == [plot / 8, plot / 4, plot * 0.75, 0.0]
+    assert [b.h for b in drawn.bars] == [plot / 8, plot / 4, plot * 0.75, 0.0, 0.0]
     assert all(b.y + b.h == HEIGHT for b in drawn.bars)
     assert "running for 1.5 s" in drawn.bars[2].title
-    assert "not started" in drawn.bars[3].title
+    assert "to run again" in drawn.bars[3].title
+    assert "not run" in drawn.bars[4].title
     assert [s for _, s in drawn.ticks] == [0.0, 1.0, 2.0]
 
 

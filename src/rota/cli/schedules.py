@@ -16,6 +16,7 @@ from rich.text import Text
 
 from rota import _json
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
+from rota._wording import attempt_text
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
@@ -36,6 +37,7 @@ from rota.errors import InvalidArgument, InvalidSchedule, NotFound
 from rota.models import JobState, Schedule
 from rota.scheduling import at, cron, every, trigger_from_json
 from rota.scheduling.define import OVERLAP_POLICIES
+from rota.scheduling.history import ScheduleRuns, run_time, schedule_runs, upcoming_fires
 from rota.stores import Store, redact_url
 
 __all__ = ["scheduler", "schedules"]
@@ -43,6 +45,8 @@ __all__ = ["scheduler", "schedules"]
 T = TypeVar("T")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: Jobs ``rota schedules show`` lists.
+SHOWN_RUNS = 10
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _STATE_STYLES = {
@@ -246,15 +250,64 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     )
 
 
+def _next_fires(schedule: Schedule, now: float) -> Text:
+    fires = upcoming_fires(schedule.trigger, schedule.next_fire, schedule.enabled)
+    if fires:
+        return Text("\n".join(fmt_when(t, now) for t in fires))
+    return Text("paused" if not schedule.enabled else "none: the trigger fires no more")
+
+
+def runs_table(runs: ScheduleRuns, now: float) -> Table | Text:
+    """A schedule's latest jobs, newest first: state, fire, start, time taken."""
+    if not runs.jobs:
+        return Text("no jobs yet")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("id", "state", "fire", "started", "took", "attempt"):
+        table.add_column(column, justify="right" if column in ("took", "attempt") else "left")
+    for job in runs.jobs:
+        ran = run_time(job, now)
+        took = "-" if ran is None else f"{ran:.3f} s"
+        if ran is not None and job.state is JobState.RUNNING:
+            took += " so far"
+        table.add_row(
+            job.id,
+            Text(job.state.value, style=_STATE_STYLES[job.state]),
+            fmt_when(job.fire_time, now),
+            fmt_when(job.started_at, now),
+            took,
+            attempt_text(job),
+        )
+    return table
+
+
+def _runs_summary(runs: ScheduleRuns) -> str:
+    text = f"{runs.succeeded} succeeded, {runs.failed} failed of the last {len(runs.jobs)}"
+    if runs.median_run is not None and runs.longest_run is not None:
+        text += f"; median run {runs.median_run:.3f} s, longest {runs.longest_run:.3f} s"
+    return text
+
+
 @schedules.command("show")
 @click.argument("name", callback=name_callback("schedule name"))
 @url_option
 @pass_state
 def show(cli: CliState, name: str) -> None:
-    """Show everything about schedule NAME: trigger, policies, arguments, job options."""
+    """Show everything about schedule NAME: trigger, policies, arguments, job
+    options, its next fires and its latest jobs."""
     store = cli.store_app().store
     found = _find(store, name)
-    console().print(schedule_details(found, _last_states(store, [found]), store.now()))
+    now = store.now()
+    runs = schedule_runs(store, name, limit=SHOWN_RUNS)
+    console().print(
+        Group(
+            schedule_details(found, _last_states(store, [found]), now),
+            Text("\nnext fires", style="bold underline"),
+            _next_fires(found, now),
+            Text("\nlatest jobs", style="bold underline"),
+            *([Text(_runs_summary(runs))] if runs.jobs else []),
+            runs_table(runs, now),
+        )
+    )
 
 
 @schedules.command("pause")

@@ -20,6 +20,7 @@ from rota import __version__
 from rota._time import shown_utc
 from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
 from rota.app import App
+from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
 from rota.web._auth import Auth, Identity
@@ -156,6 +157,7 @@ def _templates() -> Jinja2Templates:
         attempts=attempt_text,
         retries=retry_text,
         snooze_reason=snooze_reason,
+        run_time=run_time,
     )
     return Jinja2Templates(env=env, context_processors=[_base_context])
 

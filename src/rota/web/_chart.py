@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 from rota._time import shown_utc
 from rota.models import Job, JobState
+from rota.scheduling.history import run_time
 from rota.web._ops import ChartPoint
 
 __all__ = [
@@ -201,17 +202,21 @@ def nice_seconds(value: float) -> float:
 
 def runs_chart(jobs: Sequence[Job], now: float) -> RunsChart:
     """A bar per job of ``jobs`` (newest first, as listed), drawn oldest on
-    the left; a job not started yet has no height."""
+    the left, as tall as its :func:`~rota.scheduling.history.run_time` (none
+    for a job that has not run or waits to run again)."""
     ordered = list(reversed(jobs))
-    lengths = [_ran(j, now) for j in ordered]
+    lengths = [run_time(j, now) or 0.0 for j in ordered]
     scale = nice_seconds(max(lengths, default=0.0))
     plot = HEIGHT - TOP
     bars = []
     for i, (job, ran) in enumerate(zip(ordered, lengths, strict=True)):
         h = round(plot * ran / scale, 2)
-        started = "not started" if job.started_at is None else f"ran {ran:.3g} s"
         if job.state is JobState.RUNNING:
             started = f"running for {ran:.3g} s"
+        elif run_time(job, now) is None:
+            started = "not run" if job.started_at is None else "to run again"
+        else:
+            started = f"ran {ran:.3g} s"
         bars.append(
             RunBar(
                 x=LEFT + i * _RUN_SLOT + 2,
@@ -224,13 +229,6 @@ def runs_chart(jobs: Sequence[Job], now: float) -> RunsChart:
         )
     ticks = [(round(HEIGHT - plot * part, 2), scale * part) for part in (0.0, 0.5, 1.0)]
     return RunsChart(bars=bars, scale=scale, ticks=ticks)
-
-
-def _ran(job: Job, now: float) -> float:
-    if job.started_at is None:
-        return 0.0
-    end = job.finished_at if job.finished_at is not None else now
-    return max(0.0, end - job.started_at)
 
 
 def _sent(t: float) -> str:

@@ -52,7 +52,6 @@ CHART_MINUTES = 60
 __all__ = [
     "CHART_MINUTES",
     "LOST_AFTER",
-    "SCHEDULE_RUNS",
     "WINDOWS",
     "ChartPoint",
     "Conflict",
@@ -61,7 +60,6 @@ __all__ = [
     "NotFound",
     "Overview",
     "QueueView",
-    "ScheduleRuns",
     "ScheduleView",
     "WindowCount",
     "WorkerView",
@@ -78,9 +76,7 @@ __all__ = [
     "overview",
     "queues",
     "schedule",
-    "schedule_runs",
     "schedules",
-    "upcoming_fires",
     "workers",
 ]
 
@@ -393,55 +389,6 @@ def schedule(store: Store, name: str) -> ScheduleView:
     if found is None:
         raise NotFound(f"schedule {name!r} not found")
     return _schedule_views(store, [found])[0]
-
-
-#: Runs of one schedule its page shows and charts.
-SCHEDULE_RUNS = 30
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRuns:
-    """A schedule's latest jobs, newest first, and what they add up to."""
-
-    jobs: tuple[Job, ...]
-    succeeded: int
-    failed: int
-    #: The median and the longest run time of the finished ones, in seconds.
-    median_run: float | None
-    longest_run: float | None
-
-
-def schedule_runs(store: Store, name: str, limit: int = SCHEDULE_RUNS) -> ScheduleRuns:
-    """The latest ``limit`` jobs of schedule ``name`` (its fires and its runs
-    sent by hand), with how many ended which way and how long they ran."""
-    jobs = store.list_jobs(JobQuery(schedule=name), limit=limit).jobs
-    runs = sorted(
-        j.finished_at - j.started_at
-        for j in jobs
-        if j.started_at is not None and j.finished_at is not None
-    )
-    return ScheduleRuns(
-        jobs=jobs,
-        succeeded=sum(j.state is JobState.SUCCEEDED for j in jobs),
-        failed=sum(j.state is JobState.FAILED for j in jobs),
-        median_run=runs[len(runs) // 2] if runs else None,
-        longest_run=runs[-1] if runs else None,
-    )
-
-
-def upcoming_fires(view: ScheduleView, count: int = 5) -> list[float]:
-    """The next ``count`` fires of an active schedule, from its stored next
-    fire on (none while it is paused; only the stored one when its trigger
-    cannot be read)."""
-    if not view.enabled or view.next_fire is None:
-        return []
-    try:
-        from rota.scheduling import trigger_from_json
-
-        rule = trigger_from_json(view.trigger)
-    except Exception:  # an unknown or newer trigger type: the scheduler knows its next fire
-        return [view.next_fire]
-    return rule.fires_from(view.next_fire, count)
 
 
 def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:

@@ -19,6 +19,7 @@ from rota.diagnose import diagnose
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
+from rota.scheduling.history import schedule_runs, upcoming_fires
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
@@ -356,7 +357,7 @@ def schedule_page(request: Request, identity: Viewer, name: str) -> Response:
     """One schedule: its settings, its next fires and its latest runs, charted."""
     store = _store(request)
     view = _ops.schedule(store, name)
-    runs = _ops.schedule_runs(store, name)
+    runs = schedule_runs(store, name)
     now = store.now()
     return _render(
         request,
@@ -366,7 +367,7 @@ def schedule_page(request: Request, identity: Viewer, name: str) -> Response:
         s=view,
         runs=runs,
         runs_chart=runs_chart(runs.jobs, now),
-        upcoming=_ops.upcoming_fires(view),
+        upcoming=upcoming_fires(view.trigger, view.next_fire, view.enabled),
     )
 
 
