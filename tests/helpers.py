@@ -1,5 +1,6 @@
 """Bounded, event-driven waiting for tests: poll a condition until a deadline;
-what a store says a worker process holds; the test apps as modules."""
+what a store says a worker process holds; the test apps as modules; a job as
+a store shows it, made by hand."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Callable
 from importlib import util
 from pathlib import Path
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from rota.models import JobQuery, JobState
+from rota.models import Job, JobQuery, JobState
 from rota.stores import Store
 
 T = TypeVar("T")
@@ -48,3 +49,23 @@ def held_by(store: Store, pid: int) -> set[str]:
     """Ids of running jobs whose lease belongs to the worker process ``pid``."""
     jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs
     return {j.id for j in jobs if j.worker is not None and f"-{pid}-" in j.worker}
+
+
+def shown_job(**fields: Any) -> Job:
+    """A :class:`~rota.models.Job` as a store would show it, for tests of what
+    displays it: a first attempt of task ``t`` that succeeded, but for ``fields``."""
+    made: dict[str, Any] = {
+        "id": "j1",
+        "task": "t",
+        "queue": "default",
+        "state": JobState.SUCCEEDED,
+        "args": [],
+        "kwargs": {},
+        "priority": 0,
+        "run_at": 0.0,
+        "enqueued_at": 0.0,
+        "attempt": 1,
+        "max_attempts": 1,
+        "lost": 0,
+    }
+    return Job(**(made | fields))

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers import shown_job
 from rota.crawl.report import crawl_names, robots_status
 from rota.models import Job, JobState
 
 
 def robots_job(state: JobState, result: Any = None, error: str | None = None) -> Job:
-    return Job(
+    return shown_job(
         id="r1",
         task="site.robots",
         queue="crawl",
         state=state,
         args=["https://example.com"],
-        kwargs={},
         priority=2,
         run_at=100.0,
         enqueued_at=100.0,
-        attempt=1,
         max_attempts=4,
-        lost=0,
         finished_at=105.0 if state is JobState.SUCCEEDED else None,
         result=result,
         error=error,

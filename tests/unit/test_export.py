@@ -10,29 +10,17 @@ from typing import Any
 
 import pytest
 
+from helpers import shown_job
 from rota import export
 from rota.errors import InvalidArgument
-from rota.models import Job, JobState
+from rota.models import Job
 
 HOSTILE = ["=1+1", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx", '=HYPERLINK("http://x")']
 
 
 def job(result: Any, task: str = "fetch", args: list[Any] | None = None) -> Job:
-    return Job(
-        id="j1",
-        task=task,
-        queue="default",
-        state=JobState.SUCCEEDED,
-        args=args if args is not None else [],
-        kwargs={},
-        priority=0,
-        run_at=0.0,
-        enqueued_at=0.0,
-        attempt=1,
-        max_attempts=1,
-        lost=0,
-        finished_at=1.5,
-        result=result,
+    return shown_job(
+        task=task, args=args if args is not None else [], finished_at=1.5, result=result
     )
 
 

@@ -11,8 +11,8 @@ import pytest
 from starlette.testclient import TestClient
 
 import rota
-from helpers import wait_for
-from rota.models import JobQuery, JobState, Schedule, WorkerInfo
+from helpers import shown_job, wait_for
+from rota.models import Job, JobQuery, JobState, Schedule, WorkerInfo
 from rota.scheduling import cron
 from rota.web import create_app
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, work
@@ -393,23 +393,8 @@ def test_runs_chart_scales_to_the_longest_run_and_draws_a_running_one_so_far() -
         100.0,
     ]
 
-    def job(state: JobState, started: float | None, finished: float | None) -> rota.models.Job:
-        return rota.models.Job(
-            id=f"j{started}",
-            task="t",
-            queue="q",
-            state=state,
-            args=[],
-            kwargs={},
-            priority=0,
-            run_at=0.0,
-            enqueued_at=0.0,
-            attempt=1,
-            max_attempts=1,
-            lost=0,
-            started_at=started,
-            finished_at=finished,
-        )
+    def job(state: JobState, started: float | None, finished: float | None) -> Job:
+        return shown_job(id=f"j{started}", state=state, started_at=started, finished_at=finished)
 
     newest_first = [
         job(JobState.QUEUED, None, None),

@@ -30,6 +30,7 @@ __all__ = [
     "WIDTH",
     "Bar",
     "Chart",
+    "Frame",
     "RunBar",
     "RunsChart",
     "Tick",
@@ -70,8 +71,20 @@ class Tick:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
-class Chart:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frame:
+    """Where a chart draws: its size, and the edges of its plot."""
+
+    width: int = LEFT + WIDTH
+    height: int = HEIGHT + BOTTOM
+    left: int = LEFT
+    right: int = LEFT + WIDTH
+    top: int = TOP
+    bottom: int = HEIGHT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chart(Frame):
     """Bars, both axes' ticks, and the totals the legend shows."""
 
     bars: list[Bar]
@@ -80,13 +93,7 @@ class Chart:
     time_ticks: list[Tick]
     succeeded: int
     failed_attempts: int
-    width: int = LEFT + WIDTH
-    height: int = HEIGHT + BOTTOM
     bar_width: int = _BAR
-    left: int = LEFT
-    right: int = LEFT + WIDTH
-    top: int = TOP
-    bottom: int = HEIGHT
 
 
 def nice_max(value: int) -> int:
@@ -167,8 +174,8 @@ class RunBar:
     title: str
 
 
-@dataclass(frozen=True, slots=True)
-class RunsChart:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunsChart(Frame):
     """Bars of a schedule's runs, oldest on the left, and the marks of the
     axis of how long they ran.
 
@@ -179,13 +186,7 @@ class RunsChart:
     bars: list[RunBar]
     scale: float
     ticks: list[tuple[float, float]]
-    width: int = LEFT + WIDTH
-    height: int = HEIGHT + BOTTOM
     bar_width: int = _RUN_BAR
-    left: int = LEFT
-    right: int = LEFT + WIDTH
-    top: int = TOP
-    bottom: int = HEIGHT
 
 
 def nice_seconds(value: float) -> float:
