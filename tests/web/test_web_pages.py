@@ -6,6 +6,7 @@ import html as html_module
 import logging
 import re
 from datetime import datetime
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -13,7 +14,7 @@ from starlette.testclient import TestClient
 import rota
 from helpers import shown_job, wait_for
 from rota.models import Job, JobQuery, JobState, Schedule, WorkerInfo
-from rota.scheduling import cron
+from rota.scheduling import Trigger, cron
 from rota.web import create_app
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, work
 
@@ -206,8 +207,8 @@ def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:
     assert {i.key: i.open_until for i in demo.store.limits()}["flaky-api"] is None
 
 
-def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
-    trigger = cron("*/15 * * * *", tz="Asia/Shanghai")
+def _refresh_schedule(demo: Demo, trigger: Trigger, **fields: Any) -> None:
+    """Schedule ``crawl/refresh``: the crawl's start page on ``trigger``."""
     demo.store.upsert_schedule(
         Schedule(
             name="crawl/refresh",
@@ -216,8 +217,14 @@ def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
             payload=b'{"args":["https://example.com/"],"kwargs":{}}',
             next_fire=trigger.first_fire(demo.store.now()),
             job_options={"queue": "crawl"},
+            **fields,
         )
     )
+
+
+def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
+    trigger = cron("*/15 * * * *", tz="Asia/Shanghai")
+    _refresh_schedule(demo, trigger)
     page = client.get("/schedules")
     assert _rows(page.text, "schedules") == ["crawl/refresh"]
     assert f'<td class="trigger">{trigger.describe()}</td>' in page.text
@@ -243,18 +250,9 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     client: TestClient, demo: Demo
 ) -> None:
     trigger = rota.every(60)
-    first = trigger.first_fire(demo.store.now())
-    demo.store.upsert_schedule(
-        Schedule(
-            name="crawl/refresh",
-            task="crawl.fetch",
-            trigger=trigger.to_json(),
-            payload=b'{"args":["https://example.com/"],"kwargs":{}}',
-            next_fire=first,
-            job_options={"queue": "crawl"},
-            overlap="skip",
-        )
-    )
+    _refresh_schedule(demo, trigger, overlap="skip")
+    first = demo.store.schedules()[0].next_fire
+    assert first is not None
     listing = client.get("/schedules").text
     assert '<a href="/schedules/crawl/refresh">crawl/refresh</a>' in listing
     csrf = csrf_of(listing)
