@@ -1,7 +1,8 @@
-"""What only the PostgreSQL store promises: jobs sent in the caller's own
-transaction, a schema per app, migrations safe when many processes start at
-once, limits that hold under many concurrent claimers, LISTEN/NOTIFY
-wake-ups, and the database's clock."""
+"""What only the PostgreSQL store promises: which of the caller's
+connections a send in its transaction refuses (what every store with such
+sends does is in ``test_transactional_sends.py``), a schema per app,
+migrations safe when many processes start at once, limits that hold under
+many concurrent claimers, LISTEN/NOTIFY wake-ups, and the database's clock."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ psycopg = pytest.importorskip("psycopg")
 pg_errors = psycopg.errors
 
 from backends import POSTGRES_URL, drop_store, pg_execute, store_url  # noqa: E402
-from conformance.support import claim, enqueue_one, new_job, schedule  # noqa: E402
+from conformance.support import claim, enqueue_one, new_job  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota import App  # noqa: E402
 from rota.cli import main  # noqa: E402
@@ -59,131 +60,7 @@ def app(pg_url: str) -> Iterator[App]:
     app.close()
 
 
-def business_connection(url: str) -> psycopg.Connection:
-    """The caller's own connection, with a table of its own in the public schema."""
-    conn = psycopg.connect(url.split("?", 1)[0])
-    schema = url.split("schema=", 1)[1]
-    conn.execute(f"CREATE TABLE IF NOT EXISTS public.orders_{schema} (id int)")
-    conn.commit()
-    return conn
-
-
 # -- transactional enqueue -------------------------------------------------------------------
-
-
-def test_a_job_sent_in_a_transaction_appears_at_commit(app: App, pg_url: str) -> None:
-    conn = business_connection(pg_url)
-    table = f"orders_{pg_url.split('schema=', 1)[1]}"
-    try:
-        with conn.transaction():
-            conn.execute(f"INSERT INTO {table} VALUES (1)")
-            handle = app.tasks["ship"].send(1, connection=conn)
-            assert app.store.get_job(handle.id) is None  # not visible outside the transaction
-            assert claim(app.store, limit=10) == []
-            # the caller's search path is as it was
-            assert conn.execute("SHOW search_path").fetchone()[0] == '"$user", public'
-        job = app.store.get_job(handle.id)
-        assert job is not None and job.state is JobState.QUEUED and job.args == [1]
-        assert [c.id for c in claim(app.store, limit=10)] == [handle.id]
-    finally:
-        conn.close()
-
-
-def test_a_job_sent_in_a_transaction_that_rolls_back_never_exists(app: App, pg_url: str) -> None:
-    conn = business_connection(pg_url)
-    table = f"orders_{pg_url.split('schema=', 1)[1]}"
-    try:
-        with pytest.raises(RuntimeError), conn.transaction():
-            conn.execute(f"INSERT INTO {table} VALUES (2)")
-            handles = app.tasks["ship"].send_many([(2,), (3,)], connection=conn)
-            raise RuntimeError("the order failed")
-        assert app.store.get_jobs([h.id for h in handles]) == [None, None]
-        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
-    finally:
-        conn.close()
-
-
-def test_a_reused_id_in_a_transaction_is_refused_and_leaves_it_usable(
-    app: App, pg_url: str
-) -> None:
-    existing = app.tasks["ship"].send(0).id
-    conn = business_connection(pg_url)
-    table = f"orders_{pg_url.split('schema=', 1)[1]}"
-    try:
-        with conn.transaction():
-            conn.execute(f"INSERT INTO {table} VALUES (7)")
-            with pytest.raises(InvalidArgument, match=f"a job with id '{existing}' already exists"):
-                app.store.enqueue_in(conn, [app.tasks["ship"].new_job((7,), {}, job_id=existing)])
-            kept = app.tasks["ship"].send(8, connection=conn)  # the transaction goes on
-        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 1
-        assert app.store.get_job(kept.id) is not None
-        assert app.store.get_job(existing).args == [0]  # type: ignore[union-attr]
-    finally:
-        conn.close()
-
-
-def test_a_worker_waiting_is_woken_when_the_transaction_commits(app: App, pg_url: str) -> None:
-    store = app.store
-    assert claim(store, limit=1) == []
-    store.wait(["default"], 0.01)  # the listener is set up: wake-ups from here on reach it
-    conn = business_connection(pg_url)
-    woke = threading.Event()
-
-    def waiter() -> None:
-        store.wait(["default"], 20.0)
-        woke.set()
-
-    try:
-        with conn.transaction():
-            app.tasks["ship"].send(4, connection=conn)
-            thread = threading.Thread(target=waiter, daemon=True)
-            thread.start()
-            assert not woke.wait(0.3)  # nothing committed yet: it sleeps
-            started = time.monotonic()
-        assert woke.wait(10.0)
-        assert time.monotonic() - started < 2.0
-        thread.join(10)
-    finally:
-        conn.close()
-
-
-def test_an_open_transaction_that_sent_a_job_holds_up_no_other_send(app: App, pg_url: str) -> None:
-    """A send of another job of the queue and a schedule's fire into it go on
-    while the caller's transaction that sent a job is open (they used to wait
-    for its commit: a scheduler then dropped the fires it missed)."""
-    store = app.store
-    store.upsert_schedule(schedule("nightly", next_fire=1_000.0))
-    conn = business_connection(pg_url)
-    done = threading.Event()
-    sent: list[str] = []
-
-    def others() -> None:
-        sent.append(app.tasks["ship"].send(2).id)
-        fired = new_job(job_id="fired", schedule="nightly", fire_time=1_000.0)
-        sent.append(store.fire_schedule("nightly", 1_000.0, 2_000.0, fired))
-        done.set()
-
-    try:
-        with conn.transaction():
-            first = app.tasks["ship"].send(1, connection=conn)
-            threading.Thread(target=others, daemon=True).start()
-            assert done.wait(10), "a send waited for the caller's transaction"
-        assert sent[1] == "fired"
-        # the jobs keep the order they were sent in
-        assert [c.id for c in claim(store, limit=10)] == [first.id, sent[0], "fired"]
-    finally:
-        conn.close()
-
-
-def test_a_connection_that_reads_dicts_can_send_in_its_transaction(app: App, pg_url: str) -> None:
-    conn = psycopg.connect(pg_url.split("?", 1)[0], row_factory=psycopg.rows.dict_row)
-    try:
-        with conn.transaction():
-            handle = app.tasks["ship"].send(3, connection=conn)
-            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}  # as it was
-        assert app.store.get_job(handle.id) is not None
-    finally:
-        conn.close()
 
 
 def test_sending_in_a_transaction_needs_an_open_one(app: App, pg_url: str) -> None:
