@@ -204,6 +204,9 @@ def test_operator_adds_a_command_schedule_and_sends_a_command(site: Site, page: 
     expect(page).to_have_url(site.base + "/schedules")
     expect(page.locator(".flash")).to_have_text("Schedule greeting created.")
     _reload_until(page, "tr[data-schedule=greeting] td:nth-child(6)", "succeeded")
+    expect(page.locator("tr[data-schedule=greeting] td:nth-child(2)")).to_have_text(
+        f"{line} (command)"
+    )
     jobs = site.app.store.list_jobs(JobQuery(schedule="greeting"), limit=10).jobs
     done = [j for j in jobs if j.state is JobState.SUCCEEDED]
     assert done and all(j.task == "rota.cmd" for j in jobs)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json
 from rota._wording import still_running
 from rota.admin import Actor
+from rota.commands import command_line
 from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
@@ -195,6 +196,8 @@ class ScheduleView:
     job_options: dict[str, Any]
     #: Active, and its next fire long past: no scheduler seems to run.
     overdue: bool
+    #: The command line a schedule of ``rota.cmd`` runs (shell-quoted), else "".
+    command: str
 
 
 # -- who acts --------------------------------------------------------------
@@ -418,6 +421,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 skipped=s.skipped,
                 job_options=dict(s.job_options),
                 overdue=is_overdue(s, now),
+                command=command_line(s),
             )
         )
     return views
