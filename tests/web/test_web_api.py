@@ -278,6 +278,7 @@ def test_schedules_list_and_actions(client: TestClient, demo: Demo) -> None:
     assert view["args"] == [20, 22]
     assert view["last_job_id"] is None
     assert (view["grace"], view["job_options"]["max_attempts"]) == (None, 2)
+    assert (view["overdue"], view["command"]) == (False, "")
     assert client.get("/api/schedules/nightly").json() == view
     missing = client.get("/api/schedules/nope")
     assert missing.status_code == 404 and "'nope' not found" in missing.text
