@@ -293,6 +293,24 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     assert "schedule &#39;nothing-here&#39; not found" in missing.text
 
 
+def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Demo) -> None:
+    trigger = rota.every(3600)
+    demo.store.upsert_schedule(
+        Schedule(
+            name="backup",
+            task="rota.cmd",
+            trigger=trigger.to_json(),
+            payload=b'{"args":[["sh","-c","pg_dump shop > /tmp/shop.sql"]],"kwargs":{}}',
+            next_fire=trigger.first_fire(demo.store.now()),
+        )
+    )
+    line = "sh -c 'pg_dump shop > /tmp/shop.sql'"
+    page = html_module.unescape(client.get("/schedules/backup").text)
+    assert f'<dd class="mono" id="command">{line}</dd>' in page
+    listing = html_module.unescape(client.get("/schedules").text)
+    assert f'<span class="mono">{line}</span> <span class="muted">(command)</span>' in listing
+
+
 def test_workers_page(client: TestClient, demo: Demo) -> None:
     demo.store.heartbeat(
         WorkerInfo(
