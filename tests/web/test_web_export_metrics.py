@@ -9,6 +9,7 @@ import json
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from conformance.support import new_job, schedule
 from rota.models import WorkerInfo
 from web.support import Demo, expect_error, fail_all, work
 
@@ -157,3 +158,28 @@ def test_failed_jobs_are_in_metrics_but_not_exports(client: TestClient, demo: De
     assert client.get("/api/export").text == ""
     s = _samples(client.get("/metrics").text)
     assert s[("rota_jobs_failed_total", (("queue", "default"), ("task", "math.add")))] == 1
+
+
+def test_metrics_of_schedules_say_which_stopped_firing_and_how_its_last_job_ended(
+    client: TestClient, demo: Demo
+) -> None:
+    now = demo.store.now()
+    demo.store.upsert_schedule(schedule("nightly", next_fire=now, task="math.add"))
+    demo.store.upsert_schedule(schedule("stale", next_fire=now - 3600, task="math.add"))
+    demo.store.upsert_schedule(schedule("off", next_fire=now - 3600, enabled=False))
+    fired = new_job(job_id="n-1", task="math.add", schedule="nightly", fire_time=now)
+    assert demo.store.fire_schedule("nightly", now, now + 86400, fired) == "fired"
+    work(demo.store, ["default"], fail=fail_all)
+    s = _samples(client.get("/metrics").text)
+
+    def of(name: str, schedule_name: str, **labels: str) -> float | None:
+        key = tuple(sorted({"schedule": schedule_name, **labels}.items()))
+        return s.get((name, key))
+
+    assert [of("rota_schedule_enabled", n) for n in ("nightly", "stale", "off")] == [1, 1, 0]
+    assert [of("rota_schedule_overdue", n) for n in ("nightly", "stale", "off")] == [0, 1, 0]
+    assert of("rota_schedule_next_fire_timestamp_seconds", "nightly") == now + 86400
+    assert of("rota_schedule_last_fire_timestamp_seconds", "nightly") == now
+    assert of("rota_schedule_last_fire_timestamp_seconds", "stale") is None  # never fired
+    assert of("rota_schedule_last_job", "nightly", state="failed") == 1
+    assert not any(n == "rota_schedule_last_job" and ("schedule", "stale") in k for n, k in s)

@@ -12,6 +12,13 @@ Exported:
 - ``rota_workers{status}``: workers ``online`` and ``lost`` (no heartbeat for 30 s);
 - ``rota_worker_running_jobs{worker,host}``: running jobs per online worker;
 - ``rota_limit_running{key}``, ``rota_limit_concurrency{key}``: flow-control slots;
+- ``rota_schedule_enabled{schedule}``, ``rota_schedule_overdue{schedule}`` (1 when
+  active with its next fire long past: no scheduler seems to run),
+  ``rota_schedule_next_fire_timestamp_seconds{schedule}`` and
+  ``rota_schedule_last_fire_timestamp_seconds{schedule}`` (absent when there is
+  none), and ``rota_schedule_last_job{schedule,state}``: 1 for the state of the
+  job of its last fire (``gone`` once purged), for alerts on a cron job that
+  failed or stopped firing;
 - ``rota_recent_wait_seconds{quantile}`` and ``rota_recent_run_seconds{quantile}``:
   queue wait (started - run_at) and run time (finished - started) of the last
   :data:`RECENT` succeeded jobs. These are gauges over a sample, not a
@@ -44,7 +51,8 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
 
 
 class StoreCollector(Collector):
-    """Reads queue counts, totals, workers and limits from the store on each scrape."""
+    """Reads queue counts, totals, workers, limits and schedules from the store
+    on each scrape."""
 
     def __init__(self, store: Callable[[], Store]) -> None:
         self._get_store = store
@@ -63,6 +71,7 @@ class StoreCollector(Collector):
         yield from self._totals()
         yield from self._workers()
         yield from self._limits()
+        yield from self._schedules()
         yield from self._latency()
 
     def _queues(self) -> Iterator[Metric]:
@@ -118,6 +127,35 @@ class StoreCollector(Collector):
                 cap.add_metric([info.key], info.concurrency)
         yield running
         yield cap
+
+    def _schedules(self) -> Iterator[Metric]:
+        label = ["schedule"]
+        enabled = GaugeMetricFamily("rota_schedule_enabled", "1 if it fires.", labels=label)
+        overdue = GaugeMetricFamily(
+            "rota_schedule_overdue", "1 if its next fire is long past.", labels=label
+        )
+        next_fire = GaugeMetricFamily(
+            "rota_schedule_next_fire_timestamp_seconds", "When it fires next.", labels=label
+        )
+        last_fire = GaugeMetricFamily(
+            "rota_schedule_last_fire_timestamp_seconds", "When it last fired.", labels=label
+        )
+        last_job = GaugeMetricFamily(
+            "rota_schedule_last_job",
+            "1 for the state of the job of its last fire.",
+            labels=["schedule", "state"],
+        )
+        for view in _ops.schedules(self._store):
+            enabled.add_metric([view.name], 1.0 if view.enabled else 0.0)
+            overdue.add_metric([view.name], 1.0 if view.overdue else 0.0)
+            if view.next_fire is not None:
+                next_fire.add_metric([view.name], view.next_fire)
+            if view.last_fire is not None:
+                last_fire.add_metric([view.name], view.last_fire)
+            if view.last_job_id is not None:
+                state = view.last_job_state.value if view.last_job_state else "gone"
+                last_job.add_metric([view.name, state], 1.0)
+        yield from (enabled, overdue, next_fire, last_fire, last_job)
 
     def _latency(self) -> Iterator[Metric]:
         page = self._store.list_jobs(JobQuery(state=JobState.SUCCEEDED), limit=RECENT)
