@@ -310,6 +310,9 @@ def test_jobs_list_filters(env: Env) -> None:
     assert ids("--state", "succeeded") == [c]
     assert ids("-s", "queued") == [b, a]
     assert ids("--search", "needle") == [b]
+    assert env.rota("schedules", "add", "tick", "--every", "60", "--", "true").exit_code == 0
+    d = env.rota("schedules", "run-now", "tick").stdout.strip()
+    assert ids("--schedule", "tick") == [d]
     empty = env.rota("jobs", "list", "--task", "nothing")
     assert empty.exit_code == 0
     assert empty.stdout == ""

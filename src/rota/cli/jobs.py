@@ -115,6 +115,9 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
     callback=_state_callback,
     help="Only jobs in this state: " + ", ".join(s.value for s in JobState) + ".",
 )
+@click.option(
+    "--schedule", callback=name_callback("schedule name"), help="Only jobs this schedule sent."
+)
 @click.option("--search", help="Only jobs whose arguments contain this text.")
 @click.option(
     "--limit",
@@ -133,13 +136,14 @@ def list_jobs(
     queue: str | None,
     task: str | None,
     state: JobState | None,
+    schedule: str | None,
     search: str | None,
     limit: int,
     cursor: str | None,
 ) -> None:
     """List jobs, newest first, one page at a time."""
     store = cli.store_app().reader
-    query = JobQuery(queue=queue, task=task, state=state, search=search or None)
+    query = JobQuery(queue=queue, task=task, state=state, schedule=schedule, search=search or None)
     page = store.list_jobs(query, limit=limit, cursor=cursor)
     if not page.jobs:
         note("no jobs match" if cursor is None else "no more jobs")
