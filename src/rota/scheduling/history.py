@@ -15,6 +15,8 @@ __all__ = ["LATEST_RUNS", "ScheduleRuns", "run_time", "schedule_runs", "upcoming
 #: Runs of one schedule shown by its dashboard page.
 LATEST_RUNS = 30
 
+_ENDED = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRuns:
@@ -35,8 +37,8 @@ def run_time(job: Job, now: float) -> float | None:
         return None
     if job.state is JobState.RUNNING:
         return max(0.0, now - job.started_at)
-    if job.finished_at is None or job.state in (JobState.QUEUED, JobState.SCHEDULED):
-        return None
+    if job.state not in _ENDED or job.finished_at is None:
+        return None  # (it waits to run again: its last start is an earlier attempt's)
     return max(0.0, job.finished_at - job.started_at)
 
 
@@ -45,7 +47,9 @@ def schedule_runs(store: Store, name: str, limit: int = LATEST_RUNS) -> Schedule
     sent by hand), with how many ended which way and how long they ran."""
     jobs = store.list_jobs(JobQuery(schedule=name), limit=limit).jobs
     runs = sorted(
-        t for j in jobs if j.state is not JobState.RUNNING and (t := run_time(j, 0.0)) is not None
+        j.finished_at - j.started_at
+        for j in jobs
+        if j.state in _ENDED and j.started_at is not None and j.finished_at is not None
     )
     return ScheduleRuns(
         jobs=jobs,
