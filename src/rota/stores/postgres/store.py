@@ -147,7 +147,10 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         """The rights to grant the caller's role when it may not use rota's
         schema or tables (without USAGE, the tables are not found); None if
         it may."""
-        role, usage = tx.execute("caller_rights", (self.schema,)).fetchone()
+        try:
+            role, usage = tx.execute("caller_rights", (self.schema,)).fetchone()
+        except psycopg.Error:  # the transaction cannot ask: say what PostgreSQL said
+            return None
         if usage and not isinstance(exc, pg_errors.InsufficientPrivilege):
             return None
         return lacks_rights(self.where, role, self.schema, exc)
