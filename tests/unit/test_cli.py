@@ -878,6 +878,21 @@ def test_status_shows_queues_workers_and_throughput(env: Env) -> None:
     ]
 
 
+def test_status_counts_the_schedules_and_names_the_next_to_fire(env: Env) -> None:
+    for name, *when in (
+        ("minutely", "--every", "60"),
+        ("far", "--at", "2099-01-01T00:00"),
+        ("missed", "--at", "2020-01-01T00:00"),
+        ("off", "--every", "60", "--paused"),
+    ):
+        assert env.rota("schedules", "add", name, *when, "--", "true").exit_code == 0
+    section = env.rota("status").stdout.split("\n\n")[-1].splitlines()
+    assert section[:2] == ["schedules", "3 active, 1 paused, 1 overdue"]
+    assert section[2].split() == ["next", "to", "fire", "when"]
+    assert [line.split()[0] for line in section[3:]] == ["minutely", "far"]
+    assert "2099-01-01 00:00:00" in section[4]
+
+
 def test_status_of_an_empty_store(env: Env) -> None:
     result = env.rota("status")
     assert result.exit_code == 0

@@ -18,15 +18,16 @@ from rota._wording import lag_text
 from rota.cli._support import (
     CliState,
     console,
+    fmt_when,
     pass_state,
     positive_duration_callback,
     read_url_option,
     url_option,
 )
 from rota.cli.queues import queues_table
-from rota.diagnose import LOST_AFTER, diagnose
+from rota.diagnose import LOST_AFTER, diagnose, is_overdue
 from rota.errors import StoreUnavailable
-from rota.models import WorkerInfo
+from rota.models import Schedule, WorkerInfo
 from rota.stores import Store, redact_url
 from rota.windows import window_totals
 
@@ -44,6 +45,9 @@ __all__ = [
     "throughput_rows",
     "worker_state",
 ]
+
+#: Schedules ``rota status`` lists as the next to fire.
+NEXT_SCHEDULES = 3
 
 #: ``--watch``: seconds between views when none are given, and the bounds.
 DEFAULT_WATCH = 2.0
@@ -155,7 +159,31 @@ def status_view(app: App) -> Group:
         _heading("throughput (finished attempts)"),
         throughput_table(throughput_rows(store, now)),
     ]
+    found = store.schedules()
+    if found:
+        parts += [Text(), _heading("schedules"), *schedules_summary(found, now)]
     return Group(*parts)
+
+
+def schedules_summary(found: Sequence[Schedule], now: float) -> list[RenderableType]:
+    """How many schedules are active, paused and overdue, and the next ones
+    to fire (:data:`NEXT_SCHEDULES` at most)."""
+    active = [s for s in found if s.enabled]
+    overdue = sum(1 for s in active if is_overdue(s, now))
+    counts = f"{len(active)} active, {len(found) - len(active)} paused"
+    parts: list[RenderableType] = [Text(counts + (f", {overdue} overdue" if overdue else ""))]
+    coming = sorted(
+        (s for s in active if s.next_fire is not None and not is_overdue(s, now)),
+        key=lambda s: (s.next_fire, s.name),
+    )[:NEXT_SCHEDULES]
+    if coming:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        table.add_column("next to fire")
+        table.add_column("when")
+        for s in coming:
+            table.add_row(s.name, fmt_when(s.next_fire, now))
+        parts.append(table)
+    return parts
 
 
 def _watch_interval(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
