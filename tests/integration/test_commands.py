@@ -156,6 +156,11 @@ def test_a_command_schedule_fires_under_rota_scheduler(
     wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
     _stop(worker)
     _stop(scheduler)
+    # the worker's lines name the schedule: the task's name, rota.cmd, would not say which
+    lines = re.findall(
+        r"rota\.cmd [0-9a-f]{32} \(schedule tick\) attempt 1 succeeded in", processes.output(worker)
+    )
+    assert len(lines) >= 2, processes.output(worker)
 
 
 def test_rota_run_with_commands_retries_a_failed_command_schedule(

@@ -18,6 +18,7 @@ from rota.worker import joblog
 FIELDS = {
     "task": "noop",
     "job_id": "j1",
+    "schedule": None,
     "attempt": 1,
     "duration_ms": 0.1,
     "outcome": "succeeded",

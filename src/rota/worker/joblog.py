@@ -37,7 +37,7 @@ log = logging.getLogger("rota.worker")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: Record attributes of a job line, in the order the JSON format writes them.
-FIELDS = ("task", "job_id", "attempt", "duration_ms", "outcome", "error", "retry_in")
+FIELDS = ("task", "job_id", "schedule", "attempt", "duration_ms", "outcome", "error", "retry_in")
 
 
 def outcome_name(job: ClaimedJob, outcome: Outcome, cancelled: bool = False) -> str:
@@ -68,7 +68,9 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float, *, cancelled: bool
     error = (outcome.error or "").split("\n", 1)[0] if failed else None
     retry_in = outcome.retry_in if name in ("retrying", "snoozed") else None
     verb = "failed" if name == "retrying" else name  # the delay says when it runs again
-    text = f"{job.task} {job.id} attempt {job.attempt} {verb} in {ms:g} ms"
+    # a schedule's name says which job it is where the task's does not (rota.cmd)
+    sent_by = "" if job.schedule is None else f" (schedule {job.schedule})"
+    text = f"{job.task} {job.id}{sent_by} attempt {job.attempt} {verb} in {ms:g} ms"
     if error is not None:
         text += f": {error}"
     if retry_in is not None:
@@ -76,6 +78,7 @@ def report(job: ClaimedJob, outcome: Outcome, seconds: float, *, cancelled: bool
     fields = {
         "task": job.task,
         "job_id": job.id,
+        "schedule": job.schedule,
         "attempt": job.attempt,
         "duration_ms": ms,
         "outcome": name,
