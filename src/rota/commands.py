@@ -56,6 +56,7 @@ __all__ = [
     "CommandTask",
     "Tail",
     "command_line",
+    "command_line_of",
     "parse_command_line",
     "register",
     "run",
@@ -542,7 +543,13 @@ def command_line(schedule: Schedule) -> str:
     if schedule.task != COMMAND_TASK:
         return ""
     call: Any = _json.loads(schedule.payload)
-    argv = (call.get("args") or [None])[0] if isinstance(call, dict) else None
+    return command_line_of(call.get("args") or [] if isinstance(call, dict) else [])
+
+
+def command_line_of(args: Sequence[Any]) -> str:
+    """The command line of the arguments of a ``rota.cmd`` job (its argv
+    shell-quoted, or its shell line), else ``""``."""
+    argv = args[0] if args else None
     if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
         return shlex.join(argv)
     return argv if isinstance(argv, str) else ""

@@ -12,8 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 import rota
+from conformance.support import enqueue_one, new_job
 from helpers import shown_job, wait_for
-from rota.models import Job, JobQuery, JobState, Schedule, WorkerInfo
+from rota import _json
+from rota.models import Job, JobQuery, JobState, Outcome, Schedule, WorkerInfo
 from rota.scheduling import Trigger, cron
 from rota.web import create_app
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, work
@@ -309,6 +311,21 @@ def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Dem
     assert f'<dd class="mono" id="command">{line}</dd>' in page
     listing = html_module.unescape(client.get("/schedules").text)
     assert f'<span class="mono">{line}</span> <span class="muted">(command)</span>' in listing
+
+
+def test_a_command_jobs_page_shows_its_command_line_and_exit_code(
+    client: TestClient, demo: Demo
+) -> None:
+    job_id = enqueue_one(demo.store, new_job(["./backup.sh", "--to", "s3://b k"], task="rota.cmd"))
+    [claimed] = demo.store.claim("w", ["default"], 1)
+    result = {"exit_code": 0, "duration": 1.5, "stdout": "done\n", "stderr": ""}
+    done = Outcome(claimed.id, claimed.token, ok=True, result=_json.dumps(result))
+    assert demo.store.finish([done]) == [True]
+    page = html_module.unescape(client.get(f"/jobs/{job_id}").text)
+    assert """<dd class="mono" id="command">./backup.sh --to 's3://b k'</dd>""" in page
+    assert '<p id="exit">Exit code 0 after 1.5 s; its output is below.</p>' in page
+    other = html_module.unescape(client.get(f"/jobs/{demo.add.send(1, 2).id}").text)
+    assert 'id="command"' not in other
 
 
 def test_workers_page(client: TestClient, demo: Demo) -> None:

@@ -20,6 +20,8 @@ from rota import __version__
 from rota._time import shown_utc
 from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
 from rota.app import App
+from rota.commands import COMMAND_TASK, command_line_of
+from rota.models import Job
 from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
@@ -138,6 +140,11 @@ def _call_preview(item: Any, width: int = 120) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _job_command(job: Job) -> str:
+    """The command line a ``rota.cmd`` job runs, else ``""``."""
+    return command_line_of(job.args) if job.task == COMMAND_TASK else ""
+
+
 def _templates() -> Jinja2Templates:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_HERE / "templates"),
@@ -158,6 +165,7 @@ def _templates() -> Jinja2Templates:
         retries=retry_text,
         snooze_reason=snooze_reason,
         run_time=run_time,
+        command_line=_job_command,
     )
     return Jinja2Templates(env=env, context_processors=[_base_context])
 
