@@ -1105,6 +1105,7 @@ def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
     job_id = env.send("--cmd", "--cmd-timeout", "90s", "--", "sleep", "300")
     job = env.store.get_job(job_id)
     assert job is not None and (job.args, job.kwargs) == ([["sleep", "300"]], {"timeout": 90.0})
+    assert re.search(r"^command +sleep 300$", env.rota("jobs", "show", job_id).stdout, re.M)
     for words, message in (
         (["add", "--cmd-timeout", "5", "1", "2"], "--cmd-timeout goes with --cmd"),
         (["--cmd", "--json", "{}"], "--cmd takes the command line after --, not --json"),

@@ -31,6 +31,7 @@ from rota.cli._support import (
     summary,
     url_option,
 )
+from rota.commands import COMMAND_TASK, command_line_of
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
@@ -160,6 +161,7 @@ def _fields(job: Job, now: float) -> Text:
     rows: list[tuple[str, str | Text]] = [
         ("id", job.id),
         ("task", job.task),
+        *([("command", command_line_of(job.args))] if job.task == COMMAND_TASK else []),
         ("queue", job.queue),
         ("state", state_text(job.state)),
         ("priority", str(job.priority)),
