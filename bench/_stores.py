@@ -29,9 +29,14 @@ def drop(url: str) -> None:
     """Remove what a run left: the SQLite files, the PostgreSQL schema, the
     MySQL database, or the Redis namespace's keys."""
     if url.startswith("sqlite:///"):
+        from rota.stores.sqlite._wakeups import wake_directory
+
+        path = url[len("sqlite:///") :]
         for suffix in ("", "-wal", "-shm"):
-            Path(url[len("sqlite:///") :] + suffix).unlink(missing_ok=True)
-        shutil.rmtree(url[len("sqlite:///") :] + "-wake", ignore_errors=True)  # wake-up sockets
+            Path(path + suffix).unlink(missing_ok=True)
+        # its wake-up sockets and writers' lock: beside it, or for a long
+        # path in the system's temporary directory
+        shutil.rmtree(wake_directory(path), ignore_errors=True)
         return
     if url.startswith("mysql://"):
         import MySQLdb

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from backends import available_backends, drop_store, store_url
 from rota.stores import Store, open_store
+from rota.stores.sqlite._wakeups import wake_directory
 
 # pytest-xdist's test processes set a terminal size of 80x24; the `rota`
 # commands the tests start read it and would print 80-column tables into
@@ -41,6 +44,22 @@ def store(url: str) -> Iterator[Store]:
     opened = open_store(url)
     yield opened
     opened.close()
+
+
+@pytest.fixture(autouse=True)
+def _wake_directories_removed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A SQLite database in a long path keeps its wake-up sockets and its
+    writers' lock file in the system's temporary directory (beside it, a
+    socket's path would be too long); a test's databases end with it, and so
+    do those, instead of piling up there run after run."""
+    tmp_path = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp_path is None:
+        return
+    for database in Path(tmp_path).rglob("*.db"):
+        directory = Path(wake_directory(str(database)))
+        if directory.parent == Path(tempfile.gettempdir()):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
