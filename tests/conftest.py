@@ -56,9 +56,9 @@ def _wake_directories_removed(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if tmp_path is None:
         return
-    for database in Path(tmp_path).rglob("*.db"):
+    for database in Path(tmp_path).rglob("*"):  # (a database may have any name)
         directory = Path(wake_directory(str(database)))
-        if directory.parent == Path(tempfile.gettempdir()):
+        if directory.parent == Path(tempfile.gettempdir()) and directory.exists():
             shutil.rmtree(directory, ignore_errors=True)
 
 
