@@ -106,14 +106,21 @@ def overdue_schedules(schedules: Sequence[Schedule], now: float) -> list[Problem
     ]
 
 
-def diagnose(store: Store, queues: list[QueueInfo] | None = None) -> list[Problem]:
+def diagnose(
+    store: Store,
+    queues: list[QueueInfo] | None = None,
+    workers: list[WorkerInfo] | None = None,
+    schedules: list[Schedule] | None = None,
+    now: float | None = None,
+) -> list[Problem]:
     """Every unserved queue and overdue schedule of ``store``, queues first;
-    ``queues`` are its queues when the caller has just read them."""
-    now = store.now()
-    workers = store.workers()
-    if queues is None:
-        queues = store.queues()
-    return unserved_queues(queues, workers, now) + overdue_schedules(store.schedules(), now)
+    ``queues``, ``workers``, ``schedules`` and ``now`` are what the caller
+    has just read of it, read here when not given."""
+    now = store.now() if now is None else now
+    workers = store.workers() if workers is None else workers
+    queues = store.queues() if queues is None else queues
+    schedules = store.schedules() if schedules is None else schedules
+    return unserved_queues(queues, workers, now) + overdue_schedules(schedules, now)
 
 
 #: Why a job stays queued in inline mode (:mod:`rota.testing`), where no

@@ -209,24 +209,27 @@ def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:
     assert {i.key: i.open_until for i in demo.store.limits()}["flaky-api"] is None
 
 
-def _refresh_schedule(demo: Demo, trigger: Trigger, **fields: Any) -> None:
-    """Schedule ``crawl/refresh``: the crawl's start page on ``trigger``."""
+def _stored_schedule(demo: Demo, trigger: Trigger, **fields: Any) -> None:
+    """A schedule stored as the store holds it, firing next by ``trigger``:
+    ``crawl/refresh``, the crawl's start page, unless ``fields`` say otherwise."""
+    made: dict[str, Any] = {
+        "name": "crawl/refresh",
+        "task": "crawl.fetch",
+        "payload": b'{"args":["https://example.com/"],"kwargs":{}}',
+        "job_options": {"queue": "crawl"},
+    }
     demo.store.upsert_schedule(
         Schedule(
-            name="crawl/refresh",
-            task="crawl.fetch",
             trigger=trigger.to_json(),
-            payload=b'{"args":["https://example.com/"],"kwargs":{}}',
             next_fire=trigger.first_fire(demo.store.now()),
-            job_options={"queue": "crawl"},
-            **fields,
+            **(made | fields),
         )
     )
 
 
 def test_schedules_page_and_actions(client: TestClient, demo: Demo) -> None:
     trigger = cron("*/15 * * * *", tz="Asia/Shanghai")
-    _refresh_schedule(demo, trigger)
+    _stored_schedule(demo, trigger)
     page = client.get("/schedules")
     assert _rows(page.text, "schedules") == ["crawl/refresh"]
     assert f'<td class="trigger">{trigger.describe()}</td>' in page.text
@@ -252,7 +255,7 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     client: TestClient, demo: Demo
 ) -> None:
     trigger = rota.every(60)
-    _refresh_schedule(demo, trigger, overlap="skip")
+    _stored_schedule(demo, trigger, overlap="skip")
     first = demo.store.schedules()[0].next_fire
     assert first is not None
     listing = client.get("/schedules").text
@@ -296,15 +299,13 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
 
 
 def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Demo) -> None:
-    trigger = rota.every(3600)
-    demo.store.upsert_schedule(
-        Schedule(
-            name="backup",
-            task="rota.cmd",
-            trigger=trigger.to_json(),
-            payload=b'{"args":[["sh","-c","pg_dump shop > /tmp/shop.sql"]],"kwargs":{}}',
-            next_fire=trigger.first_fire(demo.store.now()),
-        )
+    _stored_schedule(
+        demo,
+        rota.every(3600),
+        name="backup",
+        task="rota.cmd",
+        payload=b'{"args":[["sh","-c","pg_dump shop > /tmp/shop.sql"]],"kwargs":{}}',
+        job_options={},
     )
     line = "sh -c 'pg_dump shop > /tmp/shop.sql'"
     page = html_module.unescape(client.get("/schedules/backup").text)

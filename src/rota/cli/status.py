@@ -145,9 +145,9 @@ def status_view(app: App) -> Group:
     if app.read_url is not None:
         parts.append(Text(f"read from replica: {redact_url(app.read_url)}{lag_text(store)}"))
     now = store.now()
-    parts += [Text(f"warning: {p.message}", style="bold yellow") for p in diagnose(store)]
-    infos = store.queues()
-    workers = store.workers()
+    infos, workers, found = store.queues(), store.workers(), store.schedules()
+    problems = diagnose(store, infos, workers, found, now)  # (from what was just read)
+    parts += [Text(f"warning: {p.message}", style="bold yellow") for p in problems]
     parts += [
         Text(),
         _heading("queues"),
@@ -159,7 +159,6 @@ def status_view(app: App) -> Group:
         _heading("throughput (finished attempts)"),
         throughput_table(throughput_rows(store, now)),
     ]
-    found = store.schedules()
     if found:
         parts += [Text(), _heading("schedules"), *schedules_summary(found, now)]
     return Group(*parts)

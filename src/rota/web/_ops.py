@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json
 from rota._wording import still_running
 from rota.admin import Actor
-from rota.commands import command_line
+from rota.commands import COMMAND_TASK, command_line_of
 from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
@@ -401,6 +401,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     views = []
     for s in found:
         payload = _json.loads(s.payload) or {}
+        args = payload.get("args", [])
         views.append(
             ScheduleView(
                 name=s.name,
@@ -412,7 +413,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 last_fire=s.last_fire,
                 last_job_id=s.last_job_id,
                 last_job_state=states.get(s.last_job_id) if s.last_job_id else None,
-                args=payload.get("args", []),
+                args=args,
                 kwargs=payload.get("kwargs", {}),
                 misfire=s.misfire,
                 grace=s.grace,
@@ -421,7 +422,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 skipped=s.skipped,
                 job_options=dict(s.job_options),
                 overdue=is_overdue(s, now),
-                command=command_line(s),
+                command=command_line_of(args) if s.task == COMMAND_TASK else "",
             )
         )
     return views
