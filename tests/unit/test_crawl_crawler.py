@@ -113,7 +113,9 @@ def test_pages_wait_for_a_robots_txt_that_cannot_be_read_without_using_their_ret
 def test_a_robots_txt_that_gave_up_is_not_asked_again_for_a_minute() -> None:
     app = App()
     with serving({"a": HostSpec(TREE, robots=[(503, "")])}) as site:
-        crawler = Crawler(app, "down", seeds=[site.url("a")], rate=1000)
+        # a burst of four: the robots job's four attempts come back to back,
+        # and at one token a millisecond a fast one would find none left
+        crawler = Crawler(app, "down", seeds=[site.url("a")], rate=1000, burst=4)
         book = crawler._jobs.robots
         with rota.testing.inline(app):
             with pytest.raises(TryLater, match="its fetch failed") as first:
