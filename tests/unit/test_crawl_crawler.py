@@ -150,7 +150,7 @@ def test_a_robots_txt_whose_fetch_gave_up_while_pages_waited_is_held_for_a_minut
 
 def test_a_fetch_of_a_host_paused_since_its_claim_snoozes_without_asking_it(site: Site) -> None:
     app = App()
-    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=0, rate=1000)
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=0, rate=1000, burst=10)
     with rota.testing.inline(app):
         crawler.start()  # robots.txt and / read: this process knows the host
         asked = len(site.requests("a"))
@@ -170,7 +170,7 @@ def test_a_seed_sent_first_by_a_deep_link_is_fetched_at_depth_0(site: Site) -> N
     # (waiting for robots.txt) does; the seed's send is then a duplicate, and at
     # the link's depth max_depth would cut every page below it.
     app = App()
-    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000)
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000, burst=10)
     with rota.testing.inline(app):  # what the fetch sends runs at once
         fetched = crawler._jobs.fetch(site.url("a"), 5)  # as a link 5 hops away sent it
     assert fetched["depth"] == 0
@@ -377,7 +377,7 @@ def test_many_seeds_go_out_in_admit_jobs_of_at_most_500_urls_each(app: App) -> N
 
 def test_a_crawl_runs_inline_in_the_calling_thread(site: Site) -> None:
     app = App()
-    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000)
+    crawler = Crawler(app, "cafe", seeds=[site.url("a")], max_depth=1, rate=1000, burst=10)
     with rota.testing.inline(app):
         [admit] = crawler.start()
         assert admit.status() == "succeeded"
