@@ -162,7 +162,7 @@ class App(Registry):
 
     def enable_commands(self) -> None:
         """Register the built-in task ``rota.cmd``, which runs any command line
-        it is sent (``rota send APP --cmd``, ``rota schedules add ... -- CMD``).
+        it is sent (``rota send --cmd``, ``rota schedules add ... -- CMD``).
         Off unless asked (``App(commands=True)``, ``rota worker --commands``):
         a worker that has it runs whatever command whoever can write to the
         store sends it."""

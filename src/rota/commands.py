@@ -17,7 +17,7 @@ stderr; retries and backoff then apply as for any task. A successful attempt
 returns ``{"exit_code", "duration", "stdout", "stderr", "truncated"}``.
 
 The built-in task ``rota.cmd`` (:data:`COMMAND_TASK`) runs the command line
-it is sent (``rota send APP --cmd -- python crawl.py``, ``rota schedules add
+it is sent (``rota send [APP] --cmd -- python crawl.py``, ``rota schedules add
 NAME --every 60 -- python crawl.py``). Only workers that enable it run it
 (``App(commands=True)`` or ``rota worker APP --commands``): such a worker
 runs whatever command line whoever can write to the store sends it.

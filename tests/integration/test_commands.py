@@ -154,6 +154,10 @@ def test_a_command_schedule_fires_under_rota_scheduler(
     scheduler = processes.rota("scheduler", "--url", url)
     worker = processes.rota("worker", "--commands", "--url", url)
     wait_for(lambda: target.exists() and target.read_text().count("tick") >= 2, timeout=30)
+    # and a one-off command line, sent without an app either
+    sent = processes.rota("send", "--url", url, "--wait", "--cmd", "--", "echo", "one-off")
+    assert sent.wait(timeout=60) == 0, processes.output(sent)
+    assert '"stdout": "one-off\\n"' in processes.output(sent)
     _stop(worker)
     _stop(scheduler)
     # the worker's lines name the schedule: the task's name, rota.cmd, would not say which

@@ -24,7 +24,7 @@ from rota._time import format_duration
 from rota.cli import main
 from rota.cli._support import redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
-from rota.models import ClaimedJob, JobState, LeaseRef, Outcome, WorkerInfo
+from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, Outcome, WorkerInfo
 from rota.stores import Store, open_store
 
 APP_SOURCE = """
@@ -1115,6 +1115,24 @@ def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
         assert refused.exit_code == 2 and message in refused.output, refused.output
     typo = env.rota("send", env.app, "ad", "1", "2")
     assert typo.exit_code == 1 and "did you mean 'add'?" in typo.output, typo.output
+
+
+def test_send_cmd_without_an_app_sends_to_the_store_of_the_url(env: Env) -> None:
+    sent = env.rota("send", "-q", "nightly", "--cmd", "--", "echo", "-n", "hi")
+    assert sent.exit_code == 0, sent.output
+    job = env.store.get_job(sent.stdout.strip())
+    assert job is not None and job.task == "rota.cmd" and job.queue == "nightly"
+    assert job.args == [["echo", "-n", "hi"]]
+    for words, message in (
+        (["--cmd"], "missing the command line: rota send [APP] --cmd -- CMD ARGS..."),
+        (["--cmd", "--"], "missing the command line"),
+        ([], "missing APP and TASK"),
+        (["--", "add", "1"], "module 'add' not found"),  # no --cmd: the first word is APP
+        ([env.app], "missing TASK"),
+    ):
+        refused = env.rota("send", *words)
+        assert refused.exit_code == 2 and message in refused.output, (words, refused.output)
+    assert len(env.store.list_jobs(JobQuery()).jobs) == 1, "nothing else was sent"
 
 
 def test_send_with_retries_and_backoff(env: Env) -> None:

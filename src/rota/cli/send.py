@@ -1,4 +1,5 @@
-"""``rota send APP TASK [ARGS...]``: enqueue one job from the command line."""
+"""``rota send APP TASK [ARGS...]`` and ``rota send [APP] --cmd -- CMD``: enqueue one job
+from the command line."""
 
 from __future__ import annotations
 
@@ -90,8 +91,26 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
     return call_args, call_kwargs
 
 
-@click.command()
-@click.argument("app_spec", metavar="APP")
+class _SendCommand(click.Command):
+    """``rota send``, which also reads ``rota send --cmd -- CMD ARGS...``: a
+    command line sent without APP, to the store of ``--url`` (or ``ROTA_URL``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The arguments, with an empty APP where ``--cmd`` comes with no word
+        before ``--`` that is not an option or an option's value."""
+        if "--" in args:
+            cut = args.index("--")
+            try:
+                given, _, _ = self.make_parser(ctx).parse_args(args[:cut])
+            except click.UsageError:
+                given = {}  # (the parse below reports it)
+            if given.get("command") and not isinstance(given.get("app_spec"), str):
+                args = [*args[:cut], "", *args[cut:]]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_SendCommand)
+@click.argument("app_spec", metavar="[APP]", required=False)
 @click.argument("task_name", metavar="TASK", required=False)
 @click.argument("args", nargs=-1, metavar="[ARGS]...")
 @click.option(
@@ -168,7 +187,7 @@ def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict
 @pass_state
 def send(
     cli: CliState,
-    app_spec: str,
+    app_spec: str | None,
     task_name: str | None,
     args: tuple[str, ...],
     command: bool,
@@ -189,24 +208,25 @@ def send(
     else as a string. Put -- before arguments that start with a dash.
     With --wait, the result follows the id once the job has finished.
 
-    With --cmd, the words after -- are a command line that a worker of APP
+    With --cmd, the words after -- are a command line that a worker
     started with --commands runs as a job (no shell):
-    rota send APP --cmd -- python crawl.py --site x.
+    rota send --cmd -- python crawl.py --site x sends it to the store of
+    --url (or ROTA_URL); rota send APP --cmd -- ... to APP's.
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout goes with --wait")
     if command and json_call is not None:
         raise click.UsageError("--cmd takes the command line after --, not --json")
-    if command_timeout is not None and not command:
-        raise click.UsageError("--cmd-timeout goes with --cmd")
-    if task_name is None:
-        raise click.UsageError("missing TASK (or --cmd -- COMMAND ARGS...)")
+    _check_words(app_spec, task_name, command)
+    assert task_name is not None
     if command:
         call_args, call_kwargs = _command_call([task_name, *args], command_timeout)
         task_name = COMMAND_TASK
     else:
+        if command_timeout is not None:
+            raise click.UsageError("--cmd-timeout goes with --cmd")
         call_args, call_kwargs = _call(args, json_call)
-    app = cli.load_app(app_spec)
+    app = cli.app_or_bare(app_spec or None)
     if task_name == COMMAND_TASK:
         app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
@@ -232,6 +252,14 @@ def send(
         )
     if wait:
         _print_result(handle, timeout)
+
+
+def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> None:
+    """Refuse a send that lacks APP, TASK or the command line."""
+    if command and task_name is None:
+        raise click.UsageError("missing the command line: rota send [APP] --cmd -- CMD ARGS...")
+    if not command and (not app_spec or task_name is None):
+        raise click.UsageError("missing APP and TASK" if not app_spec else "missing TASK")
 
 
 def _command_call(argv: list[str], timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
