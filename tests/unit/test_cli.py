@@ -1123,6 +1123,7 @@ def test_send_cmd_without_an_app_sends_to_the_store_of_the_url(env: Env) -> None
     job = env.store.get_job(sent.stdout.strip())
     assert job is not None and job.task == "rota.cmd" and job.queue == "nightly"
     assert job.args == [["echo", "-n", "hi"]]
+    assert "rota.cmd: echo -n hi" in env.rota("jobs", "list").stdout  # which command it is
     for words, message in (
         (["--cmd"], "missing the command line: rota send [APP] --cmd -- CMD ARGS..."),
         (["--cmd", "--"], "missing the command line"),

@@ -94,9 +94,10 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
     table.add_column("age", justify="right", no_wrap=True)
     table.add_column("error")
     for job in found:
+        command = command_line_of(job.args) if job.task == COMMAND_TASK else ""
         table.add_row(
             job.id,
-            job.task,
+            f"{job.task}: {command}" if command else job.task,
             job.queue,
             state_text(job.state),
             attempt_text(job),
