@@ -327,6 +327,9 @@ def test_a_command_jobs_page_shows_its_command_line_and_exit_code(
     assert '<p id="exit">Exit code 0 after 1.5 s; its output is below.</p>' in page
     other = html_module.unescape(client.get(f"/jobs/{demo.add.send(1, 2).id}").text)
     assert 'id="command"' not in other
+    listed = html_module.unescape(client.get("/jobs").text)
+    assert "./backup.sh --to 's3://b k'</span></td>" in listed, "the list names the command"
+    assert "<td class=\"mono args\">(1, 2)</td>" in listed, "and a task's call"
 
 
 def test_workers_page(client: TestClient, demo: Demo) -> None:
