@@ -72,6 +72,29 @@ def test_chart_has_axes_and_a_legend_with_numbers(cluster: Cluster, page: Any) -
     assert int(page.locator("#chart-scale").inner_text()) >= 8
 
 
+def test_the_day_chart_draws_half_hours_and_follows_the_live_counts(
+    cluster: Cluster, page: Any
+) -> None:
+    _log_in(page, cluster.base, OPERATOR)
+    page.click("#chart-periods a")  # "last day"
+    expect(page).to_have_url(f"{cluster.base}/?period=day")
+    expect(page.locator("h2").filter(has_text="Jobs per half hour, last day")).to_have_count(1)
+    expect(page.locator("#chart-bars > g")).to_have_count(48)
+    times = _labels(page, "#time-ticks text")
+    assert len(times) == 6 and all(re.fullmatch(r"\d\d:00", t) for t in times), times
+    expect(page.locator("#legend-succeeded")).to_have_text("0")
+
+    cluster.order.send_many([(n,) for n in range(3)])
+    # redrawn from /api/stats/live's day series: the last bar holds them
+    expect(page.locator("#legend-succeeded")).to_have_text("3", timeout=TIMEOUT_MS)
+    expect(page.locator("#chart-bars > g")).to_have_count(48)
+    last = page.locator("#chart-bars > g title").last.text_content() or ""
+    assert re.fullmatch(r"\d\d:[03]0-\d\d:[03]0 UTC: 3 succeeded, 0 failed attempts", last), last
+    assert len(_labels(page, "#time-ticks text")) == 6
+    page.click("#chart-periods a")  # back to the last hour
+    expect(page.locator("#chart-bars > g")).to_have_count(60)
+
+
 def test_overview_labels_failed_attempts_apart_from_failed_jobs(
     cluster: Cluster, page: Any
 ) -> None:

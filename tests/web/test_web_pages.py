@@ -329,7 +329,7 @@ def test_a_command_jobs_page_shows_its_command_line_and_exit_code(
     assert 'id="command"' not in other
     listed = html_module.unescape(client.get("/jobs").text)
     assert "./backup.sh --to 's3://b k'</span></td>" in listed, "the list names the command"
-    assert "<td class=\"mono args\">(1, 2)</td>" in listed, "and a task's call"
+    assert '<td class="mono args">(1, 2)</td>' in listed, "and a task's call"
 
 
 def test_workers_page(client: TestClient, demo: Demo) -> None:
@@ -415,6 +415,46 @@ def test_chart_scale_and_bars() -> None:
     assert [t.label for t in drawn.count_ticks] == ["0", "2", "4", "6", "8", "10"]
     assert [t.label for t in drawn.time_ticks] == ["01:40"]  # minute 100, every 10 minutes
     assert drawn.time_ticks[0].at == first.x + drawn.bar_width / 2
+
+
+def test_the_day_chart_counts_half_hours_of_the_last_day() -> None:
+    from rota.models import MinuteStats
+    from rota.web._chart import day_chart
+    from rota.web._ops import DAY_BARS, _chart
+
+    m = 1_000_020  # 11:00 UTC, a multiple of 30: the current bar starts at it
+    now = m * 60 + 45.0
+    rows = [
+        MinuteStats(m, "q", "a", 2, 1),  # the current half hour
+        MinuteStats(m - 1, "q", "a", 3, 0),  # the one before
+        MinuteStats(m - 30, "r", "b", 4, 0),  # its first minute, another queue
+        MinuteStats(m - 47 * 30, "q", "a", 5, 0),  # the oldest bar's first minute
+        MinuteStats(m - 47 * 30 - 1, "q", "a", 100, 100),  # over a day ago
+    ]
+    points = _chart(rows, now, DAY_BARS, 30)
+    assert len(points) == DAY_BARS == 48
+    assert [(p.minute, p.succeeded, p.failed_attempts) for p in points[-2:]] == [
+        (m - 30, 7, 0),
+        (m, 2, 1),
+    ]
+    assert (points[0].minute, points[0].succeeded) == (m - 47 * 30, 5)
+    assert sum(p.succeeded for p in points) == 14
+    drawn = day_chart(points)
+    assert drawn.bar_width == 10 and drawn.bars[1].x - drawn.bars[0].x == 12.5
+    assert drawn.bars[-1].title == "11:00-11:30 UTC: 2 succeeded, 1 failed attempts"
+    labels = [t.label for t in drawn.time_ticks]
+    assert labels == ["12:00", "16:00", "20:00", "00:00", "04:00", "08:00"]
+
+
+def test_the_overview_shows_the_day_chart_when_asked(client: TestClient, demo: Demo) -> None:
+    page = client.get("/?period=day")
+    assert page.status_code == 200
+    assert page.text.count('<rect class="ok"') == 48
+    assert 'data-key="day_chart"' in page.text and "Jobs per half hour, last day" in page.text
+    assert client.get("/api/stats/live").json()["day_chart"][-1]["succeeded"] == 0
+    refused = client.get("/?period=week")
+    assert refused.status_code == 400
+    assert "period must be hour or day, not &#39;week&#39;" in refused.text
 
 
 def test_runs_chart_scales_to_the_longest_run_and_draws_a_running_one_so_far() -> None:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from rota._time import shown_utc
 from rota.models import Job, JobState
 from rota.scheduling.history import run_time
-from rota.web._ops import ChartPoint
+from rota.web._ops import DAY_BAR_MINUTES, ChartPoint
 
 __all__ = [
     "HEIGHT",
@@ -36,6 +36,7 @@ __all__ = [
     "Tick",
     "chart",
     "count_ticks",
+    "day_chart",
     "nice_max",
     "nice_seconds",
     "runs_chart",
@@ -46,9 +47,8 @@ HEIGHT = 160  # the plot's bottom edge (count 0)
 TOP = 12  # the plot's top edge (the top of the scale)
 LEFT = 40  # room for the count labels
 BOTTOM = 22  # room for the time labels
-_SLOT = 10  # width per minute: a bar and a gap
-_BAR = 8
 _LABEL_EVERY = 10  # minutes between time labels
+_DAY_LABEL_EVERY = 240
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,10 @@ class Chart(Frame):
     time_ticks: list[Tick]
     succeeded: int
     failed_attempts: int
-    bar_width: int = _BAR
+    bar_width: int
+    #: Minutes a bar counts, and between two labels of the time axis.
+    minutes: int = 1
+    label_every: int = _LABEL_EVERY
 
 
 def nice_max(value: int) -> int:
@@ -119,17 +122,22 @@ def _hhmm(minute: int) -> str:
     return datetime.fromtimestamp(minute * 60, tz=UTC).strftime("%H:%M")
 
 
-def chart(points: list[ChartPoint]) -> Chart:
-    """Bars for up to 60 minutes, oldest on the left, with axes and totals."""
+def chart(points: list[ChartPoint], minutes: int = 1, label_every: int = _LABEL_EVERY) -> Chart:
+    """Bars of ``minutes`` each (up to 60 of a minute, or the day chart's),
+    oldest on the left, with axes and totals; a time label every
+    ``label_every`` minutes."""
     scale = nice_max(max((p.succeeded + p.failed_attempts for p in points), default=0))
     plot = HEIGHT - TOP
+    slot = WIDTH / max(len(points), 1)  # 10 for the hour's 60 bars
+    bar = round(slot * 0.8)
     bars = []
     times = []
     for i, p in enumerate(points):
         ok_h = plot * p.succeeded / scale
         fail_h = plot * p.failed_attempts / scale
         ok_y = HEIGHT - ok_h
-        x = LEFT + i * _SLOT + 1
+        x = round(LEFT + i * slot + (slot - bar) / 2, 2)
+        span = _hhmm(p.minute) if minutes == 1 else f"{_hhmm(p.minute)}-{_hhmm(p.minute + minutes)}"
         bars.append(
             Bar(
                 x=x,
@@ -137,14 +145,11 @@ def chart(points: list[ChartPoint]) -> Chart:
                 ok_h=round(ok_h, 2),
                 fail_y=round(ok_y - fail_h, 2),
                 fail_h=round(fail_h, 2),
-                title=(
-                    f"{_hhmm(p.minute)} UTC: {p.succeeded} succeeded,"
-                    f" {p.failed_attempts} failed attempts"
-                ),
+                title=f"{span} UTC: {p.succeeded} succeeded, {p.failed_attempts} failed attempts",
             )
         )
-        if p.minute % _LABEL_EVERY == 0:
-            times.append(Tick(x + _BAR / 2, _hhmm(p.minute)))
+        if p.minute % label_every == 0:
+            times.append(Tick(x + bar / 2, _hhmm(p.minute)))
     counts = [Tick(round(HEIGHT - plot * n / scale, 2), str(n)) for n in count_ticks(scale)]
     return Chart(
         bars=bars,
@@ -153,7 +158,16 @@ def chart(points: list[ChartPoint]) -> Chart:
         time_ticks=times,
         succeeded=sum(p.succeeded for p in points),
         failed_attempts=sum(p.failed_attempts for p in points),
+        bar_width=bar,
+        minutes=minutes,
+        label_every=label_every,
     )
+
+
+def day_chart(points: list[ChartPoint]) -> Chart:
+    """:func:`chart` of the day: a bar per :data:`~rota.web._ops.DAY_BAR_MINUTES`,
+    a time label every four hours."""
+    return chart(points, DAY_BAR_MINUTES, _DAY_LABEL_EVERY)
 
 
 # -- a schedule's runs --------------------------------------------------------

@@ -49,9 +49,15 @@ WINDOWS: tuple[tuple[str, float | None], ...] = (
 
 #: Minutes shown by the live chart.
 CHART_MINUTES = 60
+#: The day chart: bars of this many minutes, this many of them (the last
+#: still filling), all within the day the overview reads.
+DAY_BAR_MINUTES = 30
+DAY_BARS = 48
 
 __all__ = [
     "CHART_MINUTES",
+    "DAY_BARS",
+    "DAY_BAR_MINUTES",
     "LOST_AFTER",
     "WINDOWS",
     "ChartPoint",
@@ -109,8 +115,9 @@ class WindowCount:
 
 @dataclass(frozen=True, slots=True)
 class ChartPoint:
-    """One minute of the live chart (``minute`` = epoch seconds // 60): attempts
-    that succeeded and attempts that failed (retried or not) in it."""
+    """One bar of a live chart, from ``minute`` (epoch seconds // 60) on, a
+    minute long or :data:`DAY_BAR_MINUTES` on the day chart: attempts that
+    succeeded and attempts that failed (retried or not) in it."""
 
     minute: int
     succeeded: int
@@ -138,7 +145,10 @@ class Live:
 
     now: float
     windows: list[WindowCount]
+    #: The last hour, a bar a minute.
     chart: list[ChartPoint]
+    #: The last day, a bar per :data:`DAY_BAR_MINUTES`.
+    day_chart: list[ChartPoint]
     workers_online: int
     workers_lost: int
 
@@ -235,16 +245,20 @@ def _windows(
     return result
 
 
-def _chart(rows: Iterable[MinuteStats], now: float) -> list[ChartPoint]:
-    last = int(now // 60)
-    first = last - CHART_MINUTES + 1
-    good = [0] * CHART_MINUTES
-    bad = [0] * CHART_MINUTES
+def _chart(
+    rows: Iterable[MinuteStats], now: float, bars: int = CHART_MINUTES, minutes: int = 1
+) -> list[ChartPoint]:
+    """``bars`` bars of ``minutes`` each (aligned to multiples of it in UTC),
+    the last holding ``now``, oldest first."""
+    last = int(now // 60) // minutes * minutes
+    first = last - (bars - 1) * minutes
+    good = [0] * bars
+    bad = [0] * bars
     for r in rows:
-        if first <= r.minute <= last:
-            good[r.minute - first] += r.succeeded
-            bad[r.minute - first] += r.failed
-    return [ChartPoint(first + i, good[i], bad[i]) for i in range(CHART_MINUTES)]
+        if first <= r.minute < last + minutes:
+            good[(r.minute - first) // minutes] += r.succeeded
+            bad[(r.minute - first) // minutes] += r.failed
+    return [ChartPoint(first + i * minutes, good[i], bad[i]) for i in range(bars)]
 
 
 def minute_points(rows: Iterable[MinuteStats], now: float) -> list[ChartPoint]:
@@ -261,6 +275,7 @@ def _live(store: Store, rows: list[MinuteStats], totals: list[MinuteStats]) -> L
         now=now,
         windows=_windows(rows, totals, now),
         chart=_chart(rows, now),
+        day_chart=_chart(rows, now, DAY_BARS, DAY_BAR_MINUTES),
         workers_online=len(workers) - lost,
         workers_lost=lost,
     )

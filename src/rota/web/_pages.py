@@ -23,7 +23,7 @@ from rota.scheduling.history import schedule_runs, upcoming_fires
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
-from rota.web._chart import chart, runs_chart
+from rota.web._chart import chart, day_chart, runs_chart
 from rota.web._deps import context, page_operator, page_viewer
 
 __all__ = ["router"]
@@ -139,8 +139,11 @@ async def logout(request: Request) -> Response:
 
 
 @router.get("/")
-def overview_page(request: Request, identity: Viewer) -> Response:
-    """Queues, throughput windows, the live chart and workers."""
+def overview_page(request: Request, identity: Viewer, period: str = "hour") -> Response:
+    """Queues, throughput windows, the live chart (of the last hour, a bar a
+    minute, or with ``?period=day`` of the last day) and workers."""
+    if period not in ("hour", "day"):
+        raise InvalidArgument(f"period must be hour or day, not {period!r}")
     store = _store(request)
     infos = store.queues()  # counts every job: read once for both
     ov = _ops.overview(store, infos)
@@ -150,7 +153,8 @@ def overview_page(request: Request, identity: Viewer) -> Response:
         "overview.html",
         identity,
         ov=ov,
-        chart=chart(ov.live.chart),
+        period=period,
+        chart=chart(ov.live.chart) if period == "hour" else day_chart(ov.live.day_chart),
         now=ov.live.now,
         problems=problems,
     )

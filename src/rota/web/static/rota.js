@@ -70,8 +70,12 @@
     return;
   }
   var SVG = "http://www.w3.org/2000/svg";
-  var WIDTH = 600, HEIGHT = 160, TOP = 12, LEFT = 40, BOTTOM = 22, SLOT = 10, LABEL_EVERY = 10;
+  var WIDTH = 600, HEIGHT = 160, TOP = 12, LEFT = 40, BOTTOM = 22;
   var BAR = Number(chart.getAttribute("data-bar")) || 8;
+  // minutes a bar counts, and between two time labels; which series of the answer
+  var MINUTES = Number(chart.getAttribute("data-minutes")) || 1;
+  var LABEL_EVERY = Number(chart.getAttribute("data-label-every")) || 10;
+  var KEY = chart.getAttribute("data-key") || "chart";
   var status = document.getElementById("live-status");
 
   function niceMax(value) {
@@ -135,11 +139,14 @@
     var plot = HEIGHT - TOP;
     var bars = document.createElementNS(SVG, "g");
     var times = document.createElementNS(SVG, "g");
+    var slot = WIDTH / Math.max(points.length, 1);
     points.forEach(function (p, i) {
       var okH = plot * p.succeeded / scale, failH = plot * p.failed_attempts / scale;
-      var okY = HEIGHT - okH, x = LEFT + i * SLOT + 1;
+      var okY = HEIGHT - okH;
+      var x = Math.round((LEFT + i * slot + (slot - BAR) / 2) * 100) / 100;
+      var span = MINUTES === 1 ? hhmm(p.minute) : hhmm(p.minute) + "-" + hhmm(p.minute + MINUTES);
       var g = document.createElementNS(SVG, "g");
-      g.appendChild(node("title", {}, hhmm(p.minute) + " UTC: " + p.succeeded +
+      g.appendChild(node("title", {}, span + " UTC: " + p.succeeded +
         " succeeded, " + p.failed_attempts + " failed attempts"));
       g.appendChild(rect("ok", x, okY, okH));
       g.appendChild(rect("fail", x, okY - failH, failH));
@@ -179,7 +186,7 @@
   }
 
   function update(data) {
-    drawChart(data.chart);
+    drawChart(data[KEY]);
     document.querySelectorAll("[data-live]").forEach(function (el) {
       var value = lookup(data, el.getAttribute("data-live"));
       if (value != null) {
