@@ -136,7 +136,8 @@ def me(identity: Annotated[Identity, Depends(api_viewer)]) -> Me:
 @read.get("/stats", summary="Overview: queues, throughput windows, chart, workers")
 def stats(request: Request) -> _ops.Overview:
     """Per queue counts by state; throughput over 5 min, 1 h, 1 day and all time;
-    the per-minute chart of the last hour; workers online and lost."""
+    the charts' series (the last hour per minute, the last day per half hour);
+    workers online and lost."""
     return _ops.overview(_store(request))
 
 
