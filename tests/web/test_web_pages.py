@@ -354,6 +354,8 @@ def test_workers_page(client: TestClient, demo: Demo) -> None:
     row = html.split('data-worker="node-7:991"', 1)[1].split("</tr>", 1)[0]
     for text in ("node-7", "991", "5 / 16", "93%", "51.25%", "37.5%", "holding back"):
         assert text in row
+    gauges = re.findall(r'<meter class="gauge" min="0" max="([\d.]+)".*? value="([\d.]+)"', row)
+    assert gauges == [("16", "5"), ("100", "93.0"), ("100", "51.25"), ("100", "37.5")]
 
 
 def test_export_page_links_the_streamed_download(client: TestClient, demo: Demo) -> None:
