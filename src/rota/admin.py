@@ -413,12 +413,17 @@ class Admin:
     def run_schedule_now(self, name: str, *, by: Actor | None = None) -> str:
         """Enqueue one job of schedule ``name`` now, with its arguments and job
         options; return the job's id (an existing job's id when a job with the
-        same unique key is pending). The schedule's next fire does not move.
-        Only the stored schedule is used: no task code is needed."""
+        same unique key is pending). It becomes the schedule's last job, which
+        its next fires' overlap rule sees (``skip``: no fire while it is
+        pending or running); its own fire is not held back by that rule. The
+        schedule's next fire does not move. Only the stored schedule is used:
+        no task code is needed."""
         actor = self._allow(by, "operator")
         found = self._schedule(name)
         job = schedule_job(found, job_id=unique_ids.next(), fire_time=self._store.now())
-        result = self._store.enqueue([job])[0]
+        result = self._store.run_schedule(name, job)
+        if result is None:  # removed since it was read
+            raise NotFound(f"schedule {name!r} not found")
         self._record(actor, "schedule.run", name, job=result.id, duplicate=result.duplicate)
         return result.id
 

@@ -228,6 +228,41 @@ def test_overlap_skip_while_the_last_job_is_pending_or_running(store: Store) -> 
     assert stored(store, "s").last_job_id == second.id
 
 
+def test_a_run_now_is_the_last_job_the_next_fires_overlap_rule_sees(store: Store) -> None:
+    store.upsert_schedule(schedule("s", T0, overlap="skip"))
+    now = fire_job("s", T0 - 5, lease=30.0)
+    result = store.run_schedule("s", now)
+    assert result is not None and (result.id, result.duplicate) == (now.id, False)
+    found = stored(store, "s")
+    assert (found.last_job_id, found.next_fire, found.last_fire) == (now.id, T0, None)
+
+    # the fire due while the run-now job is pending, then running, is skipped
+    assert store.fire_schedule("s", T0, T0 + 1, fire_job("s", T0)) == "skipped"
+    claimed = claim_one(store)
+    assert store.fire_schedule("s", T0 + 1, T0 + 2, fire_job("s", T0 + 1)) == "skipped"
+    assert succeed(store, claimed)
+    assert store.fire_schedule("s", T0 + 2, T0 + 3, fire_job("s", T0 + 2)) == "fired"
+
+    # a run now is what the operator asked for: the rule does not hold it back
+    again = fire_job("s", T0 + 2.5)
+    assert store.run_schedule("s", again) is not None
+    assert stored(store, "s").last_job_id == again.id
+    assert len(scheduled_jobs(store, "s")) == 3
+
+
+def test_a_run_now_of_a_schedule_that_is_gone_enqueues_nothing(store: Store) -> None:
+    assert store.run_schedule("nothing", fire_job("nothing", T0)) is None
+    assert all_jobs(store) == []
+    store.upsert_schedule(schedule("s", T0))
+    taken = fire_job("s", T0)
+    assert store.run_schedule("s", taken) is not None
+    with pytest.raises(InvalidArgument):
+        store.run_schedule("s", taken)  # its id is taken: refused, nothing changed
+    assert scheduled_jobs(store, "s") == [taken.id]
+    with pytest.raises(InvalidArgument):
+        store.run_schedule("", fire_job("", T0))
+
+
 def test_overlap_queue_lets_one_job_wait_behind_a_running_one(store: Store) -> None:
     store.upsert_schedule(schedule("s", T0, overlap="queue"))
     first = fire_job("s", T0, lease=30.0)

@@ -221,6 +221,8 @@ def test_schedules_from_json_triggers_with_task_options(app: rota.App) -> None:
 
     job_id = app.admin.run_schedule_now("sums", by=ANN)
     assert len(job_id) == 32 and int(job_id, 16) >= 0
+    ran = app.store.get_schedule("sums")
+    assert ran is not None and ran.last_job_id == job_id, "the overlap rule of later fires sees it"
     job = app.store.get_job(job_id)
     assert job is not None and (job.queue, job.schedule, job.kwargs) == (
         "nightly",

@@ -93,6 +93,15 @@ class JobStore(ABC):
         is enqueued and becomes ``last_job_id``: ``"fired"``.
         """
 
+    @abstractmethod
+    def run_schedule(self, name: str, job: NewJob) -> EnqueueResult | None:
+        """Enqueue ``job`` for schedule ``name`` outside its trigger (run now)
+        and make it the schedule's ``last_job_id``, in one step, so that the
+        overlap rule of its next fires sees it; ``next_fire`` and
+        ``last_fire`` do not move, and the schedule's own overlap rule does
+        not hold this job back (it is asked for). None, with nothing
+        enqueued, if no schedule is named ``name``."""
+
     # -- consuming ------------------------------------------------------
 
     @abstractmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rota.models import NewJob, Schedule
+from rota.models import EnqueueResult, NewJob, Schedule
 from rota.stores import _checks
 from rota.stores.base import FireResult, check_mode
 from rota.stores.redis import _codec
@@ -158,6 +158,16 @@ class Steering(RedisBase):
         result = outcome.decode()
         assert result in ("fired", "skipped", "dropped", "conflict")
         return result  # type: ignore[return-value]
+
+    @guarded
+    def run_schedule(self, name: str, job: NewJob) -> EnqueueResult | None:
+        _checks.text(name, "schedule name")
+        _checks.new_job(job)
+        args = [self._request_id(), name, *_codec.new_job_args(job)]
+        reply = self._run("run_schedule", args)
+        if not reply:
+            return None
+        return EnqueueResult(reply[0].decode(), duplicate=reply[1] == b"1")
 
     @guarded
     def schedule_changed_since(self, version: int) -> int:

@@ -137,6 +137,22 @@ class Schedules(Database):
         except Refused as refused:  # the fire's job id is taken: InvalidArgument, named
             raise self._name_taken_id([job.id] if job else [], refused) from None
 
+    def run_schedule(self, name: str, job: NewJob) -> EnqueueResult | None:
+        _checks.text(name, "schedule name")
+        _checks.new_job(job)
+
+        def work(tx: Tx) -> EnqueueResult | None:
+            if tx.execute("schedule_for_fire", (name,)).fetchone() is None:
+                return None
+            result = self._enqueue(tx, [job])[0]
+            tx.execute("schedule_last_job", (result.id, name))
+            return result
+
+        try:
+            return self._transact(work)
+        except Refused as refused:  # the job's id is taken: InvalidArgument, named
+            raise self._name_taken_id([job.id], refused) from None
+
     def schedule_changed_since(self, version: int) -> int:
         with self._read() as tx:
             row = tx.execute("schedules_version").fetchone()
