@@ -91,6 +91,13 @@ CASES: dict[str, list[list[str]]] = {
         ["", "nightly", "1000", "2000", "1", *_job(lease="nan")],
         ["", "nightly", "1000", "2000", "1"],
     ],
+    "run_schedule": [
+        ["", "", *_job()],
+        ["", "nightly", *_job(lease="nan")],
+        ["", "nightly", *_job(priority="1.5")],
+        ["", "nightly", *_job(), "extra"],
+        ["", "nightly"],
+    ],
     "upsert_schedule": [
         ["nightly", "task", "{}", "{}", "nan", "1", "coalesce", "", "allow", "0", "{}"],
         ["nightly", "task", "{}", "{}", "1", "2", "coalesce", "", "allow", "0", "{}"],
