@@ -417,6 +417,11 @@ def test_chart_scale_and_bars() -> None:
     assert [t.label for t in drawn.count_ticks] == ["0", "2", "4", "6", "8", "10"]
     assert [t.label for t in drawn.time_ticks] == ["01:40"]  # minute 100, every 10 minutes
     assert drawn.time_ticks[0].at == first.x + drawn.bar_width / 2
+    # the hour ending on a labelled minute: its label, centred on the last
+    # bar, stays inside the picture (a 10 px "HH:MM" is about 30 px wide)
+    hour = chart([ChartPoint(541 + i, 1, 0) for i in range(60)])
+    assert hour.time_ticks[-1].label == "10:00" and hour.bars[-1].x == 40 + 59 * 10 + 1
+    assert hour.time_ticks[-1].at + 16 <= hour.width
 
 
 def test_the_day_chart_counts_half_hours_of_the_last_day() -> None:

@@ -26,6 +26,7 @@ from rota.web._ops import DAY_BAR_MINUTES, ChartPoint
 __all__ = [
     "HEIGHT",
     "LEFT",
+    "RIGHT",
     "TOP",
     "WIDTH",
     "Bar",
@@ -47,6 +48,7 @@ HEIGHT = 160  # the plot's bottom edge (count 0)
 TOP = 12  # the plot's top edge (the top of the scale)
 LEFT = 40  # room for the count labels
 BOTTOM = 22  # room for the time labels
+RIGHT = 18  # room for half a time label at the plot's right edge
 _LABEL_EVERY = 10  # minutes between time labels
 _DAY_LABEL_EVERY = 240
 
@@ -75,7 +77,7 @@ class Tick:
 class Frame:
     """Where a chart draws: its size, and the edges of its plot."""
 
-    width: int = LEFT + WIDTH
+    width: int = LEFT + WIDTH + RIGHT
     height: int = HEIGHT + BOTTOM
     left: int = LEFT
     right: int = LEFT + WIDTH
