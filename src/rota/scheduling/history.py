@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ def schedule_runs(store: Store, name: str, limit: int = LATEST_RUNS) -> Schedule
         jobs=jobs,
         succeeded=sum(j.state is JobState.SUCCEEDED for j in jobs),
         failed=sum(j.state is JobState.FAILED for j in jobs),
-        median_run=runs[len(runs) // 2] if runs else None,
+        median_run=statistics.median(runs) if runs else None,
         longest_run=runs[-1] if runs else None,
     )
 
