@@ -1136,6 +1136,38 @@ def test_send_cmd_without_an_app_sends_to_the_store_of_the_url(env: Env) -> None
     assert len(env.store.list_jobs(JobQuery()).jobs) == 1, "nothing else was sent"
 
 
+def test_schedules_add_a_task_of_an_app_with_its_arguments(env: Env) -> None:
+    added = env.rota(
+        "schedules", "add", "sums", "--cron", "0 3 * * *", "--app", env.app, "--task", "add",
+        "--retries", "4", "-q", "nightly", "--overlap", "skip", "--", "1", "[2]",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    assert added.stdout.strip() == "added schedule sums: cron 0 3 * * * (UTC): task add(1, [2])"
+    stored = env.store.get_schedule("sums")
+    assert stored is not None and (stored.task, stored.overlap) == ("add", "skip")
+    assert json.loads(stored.payload) == {"args": [1, [2]], "kwargs": {}}
+    assert (stored.job_options["queue"], stored.job_options["max_attempts"]) == ("nightly", 5)
+    by_json = env.rota(
+        "schedules", "add", "echo", "--every", "60", "--app", env.app, "--task", "tools.echo",
+        "--json", '{"args": ["a"], "kwargs": {"x": 2}}',
+    )  # fmt: skip
+    assert by_json.stdout.strip() == 'added schedule echo: every minute: task tools.echo("a", x=2)'
+
+    for words, message in (
+        (["--task", "add", "--", "1", "2"], "--task needs --app"),
+        (["--app", env.app, "--", "true"], "--app and --json go with --task"),
+        (["--json", "[1]", "--", "true"], "--app and --json go with --task"),
+        (["--app", env.app, "--task", "add", "--timeout", "5"], "--timeout stops a command"),
+        (["--app", env.app, "--task", "add", "--json", "[1]", "--", "2"], "as ARGS or with --json"),
+        ([], "missing the command line after --"),
+    ):
+        refused = env.rota("schedules", "add", "bad", "--every", "60", *words)
+        assert refused.exit_code == 2 and message in refused.output, (words, refused.output)
+    unknown = env.rota("schedules", "add", "bad", "--every", "9", "--app", env.app, "--task", "x")
+    assert unknown.exit_code == 1 and "unknown task 'x'" in unknown.output
+    assert env.store.get_schedule("bad") is None
+
+
 def test_send_with_retries_and_backoff(env: Env) -> None:
     job_id = env.send("add", "--retries", "3", "--backoff", "2s,1m", "1", "2")
     job = env.store.get_job(job_id)

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Group
@@ -39,6 +39,9 @@ from rota.scheduling import at, cron, every, trigger_from_json
 from rota.scheduling.define import OVERLAP_POLICIES
 from rota.scheduling.history import ScheduleRuns, run_time, schedule_runs, upcoming_fires
 from rota.stores import Store, redact_url
+
+if TYPE_CHECKING:
+    from rota.app import App
 
 __all__ = ["scheduler", "schedules"]
 
@@ -360,13 +363,28 @@ def run_now(cli: CliState, name: str) -> None:
 
 @schedules.command("add")
 @click.argument("name", callback=name_callback("schedule name"))
-@click.argument("command", nargs=-1, required=True, metavar="-- CMD [ARGS]...")
+@click.argument("words", nargs=-1, metavar="-- CMD [ARGS]...")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
 @click.option("--tz", default="UTC", show_default=True, help="The time zone of --cron.")
 @click.option(
     "--every", "interval", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
 )
 @click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
+@click.option(
+    "--task",
+    "task_name",
+    metavar="TASK",
+    help="Run TASK of --app instead of a command line; the words after -- are its "
+    "arguments, each read as JSON when it parses (as for rota send).",
+)
+@click.option("--app", "app_spec", metavar="APP", help="The app that defines --task.")
+@click.option(
+    "--json",
+    "json_call",
+    metavar="JSON",
+    help="With --task: all its arguments as JSON, '[1, 2]' or "
+    '\'{"args": [1], "kwargs": {"x": 2}}\'.',
+)
 @click.option("--queue", "-q", callback=name_callback("queue"), help="Send its jobs here.")
 @click.option(
     "--host",
@@ -377,14 +395,14 @@ def run_now(cli: CliState, name: str) -> None:
 @click.option(
     "--retries",
     type=click.IntRange(0, MAX_RETRIES),
-    help="Run a failed command again up to N times, with exponential backoff.",
+    help="Run a failed job again up to N times, with exponential backoff.",
 )
 @click.option(
     "--backoff",
     metavar="BASE,MAX",
     callback=backoff_callback,
     help="Retry delays double from BASE up to MAX, each shortened at random by up to "
-    "half, e.g. 30s,1h.  [default: 1s,5m]",
+    "half, e.g. 30s,1h.  [default: 1s,5m, or the task's]",
 )
 @click.option(
     "--timeout",
@@ -412,11 +430,14 @@ def run_now(cli: CliState, name: str) -> None:
 def add(
     cli: CliState,
     name: str,
-    command: tuple[str, ...],
+    words: tuple[str, ...],
     cron_expr: str | None,
     tz: str,
     interval: float | None,
     at_time: str | None,
+    task_name: str | None,
+    app_spec: str | None,
+    json_call: str | None,
     queue: str | None,
     host: str | None,
     retries: int | None,
@@ -428,9 +449,46 @@ def add(
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
     job of the built-in rota.cmd task, which only workers started with
-    --commands (or of an App(commands=True)) run. Adding a NAME that exists
-    replaces it, keeping its paused state unless --enabled or --paused is
-    given."""
+    --commands (or of an App(commands=True)) run; or, with --app APP --task
+    TASK, a job of that task with the arguments after -- (or --json). Adding
+    a NAME that exists replaces it, keeping its paused state unless
+    --enabled or --paused is given."""
+    trigger = _trigger(cron_expr, tz, interval, at_time)
+    if backoff is not None and retries is None:
+        raise click.UsageError("--backoff goes with --retries")
+    given_options = {
+        "queue": queue,
+        "host": host,
+        "retries": retries,
+        "backoff": backoff,
+        "priority": priority,
+    }
+    options = {key: value for key, value in given_options.items() if value is not None} or None
+    if task_name is None:
+        app, task, args, kwargs = _command_schedule(cli, words, app_spec, json_call, timeout)
+    elif timeout is not None:
+        raise click.UsageError("--timeout stops a command; a task's own timeout applies")
+    else:
+        app, task, args, kwargs = _task_schedule(cli, task_name, words, app_spec, json_call)
+    stored = app.admin.add_schedule(
+        name,
+        task,
+        trigger,
+        args=args,
+        kwargs=kwargs,
+        overlap=overlap,
+        enabled=enabled,
+        options=options,
+        by=cli_actor(),
+    )
+    what = command_line(stored) or f"task {stored.task}{_call_text(args, kwargs)}"
+    click.echo(f"added schedule {stored.name}: {describe(stored)}: {what}")
+    if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
+        note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
+
+
+def _trigger(cron_expr: str | None, tz: str, interval: float | None, at_time: str | None) -> Any:
+    """The one trigger ``--cron``, ``--every`` or ``--at`` gives."""
     given = [
         flag
         for flag, value in (("--cron", cron_expr), ("--every", interval), ("--at", at_time))
@@ -442,44 +500,61 @@ def add(
         raise click.UsageError("--tz goes with --cron")
     try:
         if cron_expr is not None:
-            trigger = cron(cron_expr, tz)
-        elif interval is not None:
-            trigger = every(interval)
-        else:
-            trigger = at(_iso(at_time or ""))
+            return cron(cron_expr, tz)
+        if interval is not None:
+            return every(interval)
+        return at(_iso(at_time or ""))
     except (InvalidArgument, InvalidSchedule) as exc:
         raise click.BadParameter(str(exc), param_hint=f"'{given[0]}'") from None
-    if backoff is not None and retries is None:
-        raise click.UsageError("--backoff goes with --retries")
+
+
+#: An app, a task name of it, and the arguments of a schedule's jobs.
+_Call = tuple["App", str, list[Any], dict[str, Any]]
+
+
+def _command_schedule(
+    cli: CliState,
+    words: tuple[str, ...],
+    app_spec: str | None,
+    json_call: str | None,
+    timeout: float | None,
+) -> _Call:
+    """The store's app, ``rota.cmd`` and the call running the command line ``words``."""
+    if app_spec is not None or json_call is not None:
+        raise click.UsageError("--app and --json go with --task")
+    if not words:
+        raise click.UsageError("missing the command line after -- (or --app APP --task TASK)")
     kwargs = {} if timeout is None else {"timeout": timeout}
     try:
-        CommandSpec.build(list(command), **kwargs)
+        CommandSpec.build(list(words), **kwargs)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="CMD") from None
-    given_options = {
-        "queue": queue,
-        "host": host,
-        "retries": retries,
-        "backoff": backoff,
-        "priority": priority,
-    }
-    options = {key: value for key, value in given_options.items() if value is not None} or None
     app = cli.store_app(must_exist=False)
     app.enable_commands()  # to define it; only workers started with --commands run it
-    stored = app.admin.add_schedule(
-        name,
-        COMMAND_TASK,
-        trigger,
-        args=[list(command)],
-        kwargs=kwargs,
-        overlap=overlap,
-        enabled=enabled,
-        options=options,
-        by=cli_actor(),
-    )
-    click.echo(f"added schedule {stored.name}: {describe(stored)}: {command_line(stored)}")
-    if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
-        note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
+    return app, COMMAND_TASK, [list(words)], kwargs
+
+
+def _task_schedule(
+    cli: CliState,
+    task_name: str,
+    words: tuple[str, ...],
+    app_spec: str | None,
+    json_call: str | None,
+) -> _Call:
+    """APP, its task ``task_name`` and the call of ``words`` (or ``--json``)."""
+    from rota.cli.send import call_arguments
+
+    if app_spec is None:
+        raise click.UsageError("--task needs --app, the app that defines it")
+    args, kwargs = call_arguments(words, json_call)
+    return cli.load_app(app_spec), task_name, args, kwargs
+
+
+def _call_text(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """``(1, "a", x=2)``: the call's arguments as JSON."""
+    parts = [json.dumps(a, ensure_ascii=False) for a in args]
+    parts += [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in kwargs.items()]
+    return f"({', '.join(parts)})"
 
 
 def _iso(text: str) -> datetime:

@@ -24,7 +24,7 @@ from rota.commands import COMMAND_TASK
 from rota.errors import JobFailed, SerializationError
 from rota.task import JobHandle
 
-__all__ = ["parse_arg", "parse_json_call", "send"]
+__all__ = ["call_arguments", "parse_arg", "parse_json_call", "send"]
 
 _JSON_HINT = "'--json'"
 
@@ -75,7 +75,9 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
 
 
-def _call(args: tuple[str, ...], json_call: str | None) -> tuple[list[Any], dict[str, Any]]:
+def call_arguments(
+    args: tuple[str, ...], json_call: str | None
+) -> tuple[list[Any], dict[str, Any]]:
     """The call's arguments from ARGS or ``--json``, checked as a send checks them."""
     if json_call is not None and args:
         raise click.UsageError("give the task's arguments as ARGS or with --json, not both")
@@ -225,7 +227,7 @@ def send(
     else:
         if command_timeout is not None:
             raise click.UsageError("--cmd-timeout goes with --cmd")
-        call_args, call_kwargs = _call(args, json_call)
+        call_args, call_kwargs = call_arguments(args, json_call)
     app = cli.app_or_bare(app_spec or None)
     if task_name == COMMAND_TASK:
         app.enable_commands()  # to send one; only workers that enable it run it
