@@ -160,6 +160,40 @@ def test_a_role_change_applies_at_once_and_removal_ends_the_session(
     expect_error(team.get("/api/me"), 401)
 
 
+def test_a_copy_of_the_cookie_is_worth_nothing_once_its_session_logged_out(
+    team: TestClient, demo: Demo
+) -> None:
+    csrf = user_login(team, "ola")
+    copied = team.cookies.get("rota_session")
+    assert copied
+    [label] = demo.store.get_user("ola").tokens  # type: ignore[union-attr]
+    assert re.fullmatch(r"dashboard-session-\d{8}T\d{6}Z-[0-9a-f]{8}", label), label
+    with TestClient(team.app, base_url=BASE, client=("127.0.0.1", 50001)) as other:
+        other.cookies.set("rota_session", copied)
+        assert other.get("/api/me").json()["role"] == "operator"  # a copy works while it lasts
+        assert team.post("/logout", data={"csrf": csrf}).status_code == 303
+        expect_error(other.get("/api/me"), 401, "log in")
+        expect_error(other.post("/api/queues/crawl/pause", headers={"X-CSRF-Token": csrf}), 401)
+    assert demo.store.get_user("ola").tokens == ()  # type: ignore[union-attr]
+
+    # an admin ends a session by revoking its token; its secret is no bearer token
+    user_login(team, "ola")
+    [label] = demo.store.get_user("ola").tokens  # type: ignore[union-attr]
+    secret = team.cookies.get("rota_session")
+    expect_error(team.get("/api/me", headers=bearer(str(secret))), 401, "invalid token")
+    demo.app.admin.revoke_token("ola", label)
+    expect_error(team.get("/api/me"), 401, "log in")
+
+
+def test_a_login_ends_the_users_sessions_past_their_age(team: TestClient, demo: Demo) -> None:
+    gone = "dashboard-session-20200101T000000Z-0123abcd"
+    demo.store.put_token("ola", gone, "0" * 64)  # a session never logged out, long expired
+    demo.app.admin.create_token("ola", "ci")  # an API token stays whatever its age
+    user_login(team, "ola")
+    labels = demo.store.get_user("ola").tokens  # type: ignore[union-attr]
+    assert gone not in labels and "ci" in labels and len(labels) == 2
+
+
 def test_shared_tokens_keep_working_beside_users(demo: Demo) -> None:
     demo.app.admin.add_user("ola", "operator", PASSWORD)
     asgi = create_app(demo.app, token=OPERATOR, secret=SECRET)

@@ -25,7 +25,7 @@ from rota.models import Job
 from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
-from rota.web._auth import Auth, Identity
+from rota.web._auth import SESSION_MAX_AGE, Auth, Identity
 from rota.web._deps import Context, api_viewer, context
 from rota.web._errors import install_error_handlers
 from rota.web._metrics import registry_for
@@ -47,7 +47,6 @@ NAV = (
 #: Shown after "Workers" when the app declares crawlers or the store has a crawl's jobs.
 CRAWLS_NAV = ("/crawls", "Crawls")
 SESSION_COOKIE = "rota_session"
-SESSION_MAX_AGE = 12 * 3600
 
 _SECURITY_HEADERS = [
     (

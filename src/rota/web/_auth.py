@@ -15,7 +15,12 @@ header (a malformed one is a 400) and cross-site requests are refused.
   fingerprint of the password hash or token it was granted with (so changing
   either, or removing the user, logs the session out; a user's role is read
   from the store on every request) and a CSRF token. The cookie never holds
-  a token or a password hash.
+  a token or a password hash. A user's session is also a token of theirs in
+  the store, labelled ``dashboard-session-TIME-ID``, whose secret the
+  cookie holds (hashed apart from API tokens', so it is no bearer token):
+  Log out deletes it, and a copy of the cookie is then worth nothing;
+  revoking it (``rota users revoke``) ends that session; a login deletes
+  the user's sessions older than :data:`SESSION_MAX_AGE`.
 - Failed logins are limited per client address (:class:`LoginLimiter`) and
   a user's failed logins are written to the audit log.
 - Every state-changing request authenticated by the cookie must carry the
@@ -26,6 +31,7 @@ header (a malformed one is a 400) and cross-site requests are refused.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import hashlib
 import hmac
 import ipaddress
@@ -50,6 +56,8 @@ if TYPE_CHECKING:
     from rota.models import User
 
 __all__ = [
+    "SESSION_LABEL",
+    "SESSION_MAX_AGE",
     "Auth",
     "Forbidden",
     "Identity",
@@ -63,6 +71,11 @@ __all__ = [
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_HEADER = "x-csrf-token"
+#: How long a dashboard session lasts (its cookie's age, and its store token's).
+SESSION_MAX_AGE = 12 * 3600
+#: The label of a user's session token starts with this, then its start (UTC).
+SESSION_LABEL = "dashboard-session-"
+_SESSION_TIME = "%Y%m%dT%H%M%SZ"
 CSRF_FIELD = "csrf"
 
 
@@ -292,11 +305,33 @@ class Auth:
         user = self._app.admin.authenticate(name, password, by=anonymous)
         if user is None:
             return None
+        secret = secrets.token_urlsafe(32)
+        started = time.strftime(_SESSION_TIME, time.gmtime())
+        label = f"{SESSION_LABEL}{started}-{_session_digest(secret)[:8]}"
+        try:
+            self._app.store.put_token(user.name, label, _session_digest(secret))
+        except InvalidArgument:  # the user was removed meanwhile
+            return None
+        self._end_old_sessions(user)
         request.session.clear()
         request.session.update(
-            user=user.name, auth=self._user_fingerprint(user), csrf=secrets.token_urlsafe(24)
+            user=user.name,
+            auth=self._user_fingerprint(user),
+            sid=secret,
+            sid_label=label,
+            csrf=secrets.token_urlsafe(24),
         )
         return user
+
+    def _end_old_sessions(self, user: User) -> None:
+        """Delete ``user``'s session tokens past :data:`SESSION_MAX_AGE` (their
+        cookies have expired: they were never logged out)."""
+        assert self._app is not None
+        oldest = time.time() - SESSION_MAX_AGE
+        for label in user.tokens:
+            started = _session_start(label)
+            if started is not None and started < oldest:
+                self._app.store.delete_token(user.name, label)
 
     async def log_in_form(
         self, request: Request, form: Mapping[str, Any]
@@ -321,9 +356,11 @@ class Auth:
         await asyncio.sleep(0.25)  # slows down guessing
         return wrong, 401
 
-    @staticmethod
-    def log_out(request: Request) -> None:
-        """End the session."""
+    def log_out(self, request: Request) -> None:
+        """End the session; a user's session token goes with it."""
+        name, label = request.session.get("user"), request.session.get("sid_label")
+        if self._app is not None and isinstance(name, str) and isinstance(label, str):
+            self._app.store.delete_token(name, label)
         request.session.clear()
 
     @staticmethod
@@ -338,10 +375,14 @@ class Auth:
     def _session_user(self, request: Request) -> Identity | None:
         name = request.session.get("user")
         fingerprint = request.session.get("auth")
-        if not isinstance(name, str) or not isinstance(fingerprint, str):
+        secret = request.session.get("sid")
+        if not all(isinstance(v, str) for v in (name, fingerprint, secret)) or self._app is None:
             return None
-        user = self._app.store.get_user(name) if self._app is not None else None
-        if user is None or not hmac.compare_digest(fingerprint, self._user_fingerprint(user)):
+        assert isinstance(fingerprint, str) and isinstance(secret, str)
+        user = self._app.store.user_for_token_hash(_session_digest(secret))
+        if user is None or user.name != name:  # logged out, revoked, or not this user's
+            return None
+        if not hmac.compare_digest(fingerprint, self._user_fingerprint(user)):
             return None
         return Identity(_user_role(user), "session", user.name)
 
@@ -426,3 +467,20 @@ class Auth:
             if not hmac.compare_digest(csrf.encode(), expected.encode()):
                 raise Forbidden("CSRF token does not match; reload the page and try again")
         return identity
+
+
+def _session_digest(secret: str) -> str:
+    """The store's hash of a session's secret: apart from an API token's
+    (a plain SHA-256), so a session's secret is no bearer token."""
+    return hashlib.sha256(b"rota dashboard session\0" + secret.encode()).hexdigest()
+
+
+def _session_start(label: str) -> float | None:
+    """When the session of token ``label`` started; None for an API token."""
+    if not label.startswith(SESSION_LABEL):
+        return None
+    stamp = label[len(SESSION_LABEL) :].partition("-")[0]
+    try:
+        return calendar.timegm(time.strptime(stamp, _SESSION_TIME))
+    except ValueError:
+        return None

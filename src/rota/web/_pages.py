@@ -22,7 +22,7 @@ from rota.models import JobState, parse_state
 from rota.scheduling.history import schedule_runs, upcoming_fires
 from rota.stores.base import Store
 from rota.web import _ops
-from rota.web._auth import CSRF_FIELD, Auth, Forbidden, Identity, Role
+from rota.web._auth import CSRF_FIELD, Forbidden, Identity, Role
 from rota.web._chart import chart, day_chart, runs_chart
 from rota.web._deps import context, page_operator, page_viewer
 
@@ -131,7 +131,7 @@ async def logout(request: Request) -> Response:
     form = await request.form()
     csrf = form.get(CSRF_FIELD)
     if isinstance(csrf, str) and csrf == request.session.get("csrf"):
-        Auth.log_out(request)
+        context(request).auth.log_out(request)
     return RedirectResponse("/login", status_code=303)
 
 
