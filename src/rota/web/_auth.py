@@ -15,7 +15,7 @@ header (a malformed one is a 400) and cross-site requests are refused.
   fingerprint of the password hash or token it was granted with (so changing
   either, or removing the user, logs the session out; a user's role is read
   from the store on every request) and a CSRF token. The cookie never holds
-  a token or a password hash. A user's session is also a token of theirs in
+  an API token or a password hash. A user's session is also a token of theirs in
   the store, labelled ``dashboard-session-TIME-ID``, whose secret the
   cookie holds (hashed apart from API tokens', so it is no bearer token):
   Log out deletes it, and a copy of the cookie is then worth nothing;
