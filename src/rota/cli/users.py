@@ -81,7 +81,8 @@ def add(cli: CliState, name: str, role: str, password_stdin: bool) -> None:
 @url_option
 @pass_state
 def list_users(cli: CliState) -> None:
-    """Every user with its role and the labels of its API tokens."""
+    """Every user with its role and the labels of its API tokens and of its
+    dashboard sessions (dashboard-session-...)."""
     found = cli.store_app().admin.users(by=_actor())
     if not found:
         note("no users yet: rota users add NAME --role admin")
@@ -145,6 +146,7 @@ def token(cli: CliState, name: str, label: str) -> None:
 @url_option
 @pass_state
 def revoke(cli: CliState, name: str, label: str) -> None:
-    """Revoke API token LABEL of user NAME."""
+    """Revoke API token LABEL of user NAME, or end one of its dashboard
+    sessions (a LABEL dashboard-session-...)."""
     cli.store_app().admin.revoke_token(name, label, by=_actor())
     click.echo(f"revoked token {label} of {name}")
