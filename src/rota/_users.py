@@ -4,13 +4,20 @@ Passwords are hashed with Argon2id (argon2-cffi, part of the ``web`` extra)
 and never kept or logged in clear. An API token is a random secret shown
 once when it is made; the store keeps only its SHA-256 hash, so a copy of the
 store does not hold working credentials.
+
+A dashboard session of a user is a token of theirs too, labelled
+``dashboard-session-TIME-ID``, whose secret the session's cookie holds: its
+hash is kept apart from API tokens' (so the secret is no bearer token), and
+ending the session deletes it.
 """
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import re
 import secrets
+import time
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
@@ -25,17 +32,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_PASSWORD",
+    "SESSION_LABEL",
+    "SESSION_MAX_AGE",
     "add_user",
     "authenticate",
     "create_token",
+    "end_session",
     "hash_password",
     "hash_token",
     "remove_user",
     "revoke_token",
     "set_password",
     "set_role",
+    "start_session",
+    "user_for_session",
     "user_for_token",
 ]
+
+#: How long a dashboard session lasts (its cookie's age, and its token's).
+SESSION_MAX_AGE = 12 * 3600
+#: The label of a session's token starts with this, then its start (UTC).
+SESSION_LABEL = "dashboard-session-"
+_SESSION_TIME = "%Y%m%dT%H%M%SZ"
 
 #: The shortest password accepted.
 MIN_PASSWORD = 8
@@ -164,3 +182,49 @@ def user_for_token(store: Store, secret: object) -> User | None:
     if not isinstance(secret, str) or not secret or len(secret) > 512:
         return None
     return store.user_for_token_hash(hash_token(secret))
+
+
+def start_session(store: Store, name: object) -> tuple[str, str]:
+    """A new dashboard session of user ``name``: its secret and its token's
+    label. The user's sessions past :data:`SESSION_MAX_AGE` (never ended)
+    are deleted."""
+    user = _existing(store, name)
+    secret = secrets.token_urlsafe(32)
+    digest = _session_hash(secret)
+    label = f"{SESSION_LABEL}{time.strftime(_SESSION_TIME, time.gmtime())}-{digest[:8]}"
+    store.put_token(user.name, label, digest)
+    oldest = time.time() - SESSION_MAX_AGE
+    for old in user.tokens:
+        started = _session_start(old)
+        if started is not None and started < oldest:
+            store.delete_token(user.name, old)
+    return secret, label
+
+
+def end_session(store: Store, name: object, label: object) -> None:
+    """End user ``name``'s session ``label`` (nothing if it has ended)."""
+    if isinstance(label, str) and label.startswith(SESSION_LABEL):
+        store.delete_token(check_name(name), label)
+
+
+def user_for_session(store: Store, secret: object) -> User | None:
+    """The user whose live session has ``secret``, or None."""
+    if not isinstance(secret, str) or not secret or len(secret) > 512:
+        return None
+    return store.user_for_token_hash(_session_hash(secret))
+
+
+def _session_hash(secret: str) -> str:
+    """A session secret's hash: apart from an API token's (a plain SHA-256)."""
+    return hashlib.sha256(b"rota dashboard session\0" + secret.encode()).hexdigest()
+
+
+def _session_start(label: str) -> float | None:
+    """When the session of token ``label`` started; None for an API token."""
+    if not label.startswith(SESSION_LABEL):
+        return None
+    stamp = label[len(SESSION_LABEL) :].partition("-")[0]
+    try:
+        return float(calendar.timegm(time.strptime(stamp, _SESSION_TIME)))
+    except ValueError:
+        return None

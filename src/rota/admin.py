@@ -516,6 +516,23 @@ class Admin:
         self._allow(by, "viewer")
         return _users.user_for_token(self._store, secret)
 
+    def start_session(self, name: str, *, by: Actor | None = None) -> tuple[str, str]:
+        """A new dashboard session of user ``name`` (who just logged in): its
+        secret, for the session's cookie, and its token's label; the user's
+        sessions past their age end."""
+        self._allow(by, "viewer")
+        return _users.start_session(self._store, name)
+
+    def end_session(self, name: str, label: str, *, by: Actor | None = None) -> None:
+        """End user ``name``'s dashboard session ``label`` (Log out)."""
+        self._allow(by, "viewer")
+        _users.end_session(self._store, name, label)
+
+    def user_for_session(self, secret: str, *, by: Actor | None = None) -> User | None:
+        """The user whose live dashboard session has ``secret``, or None."""
+        self._allow(by, "viewer")
+        return _users.user_for_session(self._store, secret)
+
 
 def _unknown_key(key: str) -> NotFound:
     return NotFound(

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota import __version__
 from rota._time import shown_utc
+from rota._users import SESSION_MAX_AGE
 from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
 from rota.app import App
 from rota.commands import COMMAND_TASK, command_line_of
@@ -25,7 +26,7 @@ from rota.models import Job
 from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
-from rota.web._auth import SESSION_MAX_AGE, Auth, Identity
+from rota.web._auth import Auth, Identity
 from rota.web._deps import Context, api_viewer, context
 from rota.web._errors import install_error_handlers
 from rota.web._metrics import registry_for

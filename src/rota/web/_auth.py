@@ -20,7 +20,7 @@ header (a malformed one is a 400) and cross-site requests are refused.
   cookie holds (hashed apart from API tokens', so it is no bearer token):
   Log out deletes it, and a copy of the cookie is then worth nothing;
   revoking it (``rota users revoke``) ends that session; a login deletes
-  the user's sessions older than :data:`SESSION_MAX_AGE`.
+  the user's sessions past their age (:mod:`rota._users`).
 - Failed logins are limited per client address (:class:`LoginLimiter`) and
   a user's failed logins are written to the audit log.
 - Every state-changing request authenticated by the cookie must carry the
@@ -31,7 +31,6 @@ header (a malformed one is a 400) and cross-site requests are refused.
 from __future__ import annotations
 
 import asyncio
-import calendar
 import hashlib
 import hmac
 import ipaddress
@@ -56,8 +55,6 @@ if TYPE_CHECKING:
     from rota.models import User
 
 __all__ = [
-    "SESSION_LABEL",
-    "SESSION_MAX_AGE",
     "Auth",
     "Forbidden",
     "Identity",
@@ -71,11 +68,6 @@ __all__ = [
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_HEADER = "x-csrf-token"
-#: How long a dashboard session lasts (its cookie's age, and its store token's).
-SESSION_MAX_AGE = 12 * 3600
-#: The label of a user's session token starts with this, then its start (UTC).
-SESSION_LABEL = "dashboard-session-"
-_SESSION_TIME = "%Y%m%dT%H%M%SZ"
 CSRF_FIELD = "csrf"
 
 
@@ -305,14 +297,10 @@ class Auth:
         user = self._app.admin.authenticate(name, password, by=anonymous)
         if user is None:
             return None
-        secret = secrets.token_urlsafe(32)
-        started = time.strftime(_SESSION_TIME, time.gmtime())
-        label = f"{SESSION_LABEL}{started}-{_session_digest(secret)[:8]}"
         try:
-            self._app.store.put_token(user.name, label, _session_digest(secret))
-        except InvalidArgument:  # the user was removed meanwhile
+            secret, label = self._app.admin.start_session(user.name, by=anonymous)
+        except RotaError:  # the user was removed meanwhile
             return None
-        self._end_old_sessions(user)
         request.session.clear()
         request.session.update(
             user=user.name,
@@ -322,16 +310,6 @@ class Auth:
             csrf=secrets.token_urlsafe(24),
         )
         return user
-
-    def _end_old_sessions(self, user: User) -> None:
-        """Delete ``user``'s session tokens past :data:`SESSION_MAX_AGE` (their
-        cookies have expired: they were never logged out)."""
-        assert self._app is not None
-        oldest = time.time() - SESSION_MAX_AGE
-        for label in user.tokens:
-            started = _session_start(label)
-            if started is not None and started < oldest:
-                self._app.store.delete_token(user.name, label)
 
     async def log_in_form(
         self, request: Request, form: Mapping[str, Any]
@@ -360,7 +338,8 @@ class Auth:
         """End the session; a user's session token goes with it."""
         name, label = request.session.get("user"), request.session.get("sid_label")
         if self._app is not None and isinstance(name, str) and isinstance(label, str):
-            self._app.store.delete_token(name, label)
+            by = Actor(name, "viewer", "web", client_address(request))
+            self._app.admin.end_session(name, label, by=by)
         request.session.clear()
 
     @staticmethod
@@ -379,7 +358,7 @@ class Auth:
         if not all(isinstance(v, str) for v in (name, fingerprint, secret)) or self._app is None:
             return None
         assert isinstance(fingerprint, str) and isinstance(secret, str)
-        user = self._app.store.user_for_token_hash(_session_digest(secret))
+        user = self._app.admin.user_for_session(secret)
         if user is None or user.name != name:  # logged out, revoked, or not this user's
             return None
         if not hmac.compare_digest(fingerprint, self._user_fingerprint(user)):
@@ -467,20 +446,3 @@ class Auth:
             if not hmac.compare_digest(csrf.encode(), expected.encode()):
                 raise Forbidden("CSRF token does not match; reload the page and try again")
         return identity
-
-
-def _session_digest(secret: str) -> str:
-    """The store's hash of a session's secret: apart from an API token's
-    (a plain SHA-256), so a session's secret is no bearer token."""
-    return hashlib.sha256(b"rota dashboard session\0" + secret.encode()).hexdigest()
-
-
-def _session_start(label: str) -> float | None:
-    """When the session of token ``label`` started; None for an API token."""
-    if not label.startswith(SESSION_LABEL):
-        return None
-    stamp = label[len(SESSION_LABEL) :].partition("-")[0]
-    try:
-        return calendar.timegm(time.strptime(stamp, _SESSION_TIME))
-    except ValueError:
-        return None
