@@ -184,10 +184,10 @@ def user_for_token(store: Store, secret: object) -> User | None:
     return store.user_for_token_hash(hash_token(secret))
 
 
-def start_session(store: Store, name: object) -> tuple[str, str]:
-    """A new dashboard session of user ``name``: its secret and its token's
-    label. The user's sessions past :data:`SESSION_MAX_AGE` (never ended)
-    are deleted."""
+def start_session(store: Store, name: object) -> tuple[User, str, str]:
+    """A new dashboard session of user ``name``: the user, the session's
+    secret and its token's label. The user's sessions past
+    :data:`SESSION_MAX_AGE` (never ended) are deleted."""
     user = _existing(store, name)
     secret = secrets.token_urlsafe(32)
     digest = _session_hash(secret)
@@ -198,7 +198,7 @@ def start_session(store: Store, name: object) -> tuple[str, str]:
         started = _session_start(old)
         if started is not None and started < oldest:
             store.delete_token(user.name, old)
-    return secret, label
+    return user, secret, label
 
 
 def end_session(store: Store, name: object, label: object) -> None:

@@ -18,7 +18,7 @@ every right.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _users, _validate
@@ -519,14 +519,19 @@ class Admin:
     def start_session(self, name: str, *, by: Actor | None = None) -> tuple[str, str]:
         """A new dashboard session of user ``name`` (who just logged in): its
         secret, for the session's cookie, and its token's label; the user's
-        sessions past their age end."""
-        self._allow(by, "viewer")
-        return _users.start_session(self._store, name)
+        sessions past their age end. Written to the audit log as
+        ``user.login``, by the user (``by`` says from where)."""
+        actor = self._allow(by, "viewer")
+        user, secret, label = _users.start_session(self._store, name)
+        self._record(replace(actor, name=user.name, role=user.role), "user.login", user.name)
+        return secret, label
 
     def end_session(self, name: str, label: str, *, by: Actor | None = None) -> None:
-        """End user ``name``'s dashboard session ``label`` (Log out)."""
-        self._allow(by, "viewer")
+        """End user ``name``'s dashboard session ``label`` (Log out), written
+        to the audit log as ``user.logout``."""
+        actor = self._allow(by, "viewer")
         _users.end_session(self._store, name, label)
+        self._record(actor, "user.logout", name)
 
     def user_for_session(self, secret: str, *, by: Actor | None = None) -> User | None:
         """The user whose live dashboard session has ``secret``, or None."""

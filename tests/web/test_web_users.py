@@ -175,6 +175,11 @@ def test_a_copy_of_the_cookie_is_worth_nothing_once_its_session_logged_out(
         expect_error(other.get("/api/me"), 401, "log in")
         expect_error(other.post("/api/queues/crawl/pause", headers={"X-CSRF-Token": csrf}), 401)
     assert demo.store.get_user("ola").tokens == ()  # type: ignore[union-attr]
+    [logged_in] = audit(demo, "user.login")
+    [logged_out] = audit(demo, "user.logout")
+    for entry in (logged_in, logged_out):
+        who = (entry.actor, entry.role, entry.origin, entry.address, entry.target)
+        assert who == ("ola", "operator", "web", "127.0.0.1", "ola"), entry
 
     # an admin ends a session by revoking its token; its secret is no bearer token
     user_login(team, "ola")

@@ -336,10 +336,12 @@ class Auth:
 
     def log_out(self, request: Request) -> None:
         """End the session; a user's session token goes with it."""
-        name, label = request.session.get("user"), request.session.get("sid_label")
-        if self._app is not None and isinstance(name, str) and isinstance(label, str):
-            by = Actor(name, "viewer", "web", client_address(request))
-            self._app.admin.end_session(name, label, by=by)
+        label = request.session.get("sid_label")
+        identity = self._session_user(request)  # (None: the session has ended already)
+        if self._app is not None and identity is not None and isinstance(label, str):
+            assert identity.user is not None
+            by = Actor(identity.user, identity.role.label, "web", client_address(request))
+            self._app.admin.end_session(identity.user, label, by=by)
         request.session.clear()
 
     @staticmethod
