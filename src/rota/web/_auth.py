@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from rota.admin import Actor
-from rota.errors import InvalidArgument, RotaError
+from rota.errors import InvalidArgument, NotFound, RotaError
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -299,7 +299,7 @@ class Auth:
             return None
         try:
             secret, label = self._app.admin.start_session(user.name, by=anonymous)
-        except RotaError:  # the user was removed meanwhile
+        except NotFound:  # the user was removed meanwhile (a store that refuses says so)
             return None
         request.session.clear()
         request.session.update(
@@ -323,7 +323,10 @@ class Auth:
             return f"Too many failed logins; try again in {wait:.0f} s.", 429
         name, password, token = form.get("user"), form.get("password"), form.get("token")
         if isinstance(name, str) and name and isinstance(password, str):
-            ok = await asyncio.to_thread(self.log_in_user, request, name, password) is not None
+            try:
+                ok = await asyncio.to_thread(self.log_in_user, request, name, password) is not None
+            except RotaError as exc:  # the session could not be stored (a read-only store)
+                return f"Your session could not be started: {exc}", 503
             wrong = "Wrong user name or password."
         else:
             ok = isinstance(token, str) and self.log_in(request, token) is not None
