@@ -543,12 +543,14 @@ def command_line(schedule: Schedule) -> str:
     if schedule.task != COMMAND_TASK:
         return ""
     call: Any = _json.loads(schedule.payload)
-    return command_line_of(call.get("args") or [] if isinstance(call, dict) else [])
+    return command_line_of(schedule.task, call.get("args") or [] if isinstance(call, dict) else [])
 
 
-def command_line_of(args: Sequence[Any]) -> str:
-    """The command line of the arguments of a ``rota.cmd`` job (its argv
-    shell-quoted, or its shell line), else ``""``."""
+def command_line_of(task: str, args: Sequence[Any]) -> str:
+    """The command line a job of ``task`` with ``args`` runs (its argv
+    shell-quoted, or its shell line): ``""`` unless ``task`` is ``rota.cmd``."""
+    if task != COMMAND_TASK:
+        return ""
     argv = args[0] if args else None
     if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
         return shlex.join(argv)

@@ -31,7 +31,7 @@ from rota.cli._support import (
     summary,
     url_option,
 )
-from rota.commands import COMMAND_TASK, command_line_of
+from rota.commands import command_line_of
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
@@ -94,7 +94,7 @@ def jobs_table(found: Sequence[Job], now: float) -> Table:
     table.add_column("age", justify="right", no_wrap=True)
     table.add_column("error")
     for job in found:
-        command = command_line_of(job.args) if job.task == COMMAND_TASK else ""
+        command = command_line_of(job.task, job.args)
         table.add_row(
             job.id,
             f"{job.task}: {command}" if command else job.task,
@@ -162,7 +162,7 @@ def _fields(job: Job, now: float) -> Text:
     rows: list[tuple[str, str | Text]] = [
         ("id", job.id),
         ("task", job.task),
-        *([("command", command_line_of(job.args))] if job.task == COMMAND_TASK else []),
+        *([("command", command)] if (command := command_line_of(job.task, job.args)) else []),
         ("queue", job.queue),
         ("state", state_text(job.state)),
         ("priority", str(job.priority)),

@@ -47,11 +47,8 @@ def schedule_runs(store: Store, name: str, limit: int = LATEST_RUNS) -> Schedule
     """The latest ``limit`` jobs of schedule ``name`` (its fires and its runs
     sent by hand), with how many ended which way and how long they ran."""
     jobs = store.list_jobs(JobQuery(schedule=name), limit=limit).jobs
-    runs = sorted(
-        j.finished_at - j.started_at
-        for j in jobs
-        if j.state in _ENDED and j.started_at is not None and j.finished_at is not None
-    )
+    # (ended jobs only: a running one's time so far is no run time yet)
+    runs = sorted(t for j in jobs if j.state in _ENDED and (t := run_time(j, 0.0)) is not None)
     return ScheduleRuns(
         jobs=jobs,
         succeeded=sum(j.state is JobState.SUCCEEDED for j in jobs),

@@ -21,7 +21,7 @@ from rota._time import shown_utc
 from rota._users import SESSION_MAX_AGE
 from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
 from rota.app import App
-from rota.commands import COMMAND_TASK, command_line_of
+from rota.commands import command_line_of
 from rota.models import Job
 from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
@@ -142,7 +142,7 @@ def _call_preview(item: Any, width: int = 120) -> str:
 
 def _job_command(job: Job) -> str:
     """The command line a ``rota.cmd`` job runs, else ``""``."""
-    return command_line_of(job.args) if job.task == COMMAND_TASK else ""
+    return command_line_of(job.task, job.args)
 
 
 def _templates() -> Jinja2Templates:

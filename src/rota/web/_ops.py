@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json
 from rota._wording import still_running
 from rota.admin import Actor
-from rota.commands import COMMAND_TASK, command_line_of
+from rota.commands import command_line_of
 from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
@@ -437,7 +437,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 skipped=s.skipped,
                 job_options=dict(s.job_options),
                 overdue=is_overdue(s, now),
-                command=command_line_of(args) if s.task == COMMAND_TASK else "",
+                command=command_line_of(s.task, args),
             )
         )
     return views
