@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
 from rota.errors import InvalidArgument
 from rota.models import Job, JobState
 from rota.retry import RetryPolicy
 from rota.stores.base import Store
 
-__all__ = ["attempt_text", "lag_text", "retry_text", "snooze_reason", "still_running"]
+__all__ = ["attempt_text", "call_text", "lag_text", "retry_text", "snooze_reason", "still_running"]
+
+
+def call_text(args: Sequence[Any], kwargs: Mapping[str, Any], width: int | None = None) -> str:
+    """``(1, "a", x=2)``: a call's arguments as JSON, cut to ``width``
+    characters (the last one ``…``) when given."""
+    parts = [orjson.dumps(a).decode() for a in args]
+    parts += [f"{k}={orjson.dumps(v).decode()}" for k, v in kwargs.items()]
+    text = "(" + ", ".join(parts) + ")"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def attempt_text(job: Job) -> str:

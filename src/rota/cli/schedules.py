@@ -16,7 +16,7 @@ from rich.text import Text
 
 from rota import _json
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
-from rota._wording import attempt_text
+from rota._wording import attempt_text, call_text
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
@@ -31,6 +31,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
+from rota.cli.send import call_arguments
 from rota.commands import COMMAND_TASK, CommandSpec, command_line
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, InvalidSchedule, NotFound
@@ -481,7 +482,7 @@ def add(
         options=options,
         by=cli_actor(),
     )
-    what = command_line(stored) or f"task {stored.task}{_call_text(args, kwargs)}"
+    what = command_line(stored) or f"task {stored.task}{call_text(args, kwargs)}"
     click.echo(f"added schedule {stored.name}: {describe(stored)}: {what}")
     if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
         note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
@@ -542,19 +543,10 @@ def _task_schedule(
     json_call: str | None,
 ) -> _Call:
     """APP, its task ``task_name`` and the call of ``words`` (or ``--json``)."""
-    from rota.cli.send import call_arguments
-
     if app_spec is None:
         raise click.UsageError("--task needs --app, the app that defines it")
     args, kwargs = call_arguments(words, json_call)
     return cli.load_app(app_spec), task_name, args, kwargs
-
-
-def _call_text(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
-    """``(1, "a", x=2)``: the call's arguments as JSON."""
-    parts = [json.dumps(a, ensure_ascii=False) for a in args]
-    parts += [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in kwargs.items()]
-    return f"({', '.join(parts)})"
 
 
 def _iso(text: str) -> datetime:

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rota import __version__
 from rota._time import shown_utc
 from rota._users import SESSION_MAX_AGE
-from rota._wording import attempt_text, lag_text, retry_text, snooze_reason
+from rota._wording import attempt_text, call_text, lag_text, retry_text, snooze_reason
 from rota.app import App
 from rota.commands import command_line_of
 from rota.models import Job
@@ -134,10 +134,7 @@ def _num(value: float | None) -> str:
 
 
 def _call_preview(item: Any, width: int = 120) -> str:
-    parts = [orjson.dumps(a).decode() for a in item.args]
-    parts += [f"{k}={orjson.dumps(v).decode()}" for k, v in item.kwargs.items()]
-    text = "(" + ", ".join(parts) + ")"
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return call_text(item.args, item.kwargs, width)
 
 
 def _job_command(job: Job) -> str:
