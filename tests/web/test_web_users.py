@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+import rota
+from backends import drop_store, store_url
 from rota.models import AuditEntry
 from rota.web import create_app
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, expect_error, login
@@ -197,6 +200,31 @@ def test_a_login_ends_the_users_sessions_past_their_age(team: TestClient, demo: 
     user_login(team, "ola")
     labels = demo.store.get_user("ola").tokens  # type: ignore[union-attr]
     assert gone not in labels and "ci" in labels and len(labels) == 2
+
+
+def test_a_login_a_read_only_store_cannot_record_says_so_and_starts_no_session(
+    tmp_path: Path,
+) -> None:
+    url = store_url("postgres", tmp_path)
+    try:
+        rota.App(url).admin.add_user("ola", "operator", PASSWORD)
+        # the dashboard on a hot standby given as its store: every write is refused
+        standby = rota.App(f"{url}&options=-c%20default_transaction_read_only%3Don")
+        asgi = create_app(standby, secret=SECRET)
+        with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
+            page = c.get("/login")
+            answer = c.post(
+                "/login",
+                data={"user": "ola", "password": PASSWORD, "csrf": csrf_of(page.text)},
+            )
+            assert answer.status_code == 503, answer.text
+            assert "Your session could not be started" in answer.text
+            assert "read-only" in answer.text
+            expect_error(c.get("/api/me"), 401, "log in")
+        assert standby.store.get_user("ola").tokens == ()  # type: ignore[union-attr]
+        standby.close()
+    finally:
+        drop_store("postgres", url)
 
 
 def test_shared_tokens_keep_working_beside_users(demo: Demo) -> None:
