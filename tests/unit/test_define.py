@@ -304,6 +304,8 @@ def test_bad_definitions_raise_precise_errors_and_write_nothing(
         ("x" * 201, "201 characters; at most 200"),
         (" padded", "surrounding spaces"),
         ("tab\there", "control characters"),
+        ("new", "taken by the dashboard's form at /schedules/new"),
+        ("nightly/edit", "taken by the dashboard's form at /schedules/NAME/edit"),
     ],
 )
 def test_bad_names_are_refused(app: App, name: Any, message: str) -> None:

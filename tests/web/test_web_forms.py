@@ -281,6 +281,7 @@ BAD_SCHEDULES = [
     ({"kwargs": "{"}, "kwargs", "kwargs: not valid JSON"),
     ({"task": "nope"}, "task", "unknown task 'nope'"),
     ({"name": ""}, "name", "schedule name must be a non-empty string"),
+    ({"name": "new"}, "name", "schedule name 'new' is taken by the dashboard's form"),
     ({"misfire": "later"}, "misfire", "misfire must be 'coalesce' or 'all', not 'later'"),
     ({"overlap": "maybe"}, "overlap", "overlap must be 'allow', 'skip' or 'queue', not 'maybe'"),
     ({"jitter": "lots"}, "jitter", "jitter 'lots' is not a duration"),

@@ -224,6 +224,14 @@ def _check_name(name: object) -> None:
         _validate.name(name, "schedule name")
     except InvalidArgument as exc:
         raise InvalidSchedule(str(exc)) from None
+    assert isinstance(name, str)
+    # the dashboard's forms are /schedules/new and /schedules/NAME/edit: a
+    # schedule named so would have its page hidden behind one of them
+    if name == "new" or name.endswith("/edit"):
+        form = "/schedules/new" if name == "new" else "/schedules/NAME/edit"
+        raise InvalidSchedule(
+            f"schedule name {name!r} is taken by the dashboard's form at {form}: pick another"
+        )
 
 
 def _bound_task(app: App, name: str, task: Task[Any, Any] | str) -> Task[Any, Any]:
