@@ -206,10 +206,11 @@ def test_a_login_a_read_only_store_cannot_record_says_so_and_starts_no_session(
     tmp_path: Path,
 ) -> None:
     url = store_url("postgres", tmp_path)
+    writer = rota.App(url)
+    # the dashboard on a hot standby given as its store: every write is refused
+    standby = rota.App(f"{url}&options=-c%20default_transaction_read_only%3Don")
     try:
-        rota.App(url).admin.add_user("ola", "operator", PASSWORD)
-        # the dashboard on a hot standby given as its store: every write is refused
-        standby = rota.App(f"{url}&options=-c%20default_transaction_read_only%3Don")
+        writer.admin.add_user("ola", "operator", PASSWORD)
         asgi = create_app(standby, secret=SECRET)
         with TestClient(asgi, base_url=BASE, follow_redirects=False) as c:
             page = c.get("/login")
@@ -221,9 +222,10 @@ def test_a_login_a_read_only_store_cannot_record_says_so_and_starts_no_session(
             assert "Your session could not be started" in answer.text
             assert "read-only" in answer.text
             expect_error(c.get("/api/me"), 401, "log in")
-        assert standby.store.get_user("ola").tokens == ()  # type: ignore[union-attr]
-        standby.close()
+        assert writer.store.get_user("ola").tokens == ()  # type: ignore[union-attr]
     finally:
+        standby.close()
+        writer.close()
         drop_store("postgres", url)
 
 

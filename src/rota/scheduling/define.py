@@ -221,14 +221,13 @@ def schedule_job(
 
 def _check_name(name: object) -> None:
     try:
-        _validate.name(name, "schedule name")
+        valid = _validate.name(name, "schedule name")
     except InvalidArgument as exc:
         raise InvalidSchedule(str(exc)) from None
-    assert isinstance(name, str)
     # the dashboard's forms are /schedules/new and /schedules/NAME/edit: a
     # schedule named so would have its page hidden behind one of them
-    if name == "new" or name.endswith("/edit"):
-        form = "/schedules/new" if name == "new" else "/schedules/NAME/edit"
+    if valid == "new" or valid.endswith("/edit"):
+        form = "/schedules/new" if valid == "new" else "/schedules/NAME/edit"
         raise InvalidSchedule(
             f"schedule name {name!r} is taken by the dashboard's form at {form}: pick another"
         )
