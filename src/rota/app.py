@@ -146,9 +146,11 @@ class App(Registry):
         self.job_log_cap = _validate.integer(job_log_cap, "job_log_cap", 1, 2**31 - 1)
         self.name = name
         self._store: Store | None = None
-        #: Open only a store that exists (see ``open_store``'s ``must_exist``):
-        #: set by the CLI's commands that read or steer what is there.
-        self._must_exist = False
+        #: Open only a store that exists, when the store is first used (see
+        #: ``open_store``'s ``must_exist``): a missing SQLite file, PostgreSQL
+        #: schema or MySQL database is then an error naming it, not a new,
+        #: empty store. The CLI's commands that read or steer what is there set it.
+        self.must_exist = False
         self._reader: Store | None = None
         self._store_lock = threading.Lock()
         self._on_start: list[Callable[[], object]] = []
@@ -265,7 +267,7 @@ class App(Registry):
             with self._store_lock:
                 if self._store is None:
                     url = self.url
-                    self._store = open_store(url, must_exist=self._must_exist)
+                    self._store = open_store(url, must_exist=self.must_exist)
                     self._opened_url = url
         return self._store
 

@@ -100,7 +100,7 @@ class CliState:
         app = App(self.url, read_url=self.read_url)
         if must_exist:
             require_file(app.url)
-            app._must_exist = True
+            app.must_exist = True
         self._track(app)
         return app
 
