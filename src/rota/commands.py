@@ -55,6 +55,7 @@ __all__ = [
     "CommandSpec",
     "CommandTask",
     "Tail",
+    "command_call",
     "command_line",
     "command_line_of",
     "parse_command_line",
@@ -536,6 +537,13 @@ def _fixed_spec(spec: CommandSpec) -> SpecOf:
         return spec.extended(extra_args(kwargs.get("extra_args")))
 
     return spec_of
+
+
+def command_call(argv: list[str], timeout: float | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments of a ``rota.cmd`` job running ``argv`` (no shell),
+    stopped after ``timeout`` seconds when given (read back by
+    :func:`command_line_of`)."""
+    return [argv], {} if timeout is None else {"timeout": timeout}
 
 
 def command_line(schedule: Schedule) -> str:

@@ -32,7 +32,7 @@ from rota.cli._support import (
     url_option,
 )
 from rota.cli.send import call_arguments
-from rota.commands import COMMAND_TASK, CommandSpec, command_line
+from rota.commands import COMMAND_TASK, CommandSpec, command_call, command_line
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, InvalidSchedule, NotFound
 from rota.models import JobState, Schedule
@@ -525,14 +525,14 @@ def _command_schedule(
         raise click.UsageError("--app and --json go with --task")
     if not words:
         raise click.UsageError("missing the command line after -- (or --app APP --task TASK)")
-    kwargs = {} if timeout is None else {"timeout": timeout}
+    args, kwargs = command_call(list(words), timeout)
     try:
-        CommandSpec.build(list(words), **kwargs)
+        CommandSpec.build(*args, **kwargs)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="CMD") from None
     app = cli.store_app(must_exist=False)
     app.enable_commands()  # to define it; only workers started with --commands run it
-    return app, COMMAND_TASK, [list(words)], kwargs
+    return app, COMMAND_TASK, args, kwargs
 
 
 def _task_schedule(

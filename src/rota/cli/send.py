@@ -20,7 +20,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
-from rota.commands import COMMAND_TASK
+from rota.commands import COMMAND_TASK, command_call
 from rota.errors import JobFailed, SerializationError
 from rota.task import JobHandle
 
@@ -222,7 +222,7 @@ def send(
     _check_words(app_spec, task_name, command)
     assert task_name is not None
     if command:
-        call_args, call_kwargs = _command_call([task_name, *args], command_timeout)
+        call_args, call_kwargs = command_call([task_name, *args], command_timeout)
         task_name = COMMAND_TASK
     else:
         if command_timeout is not None:
@@ -262,11 +262,6 @@ def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> 
         raise click.UsageError("missing the command line: rota send [APP] --cmd -- CMD ARGS...")
     if not command and (not app_spec or task_name is None):
         raise click.UsageError("missing APP and TASK" if not app_spec else "missing TASK")
-
-
-def _command_call(argv: list[str], timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
-    """The arguments of a ``rota.cmd`` job running ``argv``, stopped after ``timeout``."""
-    return [argv], {} if timeout is None else {"timeout": timeout}
 
 
 def _print_result(handle: JobHandle[Any], timeout: float | None) -> None:
