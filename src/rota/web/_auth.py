@@ -360,9 +360,13 @@ class Auth:
         name = request.session.get("user")
         fingerprint = request.session.get("auth")
         secret = request.session.get("sid")
-        if not all(isinstance(v, str) for v in (name, fingerprint, secret)) or self._app is None:
+        if (
+            not isinstance(name, str)
+            or not isinstance(fingerprint, str)
+            or not isinstance(secret, str)
+            or self._app is None
+        ):
             return None
-        assert isinstance(fingerprint, str) and isinstance(secret, str)
         user = self._app.admin.user_for_session(secret)
         if user is None or user.name != name:  # logged out, revoked, or not this user's
             return None
