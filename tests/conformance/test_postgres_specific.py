@@ -30,7 +30,7 @@ from rota.errors import InvalidArgument, StoreError, StoreUnavailable, ValueRefu
 from rota.models import ConcurrencyKey, JobState, Outcome  # noqa: E402
 from rota.stores import open_store  # noqa: E402
 from rota.stores.postgres import PostgresStore  # noqa: E402
-from rota.stores.postgres._conn import store_error  # noqa: E402
+from rota.stores.postgres._tx import store_error  # noqa: E402
 from rota.stores.sql.queries import migrations  # noqa: E402
 
 #: The schema versions this release ships, as the server lists them.

@@ -23,7 +23,7 @@ from typing import Any
 import MySQLdb
 
 from rota.errors import InvalidArgument
-from rota.stores.mysql._conn import MySQLTx, Q, error_code
+from rota.stores.mysql._tx import MySQLTx, Q, error_code
 from rota.stores.sql.tx import Changed, Cursor, Params
 
 __all__ = ["caller_tx", "in_store_session", "savepoint"]

@@ -24,7 +24,8 @@ from rota.models import EnqueueResult, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
 from rota.stores.mysql._caller import caller_tx, in_store_session, savepoint
-from rota.stores.mysql._conn import MySQLConnections, store_error
+from rota.stores.mysql._conn import MySQLConnections
+from rota.stores.mysql._tx import store_error
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
 from rota.stores.sql.logs import Logs

@@ -22,7 +22,8 @@ from rota.errors import InvalidArgument, StoreError
 from rota.models import ANY_HOST, ClaimedJob, EnqueueResult, HostScope, NewJob
 from rota.stores import _checks
 from rota.stores.base import Store
-from rota.stores.postgres._conn import PgConnections, PgTx, lacks_rights, store_error
+from rota.stores.postgres._conn import PgConnections
+from rota.stores.postgres._tx import PgTx, lacks_rights, store_error
 from rota.stores.sql.audit import Audit
 from rota.stores.sql.jobs import Jobs
 from rota.stores.sql.logs import Logs

@@ -1,5 +1,5 @@
 -- Sessions, transactions, the store clock, wake-ups and migrations of the
--- MySQL / MariaDB store (rota.stores.mysql._conn). Each query follows a
+-- MySQL / MariaDB store (rota.stores.mysql._conn, _tx). Each query follows a
 -- "-- name: NAME" line; %s are parameters. A query of several statements (one
 -- per line ending in ";") runs in one round trip: each statement takes the
 -- last of the parameters, as many as it has, and the query gives the rows of

@@ -1,5 +1,5 @@
 -- Connection set-up, the store clock, wake-ups and migrations of the
--- PostgreSQL store (rota.stores.postgres._conn). Each statement follows a
+-- PostgreSQL store (rota.stores.postgres._conn, _tx). Each statement follows a
 -- "-- name: NAME" line; {schema} and {channel} are checked identifiers.
 
 -- name: clock
