@@ -24,7 +24,7 @@ def test_an_outcome_the_store_refuses_becomes_a_failure_and_the_batch_goes_throu
     bad, good, other = (claimed[h.id] for h in sent)
     worker = Worker(app)
 
-    applied = worker._report(
+    applied = worker._acker.report(
         [
             Outcome(bad.id, bad.token, False, error="boom", retry_in=float("nan")),
             Outcome(good.id, good.token, True, result=b"1"),

@@ -16,7 +16,7 @@ import pytest
 from helpers import wait_for
 from rota import App
 from rota.models import JobState, Outcome
-from rota.worker import worker as worker_module
+from rota.worker import acker
 from rota.worker.worker import Worker
 
 LINGER = 30.0
@@ -24,7 +24,7 @@ LINGER = 30.0
 
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setattr(worker_module, "_ACK_LINGER", LINGER)
+    monkeypatch.setattr(acker, "LINGER", LINGER)
     app = App(f"sqlite:///{tmp_path / 'rota.db'}")
     yield app
     app.close()

@@ -51,9 +51,9 @@ def test_a_stale_attempt_ending_late_leaves_the_new_attempt_of_its_job_alone(
     assert worker._may_start(fresh)
     assert worker.running == 1
     worker._on_done(fresh, runner.encode(7))
-    reported = [worker._outcomes.get_nowait() for _ in range(2)]
+    reported = [worker._acker._outcomes.get_nowait() for _ in range(2)]
     assert [done.outcome.token for done in reported] == [stale.token, fresh.token]
-    assert worker._report([done.outcome for done in reported]) == [False, True]
+    assert worker._acker.report([done.outcome for done in reported]) == [False, True]
     assert attempts.handle.job().state is JobState.SUCCEEDED
 
 
@@ -82,5 +82,5 @@ def test_a_renewal_stops_the_attempt_whose_lease_was_lost_and_no_other(
     assert contexts[stale.token].cancelled
     assert not contexts[fresh.token].cancelled
     worker._on_done(fresh, runner.encode(7))
-    assert worker._report([worker._outcomes.get_nowait().outcome]) == [True]
+    assert worker._acker.report([worker._acker._outcomes.get_nowait().outcome]) == [True]
     assert attempts.handle.job().state is JobState.SUCCEEDED

@@ -14,8 +14,9 @@ none is left waiting, then for every free slot plus those, so a claim
 brings several jobs where it would bring one; jobs still waiting at
 shutdown are released at once. Supervised side threads:
 
-- **acker**: reports outcomes to the store in batches (whatever finished
-  since the last report goes in one ``finish`` call);
+- **acker** (``rota.worker.acker``): reports outcomes to the store in
+  batches (whatever finished since the last report goes in one ``finish``
+  call);
 - **keeper**: renews the leases of running jobs (and stops the ones the
   store says were cancelled, or gave back to their queue as their lease
   ran out in a stall or a partition), sends the heartbeat with host load
@@ -60,7 +61,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import queue
 import socket
 import threading
 import time
@@ -76,9 +76,10 @@ from rota._signals import StopSignals
 from rota._store_wait import wait_for_store
 from rota.context import cancel_running
 from rota.errors import CommitInDoubt, InvalidArgument, JobTimeout
-from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, Outcome, WorkerInfo
+from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
+from rota.worker.acker import Acker, Done
 from rota.worker.ahead import ClaimAhead
 from rota.worker.executors import MODES, make_executor
 from rota.worker.runner import Result
@@ -88,16 +89,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rota.worker")
 
-_ACK_BATCH = 500
-#: Seconds an outcome may wait for others to share its report while more of
-#: the worker's jobs run or wait for a slot (with none left in flight, the
-#: report goes at once). A report costs the worker and the store far more
-#: than one more outcome in it: with short jobs that do a round trip, 20 ms
-#: gives reports of about 40 outcomes where 5 ms gave 17, and 5-10 % less CPU
-#: per job, workers and redis-server (docs/performance.md). The price: a busy
-#: worker's job shows as finished, and frees its concurrency slots, up to
-#: this long after it ends.
-_ACK_LINGER = 0.02
 _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
 #: A side thread that ran this long before failing restarts after the first
 #: backoff again (a new outage), not after the last one's.
@@ -116,18 +107,6 @@ _LOST_LEASE = (
     "lease of job %s was lost (the store gave the job back to its queue): "
     "stopping this attempt, whose result the store will refuse"
 )
-
-
-@dataclass(slots=True)
-class _Done:
-    """A finished attempt waiting to be reported: its outcome, the job, how
-    long it ran, and whether the store had asked to cancel it (it then ends
-    cancelled, whatever the outcome)."""
-
-    job: ClaimedJob
-    outcome: Outcome
-    seconds: float
-    cancelled: bool = False
 
 
 def _claim_of(job: ClaimedJob) -> tuple[str, str]:
@@ -242,9 +221,13 @@ class Worker:
         #: its next round (``_keeper_due``, monotonic), or the worker is done.
         self._keeper_wake = threading.Event()
         self._keeper_due = math.inf
-        self._outcomes: queue.SimpleQueue[_Done | None] = queue.SimpleQueue()
-        self._unacked: list[_Done] = []
-        self._ack_closing = False
+        self._acker = Acker(
+            app,
+            reported=self._reported,
+            in_flight=lambda: bool(self._inflight),
+            none_in_flight=self._none_in_flight,
+            refused=self._count_error,
+        )
         # (a pool's child takes a second signal as the first: its supervisor escalates)
         self._signals = StopSignals(on_repeat=self._exit_now if second_signal_exits else None)
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
@@ -270,7 +253,7 @@ class Worker:
         joblogs.install()
         self._send_heartbeat()  # before the keeper's, which must not be overwritten
         self._executor.start(self._claim_turn)
-        self._start_side(self._ack_loop, "rota-acker")
+        self._start_side(self._acker.run, "rota-acker")
         self._start_side(self._keeper_loop, "rota-keeper")
         self._start_side(self._reaper_loop, "rota-reaper")
         if self.with_scheduler:
@@ -420,11 +403,15 @@ class Worker:
         except Exception as exc:
             failed = runner.internal_failure(exc, "the worker's reporting")
             outcome = runner.to_outcome(job, failed)
-            with self._lock:
-                self.errors += 1
-        self._outcomes.put(_Done(job, outcome, seconds, flight.cancelled))
+            self._count_error()
+        self._acker.put(Done(job, outcome, seconds, flight.cancelled))
         if freed:
             self._slot_freed.set()
+
+    def _count_error(self) -> None:
+        """An unexpected error the worker survived (logged where it happened)."""
+        with self._lock:
+            self.errors += 1
 
     # -- side threads ----------------------------------------------------------
 
@@ -452,67 +439,13 @@ class Worker:
 
         return run
 
-    def _ack_loop(self) -> None:
-        """Report outcomes in batches: what has come, and while other jobs run,
-        what comes within :data:`_ACK_LINGER` (one report for several jobs
-        that end a few milliseconds apart). Outcomes not yet acknowledged live
-        in ``self._unacked``, so a store outage that restarts this loop loses
-        none."""
-        pending = self._unacked
-        while True:
-            if not pending:
-                first = self._outcomes.get()
-                if first is None:
-                    return
-                pending.append(first)
-            linger_until = time.monotonic() + _ACK_LINGER
-            while len(pending) < _ACK_BATCH:
-                try:
-                    more = self._outcomes.get_nowait()
-                except queue.Empty:
-                    left = linger_until - time.monotonic()
-                    if left <= 0 or not self._inflight:
-                        break
-                    # Linger woken only once nothing is in flight, not by each
-                    # outcome: waking this thread per job costs more than its report.
-                    self._none_in_flight.wait(left)
-                    continue
-                if more is None:
-                    self._ack_closing = True
-                    break
-                pending.append(more)
-            # raises on a store outage: retried by supervisor
-            applied = self._report([done.outcome for done in pending])
-            with self._lock:
-                for done in pending:
-                    self._reporting.pop(_claim_of(done.job), None)
-            self._count(pending, applied)
-            pending.clear()
-            if self._ack_closing:
-                return
-
-    def _report(self, outcomes: list[Outcome]) -> list[bool]:
-        """``store.finish(outcomes)``, never stalled by one bad outcome: when the
-        store refuses a batch as invalid, each outcome is reported alone, and one
-        refused again becomes a plain failure naming the refusal. Outages and
-        other store errors raise, and the batch is reported again."""
-        try:
-            return self.app.store.finish(outcomes)
-        except InvalidArgument as exc:
-            if len(outcomes) > 1:
-                return [ok for outcome in outcomes for ok in self._report([outcome])]
-            refused = outcomes[0]
-            log.error("the store refused the outcome of job %s: %s", refused.job_id, exc)
-            with self._lock:
-                self.errors += 1
-            error = f"internal error: the store refused this attempt's outcome: {exc}"
-            return self.app.store.finish(
-                [Outcome(refused.job_id, refused.token, False, error=error)]
-            )
-
-    def _count(self, reported: list[_Done], applied: list[bool]) -> None:
-        """Count the attempts the store took and log a line for each (the line
-        says what is stored: it comes once the store has taken the outcome)."""
+    def _reported(self, reported: list[Done], applied: list[bool]) -> None:
+        """The acker reported ``reported``: count the attempts the store took and
+        log a line for each (the line says what is stored: it comes once the
+        store has taken the outcome)."""
+        with self._lock:
+            for done in reported:
+                self._reporting.pop(_claim_of(done.job), None)
         with joblog.batch():
             for done, ok in zip(reported, applied, strict=True):
                 outcome = done.outcome
@@ -761,7 +694,7 @@ class Worker:
         self._stop_by = max(self._stop_by, deadline + time.monotonic() - stopping + STOP_MARGIN)
         self._release(leftover, "unfinished job(s)")
         self._releasing = {}
-        self._outcomes.put(None)
+        self._acker.close()
         for thread in self._side:
             if thread.name == "rota-acker":
                 thread.join(max(0.0, self._stop_by - time.monotonic()))
