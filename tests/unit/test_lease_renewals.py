@@ -33,18 +33,18 @@ def test_running_jobs_are_renewed_each_time_and_held_ones_after_a_third(
     running, held, reported = worker._claim(3)
     assert worker._may_start(running) and worker._may_start(reported)
     key = (reported.id, reported.token)
-    worker._reporting[key] = worker._inflight.pop(key)
+    worker._flights.reporting[key] = worker._flights.inflight.pop(key)
 
-    worker._renew_leases()
+    worker._leases.renew()
     assert asked == [[running.id]]
 
     for job in (held, reported):
         key = (job.id, job.token)
-        flight = worker._inflight.get(key) or worker._reporting[key]
+        flight = worker._flights.inflight.get(key) or worker._flights.reporting[key]
         flight.renewed = time.monotonic() - job.lease / 3 - 0.1
-    worker._renew_leases()
+    worker._leases.renew()
     assert sorted(asked[1]) == sorted([running.id, held.id, reported.id])
 
-    worker._renew_leases()  # both just renewed: the running job alone again
+    worker._leases.renew()  # both just renewed: the running job alone again
     assert asked[2] == [running.id]
     app.close()

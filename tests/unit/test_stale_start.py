@@ -23,11 +23,12 @@ def test_a_job_whose_lease_ran_out_while_waiting_is_dropped_unrun(tmp_path: Path
     echo.send(2)
     worker = Worker(app)
     fresh, stale = worker._claim(2)
-    worker._inflight[stale.id, stale.token].renewed = time.monotonic() - stale.lease - 0.1
+    worker._flights.inflight[stale.id, stale.token].renewed = time.monotonic() - stale.lease - 0.1
 
     assert worker._may_start(fresh)
     assert not worker._may_start(stale)
-    assert set(worker._inflight) == {(fresh.id, fresh.token)}  # no longer renewed or reported
+    # no longer renewed or reported:
+    assert set(worker._flights.inflight) == {(fresh.id, fresh.token)}
     app.close()
 
 
@@ -37,9 +38,9 @@ def test_a_renewed_lease_keeps_a_waiting_job_startable(tmp_path: Path) -> None:
     app.tasks["echo"].send(1)
     worker = Worker(app)
     (job,) = worker._claim(1)
-    worker._inflight[job.id, job.token].renewed = time.monotonic() - job.lease - 0.1
+    worker._flights.inflight[job.id, job.token].renewed = time.monotonic() - job.lease - 0.1
 
-    worker._renew_leases()
+    worker._leases.renew()
 
     assert worker._may_start(job)
     app.close()
@@ -56,12 +57,12 @@ def test_a_waiting_job_whose_renewal_finds_its_lease_lost_is_dropped_unrun(
     kept, taken_back = worker._claim(2)
     app.store.release([LeaseRef(taken_back.id, taken_back.token)])  # as a recovery would
     for job in (kept, taken_back):  # a third of the lease passed: both are renewed
-        worker._inflight[job.id, job.token].renewed = time.monotonic() - job.lease / 3 - 0.1
+        worker._flights.inflight[job.id, job.token].renewed = time.monotonic() - job.lease / 3 - 0.1
 
-    worker._renew_leases()
+    worker._leases.renew()
     asked: list[list[LeaseRef]] = []
     app.store.extend = lambda leases: asked.append(list(leases)) or []  # type: ignore[method-assign]
-    worker._renew_leases()
+    worker._leases.renew()
     assert asked == []  # the lost lease is not asked for again, the other is not due
 
     assert worker._may_start(kept)

@@ -62,7 +62,7 @@ def test_a_new_attempt_claimed_while_the_stale_one_runs_is_tracked_apart(
 ) -> None:
     worker, stale, fresh = attempts.worker, attempts.stale, attempts.fresh
     assert worker.running == 2  # both hold a slot until they end
-    worker._renew_leases()  # the stale lease is lost, the fresh one renewed
+    worker._leases.renew()  # the stale lease is lost, the fresh one renewed
     assert worker._may_start(fresh)
     worker._on_done(fresh, runner.encode(7))
     assert worker.running == 1
@@ -77,7 +77,7 @@ def test_a_renewal_stops_the_attempt_whose_lease_was_lost_and_no_other(
     contexts = {job.token: runner.prepare(attempts.app, job)[3] for job in (stale, fresh)}
     assert worker._may_start(fresh)
 
-    worker._renew_leases()
+    worker._leases.renew()
 
     assert contexts[stale.token].cancelled
     assert not contexts[fresh.token].cancelled

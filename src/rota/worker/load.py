@@ -19,10 +19,14 @@ polling pace on MySQL), times how much busier it is than that peer
 nothing: its load is then past work, and two idle workers each reading
 the other's older, lower load would otherwise both wait), so the delay
 grows with the gap and never slows a worker that has no idler peer.
+
+Apart from its peers, a worker started with ``--max-cpu`` or ``--max-mem``
+claims nothing while its machine is over either (:class:`HostGate`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -30,6 +34,8 @@ from collections.abc import Callable, Iterable
 import psutil
 
 from rota.models import WorkerInfo
+
+log = logging.getLogger("rota.worker")
 
 #: The wait before a claim of a worker busier than its idlest peer by the
 #: whole machine (load 1.0 against 0.0); smaller gaps wait in proportion.
@@ -62,6 +68,38 @@ class LoadMeter:
     def _cpu_seconds(self) -> float:
         times = self._process.cpu_times()
         return float(times.user + times.system)
+
+
+class HostGate:
+    """The machine's CPU and memory use (percent, None before the first
+    reading), and whether a worker holds back its claims because either is
+    over its threshold (None: no threshold)."""
+
+    def __init__(self, max_cpu: float | None, max_mem: float | None) -> None:
+        self.max_cpu = max_cpu
+        self.max_mem = max_mem
+        self.cpu: float | None = None
+        self.mem: float | None = None
+        self.closed = False
+        psutil.cpu_percent(interval=None)  # the first reading counts from here
+
+    def read(self) -> bool:
+        """Read the machine's use; True when the gate closes at this reading
+        (it was open), which is logged, as its opening again is."""
+        self.cpu = cpu = psutil.cpu_percent(interval=None)
+        self.mem = mem = psutil.virtual_memory().percent
+        over = (self.max_cpu is not None and cpu > self.max_cpu) or (
+            self.max_mem is not None and mem > self.max_mem
+        )
+        was, self.closed = self.closed, over
+        if over != was:
+            log.warning(
+                "host load cpu=%.0f%% mem=%.0f%%: %s claiming",
+                cpu,
+                mem,
+                "holding back" if over else "resuming",
+            )
+        return over and not was
 
 
 def idlest_peer_load(

@@ -17,12 +17,13 @@ shutdown are released at once. Supervised side threads:
 - **acker** (``rota.worker.acker``): reports outcomes to the store in
   batches (whatever finished since the last report goes in one ``finish``
   call);
-- **keeper**: renews the leases of running jobs (and stops the ones the
-  store says were cancelled, or gave back to their queue as their lease
-  ran out in a stall or a partition), sends the heartbeat with host load
-  and the worker's own, reads its peers' loads (a worker busier than an
-  idle peer waits a little before each claim: see ``rota.worker.load``),
-  and gates claiming while the host is over its CPU or memory threshold;
+- **keeper**: renews the leases of running jobs and stops the ones the
+  store says were cancelled, or gave back to their queue as their lease ran
+  out in a stall or a partition (``rota.worker.leases``); sends the
+  heartbeat with host load and the worker's own, reads its peers' loads (a
+  worker busier than an idle peer waits a little before each claim: see
+  ``rota.worker.load``), and gates claiming while the host is over its CPU
+  or memory threshold;
 - **reaper**: returns jobs whose lease expired (dead workers) and applies
   the retention policy;
 - **scheduler** (optional): fires due schedules.
@@ -66,23 +67,23 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import psutil
 
 from rota import _validate, commands
 from rota._signals import StopSignals
 from rota._store_wait import wait_for_store
 from rota.context import cancel_running
-from rota.errors import CommitInDoubt, InvalidArgument, JobTimeout
+from rota.errors import CommitInDoubt, InvalidArgument
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
 from rota.worker.acker import Acker, Done
 from rota.worker.ahead import ClaimAhead
 from rota.worker.executors import MODES, make_executor
+from rota.worker.flights import Flight, Flights, claim_of
+from rota.worker.leases import LeaseKeeper
 from rota.worker.runner import Result
+from rota.worker.side import start_side
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -90,9 +91,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.worker")
 
 _IDLE_WAIT = 1.0  # seconds one claim_or_wait call may block
-#: A side thread that ran this long before failing restarts after the first
-#: backoff again (a new outage), not after the last one's.
-_QUIET_RUN = 60.0
 _RETENTION_EVERY = 60.0
 #: Jobs one retention pass removes at most (one store transaction); a pass
 #: that removed that many is followed by another on the reaper's next turn.
@@ -103,33 +101,6 @@ STOP_MARGIN = 3.0
 #: Seconds a stopping worker waits for thread tasks it asked to stop (after the
 #: grace) to return, within :data:`STOP_MARGIN`.
 THREAD_STOP_WAIT = 1.0
-_LOST_LEASE = (
-    "lease of job %s was lost (the store gave the job back to its queue): "
-    "stopping this attempt, whose result the store will refuse"
-)
-
-
-def _claim_of(job: ClaimedJob) -> tuple[str, str]:
-    """The key of one attempt: a worker stalled past a lease may claim the job
-    again while its stale attempt still runs or waits for its report."""
-    return job.id, job.token
-
-
-@dataclass(slots=True)
-class _Inflight:
-    job: ClaimedJob
-    claimed: float  # monotonic
-    renewed: float  # monotonic: when the lease was last known to be held
-    #: Whether a renewal said the job was cancelled.
-    cancelled: bool = False
-    #: Whether the attempt was told to stop (cancelled, or its lease lost).
-    stopped: bool = False
-    #: Whether a renewal found the lease gone (the store took the job back).
-    lost: bool = False
-    #: At shutdown, whether the task left running after the grace returned.
-    returned: bool = False
-    #: monotonic, once a slot started it (a job held for a slot has none)
-    started: float | None = None
 
 
 class Worker:
@@ -179,8 +150,8 @@ class Worker:
         #: when given, else one per slot while its jobs are short (``rota.worker.ahead``).
         self._ahead = ClaimAhead(concurrency, prefetch)
         self.grace = grace
-        self.max_cpu = max_cpu
-        self.max_mem = max_mem
+        #: Claims wait while the machine is over ``max_cpu`` or ``max_mem`` (percent).
+        self._gate = load.HostGate(max_cpu, max_mem)
         self.heartbeat_every = heartbeat
         self.with_scheduler = scheduler
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -189,9 +160,6 @@ class Worker:
         self.failed = 0
         #: Unexpected errors the worker's threads and child processes survived.
         self.errors = 0
-        self.holding_back = False
-        self._cpu: float | None = None
-        self._mem: float | None = None
         self._load_meter = load.LoadMeter()
         self._load = 0.0
         self._idlest_peer: float | None = None  # see rota.worker.load
@@ -200,16 +168,9 @@ class Worker:
         #: False, so that peers do not wait for a worker still starting).
         self._claimed_short = False
         self._claim_failures = 0  # claims failed in a row: an outage is logged once
-        #: Claimed jobs not ended yet, by :func:`_claim_of`.
-        self._inflight: dict[tuple[str, str], _Inflight] = {}
-        #: Jobs whose attempt ended and whose outcome the store has not yet
-        #: taken: their leases are renewed until it has, or a slow report
-        #: would let them run again elsewhere.
-        self._reporting: dict[tuple[str, str], _Inflight] = {}
-        #: At shutdown, the jobs left running after the grace: their leases
-        #: are renewed while what runs them is stopped, then they are released.
-        self._releasing: dict[tuple[str, str], _Inflight] = {}
-        self._lock = threading.Lock()
+        #: The attempts claimed, from the claim until the store took their outcome.
+        self._flights = Flights()
+        self._lock = self._flights.lock  # (also guards the counts of the heartbeat)
         #: Set when a slot frees while no claimed job waits for one (a claim
         #: may follow), at shutdown, and when a held job is dropped.
         self._slot_freed = threading.Event()
@@ -224,7 +185,7 @@ class Worker:
         self._acker = Acker(
             app,
             reported=self._reported,
-            in_flight=lambda: bool(self._inflight),
+            in_flight=lambda: bool(self._flights.inflight),
             none_in_flight=self._none_in_flight,
             refused=self._count_error,
         )
@@ -233,6 +194,9 @@ class Worker:
         self._executor = make_executor(mode, app, concurrency, self._on_done, app_spec)
         self._executor.may_start = self._may_start
         self._executor.short_jobs = self._ahead.short
+        self._leases = LeaseKeeper(
+            app, self._flights, self._executor, mode=mode, on_done=self._on_done
+        )
         self._side: list[threading.Thread] = []
         #: When a stopping worker gives up on the store (monotonic; see STOP_MARGIN).
         self._stop_by = math.inf
@@ -285,9 +249,14 @@ class Worker:
         self._signals.wake()
 
     @property
+    def holding_back(self) -> bool:
+        """Whether claims wait while the machine is over its CPU or memory threshold."""
+        return self._gate.closed
+
+    @property
     def running(self) -> int:
         """Jobs being run right now."""
-        return len(self._inflight)
+        return len(self._flights.inflight)
 
     # -- claiming ----------------------------------------------------------------
 
@@ -299,7 +268,7 @@ class Worker:
         if self.holding_back:
             self._stopping.wait(1.0)
             return []
-        held = max(len(self._inflight), self._executor.busy())
+        held = max(len(self._flights.inflight), self._executor.busy())
         ahead = self._ahead.jobs()
         if held >= self.concurrency and (held > self.concurrency or not ahead):
             self._slot_freed.wait(1.0)  # every slot busy, and jobs wait for them
@@ -347,7 +316,7 @@ class Worker:
         now = time.monotonic()
         with self._lock:
             for job in jobs:
-                self._inflight[_claim_of(job)] = _Inflight(job, now, now)
+                self._flights.inflight[claim_of(job)] = Flight(job, now, now)
             if jobs:
                 self._none_in_flight.clear()
         return jobs
@@ -358,7 +327,7 @@ class Worker:
         that a renewal found lost: the store has handed it out again, so it
         is dropped unrun."""
         with self._lock:
-            flight = self._inflight.get(_claim_of(job))
+            flight = self._flights.inflight.get(claim_of(job))
             if flight is None:
                 return False  # released at shutdown
             now = time.monotonic()
@@ -368,7 +337,7 @@ class Worker:
                 if self.mode == "threads" and due < self._keeper_due:
                     self._keeper_wake.set()  # to report the timeout when due
                 return True
-            del self._inflight[_claim_of(job)]
+            del self._flights.inflight[claim_of(job)]
         log.warning(
             "job %s not started: its lease was lost while it waited for a slot "
             "(this process was stalled or cut off); the store hands it out again",
@@ -382,20 +351,20 @@ class Worker:
         that calls it lives on."""
         with self._lock:
             self.errors += result.internal
-            flight = self._inflight.pop(_claim_of(job), None)
+            flight = self._flights.inflight.pop(claim_of(job), None)
             if flight is None:  # already reported (timed out), or being released at shutdown
-                leftover = self._releasing.get(_claim_of(job))
+                leftover = self._flights.releasing.get(claim_of(job))
                 if leftover is not None:
                     leftover.returned = True
                     self._slot_freed.set()
                 return
-            self._reporting[_claim_of(job)] = flight
+            self._flights.reporting[claim_of(job)] = flight
             seconds = time.monotonic() - (flight.started or flight.claimed)
             self._ahead.done(seconds)
-            if not self._inflight:
+            if not self._flights.inflight:
                 self._none_in_flight.set()
             # a claim waits only while jobs wait for a slot (see _claim_turn)
-            freed = max(len(self._inflight), self._executor.busy()) <= self.concurrency
+            freed = max(len(self._flights.inflight), self._executor.busy()) <= self.concurrency
         try:
             if not result.ok:  # (a success needs no look, nor the clock)
                 result = runner.awaiting_task(job, result, time.time())
@@ -416,28 +385,7 @@ class Worker:
     # -- side threads ----------------------------------------------------------
 
     def _start_side(self, target: Callable[[], None], name: str) -> None:
-        thread = threading.Thread(target=self._supervised(target, name), name=name, daemon=True)
-        thread.start()
-        self._side.append(thread)
-
-    def _supervised(self, target: Callable[[], None], name: str) -> Callable[[], None]:
-        def run() -> None:
-            failures = 0
-            while not self._done.is_set():
-                started = time.monotonic()
-                try:
-                    target()
-                    return
-                except Exception:
-                    if time.monotonic() - started > _QUIET_RUN:
-                        failures = 0  # a new outage, not the last one going on
-                    failures += 1
-                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
-                    if failures == 1:
-                        log.exception("%s failed; restarting it with backoff", name)
-                    self._done.wait(delay)
-
-        return run
+        self._side.append(start_side(target, name, self._done))
 
     def _reported(self, reported: list[Done], applied: list[bool]) -> None:
         """The acker reported ``reported``: count the attempts the store took and
@@ -445,7 +393,7 @@ class Worker:
         store has taken the outcome)."""
         with self._lock:
             for done in reported:
-                self._reporting.pop(_claim_of(done.job), None)
+                self._flights.reporting.pop(claim_of(done.job), None)
         with joblog.batch():
             for done, ok in zip(reported, applied, strict=True):
                 outcome = done.outcome
@@ -462,19 +410,18 @@ class Worker:
                     self.failed += 1
 
     def _keeper_loop(self) -> None:
-        """Renew leases and measure the load every :meth:`_keeper_interval`,
+        """Renew leases and measure the load every :meth:`LeaseKeeper.interval`,
         beat, and in threads mode report each running job's timeout when it
         falls due (waking for it)."""
-        psutil.cpu_percent(interval=None)
         last_beat, renewed, stuck = 0.0, float("-inf"), 0
         while not self._done.is_set():
             now = time.monotonic()
-            every = self._keeper_interval()
+            every = self._leases.interval(self.heartbeat_every)
             if now - renewed >= every:
-                self._renew_leases()
+                self._leases.renew()
                 self._measure_load()
                 renewed = now
-            next_timeout = self._expire_soft_timeouts(now)
+            next_timeout = self._leases.expire_soft_timeouts(now)
             if now - last_beat >= self.heartbeat_every or self._executor.stuck() != stuck:
                 stuck = self._executor.stuck()
                 self._send_heartbeat()
@@ -483,121 +430,9 @@ class Worker:
             self._keeper_wake.wait(max(0.005, self._keeper_due - time.monotonic()))
             self._keeper_wake.clear()
 
-    def _keeper_interval(self) -> float:
-        with self._lock:
-            leases = [f.job.lease for f in self._inflight.values()]
-        shortest = min(leases, default=self.app.lease)
-        return max(0.05, min(self.heartbeat_every, shortest / 3.0, 1.0))
-
-    def _renew_leases(self) -> None:
-        """Extend the leases of the running jobs, at every call: the answer
-        also tells of a cancel. A job held for a slot, or ended and waiting
-        for its report, is renewed once a third of its lease has passed (it
-        has nothing to stop, and a worker may hold a hundred of them). A lease
-        found lost is not asked for again: the job moved on, and its attempt
-        is stopped if it runs (:meth:`_stop`), or not started if it waits."""
-        asked = time.monotonic()
-
-        def due(flight: _Inflight) -> bool:
-            return not flight.lost and asked - flight.renewed >= flight.job.lease / 3
-
-        with self._lock:
-            running = [f for f in self._inflight.values() if f.started is not None and not f.lost]
-            held = [f for f in self._inflight.values() if f.started is None and due(f)]
-            flights = running + held
-            flights += [f for f in self._reporting.values() if due(f)]
-            flights += [f for f in self._releasing.values() if due(f)]
-        if not flights:
-            return
-        refs = [LeaseRef(f.job.id, f.job.token) for f in flights]
-        answers = zip(flights, refs, self.app.store.extend(refs), strict=True)
-        for n, (flight, ref, status) in enumerate(answers):
-            with self._lock:
-                if status == "lost":
-                    flight.lost = True  # a held job is then not started
-                else:
-                    flight.renewed = asked
-            if status == "cancel":
-                with self._lock:
-                    flight.cancelled = True
-                self._cancel(ref)
-            elif status == "lost" and n < len(running):
-                # another worker may run it now: this attempt would only
-                # duplicate its work (and, as a command, its load)
-                self._stop(ref, logging.WARNING, _LOST_LEASE)
-
-    def _cancel(self, ref: LeaseRef) -> None:
-        """Stop a running job that was cancelled (:meth:`_stop`). The store
-        ends the job cancelled whatever its attempt then reports."""
-        self._stop(ref, logging.INFO, "job %s was cancelled: stopping it")
-
-    def _stop(self, ref: LeaseRef, level: int, why: str) -> None:
-        """Stop the running attempt of claim ``ref``, once, logging ``why``: its
-        context reads cancelled and runs its ``on_cancel`` callbacks (a
-        command's process group is killed); the executor stops what it can
-        (async tasks are cancelled, child processes killed)."""
-        with self._lock:
-            flight = self._inflight.get((ref.job_id, ref.token))
-            if flight is None or flight.stopped:
-                return
-            flight.stopped = True
-        log.log(level, why, ref.job_id)
-        cancel_running(ref.token)
-        self._executor.cancel(flight.job)
-
-    def _expire_soft_timeouts(self, now: float) -> float:
-        """Report the running jobs whose timeout has passed (threads mode; the
-        other modes stop their jobs themselves), and ask each to stop as a
-        cancel does: Python cannot stop a thread, so its context reads
-        cancelled and runs its ``on_cancel`` callbacks (a command's process
-        group is stopped, an ``async def`` task cancelled). The attempt fails
-        on the timeout whatever the task then does, and its slot goes to a
-        fresh thread (:meth:`Executor.abandon`). Returns when the next one
-        falls due (monotonic), or infinity."""
-        if self.mode != "threads":
-            return math.inf
-        late: list[_Inflight] = []
-        next_due = math.inf
-        with self._lock:
-            for f in self._inflight.values():
-                if f.job.timeout is None or f.started is None:
-                    continue  # (a held job's time starts with its slot)
-                due = f.started + f.job.timeout
-                if now > due:
-                    late.append(f)
-                else:
-                    next_due = min(next_due, due)
-        for flight in late:
-            error = JobTimeout(f"timed out after {flight.job.timeout} s")
-            abandoned = self._executor.abandon(flight.job)
-            if not abandoned and _claim_of(flight.job) in self._inflight:
-                log.warning(
-                    "job %s timed out and %d threads are stuck already: its thread keeps "
-                    "its slot until the task returns",
-                    flight.job.id,
-                    self._executor.stuck(),
-                )
-            # the timeout is the outcome: the task's own end, at the cancel, comes after it
-            self._on_done(flight.job, runner.failure(error))
-            cancel_running(flight.job.token)
-        return next_due
-
     def _measure_load(self) -> None:
         self._load = self._load_meter.read()
-        self._cpu = psutil.cpu_percent(interval=None)
-        self._mem = psutil.virtual_memory().percent
-        over = (self.max_cpu is not None and self._cpu > self.max_cpu) or (
-            self.max_mem is not None and self._mem > self.max_mem
-        )
-        was, self.holding_back = self.holding_back, over
-        if over != was:
-            log.warning(
-                "host load cpu=%.0f%% mem=%.0f%%: %s claiming",
-                self._cpu,
-                self._mem,
-                "holding back" if over else "resuming",
-            )
-        if over and not was:
+        if self._gate.read():
             stop_waiting(self.app.store, self.id)  # new jobs must not be claimed for us
 
     def _send_heartbeat(self) -> None:
@@ -609,10 +444,10 @@ class Worker:
                 queues=self.queues,
                 concurrency=self.concurrency,
                 mode=self.mode,
-                running=len(self._inflight),
+                running=len(self._flights.inflight),
                 started_at=self.started_at,
-                cpu_percent=self._cpu,
-                mem_percent=self._mem,
+                cpu_percent=self._gate.cpu,
+                mem_percent=self._gate.mem,
                 holding_back=self.holding_back,
                 stopping=self._stopping.is_set(),
                 processed=self.processed,
@@ -668,16 +503,16 @@ class Worker:
         self._executor.stop_claiming(self._stop_by - time.monotonic())
         self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._by_deadline(self._send_heartbeat)
-        while self._inflight and time.monotonic() < deadline:
+        while self._flights.inflight and time.monotonic() < deadline:
             self._slot_freed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             self._slot_freed.clear()
         with self._lock:  # from here their results are void: they go back to the queue
-            self._releasing, self._inflight = self._inflight, {}
-        leftover = [f.job for f in self._releasing.values()]
+            self._flights.releasing, self._flights.inflight = self._flights.inflight, {}
+        leftover = [f.job for f in self._flights.releasing.values()]
         # Stop what runs them before they are released: a job released first
         # could start on another worker while this one still runs it.
         stopping = time.monotonic()
-        for flight in self._releasing.values():  # a thread task is asked, as on a cancel
+        for flight in self._flights.releasing.values():  # a thread task is asked, as on a cancel
             cancel_running(flight.job.token)
         commands.terminate_all()  # (the commands of thread and async slots)
         self._executor.stop()
@@ -686,21 +521,21 @@ class Worker:
         waits = THREAD_STOP_WAIT if self.mode == "threads" else 0.0
         asked_until = min(time.monotonic() + waits, self._stop_by)
         while time.monotonic() < asked_until and not all(
-            f.returned for f in self._releasing.values()
+            f.returned for f in self._flights.releasing.values()
         ):
             self._slot_freed.wait(min(0.05, max(0.0, asked_until - time.monotonic())))
             self._slot_freed.clear()
         # the store calls' margin counts from here when stopping commands took long
         self._stop_by = max(self._stop_by, deadline + time.monotonic() - stopping + STOP_MARGIN)
         self._release(leftover, "unfinished job(s)")
-        self._releasing = {}
+        self._flights.releasing = {}
         self._acker.close()
         for thread in self._side:
             if thread.name == "rota-acker":
                 thread.join(max(0.0, self._stop_by - time.monotonic()))
-        if self._reporting:
+        if self._flights.reporting:
             self._undone.append(
-                f"{len(self._reporting)} finished job(s) not reported (they run again "
+                f"{len(self._flights.reporting)} finished job(s) not reported (they run again "
                 "once their leases run out)"
             )
         self._done.set()
@@ -743,7 +578,7 @@ class Worker:
         (their late results are refused by token fencing)."""
         with self._lock:
             for job in jobs:
-                self._inflight.pop(_claim_of(job), None)
+                self._flights.inflight.pop(claim_of(job), None)
         if not jobs:
             return
         if self._by_deadline(
