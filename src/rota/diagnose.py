@@ -1,4 +1,5 @@
-"""Why work is not happening: queues nobody serves and schedules nobody fires.
+"""Why work is not happening: queues nobody serves, jobs sent to a host
+whose workers are gone, and schedules nobody fires.
 
 Read only through the store's inspection verbs (``workers()``, ``queues()``,
 ``schedules()``), so every store gets the same warnings; ``rota status``,
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rota._time import format_duration
-from rota.models import JobState, QueueInfo, Schedule, WorkerInfo
+from rota.models import DEFAULT_HOST_GRACE, JobState, QueueInfo, Schedule, WorkerInfo
 from rota.stores.base import Store
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "OVERDUE_AFTER",
     "Problem",
     "diagnose",
+    "host_problem",
     "is_overdue",
     "live_workers",
     "overdue_schedules",
@@ -131,13 +133,32 @@ _INLINE_HELD = (
 )
 
 
-def queue_problem(store: Store, queue: str, *, inline: bool = False) -> str | None:
+def host_problem(workers: Sequence[WorkerInfo], queue: str, host: str, now: float) -> str | None:
+    """Why a queued job sent to ``host`` waits: no live worker of that host
+    serves ``queue`` (a worker of another host takes it once the host has been
+    gone for that worker's ``--host-grace``); None when one does."""
+    if any(w.host == host and queue in w.queues for w in live_workers(workers, now)):
+        return None
+    return (
+        f"no live worker of host {host!r} serves queue {queue!r}: a worker of another host "
+        f"takes the job once host {host!r} has been gone from the queue for its --host-grace "
+        f"({DEFAULT_HOST_GRACE / 60:g} minutes by default)"
+    )
+
+
+def queue_problem(
+    store: Store, queue: str, *, inline: bool = False, host: str | None = None
+) -> str | None:
     """Why jobs of ``queue`` may not be claimed: paused, or served by no live
-    worker; None when a live worker serves it. ``inline``: the app runs its
-    jobs in inline mode, where workers play no part (see :data:`_INLINE_HELD`)."""
+    worker, or (for a job sent to ``host``) by none of that host; None when a
+    live worker may claim them. ``inline``: the app runs its jobs in inline
+    mode, where workers play no part (see :data:`_INLINE_HELD`)."""
     if any(info.name == queue and info.paused for info in store.queues()):
         return f"queue {queue!r} is paused"
     if inline:
         return _INLINE_HELD
-    served = _served(store.workers(), store.now())
-    return None if queue in served else _unserved_message(queue, served)
+    workers, now = store.workers(), store.now()
+    served = _served(workers, now)
+    if queue not in served:
+        return _unserved_message(queue, served)
+    return None if host is None else host_problem(workers, queue, host, now)

@@ -274,7 +274,8 @@ class JobHandle(Generic[R]):
     def _timeout_message(self, job: Job, timeout: float | None) -> str:
         message = f"job {self.id} is still {job.state.value} after {timeout} s"
         if job.state is JobState.QUEUED:
-            problem = queue_problem(self.app.store, job.queue, inline=self.app._inline is not None)
+            inline = self.app._inline is not None
+            problem = queue_problem(self.app.store, job.queue, inline=inline, host=job.host)
             if problem:
                 message += f": {problem}"
         return message

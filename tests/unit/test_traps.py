@@ -84,9 +84,10 @@ def rota_cli(*args: str, cwd: Path | None = None) -> Result:
         os.chdir(before)
 
 
-def heartbeat(app: rota.App, *queues: str) -> None:
-    """A worker heartbeat in the store, as a running worker sends it."""
-    app.store.heartbeat(WorkerInfo("w1", "host-a", 4242, queues, 4, "threads", 0, 0.0))
+def heartbeat(app: rota.App, *queues: str, host: str = "host-a") -> None:
+    """A worker heartbeat in the store, as a running worker of ``host`` sends it."""
+    worker = WorkerInfo(f"w-{host}", host, 4242, queues, 4, "threads", 0, 0.0)
+    app.store.heartbeat(worker)
 
 
 # -- unserved queues and overdue schedules -------------------------------------------
@@ -126,6 +127,57 @@ def test_result_timeout_without_any_live_worker(app: rota.App) -> None:
     handle = app.get_task("add").send(1, 2)
     with pytest.raises(JobTimeout, match=r"no live worker serves queue 'default' \(no worker"):
         handle.result(timeout=0.05)
+
+
+# -- jobs sent to a host whose workers are gone ----------------------------------------
+
+WAITS_FOR_WEB_3 = (
+    "no live worker of host 'web-3' serves queue 'default': a worker of another host takes "
+    "the job once host 'web-3' has been gone from the queue for its --host-grace (5 minutes "
+    "by default)"
+)
+
+
+def test_result_timeout_says_no_live_worker_of_the_jobs_host_serves_its_queue(
+    app: rota.App,
+) -> None:
+    handle = app.get_task("add").options(host="web-3").send(1, 2)
+    heartbeat(app, "default")  # of host-a: it may not take the job yet
+    with pytest.raises(JobTimeout) as info:
+        handle.result(timeout=0.05)
+    assert str(info.value) == f"job {handle.id} is still queued after 0.05 s: {WAITS_FOR_WEB_3}"
+
+
+def test_a_queued_job_of_a_gone_host_says_why_it_waits_and_stops_once_one_serves(
+    app: rota.App,
+) -> None:
+    handle = app.get_task("add").options(host="web-3").send(1, 2)
+    heartbeat(app, "default", host="web-1")
+    shown = rota_cli("--url", app.url, "jobs", "show", handle.id)
+    assert shown.exit_code == 0, shown.output
+    assert f"warning: this job waits: {WAITS_FOR_WEB_3}" in " ".join(shown.stdout.split())
+    with TestClient(
+        create_app(app), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)
+    ) as client:
+        page = client.get(f"/jobs/{handle.id}").text
+        assert 'id="waiting"' in page
+        assert WAITS_FOR_WEB_3.replace("'", "&#39;") in " ".join(page.split())
+
+        heartbeat(app, "default", host="web-3")  # a worker of its host serves the queue now
+        assert 'id="waiting"' not in client.get(f"/jobs/{handle.id}").text
+    shown = rota_cli("--url", app.url, "jobs", "show", handle.id)
+    assert "waits" not in shown.stdout
+    with pytest.raises(JobTimeout) as info:
+        handle.result(timeout=0.05)
+    assert str(info.value) == f"job {handle.id} is still queued after 0.05 s"
+
+
+def test_a_queued_job_of_a_paused_queue_says_so_on_its_page(app: rota.App) -> None:
+    handle = app.get_task("add").send(1, 2)
+    heartbeat(app, "default")
+    app.admin.pause_queue("default")
+    shown = rota_cli("--url", app.url, "jobs", "show", handle.id)
+    assert "warning: this job waits: queue 'default' is paused" in shown.stdout
 
 
 def _overdue_schedule(app: rota.App) -> None:

@@ -32,6 +32,7 @@ from rota.cli._support import (
     url_option,
 )
 from rota.commands import command_line_of
+from rota.diagnose import queue_problem
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
@@ -220,9 +221,11 @@ def _section(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
 
 
-def job_details(job: Job, now: float) -> Group:
-    """Everything about one job, as ``rota jobs show`` prints it."""
+def job_details(job: Job, now: float, waiting: str | None = None) -> Group:
+    """Everything about one job, as ``rota jobs show`` prints it; ``waiting``:
+    why no worker may take it now, if that is so."""
     parts: list[Any] = [
+        *([Text(f"warning: this job waits: {waiting}", style="bold yellow")] if waiting else []),
         _fields(job, now),
         _section("args"),
         pretty_json(job.args),
@@ -258,7 +261,10 @@ def show(cli: CliState, job_id: str) -> None:
     job = store.get_job(store.resolve_job_id(job_id))
     if job is None:  # deleted in between
         raise JobNotFound(job_id)
-    console().print(job_details(job, store.now()))
+    waiting = None
+    if job.state is JobState.QUEUED:
+        waiting = queue_problem(store, job.queue, host=job.host)
+    console().print(job_details(job, store.now(), waiting))
 
 
 @jobs.command("logs")

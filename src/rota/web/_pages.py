@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rota import errors
 from rota.admin import Admin
-from rota.diagnose import diagnose
+from rota.diagnose import diagnose, queue_problem
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
@@ -215,9 +215,13 @@ def jobs_page(
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
     """Everything about one job; the id may be a unique prefix of it."""
-    job = _ops.get_job(_store(request), job_id)
-    logs = _store(request).job_logs(job.id)
-    return _render(request, "job.html", identity, job=job, logs=logs)
+    store = _store(request)
+    job = _ops.get_job(store, job_id)
+    logs = store.job_logs(job.id)
+    waiting = None  # why a queued job is not taken, if no worker may take it
+    if job.state is JobState.QUEUED:
+        waiting = queue_problem(store, job.queue, host=job.host)
+    return _render(request, "job.html", identity, job=job, logs=logs, waiting=waiting)
 
 
 @router.post("/jobs/retry-failed")
