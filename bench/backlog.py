@@ -4,8 +4,8 @@ number of queued jobs grows.
 For each backlog size N (default 1,000, 100,000 and 1,000,000) and each
 store, a fresh store is filled with N + M queued no-op jobs (``enqueue``,
 5,000 per call, the store's bulk send), then one process drains M of them
-(default 20,000) through the store protocol: ``claim`` of 16, then one
-``finish`` of the claimed batch. The backlog is sent first, so the drained
+(default 20,000) through the store protocol: ``claim`` of 16 (``--batch``),
+then one ``finish`` of the claimed batch. The backlog is sent first, so the drained
 jobs come from a queue that holds N to N + M jobs while they run. The drain
 runs ``--runs`` times (M more jobs sent, untimed, before each later run);
 the median rate is reported with every run's, and the median time per job
@@ -71,7 +71,7 @@ from _peer_procs import redis_server
 from _stores import redis_cpu_seconds
 
 QUEUE = "bench"
-CLAIM = 16
+CLAIM = 16  # jobs per claim, unless --batch says
 SEND = 5_000
 PAYLOAD = orjson.dumps({"args": [], "kwargs": {}})
 
@@ -91,14 +91,14 @@ def fill(store: Store, count: int, delay: float = 0.0) -> float:
     return count / (time.perf_counter() - started)
 
 
-def drain(store: Store, count: int) -> tuple[float, float, float]:
-    """Claim and finish ``count`` jobs, CLAIM per claim; returns jobs/s and
+def drain(store: Store, count: int, batch: int = CLAIM) -> tuple[float, float, float]:
+    """Claim and finish ``count`` jobs, ``batch`` per claim; returns jobs/s and
     the microseconds per job spent in claim and in finish calls."""
     done, in_claim, in_finish = 0, 0.0, 0.0
     started = time.perf_counter()
     while done < count:
         t0 = time.perf_counter()
-        claimed = store.claim("backlog-bench", [QUEUE], min(CLAIM, count - done))
+        claimed = store.claim("backlog-bench", [QUEUE], min(batch, count - done))
         t1 = time.perf_counter()
         if not claimed:
             raise SystemExit(f"the queue ran dry after {done} jobs")
@@ -238,13 +238,13 @@ def filled(
     return Backlog(kind, backlog, store, where, send_rate, per_job, after)
 
 
-def drain_once(held: Backlog, jobs: int) -> None:
-    """Drain ``jobs`` jobs from ``held`` (after sending as many more, untimed,
-    from its second drain on) and keep the figures."""
+def drain_once(held: Backlog, jobs: int, batch: int = CLAIM) -> None:
+    """Drain ``jobs`` jobs from ``held``, ``batch`` per claim (after sending as
+    many more, untimed, from its second drain on) and keep the figures."""
     if held.rates:
         fill(held.store, jobs)
     cpu = store_cpu(held.kind, held.where)
-    rate, in_claim, in_finish = drain(held.store, jobs)
+    rate, in_claim, in_finish = drain(held.store, jobs, batch)
     held.cpu_us.append((store_cpu(held.kind, held.where) - cpu) / jobs * 1e6)
     held.rates.append(rate)
     held.claim_us.append(in_claim)
@@ -269,20 +269,26 @@ def row(held: Backlog, per_script: dict[str, float]) -> dict[str, object]:
 
 
 def measure(
-    kind: str, backlog: int, jobs: int, runs: int, slowlog: bool, scheduled: bool = False
+    kind: str,
+    backlog: int,
+    jobs: int,
+    runs: int,
+    slowlog: bool,
+    scheduled: bool = False,
+    batch: int = CLAIM,
 ) -> dict[str, object]:
     """One backlog size alone: fill, then ``runs`` drains."""
     with contextlib.ExitStack() as stack:
         held = filled(stack, kind, backlog, jobs, scheduled)
         for _ in range(runs):
-            drain_once(held, jobs)
+            drain_once(held, jobs, batch)
         if slowlog and kind == "redis":
             return row(held, script_times(held.store, held.where, 2_000))
         return row(held, {})
 
 
 def measure_paired(
-    kind: str, sizes: list[int], jobs: int, runs: int, scheduled: bool = False
+    kind: str, sizes: list[int], jobs: int, runs: int, scheduled: bool = False, batch: int = CLAIM
 ) -> list[dict[str, object]]:
     """Every backlog size at once, each in a store of its own: ``runs`` rounds,
     each one drain per size (in turns, the order reversed every other round),
@@ -293,7 +299,7 @@ def measure_paired(
         held = [filled(stack, kind, size, jobs, scheduled) for size in sizes]
         for run in range(runs):
             for one in held if run % 2 == 0 else held[::-1]:
-                drain_once(one, jobs)
+                drain_once(one, jobs, batch)
         rows = [row(one, {}) for one in held]
         first = held[0]
         for one, figures in zip(held, rows, strict=True):
@@ -333,6 +339,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,100000,1000000", help="backlog sizes N")
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs drained per run (M)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=CLAIM, help="jobs per claim (and finish)")
     parser.add_argument(
         "--backlog",
         choices=("queued", "scheduled"),
@@ -366,12 +373,12 @@ def main() -> None:
 
     for kind in args.stores.split(","):
         if args.paired:
-            for figures in measure_paired(kind, sizes, args.jobs, args.runs, scheduled):
+            for figures in measure_paired(kind, sizes, args.jobs, args.runs, scheduled, args.batch):
                 report(kind, figures)
             continue
         base = 0
         for size in sizes:  # each reported as soon as it is measured
-            figures = measure(kind, size, args.jobs, args.runs, args.slowlog, scheduled)
+            figures = measure(kind, size, args.jobs, args.runs, args.slowlog, scheduled, args.batch)
             rate = int(figures["drain_per_s"])  # type: ignore[call-overload]
             base = base or rate
             figures["vs_first"] = round(rate / base, 2)
