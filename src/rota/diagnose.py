@@ -2,9 +2,10 @@
 whose workers are gone, and schedules nobody fires.
 
 Read only through the store's inspection verbs (``workers()``, ``queues()``,
-``schedules()``), so every store gets the same warnings; ``rota status``,
-the dashboard's overview and :meth:`rota.JobHandle.result`'s timeout all
-call :func:`diagnose` or :func:`queue_problem`.
+``schedules()``), so every store gets the same warnings; ``rota status``
+and the dashboard's overview call :func:`diagnose`; a queued job's page,
+``rota jobs show`` and :meth:`rota.JobHandle.result`'s timeout call
+:func:`queue_problem`.
 
 Schedulers send no heartbeat, so a schedule whose next fire is more than
 :data:`OVERDUE_AFTER` seconds in the past is the sign that none is running.
