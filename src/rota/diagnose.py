@@ -1,11 +1,12 @@
 """Why work is not happening: queues nobody serves, jobs sent to a host
-whose workers are gone, and schedules nobody fires.
+whose workers are gone, jobs held by their flow-control keys, and schedules
+nobody fires.
 
 Read only through the store's inspection verbs (``workers()``, ``queues()``,
 ``schedules()``), so every store gets the same warnings; ``rota status``
 and the dashboard's overview call :func:`diagnose`; a queued job's page,
 ``rota jobs show`` and :meth:`rota.JobHandle.result`'s timeout call
-:func:`queue_problem`.
+:func:`job_problem`.
 
 Schedulers send no heartbeat, so a schedule whose next fire is more than
 :data:`OVERDUE_AFTER` seconds in the past is the sign that none is running.
@@ -17,7 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rota._time import format_duration
-from rota.models import DEFAULT_HOST_GRACE, JobState, QueueInfo, Schedule, WorkerInfo
+from rota.models import (
+    DEFAULT_HOST_GRACE,
+    Job,
+    JobState,
+    LimitInfo,
+    QueueInfo,
+    Schedule,
+    WorkerInfo,
+)
 from rota.stores.base import Store
 
 __all__ = [
@@ -28,6 +37,8 @@ __all__ = [
     "diagnose",
     "host_problem",
     "is_overdue",
+    "job_problem",
+    "limit_problem",
     "live_workers",
     "overdue_schedules",
     "queue_problem",
@@ -163,3 +174,35 @@ def queue_problem(
     if queue not in served:
         return _unserved_message(queue, served)
     return None if host is None else host_problem(workers, queue, host, now)
+
+
+def limit_problem(keys: Sequence[str], limits: Sequence[LimitInfo], now: float) -> str | None:
+    """Why a queued job with the flow-control ``keys`` waits, as ``limits``
+    (the store's keys) say: a concurrency key whose slots are all taken, or
+    that an operator holds at 0, or a breaker that is open; None when none
+    of its keys holds it (a rate key only spaces jobs out)."""
+    state = {info.key: info for info in limits}
+    held: list[str] = []
+    for key in keys:
+        info = state.get(key)
+        if info is None:
+            continue
+        limit = info.concurrency if info.override is None else info.override
+        if limit == 0:
+            held.append(f"key {key!r} is held at 0 (`rota limits set`)")
+        elif limit is not None and info.running >= limit:
+            held.append(f"key {key!r} is at its limit ({info.running} running of {limit})")
+        if info.open_until is not None and info.open_until > now:
+            left = format_duration(info.open_until - now)
+            held.append(f"the breaker of key {key!r} is open for {left} more")
+    return "; ".join(held) or None
+
+
+def job_problem(store: Store, job: Job, *, inline: bool = False) -> str | None:
+    """Why the queued ``job`` is not taken now: its queue's or its host's
+    (:func:`queue_problem`), else its flow-control keys' (:func:`limit_problem`);
+    None when nothing holds it but the work ahead of it."""
+    problem = queue_problem(store, job.queue, inline=inline, host=job.host)
+    if problem is None and job.limit_keys:
+        return limit_problem(job.limit_keys, store.limits(), store.now())
+    return problem

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from rota import _json, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration, to_epoch
-from rota.diagnose import queue_problem
+from rota.diagnose import job_problem
 from rota.errors import (
     InvalidArgument,
     JobCancelled,
@@ -274,8 +274,7 @@ class JobHandle(Generic[R]):
     def _timeout_message(self, job: Job, timeout: float | None) -> str:
         message = f"job {self.id} is still {job.state.value} after {timeout} s"
         if job.state is JobState.QUEUED:
-            inline = self.app._inline is not None
-            problem = queue_problem(self.app.store, job.queue, inline=inline, host=job.host)
+            problem = job_problem(self.app.store, job, inline=self.app._inline is not None)
             if problem:
                 message += f": {problem}"
         return message

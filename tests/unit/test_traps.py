@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from starlette.testclient import TestClient
 import rota
 from rota.cli import main
 from rota.errors import InvalidArgument, JobTimeout
-from rota.models import JobState, WorkerInfo
+from rota.models import JobState, Outcome, WorkerInfo
 from rota.stores import open_store
 from rota.web import create_app
 from rota.worker import runner
@@ -178,6 +179,34 @@ def test_a_queued_job_of_a_paused_queue_says_so_on_its_page(app: rota.App) -> No
     app.admin.pause_queue("default")
     shown = rota_cli("--url", app.url, "jobs", "show", handle.id)
     assert "warning: this job waits: queue 'default' is paused" in shown.stdout
+
+
+def test_a_queued_job_held_by_its_flow_control_keys_says_which(app: rota.App) -> None:
+    site = rota.Limit("site", 1)
+    spider = app.task(name="spider", concurrency=site, breaker=rota.Breaker(1, 60, key="flaky"))(
+        lambda: None
+    )
+    heartbeat(app, "default")
+    first, second = spider.send(), spider.send()
+    (claimed,) = app.store.claim("w-host-a", ["default"], 2)
+    assert claimed.id == first.id  # it runs: the second waits for its slot
+    why = "key 'site' is at its limit (1 running of 1)"
+    assert (
+        f"warning: this job waits: {why}"
+        in rota_cli("--url", app.url, "jobs", "show", second.id).stdout
+    )
+    with pytest.raises(JobTimeout, match=re.escape(why)):
+        second.result(timeout=0.05)
+
+    app.store.finish([Outcome(claimed.id, claimed.token, False, error="down")])  # opens "flaky"
+    app.admin.set_limit("site", 0)
+    shown = " ".join(rota_cli("--url", app.url, "jobs", "show", second.id).stdout.split())
+    held = "key 'site' is held at 0 (`rota limits set`)"
+    assert f"this job waits: {held}; the breaker of key 'flaky' is open for 5" in shown
+
+    app.admin.set_limit("site", None)
+    app.admin.reset_breaker("flaky")
+    assert "waits" not in rota_cli("--url", app.url, "jobs", "show", second.id).stdout
 
 
 def _overdue_schedule(app: rota.App) -> None:

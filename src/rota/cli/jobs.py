@@ -32,7 +32,7 @@ from rota.cli._support import (
     url_option,
 )
 from rota.commands import command_line_of
-from rota.diagnose import queue_problem
+from rota.diagnose import job_problem
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
@@ -263,7 +263,7 @@ def show(cli: CliState, job_id: str) -> None:
         raise JobNotFound(job_id)
     waiting = None
     if job.state is JobState.QUEUED:
-        waiting = queue_problem(store, job.queue, host=job.host)
+        waiting = job_problem(store, job)
     console().print(job_details(job, store.now(), waiting))
 
 

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rota import errors
 from rota.admin import Admin
-from rota.diagnose import diagnose, queue_problem
+from rota.diagnose import diagnose, job_problem
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
@@ -220,7 +220,7 @@ def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
     logs = store.job_logs(job.id)
     waiting = None  # why a queued job is not taken, if no worker may take it
     if job.state is JobState.QUEUED:
-        waiting = queue_problem(store, job.queue, host=job.host)
+        waiting = job_problem(store, job)
     return _render(request, "job.html", identity, job=job, logs=logs, waiting=waiting)
 
 
