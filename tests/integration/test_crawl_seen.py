@@ -9,6 +9,7 @@ import multiprocessing
 import random
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
@@ -61,28 +62,34 @@ def test_add_and_contains_in_batches(seen_url: str) -> None:
         backend.close()
 
 
-def _adder(url: str, items: list[str], start: object, out: Connection) -> None:
+def _adder(url: str, items: list[str], step: Barrier, out: Connection) -> None:
+    """Add ``items`` a batch at a time, each batch once the other adder is
+    ready for its own: neither runs ahead of the other by more than a batch,
+    however the system schedules the two processes (one that ran all its
+    batches first would find every URL new, and the race would not be run)."""
     backend = SeenSet(capacity=100_000, error_rate=0.001).open(url, "site")
-    start.wait(10)  # type: ignore[attr-defined]
-    out.send([item for item, new in zip(items, add_all(backend, items), strict=True) if new])
+    added: list[bool] = []
+    for start in range(0, len(items), BATCH):
+        step.wait(10)
+        added += backend.add(items[start : start + BATCH])
+    out.send([item for item, new in zip(items, added, strict=True) if new])
     backend.close()
 
 
 def test_two_processes_adding_the_same_urls_see_each_new_exactly_once(seen_url: str) -> None:
     items = urls("race", 20_000)
     ctx = multiprocessing.get_context("fork")
-    start = ctx.Event()
+    step = ctx.Barrier(2)
     pipes, procs = [], []
     try:
         for seed in (1, 2):
             order = items[:]
             random.Random(seed).shuffle(order)
             mine, theirs = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_adder, args=(seen_url, order, start, theirs))
+            proc = ctx.Process(target=_adder, args=(seen_url, order, step, theirs))
             proc.start()
             pipes.append(mine)
             procs.append(proc)
-        start.set()
         news = []
         for pipe in pipes:
             assert pipe.poll(60), "an adder did not answer within 60 s"
