@@ -165,12 +165,33 @@ def test_short_jobs_that_mostly_wait_run_on_all_slots(done: dict[str, Result]) -
     assert at_once["most"] >= 7  # every slot, but for one that may be claiming the next batch
 
 
+class BusyClock:
+    """The pool's clock (``rota.worker.turns.time``) for a process that uses
+    ``share`` of a core: its CPU time is that share of the time of the
+    latest wall-clock reading, so every look at its CPU use finds exactly
+    ``share``, however long the system keeps the looking thread from running
+    between its two readings."""
+
+    sleep = staticmethod(time.sleep)
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.last = time.monotonic()
+
+    def monotonic(self) -> float:
+        self.last = time.monotonic()
+        return self.last
+
+    def process_time(self) -> float:
+        return self.last * self.share
+
+
 def test_while_the_interpreter_s_lock_is_the_limit_the_target_falls_back(
     done: dict[str, Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A process busy a whole core while jobs wait: more slots would only
     # take turns on the lock.
-    monkeypatch.setattr("rota.worker.turns.time.process_time", time.monotonic)
+    monkeypatch.setattr("rota.worker.turns.time", BusyClock(1.0))
     executor = pool(batches(0.0002), done, 8, short=True)
     executor._turns.target = 8
     wait_for(lambda: len(done) == 400)
@@ -186,7 +207,7 @@ def test_a_process_short_of_cores_is_not_taken_for_one_that_waits_on_io(
     # A third of a core used while jobs wait: idle, unless its threads spent
     # most of their runnable time waiting for a core (neighbours had them),
     # when it would use one whole, and more slots would only share the lock.
-    monkeypatch.setattr("rota.worker.turns.time.process_time", lambda: time.monotonic() / 3)
+    monkeypatch.setattr("rota.worker.turns.time", BusyClock(1 / 3))
     monkeypatch.setattr("rota.worker.turns.core_wait", lambda: core_wait)
     executor = pool(batches(0.0002), done, 8, short=True)
     wait_for(lambda: len(done) == 400)
