@@ -45,6 +45,15 @@ def wait_for(
         time.sleep(interval)
 
 
+def written(path: Path, timeout: float = 10.0, what: str = "") -> str:
+    """The text of the file at ``path`` once another process has written some:
+    a file that exists may still be empty (``write_text`` creates it first,
+    then writes)."""
+    return wait_for(
+        lambda: path.read_text() if path.exists() else "", timeout, what=what or str(path)
+    )
+
+
 def held_by(store: Store, pid: int) -> set[str]:
     """Ids of running jobs whose lease belongs to the worker process ``pid``."""
     jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs

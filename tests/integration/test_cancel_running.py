@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import wait_for
+from helpers import wait_for, written
 from procs import Processes, alive, pids_in, tree_started
 from rota import App, JobCancelled, JobFailed
 from rota.models import JobState
@@ -106,11 +106,9 @@ def test_threads_mode_tells_a_task_over_its_timeout_to_stop(
     handle = sender.tasks["polite_timed"].send(str(marker), LONG)
     with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
         handle.result(timeout=30)
-    wait_for(marker.exists, timeout=PROMPT, what="the on_cancel callback")
-    assert marker.read_text() == handle.id
+    assert written(marker, timeout=PROMPT, what="the on_cancel callback") == handle.id
     ended = Path(f"{marker}.end")
-    wait_for(ended.exists, timeout=PROMPT, what="the task to stop")
-    assert ended.read_text() == "stopped"
+    assert written(ended, timeout=PROMPT, what="the task to stop") == "stopped"
     job = handle.job()
     assert job.state is JobState.FAILED and last_entry(handle)["event"] == "failed"
 
@@ -135,8 +133,7 @@ def test_threads_mode_cancels_an_async_task_at_its_timeout(
     handle = sender.tasks["anoting_timed"].send(str(marker), LONG)
     with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
         handle.result(timeout=30)
-    wait_for(marker.exists, timeout=PROMPT, what="the CancelledError")
-    assert marker.read_text() == "CancelledError"
+    assert written(marker, timeout=PROMPT, what="the CancelledError") == "CancelledError"
     assert handle.job().state is JobState.FAILED
 
 

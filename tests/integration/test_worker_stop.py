@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import APPS, wait_for
+from helpers import APPS, wait_for, written
 from integration.redis_servers import PrivateRedis, private_redis
 from procs import Processes
 from rota import App
@@ -84,8 +84,7 @@ def test_a_thread_task_left_running_is_asked_to_stop_before_its_release(
     wait_for(lambda: ticks(path) >= 3, timeout=30, what="the job to tick")
     worker.send_signal(signal.SIGTERM)
     ended = Path(f"{path}.end")
-    wait_for(ended.exists, timeout=20, what="the task to stop")
-    assert ended.read_text() == "stopped"
+    assert written(ended, timeout=20, what="the task to stop") == "stopped"
     assert worker.wait(timeout=20) == 0, processes.output(worker)
     assert released(handle)
 
