@@ -12,7 +12,15 @@ from rota.models import Job, JobState
 from rota.retry import RetryPolicy
 from rota.stores.base import Store
 
-__all__ = ["attempt_text", "call_text", "lag_text", "retry_text", "snooze_reason", "still_running"]
+__all__ = [
+    "attempt_text",
+    "call_text",
+    "lag_text",
+    "policy_text",
+    "retry_text",
+    "snooze_reason",
+    "still_running",
+]
 
 
 def call_text(args: Sequence[Any], kwargs: Mapping[str, Any], width: int | None = None) -> str:
@@ -35,14 +43,20 @@ def attempt_text(job: Job) -> str:
 def retry_text(job: Job) -> str:
     """How the job's failed attempts are retried: ``none``, or e.g. ``up to 4,
     backoff 2 s doubling to 60 s; only on OSError; never on TimeoutError``."""
-    if job.max_attempts <= 1:
+    return policy_text(job.max_attempts, job.retry)
+
+
+def policy_text(max_attempts: int, stored: str | None) -> str:
+    """:func:`retry_text` of jobs of ``max_attempts`` with the retry policy
+    stored as ``stored`` (a schedule's jobs, say)."""
+    if max_attempts <= 1:
         return "none"
     try:
-        policy = RetryPolicy.decode(job.retry)
+        policy = RetryPolicy.decode(stored)
     except InvalidArgument:
-        return f"up to {job.max_attempts - 1} (the stored policy cannot be read: {job.retry!r})"
+        return f"up to {max_attempts - 1} (the stored policy cannot be read: {stored!r})"
     base, cap = policy.backoff
-    text = f"up to {job.max_attempts - 1}, backoff {base:g} s doubling to {cap:g} s"
+    text = f"up to {max_attempts - 1}, backoff {base:g} s doubling to {cap:g} s"
     if policy.retry_on is not None:
         text += f"; only on {_names(policy.retry_on)}"
     if policy.no_retry_on:

@@ -279,6 +279,12 @@ def test_schedules_list_and_actions(client: TestClient, demo: Demo) -> None:
     assert view["last_job_id"] is None
     assert (view["grace"], view["job_options"]["max_attempts"]) == (None, 2)
     assert (view["overdue"], view["command"]) == (False, "")
+    assert view["job_options"]["retry"] == {
+        "backoff": [1.0, 300.0],
+        "retry_on": None,
+        "no_retry_on": [],
+    }
+    assert view["retries"] == "up to 1, backoff 1 s doubling to 300 s"
     assert client.get("/api/schedules/nightly").json() == view
     missing = client.get("/api/schedules/nope")
     assert missing.status_code == 404 and "'nope' not found" in missing.text

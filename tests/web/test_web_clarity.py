@@ -152,3 +152,19 @@ def test_overview_tells_failed_attempts_from_failed_jobs(client: TestClient, dem
     assert [w["failed_attempts"] for w in live["windows"]] == [2, 2, 2, 2]
     assert [w["retrying"] for w in live["windows"]] == [1, 1, 1, 1]
     assert client.get("/api/stats").json()["counts"]["failed"] == 1
+
+
+def test_the_api_gives_a_jobs_retry_policy_as_an_object(client: TestClient, demo: Demo) -> None:
+    policy = '{"backoff":[2.0,60.0],"no_retry_on":["builtins.ValueError"]}'
+    patient = _put(demo, "7e7e7f" + "0" * 26, max_attempts=4, retry=policy)
+    plain = _put(demo, "0ce0cf" + "0" * 26)
+    assert client.get(f"/api/jobs/{patient}").json()["retry"] == {
+        "backoff": [2.0, 60.0],
+        "retry_on": None,
+        "no_retry_on": ["builtins.ValueError"],
+    }
+    assert client.get(f"/api/jobs/{plain}").json()["retry"] == {
+        "backoff": [1.0, 300.0],  # the default, spelled out
+        "retry_on": None,
+        "no_retry_on": [],
+    }

@@ -255,7 +255,8 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     client: TestClient, demo: Demo
 ) -> None:
     trigger = rota.every(60)
-    _stored_schedule(demo, trigger, overlap="skip")
+    options = {"queue": "crawl", "max_attempts": 3, "retry": '{"backoff":[2.0,60.0]}'}
+    _stored_schedule(demo, trigger, overlap="skip", job_options=options)
     first = demo.store.schedules()[0].next_fire
     assert first is not None
     listing = client.get("/schedules").text
@@ -276,6 +277,8 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     assert '<span class="badge running">active</span>' in html
     assert f'<dd class="trigger">{trigger.describe()}</dd>' in html
     assert "a fire is skipped" in html and '<span class="tag">queue="crawl"</span>' in html
+    assert '<dd id="retries">up to 2, backoff 2 s doubling to 60 s</dd>' in html
+    assert "max_attempts=" not in html and "retry=" not in html  # said in words instead
     upcoming = re.findall(r'<li><time datetime="([^"]+)"', html.split('id="upcoming"', 1)[1])
     times = [datetime.fromisoformat(t).timestamp() for t in upcoming]
     assert times == [first + 60 * i for i in range(5)]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
 from rota.admin import Admin
 from rota.errors import Conflict, InvalidArgument, NotFound
-from rota.models import AuditEntry, Job, JobPage, JobState, QueueInfo
+from rota.models import AuditEntry, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
 from rota.web._auth import Identity
@@ -232,12 +232,14 @@ def retry_failed(
 
 
 @read.get("/jobs/{job_id}", summary="One job with arguments, result, error and history")
-def get_job(request: Request, job_id: Name) -> Job:
+def get_job(request: Request, job_id: Name) -> _ops.JobView:
     """Everything the store knows about the job, including lost attempts. The
     id may be a unique prefix of six or more characters (409 when several
     jobs match). A succeeded job has no error: the errors of its earlier
-    attempts are in its history."""
-    return _ops.current_error_only(_ops.get_job(_store(request), job_id))
+    attempts are in its history. ``retry`` is the job's retry policy:
+    ``backoff`` as [base, max] seconds, the errors it is limited to
+    (``retry_on``, null for any) and those it never retries (``no_retry_on``)."""
+    return _ops.job_view(_ops.current_error_only(_ops.get_job(_store(request), job_id)))
 
 
 @act.post("/jobs/{job_id}/retry", summary="Retry a failed or cancelled job")

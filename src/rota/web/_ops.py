@@ -15,11 +15,11 @@ from math import inf
 from typing import TYPE_CHECKING, Any
 
 from rota import _json
-from rota._wording import still_running
+from rota._wording import policy_text, still_running
 from rota.admin import Actor
 from rota.commands import command_line_of
 from rota.diagnose import LOST_AFTER, is_overdue
-from rota.errors import Conflict, JobNotFound, NotFound
+from rota.errors import Conflict, InvalidArgument, JobNotFound, NotFound
 from rota.models import (
     Job,
     JobPage,
@@ -31,6 +31,7 @@ from rota.models import (
     Schedule,
     WorkerInfo,
 )
+from rota.retry import DEFAULT_POLICY, RetryPolicy
 from rota.stores.base import Store
 from rota.windows import window_totals
 
@@ -202,8 +203,11 @@ class ScheduleView:
     overlap: str
     jitter: float
     skipped: int
-    #: What its jobs are sent with (queue, priority, attempts, limit keys...).
+    #: What its jobs are sent with (queue, priority, attempts, limit keys...);
+    #: ``retry`` is the policy as :class:`JobView` gives a job's.
     job_options: dict[str, Any]
+    #: How its jobs' failed attempts are retried, in words.
+    retries: str
     #: Active, and its next fire long past: no scheduler seems to run.
     overdue: bool
     #: The command line a schedule of ``rota.cmd`` runs (shell-quoted), else "".
@@ -352,6 +356,29 @@ def get_job(store: Store, job_id: str) -> Job:
     return job
 
 
+@dataclass(frozen=True)
+class JobView(Job):
+    """A job as the API gives it: :class:`~rota.models.Job` with its retry
+    policy read (every field, defaults included), or None for a stored
+    policy no version of rota wrote."""
+
+    retry: RetryPolicy | None = DEFAULT_POLICY  # type: ignore[assignment]  # (Job's is the text)
+
+
+def job_view(job: Job) -> JobView:
+    """``job`` with its retry policy read, for the API."""
+    values = {name: getattr(job, name) for name in Job.__dataclass_fields__}
+    return JobView(**values | {"retry": read_policy(job.retry)})
+
+
+def read_policy(text: str | None) -> RetryPolicy | None:
+    """The retry policy stored as ``text``, or None for text rota did not write."""
+    try:
+        return RetryPolicy.decode(text)
+    except InvalidArgument:
+        return None
+
+
 def current_error_only(job: Job) -> Job:
     """``job`` without the error of an earlier attempt: a succeeded job keeps
     its failed attempts in ``history`` but has no error of its own."""
@@ -409,6 +436,13 @@ def schedule(store: Store, name: str) -> ScheduleView:
     return _schedule_views(store, [found])[0]
 
 
+def _options_view(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A schedule's job options with their retry policy read, as an object
+    (:class:`JobView` gives a job's so)."""
+    policy = read_policy(options.get("retry"))
+    return dict(options) | {"retry": None if policy is None else asdict(policy)}
+
+
 def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     last_ids = [s.last_job_id for s in found if s.last_job_id]
     states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
@@ -435,7 +469,10 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 overlap=s.overlap,
                 jitter=s.jitter,
                 skipped=s.skipped,
-                job_options=dict(s.job_options),
+                job_options=_options_view(s.job_options),
+                retries=policy_text(
+                    int(s.job_options.get("max_attempts") or 1), s.job_options.get("retry")
+                ),
                 overdue=is_overdue(s, now),
                 command=command_line_of(s.task, args),
             )
