@@ -360,7 +360,7 @@ def get_job(store: Store, job_id: str) -> Job:
 class JobView(Job):
     """A job as the API gives it: :class:`~rota.models.Job` with its retry
     policy read (every field, defaults included), or None for a stored
-    policy no version of rota wrote."""
+    policy this version cannot read."""
 
     retry: RetryPolicy | None = DEFAULT_POLICY  # type: ignore[assignment]  # (Job's is the text)
 
@@ -368,11 +368,11 @@ class JobView(Job):
 def job_view(job: Job) -> JobView:
     """``job`` with its retry policy read, for the API."""
     values = {name: getattr(job, name) for name in Job.__dataclass_fields__}
-    return JobView(**values | {"retry": read_policy(job.retry)})
+    return JobView(**values | {"retry": _read_policy(job.retry)})
 
 
-def read_policy(text: str | None) -> RetryPolicy | None:
-    """The retry policy stored as ``text``, or None for text rota did not write."""
+def _read_policy(text: str | None) -> RetryPolicy | None:
+    """The retry policy stored as ``text``, or None for text this version cannot read."""
     try:
         return RetryPolicy.decode(text)
     except InvalidArgument:
@@ -439,7 +439,7 @@ def schedule(store: Store, name: str) -> ScheduleView:
 def _options_view(options: Mapping[str, Any]) -> dict[str, Any]:
     """A schedule's job options with their retry policy read, as an object
     (:class:`JobView` gives a job's so)."""
-    policy = read_policy(options.get("retry"))
+    policy = _read_policy(options.get("retry"))
     return dict(options) | {"retry": None if policy is None else asdict(policy)}
 
 
