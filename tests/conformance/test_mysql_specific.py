@@ -388,6 +388,37 @@ def test_a_waiting_worker_wakes_when_work_is_committed_elsewhere(
         other.close()
 
 
+def test_work_this_process_commits_ends_its_own_waits_at_once(my_url: str) -> None:
+    """A worker whose finished job frees a concurrency key's slot claims
+    again without waiting for its next look at the count (every 5 s here)."""
+    store = open_store(f"{my_url}?wake_poll=5")
+    key = ConcurrencyKey("site", 1)
+    try:
+        enqueue_one(store, new_job(1, concurrency=(key,)))
+        enqueue_one(store, new_job(2, concurrency=(key,)))
+        [first] = claim(store, limit=2)  # the second waits for the key's slot
+        ready, woke = threading.Event(), threading.Event()
+
+        def waiter() -> None:
+            store.wait(["default"], 0.01)  # the count this thread saw last
+            ready.set()
+            store.wait(["default"], 20.0)
+            woke.set()
+
+        thread = threading.Thread(target=waiter, daemon=True)
+        thread.start()
+        assert ready.wait(10.0)
+        assert not woke.wait(0.3), "nothing happened: it sleeps"
+        started = time.monotonic()
+        assert store.finish([Outcome(first.id, first.token, ok=True, result=b"1")]) == [True]
+        assert woke.wait(10.0)
+        assert time.monotonic() - started < 2.0  # not at its next look, 5 s on
+        thread.join(10.0)
+        assert len(claim(store)) == 1
+    finally:
+        store.close()
+
+
 def test_work_committed_just_before_a_wait_is_not_slept_through(
     mstore: MySQLStore, my_url: str
 ) -> None:

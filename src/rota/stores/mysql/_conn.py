@@ -172,7 +172,9 @@ class MySQLConnections(Database):
         self._outage = False
         self._seen = threading.local()  # the wake-up count each thread saw last
         self._active_at = 0.0  # when a wait of this store last saw the count move
-        self._interrupts = 0  # interrupt_waits() calls so far, under _interrupted
+        # interrupt_waits() calls so far (and commits that made work
+        # claimable), under _interrupted
+        self._interrupts = 0
         self._interrupted = threading.Condition()
         #: A read-only view on a replica of the store's server: no migrations,
         #: and every connection's transactions are read-only.
@@ -247,6 +249,8 @@ class MySQLConnections(Database):
                 tx.commit()
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
+        if tx.woken:
+            self._committed_work()
 
     @contextmanager
     def _read(self, attempts: int = _ATTEMPTS) -> Iterator[Tx]:
@@ -283,6 +287,8 @@ class MySQLConnections(Database):
                         _roll_back(conn, exc)
                         raise
                 self._reachable()
+                if tx.woken:
+                    self._committed_work()
                 return result
             except MySQLdb.Error as exc:
                 pause = self._pause_before_retry(exc, attempt, committing)
@@ -343,6 +349,14 @@ class MySQLConnections(Database):
         except (StoreError, MySQLdb.Error) as exc:
             log.debug("waiting for work on the MySQL store at %s failed: %s", self.where, exc)
             time.sleep(min(timeout, 0.5))
+
+    def _committed_work(self) -> None:
+        """A transaction of this process made work claimable: its own waits
+        for work return now rather than at their next look at the count (a
+        worker whose finished jobs freed slots of a concurrency key claims
+        again at once), and look often for a while, as after any work seen."""
+        self._active_at = time.monotonic()
+        self.interrupt_waits()
 
     def interrupt_waits(self) -> None:
         with self._interrupted:
