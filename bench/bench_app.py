@@ -7,13 +7,16 @@ import sys
 import time
 from pathlib import Path
 
-from rota import App
+from rota import App, Limit, current_job
 
 # the peers bench's job bodies, so that both benches' round trips are the same
 sys.path.insert(0, str(Path(__file__).resolve().parent / "redis_peers" / "apps"))
 import _common
 
-app = App(os.environ.get("ROTA_URL", "sqlite:///bench.db"))
+app = App(
+    os.environ.get("ROTA_URL", "sqlite:///bench.db"),
+    retention=os.environ.get("BENCH_RETENTION", "7d"),  # bench/soak.py purges as it goes
+)
 
 
 @app.task()
@@ -38,3 +41,16 @@ def stamp() -> float:
 def sleepy(seconds: float) -> None:
     """Sleeps: an I/O-bound job."""
     time.sleep(seconds)
+
+
+@app.task(retries=2, backoff=(0.01, 0.05), concurrency=Limit("soak-site", 4))
+def chore(n: int) -> dict[str, int]:
+    """A job of the soak bench (``bench/soak.py``): it logs and prints a
+    line, holds a concurrency slot, returns a small result, and every
+    tenth one fails its first attempt (then succeeds on the retry)."""
+    job = current_job()
+    job.logger.info("chore %d, attempt %d", n, job.attempt)
+    print(f"chore {n} working")
+    if n % 10 == 0 and job.attempt == 1:
+        raise RuntimeError(f"chore {n}: a first attempt that fails")
+    return {"n": n, "attempt": job.attempt}

@@ -42,6 +42,10 @@ COMMANDS = [
     ),
     ("bench/dashboard_pages.py --jobs 2000 --db {db} --finish 200 --repeat 1", "/metrics"),
     ("bench/idle_cost.py --url {sqlite} --settle 0.5 --window 0.5 --windows 1", "idle worker"),
+    (
+        "bench/soak.py --url {redis} --minutes 0.1 --every 1 --warmup 0 --rate 50",
+        "in the second",
+    ),
     ("bench/limits_bench.py claims --url {sqlite} --jobs 200 --runs 1", "empty claim ms"),
     (
         "bench/limits_bench.py unique --url {redis} --urls 1000 --batch-send 500 --runs 1",
