@@ -26,7 +26,7 @@ from helpers import wait_for  # noqa: E402
 from rota.cli import main  # noqa: E402
 from rota.errors import InvalidArgument, StoreError, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, Outcome  # noqa: E402
-from rota.stores import open_store  # noqa: E402
+from rota.stores import Store, open_store  # noqa: E402
 from rota.stores.mysql import MySQLStore  # noqa: E402
 from rota.stores.sql.queries import migrations  # noqa: E402
 from rota.stores.sql.tx import Tx  # noqa: E402
@@ -56,6 +56,22 @@ def server_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 def wakeups(url: str) -> int:
     return int(server_rows(url, "SELECT value FROM meta WHERE `key` = 'wakeups'")[0][0])
+
+
+def start_waiting(store: Store) -> threading.Event:
+    """Start a thread that waits for work on ``store`` for up to 20 s (once
+    it has seen the wake-up count); the event is set when the wait ends."""
+    ready, woke = threading.Event(), threading.Event()
+
+    def waiter() -> None:
+        store.wait(["default"], 0.01)  # the count this thread saw last
+        ready.set()
+        store.wait(["default"], 20.0)
+        woke.set()
+
+    threading.Thread(target=waiter, daemon=True).start()
+    assert ready.wait(10.0)
+    return woke
 
 
 # -- URLs, databases and migrations ----------------------------------------------------------
@@ -366,24 +382,13 @@ def test_a_waiting_worker_wakes_when_work_is_committed_elsewhere(
     mstore: MySQLStore, my_url: str
 ) -> None:
     other = open_store(my_url)
-    ready, woke = threading.Event(), threading.Event()
-
-    def waiter() -> None:
-        mstore.wait(["default"], 0.01)  # the count this thread saw last
-        ready.set()
-        mstore.wait(["default"], 20.0)
-        woke.set()
-
     try:
-        thread = threading.Thread(target=waiter, daemon=True)
-        thread.start()
-        assert ready.wait(10.0)
+        woke = start_waiting(mstore)
         assert not woke.wait(0.3), "nothing happened: it sleeps"
         started = time.monotonic()
         enqueue_one(other, new_job(1))
         assert woke.wait(10.0)
         assert time.monotonic() - started < 1.0
-        thread.join(10)
     finally:
         other.close()
 
@@ -397,23 +402,12 @@ def test_work_this_process_commits_ends_its_own_waits_at_once(my_url: str) -> No
         enqueue_one(store, new_job(1, concurrency=(key,)))
         enqueue_one(store, new_job(2, concurrency=(key,)))
         [first] = claim(store, limit=2)  # the second waits for the key's slot
-        ready, woke = threading.Event(), threading.Event()
-
-        def waiter() -> None:
-            store.wait(["default"], 0.01)  # the count this thread saw last
-            ready.set()
-            store.wait(["default"], 20.0)
-            woke.set()
-
-        thread = threading.Thread(target=waiter, daemon=True)
-        thread.start()
-        assert ready.wait(10.0)
+        woke = start_waiting(store)
         assert not woke.wait(0.3), "nothing happened: it sleeps"
         started = time.monotonic()
         assert store.finish([Outcome(first.id, first.token, ok=True, result=b"1")]) == [True]
         assert woke.wait(10.0)
         assert time.monotonic() - started < 2.0  # not at its next look, 5 s on
-        thread.join(10.0)
         assert len(claim(store)) == 1
     finally:
         store.close()
@@ -447,22 +441,11 @@ def test_right_after_work_a_waiting_worker_looks_more_often(my_url: str) -> None
         enqueue_one(sender, new_job(1))
         waiting.wait(["default"], 20.0)  # sees the job: work was seen just now
         assert len(claim(waiting)) == 1
-        ready, done = threading.Event(), threading.Event()
-
-        def waiter() -> None:
-            waiting.wait(["default"], 0.01)  # the count this thread saw last
-            ready.set()
-            waiting.wait(["default"], 20.0)
-            done.set()
-
-        thread = threading.Thread(target=waiter, daemon=True)
-        thread.start()
-        assert ready.wait(10.0)
+        woke = start_waiting(waiting)
         started = time.monotonic()
         enqueue_one(sender, new_job(2))
-        assert done.wait(10.0)
+        assert woke.wait(10.0)
         assert time.monotonic() - started < 1.0
-        thread.join(10)
     finally:
         waiting.close()
         sender.close()
