@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import orjson
@@ -16,8 +17,11 @@ __all__ = [
     "attempt_text",
     "call_text",
     "lag_text",
+    "options_retry_text",
     "policy_text",
+    "read_policy",
     "retry_text",
+    "shown_options",
     "snooze_reason",
     "still_running",
 ]
@@ -46,14 +50,18 @@ def retry_text(job: Job) -> str:
     return policy_text(job.max_attempts, job.retry)
 
 
+def options_retry_text(options: Mapping[str, Any]) -> str:
+    """:func:`retry_text` of the jobs sent with a schedule's job ``options``."""
+    return policy_text(int(options.get("max_attempts") or 1), options.get("retry"))
+
+
 def policy_text(max_attempts: int, stored: str | None) -> str:
     """:func:`retry_text` of jobs of ``max_attempts`` with the retry policy
-    stored as ``stored`` (a schedule's jobs, say)."""
+    stored as ``stored``."""
     if max_attempts <= 1:
         return "none"
-    try:
-        policy = RetryPolicy.decode(stored)
-    except InvalidArgument:
+    policy = read_policy(stored)
+    if policy is None:
         return f"up to {max_attempts - 1} (the stored policy cannot be read: {stored!r})"
     base, cap = policy.backoff
     text = f"up to {max_attempts - 1}, backoff {base:g} s doubling to {cap:g} s"
@@ -62,6 +70,23 @@ def policy_text(max_attempts: int, stored: str | None) -> str:
     if policy.no_retry_on:
         text += f"; never on {_names(policy.no_retry_on)}"
     return text
+
+
+def read_policy(stored: str | None) -> RetryPolicy | None:
+    """The retry policy stored as ``stored``, or None for text this version
+    cannot read (a newer one may have written it)."""
+    try:
+        return RetryPolicy.decode(stored)
+    except InvalidArgument:
+        return None
+
+
+def shown_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A schedule's job options as the dashboard, the API and the CLI show
+    them: the retry policy as an object, every field spelled out (None when
+    it cannot be read), rather than the text it is stored as."""
+    policy = read_policy(options.get("retry"))
+    return dict(options) | {"retry": None if policy is None else asdict(policy)}
 
 
 def _names(kinds: tuple[str, ...]) -> str:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from rota import _json
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
-from rota._wording import attempt_text, call_text
+from rota._wording import attempt_text, call_text, options_retry_text, shown_options
 from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliError,
@@ -239,6 +239,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         ("overlap", s.overlap),
         ("jitter", f"{s.jitter:g} s"),
         ("skipped", str(s.skipped)),
+        ("retries", options_retry_text(s.job_options)),
     ]
     width = max(len(name) for name, _ in rows)
     fields = Text("\n").join(
@@ -250,7 +251,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         Text("\narguments", style="bold underline"),
         json.dumps(call, indent=2, ensure_ascii=False),
         Text("\njob options", style="bold underline"),
-        json.dumps(s.job_options, indent=2, ensure_ascii=False),
+        json.dumps(shown_options(s.job_options), indent=2, ensure_ascii=False),
     )
 
 

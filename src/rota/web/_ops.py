@@ -15,11 +15,11 @@ from math import inf
 from typing import TYPE_CHECKING, Any
 
 from rota import _json
-from rota._wording import policy_text, still_running
+from rota._wording import options_retry_text, read_policy, shown_options, still_running
 from rota.admin import Actor
 from rota.commands import command_line_of
 from rota.diagnose import LOST_AFTER, is_overdue
-from rota.errors import Conflict, InvalidArgument, JobNotFound, NotFound
+from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
     Job,
     JobPage,
@@ -368,15 +368,7 @@ class JobView(Job):
 def job_view(job: Job) -> JobView:
     """``job`` with its retry policy read, for the API."""
     values = {name: getattr(job, name) for name in Job.__dataclass_fields__}
-    return JobView(**values | {"retry": _read_policy(job.retry)})
-
-
-def _read_policy(text: str | None) -> RetryPolicy | None:
-    """The retry policy stored as ``text``, or None for text this version cannot read."""
-    try:
-        return RetryPolicy.decode(text)
-    except InvalidArgument:
-        return None
+    return JobView(**values | {"retry": read_policy(job.retry)})
 
 
 def current_error_only(job: Job) -> Job:
@@ -436,13 +428,6 @@ def schedule(store: Store, name: str) -> ScheduleView:
     return _schedule_views(store, [found])[0]
 
 
-def _options_view(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A schedule's job options with their retry policy read, as an object
-    (:class:`JobView` gives a job's so)."""
-    policy = _read_policy(options.get("retry"))
-    return dict(options) | {"retry": None if policy is None else asdict(policy)}
-
-
 def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     last_ids = [s.last_job_id for s in found if s.last_job_id]
     states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
@@ -469,10 +454,8 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 overlap=s.overlap,
                 jitter=s.jitter,
                 skipped=s.skipped,
-                job_options=_options_view(s.job_options),
-                retries=policy_text(
-                    int(s.job_options.get("max_attempts") or 1), s.job_options.get("retry")
-                ),
+                job_options=shown_options(s.job_options),
+                retries=options_retry_text(s.job_options),
                 overdue=is_overdue(s, now),
                 command=command_line_of(s.task, args),
             )
