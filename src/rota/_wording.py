@@ -18,7 +18,6 @@ __all__ = [
     "call_text",
     "lag_text",
     "options_retry_text",
-    "policy_text",
     "read_policy",
     "retry_text",
     "shown_options",
@@ -47,15 +46,15 @@ def attempt_text(job: Job) -> str:
 def retry_text(job: Job) -> str:
     """How the job's failed attempts are retried: ``none``, or e.g. ``up to 4,
     backoff 2 s doubling to 60 s; only on OSError; never on TimeoutError``."""
-    return policy_text(job.max_attempts, job.retry)
+    return _policy_text(job.max_attempts, job.retry)
 
 
 def options_retry_text(options: Mapping[str, Any]) -> str:
     """:func:`retry_text` of the jobs sent with a schedule's job ``options``."""
-    return policy_text(int(options.get("max_attempts") or 1), options.get("retry"))
+    return _policy_text(int(options.get("max_attempts") or 1), options.get("retry"))
 
 
-def policy_text(max_attempts: int, stored: str | None) -> str:
+def _policy_text(max_attempts: int, stored: str | None) -> str:
     """:func:`retry_text` of jobs of ``max_attempts`` with the retry policy
     stored as ``stored``."""
     if max_attempts <= 1:
