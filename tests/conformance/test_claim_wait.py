@@ -188,6 +188,37 @@ def test_a_waiting_worker_gets_no_job_its_limit_blocks(store: Store, url: str) -
         waiter.close()
 
 
+def test_a_slot_freed_by_the_waiters_own_process_reaches_it_promptly(store: Store) -> None:
+    """A worker reports a job of a full key, and its claimer, waiting on the
+    same store (long past the report), takes the job that waited for the slot
+    at once."""
+    key = (ConcurrencyKey("site", 1),)
+    enqueue_one(store, new_job(queue="cw", concurrency=key))
+    (holder,) = claim(store, ["cw"], worker="w")
+    blocked_id = enqueue_one(store, new_job(queue="cw", concurrency=key))
+    got: list[ClaimedJob] = []
+    started = threading.Event()
+
+    def claimer() -> None:
+        started.set()
+        deadline = time.monotonic() + 20.0  # (a wait may end early without work)
+        while not got and time.monotonic() < deadline:
+            got.extend(claim_or_wait(store, "w", ["cw"], 4, 10.0))
+
+    thread = threading.Thread(target=claimer, daemon=True)
+    thread.start()
+    try:
+        assert started.wait(5.0)
+        freed = time.monotonic()
+        assert succeed(store, holder)
+        wait_for(lambda: got, timeout=15.0, what="the job the slot was freed for")
+        assert time.monotonic() - freed < 1.0
+        assert [j.id for j in got] == [blocked_id]
+    finally:
+        thread.join(25.0)
+        stop_waiting(store, "w")
+
+
 def test_a_paused_queue_gives_waiting_workers_nothing(store: Store, url: str) -> None:
     store.pause_queue("cw")
     waiter = Waiter(url, "w", "cw", 4)
