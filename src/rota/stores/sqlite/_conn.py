@@ -29,6 +29,14 @@ _CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
 #: The levels of ``PRAGMA synchronous`` that sync every commit in WAL mode.
 _SYNCED = frozenset({"FULL", "EXTRA"})
 
+#: ``PRAGMA auto_vacuum`` of a database that gives free pages back on request.
+_INCREMENTAL = 2
+#: Free pages a database keeps for the rows to come (4 MiB at SQLite's
+#: default page size) rather than give back to the file system.
+KEEP_FREE_PAGES = 1024
+#: Pages given back per write turn: a few milliseconds of the write lock.
+FREE_PAGES_STEP = 1024
+
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
 _BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
@@ -167,6 +175,9 @@ class Connections(Database):
         if conn is None:
             conn = self._open()
             try:
+                # a database this makes can give its free pages back (an
+                # older one ignores this: see give_back_free_pages)
+                conn.execute(Q["incremental_auto_vacuum"])
                 conn.execute(Q["use_wal"])  # in memory: stays "memory"
             except StoreError as exc:
                 conn.close()
@@ -239,6 +250,42 @@ class Connections(Database):
                     conn.execute(Q["set_synchronous"].format(level=self._synchronous))
         except sqlite3.Error as exc:
             raise store_error(exc, self.path) from exc
+
+    def give_back_free_pages(
+        self,
+        keep: int = KEEP_FREE_PAGES,
+        step: int = FREE_PAGES_STEP,
+        seconds: float = 0.2,
+    ) -> int:
+        """Give the file's free pages (left by deleted rows) beyond ``keep``
+        back to the file system, ``step`` pages per turn to write, for about
+        ``seconds`` at most; returns how many pages it gave back. The file
+        shrinks at the next checkpoint of the write-ahead log. A database
+        made before rota turned on incremental auto-vacuum keeps its free
+        pages for reuse and gives none back (docs/sqlite.md, "Disk space",
+        says how to convert one)."""
+        conn = self._conn()
+        if conn.execute(Q["auto_vacuum"]).fetchone()[0] != _INCREMENTAL:
+            return 0
+        given = 0
+        deadline = time.monotonic() + seconds
+        while True:
+            free: int = conn.execute(Q["free_pages"]).fetchone()[0]
+            pages = min(step, free - keep)
+            if pages <= 0:
+                return given
+            with self._writers.turn():
+                try:
+                    # (a script: the pragma frees a page per step, and only a
+                    # script steps it to the end)
+                    conn.executescript(Q["give_back_pages"].format(pages=int(pages)))
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute(Q["rollback"])
+                    raise store_error(exc, self.path) from exc
+            given += pages
+            if time.monotonic() >= deadline:
+                return given
 
     def _migrate(self) -> None:
         with self._transaction("begin_exclusive") as conn:

@@ -5,6 +5,20 @@
 -- name: use_wal
 PRAGMA journal_mode = WAL
 
+-- name: incremental_auto_vacuum
+PRAGMA auto_vacuum = INCREMENTAL
+
+-- name: auto_vacuum
+PRAGMA auto_vacuum
+
+-- name: free_pages
+PRAGMA freelist_count
+
+-- name: give_back_pages
+BEGIN IMMEDIATE;
+PRAGMA incremental_vacuum({pages});
+COMMIT
+
 -- name: set_synchronous
 PRAGMA synchronous = {level}
 
