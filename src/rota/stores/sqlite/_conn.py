@@ -175,9 +175,10 @@ class Connections(Database):
         if conn is None:
             conn = self._open()
             try:
-                # a database this makes can give its free pages back (an
-                # older one ignores this: see give_back_free_pages)
-                conn.execute(Q["incremental_auto_vacuum"])
+                if conn.execute(Q["page_count"]).fetchone()[0] == 0:
+                    # a database this makes can give its free pages back (see
+                    # give_back_free_pages; setting it needs a right to write)
+                    conn.execute(Q["incremental_auto_vacuum"])
                 conn.execute(Q["use_wal"])  # in memory: stays "memory"
             except StoreError as exc:
                 conn.close()

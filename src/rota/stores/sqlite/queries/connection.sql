@@ -5,6 +5,9 @@
 -- name: use_wal
 PRAGMA journal_mode = WAL
 
+-- name: page_count
+PRAGMA page_count
+
 -- name: incremental_auto_vacuum
 PRAGMA auto_vacuum = INCREMENTAL
 
