@@ -36,6 +36,9 @@ _INCREMENTAL = 2
 KEEP_FREE_PAGES = 1024
 #: Pages given back per write turn: a few milliseconds of the write lock.
 FREE_PAGES_STEP = 1024
+#: The most pages one call gives back (64 MiB at the default page size):
+#: more than a retention pass purges, so the file keeps up with the purges.
+FREE_PAGES_MOST = 16 * FREE_PAGES_STEP
 
 #: SQLite result codes that mean the database cannot be reached (busy, locked, cannot open).
 _UNAVAILABLE = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN"})
@@ -256,25 +259,24 @@ class Connections(Database):
         self,
         keep: int = KEEP_FREE_PAGES,
         step: int = FREE_PAGES_STEP,
-        seconds: float = 0.2,
+        most: int = FREE_PAGES_MOST,
     ) -> int:
         """Give the file's free pages (left by deleted rows) beyond ``keep``
-        back to the file system, ``step`` pages per turn to write, for about
-        ``seconds`` at most; returns how many pages it gave back. The file
-        shrinks at the next checkpoint of the write-ahead log. A database
-        made before rota turned on incremental auto-vacuum keeps its free
-        pages for reuse and gives none back (docs/sqlite.md, "Disk space",
-        says how to convert one)."""
+        back to the file system, ``step`` pages per turn to write (other
+        writers go between turns), ``most`` pages at most; returns how many
+        it gave back. The file shrinks at the next checkpoint of the
+        write-ahead log. A database made before rota turned on incremental
+        auto-vacuum keeps its free pages for reuse and gives none back
+        (docs/sqlite.md, "Disk space", says how to convert one)."""
         conn = self._conn()
         if conn.execute(Q["auto_vacuum"]).fetchone()[0] != _INCREMENTAL:
             return 0
         given = 0
-        deadline = time.monotonic() + seconds
-        while True:
+        while given < most:
             free: int = conn.execute(Q["free_pages"]).fetchone()[0]
-            pages = min(step, free - keep)
+            pages = min(step, free - keep, most - given)
             if pages <= 0:
-                return given
+                break
             with self._writers.turn():
                 try:
                     # (a script: the pragma frees a page per step, and only a
@@ -285,8 +287,7 @@ class Connections(Database):
                         conn.execute(Q["rollback"])
                     raise store_error(exc, self.path) from exc
             given += pages
-            if time.monotonic() >= deadline:
-                return given
+        return given
 
     def _migrate(self) -> None:
         with self._transaction("begin_exclusive") as conn:
