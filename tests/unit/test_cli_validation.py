@@ -189,7 +189,7 @@ ADD = ["schedules", "add", "s", "--every", "60"]
         ),
         (
             ["schedules", "add", "s", "--cron", "0 * * * *", "--tz", "Mars/Base", "--", "true"],
-            ["'--cron'", "unknown time zone 'Mars/Base'"],
+            ["'--tz'", "unknown time zone 'Mars/Base'"],
         ),
         (["jobs", "list", "--queue", ""], ["'--queue'", "queue must be a non-empty"]),
         (["jobs", "retry", "--failed", "--task", ""], ["'--task'", "task name must be"]),

@@ -273,7 +273,7 @@ def test_schedule_form_cron_with_a_time_zone_previews_three_fires(client: TestCl
 BAD_SCHEDULES = [
     ({"kind": "cron", "cron": "61 * * * *"}, "cron", "cron field 'minute' has invalid value '61'"),
     ({"kind": "cron", "cron": "* * *"}, "cron", "cron expression '* * *' has 3 fields; expected 5"),
-    ({"kind": "cron", "cron": "0 * * * *", "tz": "Mars/Base"}, "cron", "Mars/Base"),
+    ({"kind": "cron", "cron": "0 * * * *", "tz": "Mars/Base"}, "tz", "time zone 'Mars/Base'"),
     ({"kind": "every", "interval": "0"}, "interval", "interval must be"),
     ({"kind": "at", "at": "tomorrow"}, "at", "at time 'tomorrow' is not a date and time"),
     ({"kind": "weekly"}, "kind", "trigger kind must be every, cron or at, not 'weekly'"),

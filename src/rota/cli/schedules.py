@@ -39,6 +39,7 @@ from rota.models import JobState, Schedule
 from rota.scheduling import at, cron, every, trigger_from_json
 from rota.scheduling.define import OVERLAP_POLICIES
 from rota.scheduling.history import ScheduleRuns, run_time, schedule_runs, upcoming_fires
+from rota.scheduling.triggers import time_zone
 from rota.stores import Store, redact_url
 
 if TYPE_CHECKING:
@@ -500,6 +501,10 @@ def _trigger(cron_expr: str | None, tz: str, interval: float | None, at_time: st
         raise click.UsageError("give exactly one trigger: --cron, --every or --at")
     if tz != "UTC" and cron_expr is None:
         raise click.UsageError("--tz goes with --cron")
+    try:
+        time_zone(tz)
+    except InvalidSchedule as exc:
+        raise click.BadParameter(str(exc), param_hint="'--tz'") from None
     try:
         if cron_expr is not None:
             return cron(cron_expr, tz)

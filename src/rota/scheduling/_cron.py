@@ -71,7 +71,7 @@ class CronExpression:
         expanded = _expand(expr, fields, seconds_first)
         hours, minutes = _values(expanded[1], 24), _values(expanded[0], 60)
         seconds = _values(expanded[5], 60) if seconds_first else [0]
-        self._zone = _zone(tz)
+        self._zone = time_zone(tz)
         self._croniter_expr = " ".join(fields)
         self._seconds_first = seconds_first
         self._day_expr = "0 0 " + " ".join(fields[-3:])
@@ -277,7 +277,9 @@ def _values(expanded: list[Any], size: int) -> list[int]:
     return list(range(size)) if expanded == ["*"] else sorted({int(v) for v in expanded})
 
 
-def _zone(name: str) -> ZoneInfo:
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone ``name``; :class:`~rota.errors.InvalidSchedule` for
+    one this machine does not know."""
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, TypeError):

@@ -21,7 +21,7 @@ from typing import Any
 from rota import _validate
 from rota._time import shown_utc
 from rota.errors import InvalidSchedule
-from rota.scheduling._cron import CronExpression
+from rota.scheduling._cron import CronExpression, time_zone
 
 __all__ = [
     "AtTrigger",
@@ -34,6 +34,7 @@ __all__ = [
     "every",
     "jitter_offset",
     "plan_fires",
+    "time_zone",
     "trigger_from_json",
 ]
 

@@ -19,7 +19,7 @@ from rota import _json
 from rota._time import parse_duration
 from rota.commands import COMMAND_TASK, parse_command_line
 from rota.errors import InvalidArgument, RotaError, UnknownTask
-from rota.scheduling.triggers import Trigger, at, cron, every
+from rota.scheduling.triggers import Trigger, at, cron, every, time_zone
 
 __all__ = [
     "OPTION_FIELDS",
@@ -144,7 +144,12 @@ def trigger(form: Mapping[str, Any]) -> Trigger:
             expr = text(form, "cron")
             if not expr:
                 raise FieldError("cron", "a cron expression is required for a cron trigger")
-            return cron(expr, text(form, "tz") or "UTC")
+            tz = text(form, "tz") or "UTC"
+            try:
+                time_zone(tz)
+            except RotaError as exc:
+                raise FieldError("tz", str(exc)) from None
+            return cron(expr, tz)
         if kind == "at":
             return at(_moment(text(form, "at")))
     except FieldError:
