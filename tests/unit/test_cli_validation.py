@@ -141,6 +141,8 @@ ADD = ["schedules", "add", "s", "--every", "60"]
         (["limits", "set", "", "3"], ["limit key must be a non-empty string"]),
         (["limits", "set", "k", "2000000"], ["limit must be at most 1000000"]),
         (["limits", "set", "--", "k", "-1"], ["-1 is not in the range"]),
+        (["limits", "set", "k", "-1"], ["-1 is not in the range"]),
+        (["limits", "rate", "k", "-1"], ["rate '-1' is not valid"]),
         (["limits", "clear", "\x00"], ["control characters"]),
         (["limits", "reset", ""], ["limit key must be a non-empty"]),
         (["schedules", "pause", ""], ["schedule name must be a non-empty string"]),

@@ -99,7 +99,7 @@ def set_limit(cli: CliState, key: str, limit: int) -> None:
     click.echo(f"limit of {key} set to {limit}")
 
 
-@limits.command("rate")
+@limits.command("rate", context_settings={"ignore_unknown_options": True})
 @click.argument("key", callback=name_callback("limit key"))
 @click.argument("rate", metavar="RATE|clear")
 @url_option
