@@ -190,6 +190,8 @@ def test_send_json(env: Env, payload: str, args: list[Any], kwargs: dict[str, An
         (["1", "--json", "[2]"], "give the task's arguments as ARGS or with --json, not both"),
         (["--in", "soon"], "Invalid value for '--in': delay 'soon' is not a duration"),
         (["--priority", "high"], "'high' is not a valid integer"),
+        (["-1", "2"], "-1 is read as an option: to send it as an argument, put -- before"),
+        (["1", "-2.5"], "(rota send APP TASK -- -2.5 ...)"),
     ],
 )
 def test_send_bad_input_is_a_usage_error(env: Env, extra: list[str], message: str) -> None:

@@ -4,6 +4,7 @@ from the command line."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import click
@@ -93,6 +94,10 @@ def call_arguments(
     return call_args, call_kwargs
 
 
+#: An unknown option that is a negative number: an argument meant for the task.
+_NEGATIVE = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
 class _SendCommand(click.Command):
     """``rota send``, which also reads ``rota send --cmd -- CMD ARGS...``: a
     command line sent without APP, to the store of ``--url`` (or ``ROTA_URL``)."""
@@ -108,7 +113,18 @@ class _SendCommand(click.Command):
                 given = {}  # (the parse below reports it)
             if given.get("command") and not isinstance(given.get("app_spec"), str):
                 args = [*args[:cut], "", *args[cut:]]
-        return super().parse_args(ctx, args)
+        words = list(args)  # (click's parse consumes its list)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            number = next((w for w in words if _NEGATIVE.fullmatch(w)), None)
+            if number is None or not number.startswith(exc.option_name):
+                raise
+            raise click.UsageError(
+                f"{number} is read as an option: to send it as an argument, put -- "
+                f"before the arguments (rota send APP TASK -- {number} ...)",
+                ctx,
+            ) from None
 
 
 @click.command(cls=_SendCommand)
