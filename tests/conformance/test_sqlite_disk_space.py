@@ -2,7 +2,8 @@
 a database rota makes uses incremental auto-vacuum, and each retention pass
 (``purge_finished``) gives its free pages beyond a few MiB back, a bounded
 number per turn to write and per call. A database made before keeps its free pages for
-reuse until converted as docs/sqlite.md, "Disk space", says."""
+reuse until converted as docs/sqlite.md, "Disk space", says. The
+write-ahead log, grown by a burst, is cut back once it starts over."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from conformance.support import claim, new_job, succeed
+from helpers import wait_for
 from rota.stores import open_store
 from rota.stores.sqlite import SQLiteStore
-from rota.stores.sqlite._conn import KEEP_FREE_PAGES
+from rota.stores.sqlite._conn import KEEP_FREE_PAGES, WAL_SIZE_LIMIT
 
 #: Jobs of 8 KB each: about 6,000 pages of 4 KiB in all.
 JOBS, PAYLOAD = 3000, 8000
@@ -120,3 +122,15 @@ def test_an_older_database_keeps_its_free_pages_until_converted(path: Path) -> N
         assert pages(path)[1] <= KEEP_FREE_PAGES
     finally:
         store.close()
+
+
+def test_the_write_ahead_log_is_cut_back_after_a_burst(path: Path, store: SQLiteStore) -> None:
+    run_big_jobs(store)  # 24 MB sent in one transaction: the log grew past it
+    assert store.purge_finished(0.0, 10_000) == JOBS
+    wal = path.with_name(path.name + "-wal")
+
+    def cut_back() -> bool:
+        store.enqueue([new_job(1)])  # (the log starts over at a write after a checkpoint)
+        return wal.stat().st_size <= WAL_SIZE_LIMIT
+
+    wait_for(cut_back, timeout=10, interval=0.05, what="the write-ahead log cut back")

@@ -29,6 +29,10 @@ _CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
 #: The levels of ``PRAGMA synchronous`` that sync every commit in WAL mode.
 _SYNCED = frozenset({"FULL", "EXTRA"})
 
+#: Bytes of write-ahead log kept once it starts over after a checkpoint: a
+#: burst (a large send, a purge) grows the log, and without a bound it would
+#: keep that size for as long as the database is open.
+WAL_SIZE_LIMIT = 16 * 2**20
 #: ``PRAGMA auto_vacuum`` of a database that gives free pages back on request.
 _INCREMENTAL = 2
 #: Free pages a database keeps for the rows to come (4 MiB at SQLite's
@@ -183,6 +187,7 @@ class Connections(Database):
                     # give_back_free_pages; setting it needs a right to write)
                     conn.execute(Q["incremental_auto_vacuum"])
                 conn.execute(Q["use_wal"])  # in memory: stays "memory"
+                conn.execute(Q["limit_wal_size"].format(size=WAL_SIZE_LIMIT))
             except StoreError as exc:
                 conn.close()
                 # busy or locked by another process: for now; else (cannot open its

@@ -5,6 +5,9 @@
 -- name: use_wal
 PRAGMA journal_mode = WAL
 
+-- name: limit_wal_size
+PRAGMA journal_size_limit = {size}
+
 -- name: page_count
 PRAGMA page_count
 
