@@ -78,14 +78,16 @@ def test_a_new_database_gives_the_space_of_purged_jobs_back(path: Path, store: S
 
 
 def test_free_pages_are_given_back_a_bounded_step_per_turn(path: Path, store: SQLiteStore) -> None:
-    store.enqueue([new_job("x" * PAYLOAD) for _ in range(JOBS)])
-    assert store.purge_queue("default") == JOBS  # (only a retention pass gives pages back)
+    sent = store.enqueue([new_job("x" * PAYLOAD) for _ in range(JOBS)])
+    assert all(store.delete([s.id for s in sent]))  # (a delete leaves its pages free)
     _, free, _ = pages(path)
     assert free > 300
     assert store.give_back_free_pages(keep=0, step=100, most=100) == 100
     assert pages(path)[1] == free - 100
     assert store.give_back_free_pages(keep=free - 250, step=100) == 150  # 100, then 50
     assert pages(path)[1] == free - 250
+    assert store.give_back_free_pages(keep=0, step=100, most=None) == free - 250  # all
+    assert pages(path)[1] == 0
 
 
 def test_an_older_database_keeps_its_free_pages_until_converted(path: Path) -> None:
@@ -132,3 +134,12 @@ def test_the_write_ahead_log_is_cut_back_after_a_burst(path: Path, store: SQLite
         return wal.stat().st_size <= WAL_SIZE_LIMIT
 
     wait_for(cut_back, timeout=10, interval=0.05, what="the write-ahead log cut back")
+
+
+def test_a_purged_queue_gives_all_its_space_back_at_once(path: Path, store: SQLiteStore) -> None:
+    store.enqueue([new_job("x" * PAYLOAD) for _ in range(JOBS)])
+    full, _, _ = pages(path)
+    assert store.purge_queue("default") == JOBS
+    after, free, _ = pages(path)
+    assert free <= KEEP_FREE_PAGES
+    assert after < full / 2, (full, after)

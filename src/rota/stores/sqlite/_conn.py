@@ -264,12 +264,12 @@ class Connections(Database):
         self,
         keep: int = KEEP_FREE_PAGES,
         step: int = FREE_PAGES_STEP,
-        most: int = FREE_PAGES_MOST,
+        most: int | None = FREE_PAGES_MOST,
     ) -> int:
         """Give the file's free pages (left by deleted rows) beyond ``keep``
         back to the file system, ``step`` pages per turn to write (other
-        writers go between turns), ``most`` pages at most; returns how many
-        it gave back. The file shrinks at the next checkpoint of the
+        writers go between turns), ``most`` pages at most (None: all);
+        returns how many it gave back. The file shrinks at the next checkpoint of the
         write-ahead log. A database made before rota turned on incremental
         auto-vacuum keeps its free pages for reuse and gives none back
         (docs/sqlite.md, "Disk space", says how to convert one)."""
@@ -277,9 +277,9 @@ class Connections(Database):
         if conn.execute(Q["auto_vacuum"]).fetchone()[0] != _INCREMENTAL:
             return 0
         given = 0
-        while given < most:
+        while most is None or given < most:
             free: int = conn.execute(Q["free_pages"]).fetchone()[0]
-            pages = min(step, free - keep, most - given)
+            pages = min(step, free - keep, step if most is None else most - given)
             if pages <= 0:
                 break
             with self._writers.turn():

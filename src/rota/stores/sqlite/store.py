@@ -62,5 +62,13 @@ class SQLiteStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, Connecti
         self.give_back_free_pages()
         return removed
 
+    def purge_queue(self, queue: str) -> int:
+        """Delete the queue's pending jobs as every store does, then give all
+        the file's free pages back at once (an operator's purge may free far
+        more than a retention pass gives back in a call)."""
+        removed = super().purge_queue(queue)
+        self.give_back_free_pages(most=None)
+        return removed
+
     def interrupt_waits(self) -> None:
         self._wake_ups().interrupt()
