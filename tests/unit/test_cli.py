@@ -1002,6 +1002,7 @@ def test_worker_bad_input_fails_before_it_starts(env: Env) -> None:
         ("--max-cpu", "150", "150.0 is not in the range 0<x<=100"),
         ("--heartbeat", "11", "11.0 is not in the range 0.1<=x<=10.0"),
         ("--mode", "fibers", "'fibers' is not one of 'threads', 'processes', 'async'"),
+        ("--host", "", "Invalid value for '--host': host must be a non-empty string"),
     ]:
         result = env.rota("worker", env.app, option, value)
         assert result.exit_code == 2, option

@@ -12,6 +12,7 @@ from rota.cli._support import (
     CliState,
     commands_option,
     duration_callback,
+    name_callback,
     pass_state,
     require_app_or_commands,
     resolve_queues,
@@ -114,6 +115,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "host",
     metavar="NAME",
     default=None,
+    callback=name_callback("host"),
     help="The host name this worker serves jobs sent to (task.options(host=NAME), "
     "rota send --host NAME). Default: this machine's hostname.",
 )
