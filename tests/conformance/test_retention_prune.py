@@ -15,6 +15,7 @@ from conformance.support import (
     fail,
     new_job,
     succeed,
+    succeed_all,
     worker_info,
 )
 from rota.models import BreakerKey, ConcurrencyKey, HostScope, NewJob, RateKey
@@ -34,13 +35,6 @@ def polite(host: str, *args: object, rate: float = 1000.0) -> NewJob:
     )
 
 
-def run_all(store: Store) -> None:
-    """Claim and succeed every claimable job."""
-    while claimed := claim(store, limit=100):
-        for job in claimed:
-            assert succeed(store, job)
-
-
 def listed(store: Store) -> set[str]:
     return {info.key for info in store.limits()}
 
@@ -48,7 +42,7 @@ def listed(store: Store) -> set[str]:
 def test_idle_limit_keys_are_dropped(store: Store) -> None:
     hosts = [f"site-{i}.example" for i in range(40)]
     store.enqueue([polite(host) for host in hosts])
-    run_all(store)
+    succeed_all(store)
     assert set(hosts) <= listed(store)
     time.sleep(0.01)  # every bucket (1000/s, burst 1) is full again
 
@@ -58,7 +52,7 @@ def test_idle_limit_keys_are_dropped(store: Store) -> None:
 
 def test_a_dropped_key_starts_again_as_a_new_one(store: Store) -> None:
     store.enqueue([polite("again.example")])
-    run_all(store)
+    succeed_all(store)
     time.sleep(0.01)
     store.purge_finished(0.0)
     assert "again.example" not in listed(store)
@@ -85,9 +79,9 @@ def test_keys_that_carry_something_stay(store: Store) -> None:
     running = claim_one(store)
     # a pending job behind a bucket that is not full again
     store.enqueue([polite("slow.example", i, rate=0.001) for i in range(2)])
-    run_all(store)
+    succeed_all(store)
     enqueue_one(store, polite("idle.example"))
-    run_all(store)
+    succeed_all(store)
     time.sleep(0.01)
 
     store.purge_finished(0.0)
@@ -109,7 +103,7 @@ def test_keys_that_carry_something_stay(store: Store) -> None:
 def test_fair_keys_the_queue_clock_passed_are_dropped(store: Store) -> None:
     done = [f"done-{i}.example" for i in range(20)]
     store.enqueue([polite(host) for host in done])
-    run_all(store)
+    succeed_all(store)
     enqueue_one(store, polite("pending.example", rate=0.001))
     assert set(done) <= fair_keys(store, "default")
 
@@ -122,7 +116,7 @@ def test_a_new_job_of_a_dropped_fair_key_is_not_served_late(store: Store) -> Non
         return new_job(host, i, concurrency=(ConcurrencyKey(host, 10_000),), lease=30.0)
 
     store.enqueue([on("old.example", i) for i in range(5)])
-    run_all(store)
+    succeed_all(store)
     store.purge_finished(0.0)
     assert "old.example" not in fair_keys(store, "default")
     store.enqueue([on("big.example", i) for i in range(300)])

@@ -364,11 +364,26 @@ def run_now(cli: CliState, name: str) -> None:
         )
 
 
+def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--tz``: an IANA time zone this machine knows."""
+    try:
+        time_zone(value)
+    except InvalidSchedule as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
 @schedules.command("add")
 @click.argument("name", callback=name_callback("schedule name"))
 @click.argument("words", nargs=-1, metavar="-- CMD [ARGS]...")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
-@click.option("--tz", default="UTC", show_default=True, help="The time zone of --cron.")
+@click.option(
+    "--tz",
+    default="UTC",
+    show_default=True,
+    callback=_zone,
+    help="The time zone of --cron.",
+)
 @click.option(
     "--every", "interval", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
 )
@@ -501,10 +516,6 @@ def _trigger(cron_expr: str | None, tz: str, interval: float | None, at_time: st
         raise click.UsageError("give exactly one trigger: --cron, --every or --at")
     if tz != "UTC" and cron_expr is None:
         raise click.UsageError("--tz goes with --cron")
-    try:
-        time_zone(tz)
-    except InvalidSchedule as exc:
-        raise click.BadParameter(str(exc), param_hint="'--tz'") from None
     try:
         if cron_expr is not None:
             return cron(cron_expr, tz)

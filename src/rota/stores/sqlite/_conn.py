@@ -8,6 +8,7 @@ back whole.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -276,17 +277,17 @@ class Connections(Database):
         conn = self._conn()
         if conn.execute(Q["auto_vacuum"]).fetchone()[0] != _INCREMENTAL:
             return 0
-        given = 0
-        while most is None or given < most:
+        given, cap = 0, math.inf if most is None else most
+        while given < cap:
             free: int = conn.execute(Q["free_pages"]).fetchone()[0]
-            pages = min(step, free - keep, step if most is None else most - given)
+            pages = int(min(step, free - keep, cap - given))
             if pages <= 0:
                 break
             with self._writers.turn():
                 try:
                     # (a script: the pragma frees a page per step, and only a
                     # script steps it to the end)
-                    conn.executescript(Q["give_back_pages"].format(pages=int(pages)))
+                    conn.executescript(Q["give_back_pages"].format(pages=pages))
                 except sqlite3.Error as exc:
                     if conn.in_transaction:
                         conn.execute(Q["rollback"])
