@@ -44,6 +44,7 @@ __all__ = [
     "check_call",
     "check_json",
     "check_text",
+    "exception_classes",
     "integer",
     "limit_override",
     "name",
@@ -146,6 +147,19 @@ def name(value: object, what: str) -> str:
             f"{what} {value!r} must not have control characters or surrounding spaces"
         )
     return value
+
+
+def exception_classes(value: object, what: str) -> tuple[type[BaseException], ...]:
+    """An exception class, or a tuple or list of them, as a tuple; ``what``
+    names the option for the message."""
+    items = tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if not (isinstance(item, type) and issubclass(item, BaseException)):
+            raise InvalidArgument(
+                f"{what} takes exception classes (e.g. (ConnectionError, TimeoutError)), "
+                f"not {_short(item)}"
+            )
+    return items
 
 
 def limit_override(value: object) -> int | None:

@@ -222,16 +222,26 @@ class Breaker:
     of the key run at once. Once open, none starts for ``cooldown`` (seconds,
     or ``"90s"``, ``"5m"``); then one probe job runs: its success closes the
     breaker, its failure opens it for another cooldown.
+
+    A failure on an exception of one of the ``ignore`` classes (or of their
+    subclasses) counts neither way: it leaves the consecutive failures and
+    an open breaker as they were, and a probe that ends so is followed by
+    another. Name there the errors that say nothing about what the key
+    stands for: a bug in the job's own code, a refusal of its input, a
+    throttle handled elsewhere.
     """
 
     failures: int = 5
     cooldown: float | str = 60.0
     key: KeySpec = None
+    ignore: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         _validate.integer(self.failures, "breaker failures", 1, _validate.MAX_LIMIT)
         check_key_spec(self.key, "breaker")
         parse_duration(self.cooldown, what="breaker cooldown")
+        ignore = _validate.exception_classes(self.ignore, "breaker ignore")
+        object.__setattr__(self, "ignore", ignore)
 
     @property
     def cooldown_seconds(self) -> float:

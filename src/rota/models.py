@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from rota import _json
+
 
 class JobState(StrEnum):
     """Where a job is in its life: see the state diagram in docs/guarantees.md."""
@@ -67,11 +69,15 @@ class RateKey:
 
 @dataclass(frozen=True, slots=True)
 class BreakerKey:
-    """After ``failures`` consecutive failures, jobs carrying ``key`` pause for ``cooldown`` s."""
+    """After ``failures`` consecutive failures, jobs carrying ``key`` pause for
+    ``cooldown`` s. A failure on an error of one of the ``ignore`` kinds
+    (exception classes as :func:`rota.retry.error_kind` names them) counts
+    neither way."""
 
     key: str
     failures: int
     cooldown: float
+    ignore: tuple[str, ...] = ()
 
 
 #: How long a host may go unseen before its jobs run anywhere (seconds).
@@ -140,6 +146,24 @@ class NewJob:
         keys += [b.key for b in self.breaker]
         return tuple(dict.fromkeys(keys))
 
+    def limits_field(self) -> bytes | None:
+        """The job's flow-control keys as every store keeps them, or None when
+        it has none: ``{"c": [[key, limit]], "r": [[key, rate, burst]],
+        "b": [[key, failures, cooldown]]}``, a breaker entry ending with the
+        kinds it ignores when there are some."""
+        if not (self.concurrency or self.rate or self.breaker):
+            return None
+        return _json.dumps(
+            {
+                "c": [[c.key, c.limit] for c in self.concurrency],
+                "r": [[r.key, float(r.rate), r.burst] for r in self.rate],
+                "b": [
+                    [b.key, b.failures, float(b.cooldown), *([list(b.ignore)] if b.ignore else [])]
+                    for b in self.breaker
+                ],
+            }
+        )
+
     @property
     def fair_key(self) -> str:
         """The key jobs are rotated over for fairness: the most restrictive
@@ -203,6 +227,9 @@ class Outcome:
     ``snooze`` (not ``ok``, with ``retry_in``) is not counted as an attempt:
     the job is scheduled at ``now() + retry_in`` with its attempt number
     stepped back, ``error`` saying why, and no history entry.
+
+    ``kinds`` names a failure's exception class and its base classes (as
+    :func:`rota.retry.error_kind`), for the job's breakers that ignore some.
     """
 
     job_id: str
@@ -213,6 +240,7 @@ class Outcome:
     traceback: str | None = None
     retry_in: float | None = None
     snooze: bool = False
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,12 @@ def error_kind(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+@functools.cache
+def error_kinds(classes: tuple[type, ...]) -> tuple[str, ...]:
+    """:func:`error_kind` of each of ``classes`` (cached: a task sends many jobs)."""
+    return tuple(error_kind(cls) for cls in classes)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a job's failed attempts are retried, while attempts remain.
@@ -132,6 +138,6 @@ def encoded_policy(
     """The stored form of a task's retry options (cached: a task sends many jobs)."""
     return RetryPolicy(
         backoff,
-        None if retry_on is None else tuple(error_kind(c) for c in retry_on),
-        tuple(error_kind(c) for c in no_retry_on),
+        None if retry_on is None else error_kinds(retry_on),
+        error_kinds(no_retry_on),
     ).encode()

@@ -44,7 +44,7 @@ from rota.models import (
     NewJob,
     RateKey,
 )
-from rota.retry import encoded_policy
+from rota.retry import encoded_policy, error_kinds
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -199,14 +199,7 @@ def _exceptions(name: str, value: Any) -> tuple[type[BaseException], ...] | None
     retries every error, ``no_retry_on`` excepts none)."""
     if value is None:
         return None if name == "retry_on" else ()
-    items = tuple(value) if isinstance(value, list | tuple) else (value,)
-    for item in items:
-        if not (isinstance(item, type) and issubclass(item, BaseException)):
-            raise InvalidArgument(
-                f"{name} takes exception classes (e.g. (ConnectionError, TimeoutError)), "
-                f"not {item!r}"
-            )
-    return items
+    return _validate.exception_classes(value, name)
 
 
 def _backoff(value: Any) -> tuple[float, float]:
@@ -453,7 +446,12 @@ class Task(Generic[P, R]):
         )
         rate = tuple(RateKey(self._key(r.key, args, kwargs), r.per_second, r.burst) for r in o.rate)
         breaker = tuple(
-            BreakerKey(self._key(b.key, args, kwargs), b.failures, b.cooldown_seconds)
+            BreakerKey(
+                self._key(b.key, args, kwargs),
+                b.failures,
+                b.cooldown_seconds,
+                error_kinds(b.ignore),
+            )
             for b in o.breaker
         )
         groups: tuple[tuple[Any, ...], ...] = (concurrency, rate, breaker)

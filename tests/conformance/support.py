@@ -116,10 +116,18 @@ def fail(
     error: str = "ValueError: boom",
     traceback: str | None = "Traceback (most recent call last):\nValueError: boom",
     retry_in: float | None = None,
+    kinds: tuple[str, ...] = (),
 ) -> bool:
-    """Report failure of a claimed job."""
+    """Report failure of a claimed job (on an error of ``kinds``, for breakers
+    that ignore some)."""
     outcome = Outcome(
-        job.id, job.token, ok=False, error=error, traceback=traceback, retry_in=retry_in
+        job.id,
+        job.token,
+        ok=False,
+        error=error,
+        traceback=traceback,
+        retry_in=retry_in,
+        kinds=kinds,
     )
     return store.finish([outcome])[0]
 

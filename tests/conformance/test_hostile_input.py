@@ -83,6 +83,8 @@ BAD_TYPES: list[tuple[str, Any]] = [
     ("concurrency", (ConcurrencyKey("k", 2**63),)),
     ("rate", (RateKey("r", NAN, 1),)),
     ("breaker", (BreakerKey("b", 1, INF),)),
+    ("breaker", (BreakerKey("b", 1, 1.0, ("",)),)),
+    ("breaker", (BreakerKey("b", 1, 1.0, "builtins.ValueError"),)),  # type: ignore[arg-type]
     ("id", 5),
     ("payload", "not bytes"),
     ("priority", 1.5),
@@ -206,6 +208,9 @@ def test_lease_verbs_refuse_bad_refs(store: Store) -> None:
         Outcome("runs", "t", ok=False, retry_in=-1.0),
         Outcome("", "t", ok=True),
         Outcome("runs", "", ok=True),
+        Outcome("runs", "t", ok=True, kinds=("builtins.ValueError",)),
+        Outcome("runs", "t", ok=False, kinds=["builtins.ValueError"]),  # type: ignore[arg-type]
+        Outcome("runs", "t", ok=False, kinds=("",)),
     ],
     ids=repr,
 )

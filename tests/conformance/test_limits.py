@@ -417,6 +417,72 @@ def test_success_resets_the_failure_count(store: Store) -> None:
     assert info.failures == 1
 
 
+#: A failure's kinds as the worker reports them: its class, then its bases.
+BAD_RECORD = ("app.BadRecord", "builtins.ValueError", "builtins.Exception")
+
+
+def ignoring_job(*args: object, failures: int = 2, cooldown: float = 60.0) -> NewJob:
+    """A job whose breaker "api" ignores ValueError (and so its subclasses)."""
+    breaker = (BreakerKey("api", failures, cooldown, ("builtins.ValueError",)),)
+    return new_job(*args, breaker=breaker, lease=30.0)
+
+
+def test_a_failure_a_breaker_ignores_counts_neither_way(store: Store) -> None:
+    enqueue_one(store, ignoring_job("counted"))
+    assert fail(store, claim_one(store), kinds=("builtins.OSError", "builtins.Exception"))
+    assert limit_info(store, "api").failures == 1
+
+    # a subclass of an ignored class: not counted, and its slot is free again
+    enqueue_one(store, ignoring_job("ignored"))
+    enqueue_one(store, ignoring_job("next"))
+    ignored = claim_one(store)
+    assert fail(store, ignored, "BadRecord: no amount", kinds=BAD_RECORD)
+    info = limit_info(store, "api")
+    assert (info.failures, info.open_until) == (1, None)
+    assert get(store, ignored.id).state is JobState.FAILED  # the attempt failed all the same
+
+    # the next counted failure reaches the threshold
+    assert fail(store, claim_one(store), kinds=("builtins.OSError",))
+    assert limit_info(store, "api").open_until is not None
+
+
+def test_a_failure_with_no_kinds_counts_in_a_breaker_that_ignores_some(store: Store) -> None:
+    enqueue_one(store, ignoring_job(1, failures=1))
+    assert fail(store, claim_one(store))  # no kinds reported: counted
+    assert limit_info(store, "api").open_until is not None
+
+
+def test_an_ignored_failure_neither_resets_nor_closes_an_open_breaker(store: Store) -> None:
+    for i in range(2):
+        enqueue_one(store, ignoring_job(f"failing-{i}", cooldown=0.3))
+        assert fail(store, claim_one(store), kinds=("builtins.OSError",))
+    open_until = limit_info(store, "api").open_until
+    assert open_until is not None
+    for i in range(2):
+        enqueue_one(store, ignoring_job(f"waiting-{i}", cooldown=0.3))
+    wait_until(store, open_until)
+    probe = claim_one(store)
+    assert claim(store) == []  # one probe at a time
+
+    # the probe fails on an ignored error: still open as it was, another probe may run
+    assert fail(store, probe, kinds=BAD_RECORD)
+    info = limit_info(store, "api")
+    assert info.open_until == pytest.approx(open_until)
+    assert info.failures >= 2
+    assert len(claim(store, limit=10)) == 1
+
+
+def test_each_breaker_of_a_job_decides_by_its_own_ignored_kinds(store: Store) -> None:
+    breakers = (
+        BreakerKey("lenient", 5, 60.0, ("builtins.ValueError",)),
+        BreakerKey("strict", 5, 60.0),
+    )
+    enqueue_one(store, new_job(1, breaker=breakers, lease=30.0))
+    assert fail(store, claim_one(store), kinds=BAD_RECORD)
+    assert limit_info(store, "lenient").failures == 0
+    assert limit_info(store, "strict").failures == 1
+
+
 # -- fairness --------------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ def _job(**changes: str) -> list[str]:
 
 
 def _outcome(retry_in: str = "", flags: str = "00100", job_id: str = "runs") -> list[str]:
-    return [job_id, "token", flags, "", "boom", "", retry_in]
+    return [job_id, "token", flags, "", "boom", "", retry_in, "builtins.ValueError"]
 
 
 #: Hostile ARGV per script (heartbeat.lua, the worker record, and queues.lua,
@@ -53,6 +53,8 @@ CASES: dict[str, list[list[str]]] = {
         ["", "1", *_job(limits='{"c": [["k", -1]], "r": [], "b": []}')],
         ["", "1", *_job(limits='{"c": [], "r": [["r", 0, 1]], "b": []}')],
         ["", "1", *_job(limits="not json")],
+        ["", "1", *_job(limits='{"c": [], "r": [], "b": [["b", 1, 1.0, "ValueError"]]}')],
+        ["", "1", *_job(limits='{"c": [], "r": [], "b": [["b", 1, 1.0, [""]]]}')],
         ["", "2", *_job(id="good"), *_job(lease="nan")],
         ["", "2", *_job(id="good")],
         ["", "nan", *_job()],

@@ -230,7 +230,7 @@ def test_keys_module_names_what_the_scripts_write(rstore: RedisStore) -> None:
         schedule="s",
     )
     enqueue_one(rstore, job)
-    limits = _codec.limits_json(job.concurrency, job.rate, job.breaker)
+    limits = job.limits_field()
     assert limits is not None
     sig = hashlib.sha1(limits).hexdigest()
     client = redis.Redis.from_url(rstore.options.url)

@@ -271,6 +271,26 @@ def test_a_failing_callback_fails_its_page_without_retries(app: App, site: Site)
     assert admit.status() == "succeeded"
 
 
+def test_parse_errors_do_not_count_in_the_hosts_breaker(app: App, site: Site) -> None:
+    crawler = Crawler(
+        app, "cafe", seeds=[site.url("a")], rate=100, per_host=1, breaker=Breaker(1, "5m")
+    )
+
+    @crawler.parse
+    def broken(response: Response) -> object:
+        if response.url.endswith("/"):
+            return response.links()
+        raise KeyError("price")  # a bug of the crawl's, on a page the host served
+
+    crawler.start()
+    run_until_idle(app, timeout=30)
+    failed = [j for j in _jobs(app, "cafe.fetch") if j.state is JobState.FAILED]
+    # a breaker of 1 failure would have held every page after the first
+    assert len(failed) == 2, [j.args for j in failed]  # /menu and /about
+    (info,) = [i for i in app.limits.list() if i.key == site.key("a")]
+    assert (info.failures, info.open_until) == (0, None)
+
+
 def _jobs(app: App, task: str) -> list[Any]:
     return list(app.store.list_jobs(JobQuery(task=task), limit=100).jobs)
 

@@ -28,7 +28,7 @@ class Throttled(CrawlError):
     """The host answered 429 or 503: it is paused (see
     :mod:`rota.crawl.pacing`), and the job tried again with backoff (no
     fetch of the host starts before the pause is over). It counts as an
-    attempt: the host did answer."""
+    attempt, but not in the host's breaker: the host did answer."""
 
 
 class FetchFailed(CrawlError):
@@ -48,4 +48,5 @@ class FetchFailed(CrawlError):
 class ParseFailed(CrawlError):
     """A parse callback raised, or returned something that is neither an
     item (a dict) nor a :class:`~rota.crawl.Link`. Not tried again: the
-    code needs fixing first (then ``rota jobs retry``)."""
+    code needs fixing first (then ``rota jobs retry``). Not counted in the
+    host's breaker: the host answered."""

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rota import Breaker, Limit, Rate
+from rota.crawl.errors import ParseFailed, Throttled
 from rota.crawl.hostrules import RobotsBook
 from rota.crawl.robots import Rules
 from rota.crawl.seen import SeenFilter
@@ -35,6 +36,10 @@ __all__ = ["Frontier"]
 
 #: Most URLs one admit job carries.
 ADMIT_BATCH = 500
+#: Failed fetches a host's breaker does not count: the parse callback's
+#: error (the crawl's code needs fixing, the host answered) and a throttle
+#: (the host's pause already holds its fetches back).
+HOST_NOT_AT_FAULT = (ParseFailed, Throttled)
 #: One fetch job's call: URL, depth, the validators of its last fetch, and
 #: (when above 0) how many redirects in a row led to the URL.
 Call = tuple[str, int, dict[str, Any] | None] | tuple[str, int, dict[str, Any] | None, int]
@@ -66,13 +71,19 @@ class Frontier:
         """The fetch task with ``host``'s politeness keys: its concurrency
         limit (``per_host``; the store applies the host's level), its rate
         (with the crawler's burst, or none when a Crawl-delay slowed it) and
-        its breaker. The concurrency key is the job's fair key."""
+        its breaker, which does not count the errors of
+        :data:`HOST_NOT_AT_FAULT`. The concurrency key is the job's fair key."""
         assert self.fetch_task is not None
         s = self._settings
         return self.fetch_task.options(
             concurrency=Limit(host, s.per_host),
             rate=Rate(rate, burst=s.host_burst(rate), key=host),
-            breaker=Breaker(s.breaker.failures, s.breaker.cooldown, key=host),
+            breaker=Breaker(
+                s.breaker.failures,
+                s.breaker.cooldown,
+                key=host,
+                ignore=(*HOST_NOT_AT_FAULT, *s.breaker.ignore),
+            ),
         )
 
     def admit(self, origin_: str, urls: Sequence[Found]) -> list[JobHandle[Any]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rota import _validate
@@ -153,7 +154,8 @@ def job_options(job: NewJob) -> dict[str, Any]:
     """The fields of ``job`` a schedule keeps so that its fires make the same job.
 
     JSON-safe: limit keys become lists (``[key, limit]``, ``[key, rate,
-    burst]``, ``[key, failures, cooldown]``). :func:`schedule_job` reverses it.
+    burst]``, ``[key, failures, cooldown]`` and the kinds a breaker ignores
+    when there are some). :func:`schedule_job` reverses it.
     """
     return {
         "queue": job.queue,
@@ -164,7 +166,10 @@ def job_options(job: NewJob) -> dict[str, Any]:
         "timeout": job.timeout,
         "concurrency": [[c.key, c.limit] for c in job.concurrency],
         "rate": [[r.key, r.rate, r.burst] for r in job.rate],
-        "breaker": [[b.key, b.failures, b.cooldown] for b in job.breaker],
+        "breaker": [
+            [b.key, b.failures, b.cooldown, *([list(b.ignore)] if b.ignore else [])]
+            for b in job.breaker
+        ],
         "unique_key": job.unique_key,
         "unique_for": job.unique_for,
         "host": job.host,
@@ -206,7 +211,7 @@ def schedule_job(
         timeout=None if o.get("timeout") is None else float(o["timeout"]),
         concurrency=concurrency,
         rate=_keys(RateKey, o.get("rate"), ("key", "rate", "burst")),
-        breaker=_keys(BreakerKey, o.get("breaker"), ("key", "failures", "cooldown")),
+        breaker=_breakers(o.get("breaker")),
         unique_key=o.get("unique_key"),
         unique_for=None if o.get("unique_for") is None else float(o["unique_for"]),
         schedule=schedule.name,
@@ -271,6 +276,15 @@ def _template_job(
         return task.new_job(tuple(args), dict(kwargs))
     except SerializationError as exc:
         raise SerializationError(f"schedule {name!r}: {exc}") from None
+
+
+def _breakers(raw: Any) -> tuple[BreakerKey, ...]:
+    """Breaker keys from their stored form, the kinds one ignores (a JSON
+    list) as a tuple again."""
+    keys: tuple[BreakerKey, ...] = _keys(BreakerKey, raw, ("key", "failures", "cooldown"))
+    return tuple(
+        replace(b, ignore=tuple(b.ignore)) if isinstance(b.ignore, list) else b for b in keys
+    )
 
 
 def _keys(cls: Any, raw: Any, names: tuple[str, ...]) -> tuple[Any, ...]:

@@ -198,6 +198,15 @@ def _limits(job: NewJob) -> None:
         text(b.key, "breaker key", jid)
         integer(b.failures, f"breaker failures of {b.key!r}", 1, MAX_COUNT, jid)
         seconds(b.cooldown, f"breaker cooldown of {b.key!r}", job_id=jid)
+        error_kinds(b.ignore, f"the kinds breaker {b.key!r} ignores", jid)
+
+
+def error_kinds(value: object, field: str, job_id: object = None) -> None:
+    """A tuple of non-empty strings naming exception classes."""
+    if not isinstance(value, tuple) or not all(isinstance(k, str) and k for k in value):
+        raise InvalidArgument(
+            f"{_where(job_id)}{field} must be a tuple of non-empty strings, not {_show(value)}"
+        )
 
 
 def new_jobs(jobs: Sequence[object]) -> None:
@@ -227,8 +236,8 @@ def leases(refs: Sequence[object]) -> None:
 
 
 def outcomes(values: Sequence[object]) -> None:
-    """:class:`Outcome` values: ids, tokens, types, a finite ``retry_in``, and
-    a ``snooze`` only on a failure with ``retry_in``."""
+    """:class:`Outcome` values: ids, tokens, types, a finite ``retry_in``, a
+    ``snooze`` only on a failure with ``retry_in``, ``kinds`` only on a failure."""
     for o in values:
         if not isinstance(o, Outcome):
             raise InvalidArgument(f"an outcome must be an Outcome, not {_show(o)}")
@@ -249,6 +258,9 @@ def outcomes(values: Sequence[object]) -> None:
             raise InvalidArgument(
                 f"{_where(o.job_id)}snooze must be False, or True on a failure with retry_in"
             )
+        error_kinds(o.kinds, "kinds", o.job_id)
+        if o.kinds and o.ok:
+            raise InvalidArgument(f"{_where(o.job_id)}a success has no error kinds")
 
 
 def page_cursor(value: str | None) -> int | None:

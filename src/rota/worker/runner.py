@@ -218,5 +218,11 @@ def to_outcome(job: ClaimedJob, result: Result) -> Outcome:
             kind = result.kinds[0].rpartition(".")[2] if result.kinds else "the error"
             error = f"{error} (not retried: {kind} is {why})"
     return Outcome(
-        job.id, job.token, False, error=error, traceback=result.traceback, retry_in=retry_in
+        job.id,
+        job.token,
+        False,
+        error=error,
+        traceback=result.traceback,
+        retry_in=retry_in,
+        kinds=result.kinds,
     )

@@ -12,15 +12,12 @@ from typing import Any
 
 from rota import _json, _payload
 from rota.models import (
-    BreakerKey,
     ClaimedJob,
-    ConcurrencyKey,
     Job,
     JobState,
     MinuteStats,
     NewJob,
     QueueInfo,
-    RateKey,
     Schedule,
     WorkerInfo,
 )
@@ -38,25 +35,9 @@ def opt(value: object) -> str:
     return str(value)
 
 
-def limits_json(
-    concurrency: Sequence[ConcurrencyKey], rate: Sequence[RateKey], breaker: Sequence[BreakerKey]
-) -> bytes | None:
-    """The ``limits`` field of a job: ``{"c": [[key, n]], "r": [[key, rate, burst]],
-    "b": [[key, failures, cooldown]]}``, or None when it has no keys."""
-    if not (concurrency or rate or breaker):
-        return None
-    return _json.dumps(
-        {
-            "c": [[c.key, c.limit] for c in concurrency],
-            "r": [[r.key, float(r.rate), r.burst] for r in rate],
-            "b": [[b.key, b.failures, float(b.cooldown)] for b in breaker],
-        }
-    )
-
-
 def new_job_args(job: NewJob) -> list[bytes | str]:
     """One job's fields for ``L.enqueue`` (``lua/_base.lua``), in its order."""
-    limits = limits_json(job.concurrency, job.rate, job.breaker)
+    limits = job.limits_field()
     return [
         job.id,
         job.task,

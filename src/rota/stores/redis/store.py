@@ -263,6 +263,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
                 o.error or "",
                 o.traceback or "",
                 _codec.opt(None if o.retry_in is None else float(o.retry_in)),
+                "\n".join(o.kinds),
             ]
         return [bool(x) for x in self._run("finish", args)]
 

@@ -184,7 +184,7 @@ class Jobs(Database):
                     job.max_lost,
                     job.lease,
                     job.timeout,
-                    _limits.encode(job.concurrency, job.rate, job.breaker),
+                    job.limits_field(),
                     job.unique_key,
                     job.unique_for,
                     job.schedule,
@@ -326,7 +326,7 @@ class Jobs(Database):
                 continue
             counts[(row.queue, row.task, o.ok)] += 1
             if limits:
-                book.release(limits, o.job_id, o.ok)
+                book.release(limits, o.job_id, o.ok, o.kinds)
             if o.ok:
                 entry = attempt_entry(row, "succeeded", now)
                 done.append((o.result, now, entry, o.job_id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,7 +45,8 @@ class LimitBook:
     """Reads each touched key once, decides admissions and outcomes, writes back once.
 
     ``limits`` values are the decoded ``limits`` column of a job:
-    ``{"c": [[key, n]], "r": [[key, rate, burst]], "b": [[key, failures, cooldown]]}``.
+    ``{"c": [[key, n]], "r": [[key, rate, burst]], "b": [[key, failures, cooldown]]}``,
+    a breaker's entry ending with the error kinds it ignores when there are some.
     """
 
     def __init__(self, tx: Tx, now: float) -> None:
@@ -97,7 +98,7 @@ class LimitBook:
             if taken is None:
                 return self._block(key, self.now + (1.0 - bucket.tokens) / rate)
             buckets[key] = taken
-        for key, threshold, _cooldown in limits.get("b", ()):
+        for key, threshold, *_ in limits.get("b", ()):
             state = self._get(key)
             if key in self.blocked or self._breaker_room(state, threshold) == 0:
                 # a cooling breaker may pass at open_until; else a finish frees room
@@ -136,27 +137,30 @@ class LimitBook:
             state.rate, state.burst = rate, burst
             state.tokens, state.tokens_at = buckets[key].tokens, buckets[key].at
             self._dirty.add(key)
-        for key, _n, _cooldown in limits.get("b", ()):
+        for key, *_ in limits.get("b", ()):
             state = self._get(key)
             state.inflight += 1
             if state.open_until is not None:
                 state.probe = job_id
             self._dirty.add(key)
 
-    def release(self, limits: dict[str, Any], job_id: str, ok: bool | None) -> None:
-        """Free the job's slots; with ``ok`` not None, count the outcome on its breakers."""
+    def release(
+        self, limits: dict[str, Any], job_id: str, ok: bool | None, kinds: Sequence[str] = ()
+    ) -> None:
+        """Free the job's slots; with ``ok`` not None, count the outcome on its
+        breakers, but a failure on an error of ``kinds`` none that ignores one of them."""
         for key, _n in limits.get("c", ()):
             state = self._get(key)
             state.running = max(0, state.running - 1)
             self.freed[key] += 1
             self._dirty.add(key)
-        for key, threshold, cooldown in limits.get("b", ()):
+        for key, threshold, cooldown, *ignore in limits.get("b", ()):
             state = self._get(key)
             state.inflight = max(0, state.inflight - 1)
             if state.probe == job_id:
                 state.probe = None
             was_open_until = state.open_until
-            if ok is not None:
+            if ok is not None and not (ok is False and ignore and ignored(ignore[0], kinds)):
                 state.failures, state.open_until = flow.breaker_after(
                     state.failures, state.open_until, ok, threshold, cooldown, self.now
                 )
@@ -198,14 +202,7 @@ def decode(raw: bytes | None) -> dict[str, Any] | None:
     return _json.loads(raw) if raw else None
 
 
-def encode(concurrency: Any, rate: Any, breaker: Any) -> bytes | None:
-    """The ``limits`` column for a job's resolved keys (None when it has none)."""
-    if not (concurrency or rate or breaker):
-        return None
-    return _json.dumps(
-        {
-            "c": [[c.key, c.limit] for c in concurrency],
-            "r": [[r.key, r.rate, r.burst] for r in rate],
-            "b": [[b.key, b.failures, b.cooldown] for b in breaker],
-        }
-    )
+def ignored(ignore: Sequence[str], kinds: Sequence[str]) -> bool:
+    """Whether a failure on an error of ``kinds`` is one a breaker ignoring
+    ``ignore`` does not count."""
+    return any(kind in ignore for kind in kinds)

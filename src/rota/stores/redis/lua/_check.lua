@@ -112,6 +112,10 @@ local function check_job(args, b)
       check_str(k[1], w .. 'breaker key')
       check_num(k[2], w .. 'breaker failures', 1, MAX_COUNT, true)
       check_num(k[3], w .. 'breaker cooldown', 0, MAX_SECONDS)
+      if k[4] ~= nil then
+        if type(k[4]) ~= 'table' then refuse(w .. 'ignored kinds must be a list', args[b + 11]) end
+        for _, kind in ipairs(k[4]) do check_str(kind, w .. 'ignored kind') end
+      end
     end
   end
   check_opt(args[b + 14], w .. 'unique_for', 0, MAX_SECONDS)

@@ -63,6 +63,17 @@ function L.key_idle(hash, now)
   return tokens + math.max(0, now - at) * rate >= burst
 end
 
+-- Whether a failure on an error of kinds (its exception classes, one per
+-- line) is one a breaker ignoring the list ignore does not count.
+local function ignores(ignore, kinds)
+  if not kinds or kinds == '' then return false end
+  local lines = '\n' .. kinds .. '\n'
+  for _, kind in ipairs(ignore) do
+    if string.find(lines, '\n' .. kind .. '\n', 1, true) then return true end
+  end
+  return false
+end
+
 -- the book ---------------------------------------------------------------
 
 local LIMIT_FIELDS = {'running', 'concurrency', 'override', 'rate', 'burst', 'tokens',
@@ -156,9 +167,11 @@ function L.book(now)
     return true
   end
 
-  -- Free the job's slots; with ok not nil, count the outcome on its breakers.
-  -- Keys that freed a slot (or ended a probe) are counted in book.freed.
-  function book.release(limits, job_id, ok)
+  -- Free the job's slots; with ok not nil, count the outcome on its breakers,
+  -- but a failure on an error of kinds (its exception classes, one per line)
+  -- none that ignores one of them (a breaker's b[4]). Keys that freed a slot
+  -- (or ended a probe) are counted in book.freed.
+  function book.release(limits, job_id, ok, kinds)
     for _, c in ipairs(limits.c or {}) do
       local s = book.get(c[1])
       s.running = math.max(0, s.running - 1)
@@ -170,7 +183,7 @@ function L.book(now)
       s.inflight = math.max(0, s.inflight - 1)
       if s.probe == job_id then s.probe = nil end
       local was_open_until = s.open_until
-      if ok ~= nil then
+      if ok ~= nil and not (ok == false and b[4] and ignores(b[4], kinds)) then
         s.failures, s.open_until = L.breaker_after(s.failures, s.open_until, ok, b[2], b[3], now)
       end
       -- a cooldown began: a claim parks its sub-queues again until it ends;

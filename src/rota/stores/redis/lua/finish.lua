@@ -11,9 +11,11 @@
 -- KEYS[8] debug: set of queues in debug mode
 -- KEYS[9] debugjob: queue -> the failed job that paused it in debug mode
 -- ARGV[1] request id, for replay after a reconnect ("" for none)
--- ARGV[2..] 7 fields per outcome: job id, token, flags, result, error,
---           traceback, retry_in ("" for None). flags is five characters
---           "1"/"0": ok, has result, has error, has traceback, snooze.
+-- ARGV[2..] 8 fields per outcome: job id, token, flags, result, error,
+--           traceback, retry_in ("" for None), and the error's kinds (its
+--           exception classes, one per line; "" for none). flags is five
+--           characters "1"/"0": ok, has result, has error, has traceback,
+--           snooze.
 --
 -- An outcome whose token does not hold the running job is refused (0) and
 -- changes nothing. Success: succeeded with the result. Failure with retry_in
@@ -32,10 +34,10 @@
 -- whatever the outcome. Returns 1 or 0 per outcome.
 
 -- every argument is checked before the first write (_check.lua)
-check_groups(2, 7, 'outcomes')
+check_groups(2, 8, 'outcomes')
 -- (the prefix naming the outcome is built only for a refusal)
 local function of(i) return 'outcome of job ' .. string.format('%q', ARGV[i]) .. ': ' end
-for i = 2, #ARGV, 7 do
+for i = 2, #ARGV, 8 do
   check_str(ARGV[i], 'job id')
   local token, flags, retry_in = ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
   if token == '' then check_str(token, of(i) .. 'token') end
@@ -94,7 +96,7 @@ local function schedule_again(id, jkey, job, retry_in, more)
   wake[job.queue] = true
 end
 
-for i = 2, #ARGV, 7 do
+for i = 2, #ARGV, 8 do
   local id, token, flags = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local jkey = K.job(id)
   local job = L.fields(jkey, FIELDS)
@@ -121,7 +123,7 @@ for i = 2, #ARGV, 7 do
     if job.limits then
       local counted = ok
       if snooze then counted = nil end -- a snooze counts in no breaker, as a release
-      book.release(cjson.decode(job.limits), id, counted)
+      book.release(cjson.decode(job.limits), id, counted, ARGV[i + 7])
       used_book = true
       wake[job.queue] = true
     end
