@@ -10,7 +10,9 @@ registration.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rota import _json, _validate
@@ -34,8 +36,27 @@ def backoff_delay(failures: int, base: float, cap: float, rand: float) -> float:
 
 
 def error_kind(cls: type) -> str:
-    """How a policy names an exception class: ``module.qualname``."""
-    return f"{cls.__module__}.{cls.__qualname__}"
+    """How a policy names an exception class: ``module.qualname``.
+
+    A class of the script Python runs (``__main__``) is named by the module
+    that script is when a worker loads it (``python send.py`` and ``rota
+    worker send.py:app`` both say ``send``; ``python -m pkg.send`` says
+    ``pkg.send``), so that the sender's names match the worker's errors."""
+    module = cls.__module__
+    if module == "__main__":
+        module = _main_module()
+    return f"{module}.{cls.__qualname__}"
+
+
+def _main_module() -> str:
+    """The importable name of the running script (``__main__`` when it has
+    none: an interactive session, ``python -c``)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return str(spec.name)
+    path = getattr(main, "__file__", None)
+    return Path(path).stem if path else "__main__"
 
 
 @functools.cache

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from rota import InvalidArgument
@@ -43,6 +47,38 @@ def test_a_tasks_options_name_exception_classes_by_module_and_qualname() -> None
     assert RetryPolicy.decode(text) == RetryPolicy(
         (2.0, 60.0), (f"{__name__}.Flaky",), ("builtins.KeyError",)
     )
+
+
+SCRIPT = """
+from rota.retry import error_kind
+
+class BadRecord(ValueError):
+    pass
+
+print(error_kind(BadRecord))
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["sender.py"], "sender.BadRecord"),  # as `rota worker sender.py:app` loads it
+        (["-m", "jobs.sender"], "jobs.sender.BadRecord"),
+        (["-c", SCRIPT], "__main__.BadRecord"),  # no module a worker could load
+    ],
+)
+def test_a_scripts_own_exception_classes_are_named_as_a_worker_imports_them(
+    tmp_path: Path, command: list[str], expected: str
+) -> None:
+    (tmp_path / "sender.py").write_text(SCRIPT)
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "__init__.py").write_text("")
+    (tmp_path / "jobs" / "sender.py").write_text(SCRIPT)
+    done = subprocess.run(
+        [sys.executable, *command], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected
 
 
 def test_an_error_is_matched_by_its_class_or_a_base_class() -> None:
