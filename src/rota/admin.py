@@ -186,7 +186,7 @@ class Admin:
         ``unique_for`` ago), as a send would be a duplicate then."""
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
-        if not self._store.retry([full])[0]:
+        if not self._store.retry([full], by=actor.name)[0]:
             job = self._store.get_job(full)
             if job is None:  # deleted in between
                 raise JobNotFound(full)
@@ -238,7 +238,7 @@ class Admin:
             _validate.name(queue, "queue")
         if task is not None:
             _validate.name(task, "task name")
-        count = self._store.retry_failed(queue=queue, task=task)
+        count = self._store.retry_failed(queue=queue, task=task, by=actor.name)
         target = " ".join(f"{k}={v}" for k, v in (("queue", queue), ("task", task)) if v) or "*"
         self._record(actor, "job.retry_failed", target, count=count)
         return count

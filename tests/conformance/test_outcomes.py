@@ -125,6 +125,38 @@ def test_retry_requeues_a_failed_job(store: Store) -> None:
     assert get(store, job_id).result == "second time lucky"
 
 
+def test_a_retry_by_hand_is_in_the_history_with_who_asked(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=5.0, max_attempts=1))
+    assert fail(store, claim_one(store))
+    before = store.now()
+    assert store.retry([job_id], by="alice") == [True]
+    assert succeed(store, claim_one(store))
+    history = get(store, job_id).history
+    assert [(h["event"], h.get("attempt"), h.get("by")) for h in history] == [
+        ("failed", 1, None),
+        ("requeued", None, "alice"),
+        ("succeeded", 1, None),
+    ]
+    assert before - 1 <= history[1]["at"] <= store.now() + 1
+
+
+def test_a_retry_of_every_failed_job_is_in_each_history(store: Store) -> None:
+    keyed = enqueue_one(store, new_job(1, lease=5.0, unique_key="u:1"))
+    plain = enqueue_one(store, new_job(2, lease=5.0))
+    for _ in range(2):
+        assert fail(store, claim_one(store))
+    assert store.retry_failed(by="bob") == 2
+    assert store.retry([keyed]) == [False]  # queued already: no second entry
+    for job_id in (keyed, plain):
+        events = [(h["event"], h.get("by")) for h in get(store, job_id).history]
+        assert events == [("failed", None), ("requeued", "bob")]
+    cancelled = enqueue_one(store, new_job(3))
+    assert store.cancel([cancelled]) == [True]
+    assert store.retry([cancelled]) == [True]  # never ran: its entry is the first
+    assert [h["event"] for h in get(store, cancelled).history] == ["requeued"]
+    assert get(store, cancelled).history[0]["by"] is None
+
+
 def test_retry_only_applies_to_failed_or_cancelled_jobs(store: Store) -> None:
     running = enqueue_one(store, new_job("running", lease=5.0))
     waiting = enqueue_one(store, new_job("waiting"))

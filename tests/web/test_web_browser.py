@@ -203,7 +203,10 @@ def test_retry_a_failed_job_and_see_it_succeed(cluster: Cluster, page: Any) -> N
         "the retried job to succeed",
     )
     expect(page.locator("#result")).to_contain_text("ok alpha")
-    expect(page.locator("#history tbody tr")).to_have_count(2)  # failed, then succeeded
+    rows = page.locator("#history tbody tr")
+    expect(rows).to_have_count(3)  # failed, requeued by the operator, then succeeded
+    expect(rows.nth(1)).to_contain_text("requeued")
+    expect(rows.nth(1)).to_contain_text("by token")  # who: the token it logged in with
 
 
 def test_pause_a_queue_and_see_claiming_stop(cluster: Cluster, page: Any) -> None:

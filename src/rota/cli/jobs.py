@@ -204,10 +204,10 @@ def _history(job: Job) -> Table:
         at = entry.get("at")
         error = entry.get("error")
         detail = summary(str(error)) if error is not None else ""
-        if entry.get("by"):  # a cancel: who asked
+        if entry.get("by"):  # a cancel or a retry by hand: who asked
             detail = " ".join(filter(None, [detail, f"by {entry['by']}"]))
         table.add_row(
-            str(entry.get("attempt", "?")),
+            str(entry.get("attempt", "-")),
             Text(event, style=_EVENT_STYLES.get(event, "yellow")),
             fmt_time(float(at)) if isinstance(at, int | float) else "-",
             str(entry.get("worker") or "-"),

@@ -221,15 +221,19 @@ class SteeringStore(ABC):
         """
 
     @abstractmethod
-    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+    def retry(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         """Queue failed or cancelled jobs again with fresh attempt counts; a
-        job with a unique key takes it again. Per job: True when queued;
-        False, and the job left as it was, for a job in another state or one
-        whose unique key another job holds now (as :meth:`JobStore.enqueue`
-        would find it a duplicate)."""
+        job with a unique key takes it again. Each job's history gains an
+        entry ``{"event": "requeued", "by": by, "at": now}``, its attempts
+        counting from 1 again after it. Per job: True when queued; False,
+        and the job left as it was, for a job in another state or one whose
+        unique key another job holds now (as :meth:`JobStore.enqueue` would
+        find it a duplicate)."""
 
     @abstractmethod
-    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+    def retry_failed(
+        self, queue: str | None = None, task: str | None = None, by: str | None = None
+    ) -> int:
         """Retry every failed job of a queue and/or task, as :meth:`retry`
         (jobs whose unique key another job holds stay failed); return how
         many were queued."""

@@ -27,20 +27,24 @@ class Steering(RedisBase):
         return [bool(x) for x in self._run("cancel", [by or "", *job_ids])]
 
     @guarded
-    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+    def retry(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         _checks.job_ids(job_ids)
+        _checks.optional_text(by, "by")
         if not job_ids:
             return []
-        return [bool(x) for x in self._run("retry", list(job_ids))]
+        return [bool(x) for x in self._run("retry", [by or "", *job_ids])]
 
     @guarded
-    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+    def retry_failed(
+        self, queue: str | None = None, task: str | None = None, by: str | None = None
+    ) -> int:
         _checks.optional_text(queue, "queue")
         _checks.optional_text(task, "task")
+        _checks.optional_text(by, "by")
         total, skip = 0, 0
         while True:
             done, looked = self._run(
-                "retry_failed", [queue or "", task or "", str(_CHUNK), str(skip)]
+                "retry_failed", [queue or "", task or "", str(_CHUNK), str(skip), by or ""]
             )
             total += int(done)
             skip += int(looked) - int(done)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rota import _json
 from rota.stores import _checks
 from rota.stores.base import check_mode
 from rota.stores.sql.limits import UNPARK_ALL
@@ -37,20 +38,25 @@ class Steering(Database):
 
         return self._transact(work)
 
-    def retry(self, job_ids: Sequence[str]) -> list[bool]:
+    def retry(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         _checks.job_ids(job_ids)
+        _checks.optional_text(by, "by")
 
         def work(tx: Tx) -> list[bool]:
             now = tx.now()
-            applied = [_retry_one(tx, job_id, now) for job_id in job_ids]
+            entry = requeued_entry(now, by)
+            applied = [_retry_one(tx, job_id, now, entry) for job_id in job_ids]
             tx.wake()
             return applied
 
         return self._transact(work)
 
-    def retry_failed(self, queue: str | None = None, task: str | None = None) -> int:
+    def retry_failed(
+        self, queue: str | None = None, task: str | None = None, by: str | None = None
+    ) -> int:
         _checks.optional_text(queue, "queue")
         _checks.optional_text(task, "task")
+        _checks.optional_text(by, "by")
         where, params = ["is_failed"], []
         if queue is not None:
             where.append("of_queue")
@@ -61,12 +67,14 @@ class Steering(Database):
 
         def work(tx: Tx) -> int:
             now = tx.now()
+            entry = requeued_entry(now, by)
             # jobs without a unique key in one statement; the others one by one,
             # each only if no other job holds its key
-            plain = tx.execute("retry_where", (now, *params), where=[*where, "has_no_unique_key"])
+            unkeyed = [*where, "has_no_unique_key"]
+            plain = tx.execute("retry_where", (now, entry, *params), where=unkeyed)
             count = len(plain.fetchall())
             keyed = tx.execute("ids_where", params, where=[*where, "has_unique_key"]).fetchall()
-            count += sum(_retry_one(tx, row[0], now) for row in keyed)
+            count += sum(_retry_one(tx, row[0], now, entry) for row in keyed)
             tx.wake()
             return count
 
@@ -172,10 +180,16 @@ def _prune_idle_state(tx: Tx, now: float, limit: int) -> None:
     tx.execute("purge_idle_limits", (now, limit))
 
 
-def _retry_one(tx: Tx, job_id: str, now: float) -> bool:
-    """Queue failed or cancelled job ``job_id`` again, with its unique key:
-    False, and nothing changed, when the job is in another state or another
-    job holds its key (guarantee 6: one job per key at a time)."""
+def requeued_entry(now: float, by: str | None) -> bytes:
+    """The history entry of a job queued again by hand (its attempts count afresh)."""
+    return _json.dumps_record({"event": "requeued", "by": by, "at": now}, what="history entry")
+
+
+def _retry_one(tx: Tx, job_id: str, now: float, entry: bytes) -> bool:
+    """Queue failed or cancelled job ``job_id`` again, with its unique key and
+    the history ``entry``: False, and nothing changed, when the job is in
+    another state or another job holds its key (guarantee 6: one job per key
+    at a time)."""
     row = tx.execute("retry_candidate", (job_id,)).fetchone()
     if row is None:
         return False
@@ -184,7 +198,7 @@ def _retry_one(tx: Tx, job_id: str, now: float) -> bool:
         holder = unique_holder(tx, key, now, lock=True)
         if holder is not None and holder != job_id:
             return False
-    tx.execute("retry_job", (now, job_id))
+    tx.execute("retry_job", (now, entry, job_id))
     if key is not None:
         tx.execute("hold_unique", (key, job_id))
     return True

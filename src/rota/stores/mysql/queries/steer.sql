@@ -4,13 +4,17 @@
 
 -- name: retry_job
 UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL
+    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL,
+    history = JSON_ARRAY_APPEND(COALESCE(history, '[]'), '$',
+                                JSON_EXTRACT(CONVERT(%s USING utf8mb4), '$'))
 WHERE id = %s AND state IN ('failed', 'cancelled')
 
 -- name: retry_where
 SELECT id FROM jobs WHERE {where} FOR UPDATE;
 UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL
+    started_at = NULL, error = NULL, traceback = NULL,
+    history = JSON_ARRAY_APPEND(COALESCE(history, '[]'), '$',
+                                JSON_EXTRACT(CONVERT(%s USING utf8mb4), '$'))
 WHERE {where}
 
 -- name: is_failed

@@ -4,12 +4,14 @@
 
 -- name: retry_job
 UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL
+    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL,
+    history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(%s, 'UTF8')::jsonb)
 WHERE id = %s AND state IN ('failed', 'cancelled')
 
 -- name: retry_where
 UPDATE jobs SET state = 'queued', run_at = %s, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL
+    started_at = NULL, error = NULL, traceback = NULL,
+    history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(%s, 'UTF8')::jsonb)
 WHERE {where}
 RETURNING id
 

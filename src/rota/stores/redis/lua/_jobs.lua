@@ -204,13 +204,21 @@ function L.remove_job(id, unique, finished_key)
   return job.state
 end
 
+-- The history entry (JSON) of a failed or cancelled job queued again by
+-- hand at now, by (nil for no one named): its attempts count afresh.
+function L.requeued_entry(now, by)
+  return string.format('{"event":"requeued","by":%s,"at":%s}', L.json_str(by), L.fmt(now))
+end
+
 -- Queue a failed or cancelled job again with fresh attempt counts; it takes
--- its unique key back. Returns the job's queue when applied; false for jobs
--- in other states, and for a job whose unique key another job holds
--- meanwhile (one job per key at a time), left as they were.
-function L.requeue(id, now, finished_key)
+-- its unique key back, and its history gains entry (L.requeued_entry).
+-- Returns the job's queue when applied; false for jobs in other states, and
+-- for a job whose unique key another job holds meanwhile (one job per key at
+-- a time), left as they were.
+function L.requeue(id, now, finished_key, entry)
   local jkey = K.job(id)
-  local job = L.job_fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig'})
+  local job = L.job_fields(jkey, {'state', 'queue', 'priority', 'vtime', 'seq', 'ukey', 'sig',
+                                  'history'})
   if job.state ~= 'failed' and job.state ~= 'cancelled' then return false end
   if job.ukey then
     local holder = L.unique_holder(job.ukey)
@@ -219,7 +227,8 @@ function L.requeue(id, now, finished_key)
   L.pin_enqueued_at(jkey)
   L.put(jkey, {'state', 'queued', 'run_at', L.fmt(now), 'attempt', '0', 'lost', '0',
                'finished_at', false, 'started_at', false, 'error', false, 'traceback', false,
-               'cancel_at', false, 'cancel_by', false})
+               'cancel_at', false, 'cancel_by', false,
+               'history', L.append_json(job.history, entry)})
   L.index_state(id, job.queue, job.seq, job.state, 'queued')
   L.ready_add(id, job.queue, job.priority, job.vtime, job.seq, job.sig)
   redis.call('ZREM', finished_key, id)

@@ -4,12 +4,14 @@
 
 -- name: retry_job
 UPDATE jobs SET state = 'queued', run_at = ?, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL
+    started_at = NULL, error = NULL, traceback = NULL, cancel_at = NULL, cancel_by = NULL,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?))
 WHERE id = ? AND state IN ('failed', 'cancelled')
 
 -- name: retry_where
 UPDATE jobs SET state = 'queued', run_at = ?, attempt = 0, lost = 0, finished_at = NULL,
-    started_at = NULL, error = NULL, traceback = NULL
+    started_at = NULL, error = NULL, traceback = NULL,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?))
 WHERE {where}
 RETURNING id
 
