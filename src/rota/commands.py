@@ -1,11 +1,12 @@
 """External commands run as jobs: :meth:`rota.App.command` and the built-in ``rota.cmd``.
 
-A command runs in a process group of its own (``start_new_session``), so it
-is stopped as a group, grandchildren included: on its timeout, when its job
-is cancelled, and when the worker stops, the group gets SIGTERM and, if any
-of it is still running ``grace`` seconds later, SIGKILL. Processes the
-command leaves behind when it exits are stopped the same way: a command's
-processes end with its job.
+A command runs in a process group of its own (a new session), so it is
+stopped as a group, grandchildren included: on its timeout, when its job is
+cancelled, and when the worker stops, the group gets SIGTERM and, if any of
+it is still running ``grace`` seconds later, SIGKILL. Processes the command
+leaves behind when it exits are stopped the same way: a command's processes
+end with its job. The group's leader is a guard (:mod:`rota._command_guard`)
+that stops the group the same way when the worker dies, even by SIGKILL.
 
 Output is read by one thread per stream into a :class:`Tail` that keeps the
 last ``output_cap`` bytes; the whole output also goes to the job's kept log
@@ -31,10 +32,12 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import psutil
@@ -75,6 +78,8 @@ _STDERR_CHARS = 2000
 _LAST_LINE_CHARS = 300
 _READ_SIZE = 65536
 _POLL = 0.05
+#: The program that leads each command's process group (run by its path).
+GUARD = str(Path(__file__).with_name("_command_guard.py"))
 #: Seconds a command has between SIGTERM and SIGKILL, unless it says otherwise.
 DEFAULT_GRACE = 5.0
 _LEFTOVER = "left running when the command exited"
@@ -396,21 +401,8 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
     ``ctx`` (the job's context) gets the output through ``log_output`` and
     the kill through ``on_cancel``, when it has them."""
     sink: Sink | None = getattr(ctx, "log_output", None)
-    env = os.environ | dict(spec.env) if spec.env else None
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            spec.argv[0] if spec.shell else list(spec.argv),
-            cwd=spec.cwd,
-            env=env,
-            shell=spec.shell,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise CommandFailed(f"cannot start {spec.line()}: {_start_error(spec, exc)}") from None
+    proc, watch = _start(spec)
     group = _Group(proc, spec.grace)
     with _running_lock:
         _running.add(group)
@@ -428,6 +420,7 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
             on_cancel(lambda: group.terminate("as the job was cancelled"))
         _supervise(group, spec.timeout)
     finally:
+        os.close(watch)  # (a guard still running then stops its group)
         with _running_lock:
             _running.discard(group)
     # a process that left the group (setsid) may hold a pipe: give the readers
@@ -436,6 +429,56 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
     for reader in readers:
         reader.join(max(0.0, deadline - time.monotonic()))
     return _outcome(spec, group, tails, time.monotonic() - started)
+
+
+def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``spec`` under its guard (:mod:`rota._command_guard`), the leader
+    of a new session: the process, and the pipe end whose closing (this
+    process's end, whatever ends it) stops the group. Raises
+    :class:`CommandFailed` when the command cannot start."""
+    command = ["/bin/sh", "-c", spec.argv[0]] if spec.shell else list(spec.argv)
+    env = os.environ | dict(spec.env) if spec.env else None
+    watch_read, watch = os.pipe()
+    status_read, status = os.pipe()
+    guard = [sys.executable, "-I", "-S", GUARD, str(watch_read), str(status), repr(spec.grace)]
+    try:
+        proc = subprocess.Popen(
+            [*guard, *command],
+            cwd=spec.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=(watch_read, status),
+        )
+    except OSError as exc:
+        os.close(watch)
+        os.close(status_read)
+        raise CommandFailed(f"cannot start {spec.line()}: {_start_error(spec, exc)}") from None
+    finally:
+        os.close(watch_read)
+        os.close(status)
+    with os.fdopen(status_read, "rb") as reply:
+        said = reply.read()
+    if said != b"ok":  # the guard could not start the command (or died first)
+        os.close(watch)
+        _, stderr = proc.communicate()
+        raise CommandFailed(
+            f"cannot start {spec.line()}: {_start_error(spec, _guard_error(said, stderr))}"
+        )
+    return proc, watch
+
+
+def _guard_error(said: bytes, stderr: bytes) -> OSError:
+    """Why the guard could not start a command: what it wrote on its status
+    pipe (errno, file and message, one per line), else its last line of stderr."""
+    errno, filename, message = [*said.decode(errors="replace").split("\n", 2), "", ""][:3]
+    if not message:  # the guard's own failure
+        message = (stderr.decode(errors="replace").strip().splitlines() or ["no reason"])[-1]
+    exc = OSError(int(errno) if errno.isdigit() else 0, message)
+    exc.filename = filename or None
+    return exc
 
 
 def _start_error(spec: CommandSpec, exc: OSError) -> str:

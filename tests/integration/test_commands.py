@@ -62,6 +62,19 @@ def test_a_stopped_worker_kills_the_tree_and_releases_the_job(
     assert (job.state, job.attempt) == (JobState.QUEUED, 0)
 
 
+@pytest.mark.parametrize("flags", [*MODES, pytest.param(("--processes", "2"), id="pool")])
+def test_a_worker_killed_with_sigkill_leaves_no_process_of_its_commands(
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, flags: tuple[str, ...]
+) -> None:
+    worker = _worker(processes, url, *flags)
+    commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(lambda: tree_started(tree_pids), timeout=30, what="the tree to start")
+    worker.kill()  # (a pool's supervisor: its children die with it)
+    worker.wait(timeout=10)
+    # SIGTERM at once, SIGKILL the command's grace (0.5 s) later
+    wait_for(lambda: not any(alive(p) for p in pids_in(tree_pids)), timeout=10, what="no pid")
+
+
 def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(
     commands_sender: App, processes: Processes, url: str
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,9 @@ from typing import Any
 import pytest
 
 from helpers import wait_for
+from procs import alive
 from rota import App
-from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, run
+from rota.commands import COMMAND_TASK, GUARD, CommandFailed, CommandSpec, Tail, run
 from rota.errors import InvalidArgument
 
 
@@ -119,6 +122,37 @@ def test_a_failure_names_the_code_and_the_last_lines_of_stderr() -> None:
 def test_a_missing_program_is_a_failure_that_names_it() -> None:
     with pytest.raises(CommandFailed, match="cannot start no-such-program-here: No such file"):
         run(CommandSpec.build(["no-such-program-here"]))
+
+
+def test_a_file_that_is_not_a_program_is_a_failure_that_names_it(tmp_path: Path) -> None:
+    script = tmp_path / "notes.txt"
+    script.write_text("not a program\n")
+    with pytest.raises(CommandFailed, match=f"Permission denied: '{script}'"):
+        run(CommandSpec.build([str(script)]))
+
+
+def test_the_guard_stops_the_group_once_its_worker_is_gone(tmp_path: Path) -> None:
+    # a command that outlives its worker (here: a pipe end closed, as a
+    # worker's is when it dies) gets SIGTERM, and SIGKILL a grace later
+    pid_file = tmp_path / "pids"
+    script = f'trap "" TERM; sleep 60 & echo $! > {pid_file}; wait'
+    watch_read, watch = os.pipe()
+    status_read, status = os.pipe()
+    command = ["sh", "-c", script]
+    guard = subprocess.Popen(
+        [sys.executable, "-I", "-S", GUARD, str(watch_read), str(status), "0.3", *command],
+        start_new_session=True,
+        pass_fds=(watch_read, status),
+    )
+    os.close(watch_read)
+    os.close(status)
+    with os.fdopen(status_read, "rb") as reply:
+        assert reply.read() == b"ok"
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the command")
+    sleeper = int(pid_file.read_text())
+    os.close(watch)  # the worker is gone
+    assert guard.wait(timeout=10) == -signal.SIGKILL  # after the stubborn shell's grace
+    wait_for(lambda: not alive(sleeper), what="the group's last process to end")
 
 
 def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:

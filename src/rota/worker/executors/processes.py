@@ -7,6 +7,8 @@ import collections
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
 import threading
 import time
@@ -42,6 +44,21 @@ def _let_pass(signum: int, frame: object) -> None:
     """A child's handler of SIGINT and SIGTERM: nothing (see :func:`_child_main`)."""
 
 
+def _end_with_parent() -> None:
+    """End this child at once when the worker that started it dies, even by
+    SIGKILL: its job is left to the lease, as a thread's would be, and the
+    commands it runs are stopped by their guards (:mod:`rota.commands`)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="rota-parent-watch", daemon=True).start()
+
+
 def _child_main(
     conn: Connection,
     app_spec: str | None,
@@ -55,7 +72,8 @@ def _child_main(
     runs command-line jobs if its parent does (``commands``). The app's worker
     hooks run here too: the start hooks before the first job, the stop hooks
     as it ends (what a hook opened in the parent is not
-    shared with a child). A ``None`` sent in place of a job ends the child.
+    shared with a child). A ``None`` sent in place of a job ends the child,
+    and so does the death of the worker (:func:`_end_with_parent`).
 
     Once running, the child lets SIGINT and SIGTERM pass: a Ctrl-C or a
     service manager signals the whole process group, and the parent, not
@@ -65,6 +83,7 @@ def _child_main(
     them, and they could not be stopped but by SIGKILL)."""
     signal.signal(signal.SIGINT, _let_pass)
     signal.signal(signal.SIGTERM, _let_pass)
+    _end_with_parent()
     if app is None:
         from rota._loader import load_app
 
