@@ -19,6 +19,7 @@ the worker sees the command's own end.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 import threading
@@ -49,6 +50,7 @@ def _end_as(status: int) -> None:
     """Exit as the command whose wait status is ``status`` did."""
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's core, not the guard's
         if signum != signal.SIGKILL:
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
