@@ -301,6 +301,27 @@ def test_schedule_form_refuses_bad_input_beside_its_field(
     assert demo.store.schedules() == []
 
 
+def test_schedule_form_refuses_every_field_it_cannot_read_at_once(
+    client: TestClient, demo: Demo
+) -> None:
+    bad = {"kind": "cron", "cron": "* * *", "args": "[NaN]", "kwargs": "{"}
+    data = SCHEDULE_FORM | bad | {"csrf": _csrf(client, "/schedules/new")}
+    answer = client.post("/schedules/new", data=data)
+    assert answer.status_code == 400
+    errors = _field_errors(answer.text)
+    assert sorted(errors) == ["args", "cron", "kwargs"], errors
+    assert "has 3 fields" in errors["cron"]
+    assert demo.store.schedules() == []
+
+
+def test_send_form_refuses_arguments_and_keywords_at_once(client: TestClient, demo: Demo) -> None:
+    data = {"task": "add", "args": "[1,", "kwargs": "{", "csrf": _csrf(client)}
+    answer = client.post("/send", data=data)
+    assert answer.status_code == 400
+    assert sorted(_field_errors(answer.text)) == ["args", "kwargs"]
+    assert _jobs(demo) == []
+
+
 def test_the_new_schedule_form_does_not_replace_one_of_the_same_name(
     client: TestClient, demo: Demo
 ) -> None:

@@ -10,7 +10,7 @@ field to show the message beside.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,11 +25,13 @@ __all__ = [
     "OPTION_FIELDS",
     "TRIGGER_KINDS",
     "FieldError",
+    "FieldErrors",
     "call",
     "field_of",
     "json_field",
     "next_fires",
     "options",
+    "read_all",
     "text",
     "trigger",
 ]
@@ -52,6 +54,30 @@ class FieldError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class FieldErrors(Exception):
+    """Several form values refused at once: ``errors`` maps each field to its message."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+
+
+def read_all(readers: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Each reader's value, by name; when some refuse their field
+    (:class:`FieldError`), :class:`FieldErrors` with every refusal, so that
+    a form shows them all at once."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name, read in readers.items():
+        try:
+            values[name] = read()
+        except FieldError as exc:
+            errors.setdefault(exc.field, exc.message)
+    if errors:
+        raise FieldErrors(errors)
+    return values
 
 
 def field_of(exc: Exception, fields: tuple[str, ...]) -> str:

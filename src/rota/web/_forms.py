@@ -84,9 +84,12 @@ def _render(
 async def _attempt(
     action: Callable[[], T], fields: tuple[str, ...]
 ) -> tuple[T | None, dict[str, str]]:
-    """Run ``action`` in a thread; a refusal becomes ``{field: message}``."""
+    """Run ``action`` in a thread; a refusal becomes ``{field: message}``
+    (with every field refused when the form's own syntax is)."""
     try:
         return await run_in_threadpool(action), {}
+    except parse.FieldErrors as exc:
+        return None, exc.errors
     except REFUSED as exc:
         return None, {parse.field_of(exc, fields): str(exc)}
 
@@ -122,12 +125,18 @@ async def send_action(request: Request, identity: Operator) -> Response:
     by = _ops.actor(request, identity)
 
     def send() -> tuple[str, bool]:
-        task, args = parse.call(form)
+        read = parse.read_all(
+            {
+                "call": lambda: parse.call(form),
+                "kwargs": lambda: parse.json_field(form, "kwargs", {}),
+            }
+        )
+        task, args = read["call"]
         _define(request, task)
         handle = admin.send(
             task,
             args,
-            parse.json_field(form, "kwargs", {}),
+            read["kwargs"],
             options=parse.options(form) or None,
             delay=parse.seconds(form, "delay"),
             by=by,
@@ -208,13 +217,21 @@ _NEW_SCHEDULE = dict.fromkeys(SCHEDULE_FIELDS, "") | {
 
 
 def _schedule_fields(form: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``app.admin.add_schedule`` the form gives."""
-    task, args = parse.call(form)
+    """The keyword arguments of ``app.admin.add_schedule`` the form gives
+    (:class:`parse.FieldErrors` with every field whose text cannot be read)."""
+    read = parse.read_all(
+        {
+            "call": lambda: parse.call(form),
+            "trigger": lambda: parse.trigger(form),
+            "kwargs": lambda: parse.json_field(form, "kwargs", {}),
+        }
+    )
+    task, args = read["call"]
     return {
         "task": task,
-        "trigger": parse.trigger(form),
+        "trigger": read["trigger"],
         "args": args,
-        "kwargs": parse.json_field(form, "kwargs", {}),
+        "kwargs": read["kwargs"],
         "jitter": parse.seconds(form, "jitter") or 0.0,
         "misfire": parse.text(form, "misfire"),
         "grace": parse.seconds(form, "grace"),
