@@ -7,12 +7,39 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from helpers import wait_for
 from procs import Processes, alive, pids_in, tree_started
 from rota import App
+
+
+def _write_locked(url: str) -> bool:
+    """Whether a process holds the write lock of the SQLite database of ``url``."""
+    connection = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.rollback()
+        return False
+    except sqlite3.OperationalError:  # database is locked
+        return True
+    finally:
+        connection.close()
+
+
+def freeze_between_writes(pid: int, url: str) -> None:
+    """SIGSTOP process ``pid``; on SQLite, at a moment it holds no write lock:
+    one frozen inside a write would hold every other writer back (SQLite has
+    one writer at a time), the store's recovery included."""
+    for _ in range(20):
+        os.kill(pid, signal.SIGSTOP)
+        if not url.startswith("sqlite") or not _write_locked(url):
+            return
+        os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: not _write_locked(url), timeout=10, what="the worker's write to end")
+    raise AssertionError("the worker was inside a write at every one of 20 freezes")
 
 
 def test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped(
@@ -27,7 +54,7 @@ def test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped(
     wait_for(lambda: tree_started(tree_pids), timeout=30, what="the command's tree to start")
     first_tree = pids_in(tree_pids)
 
-    os.kill(worker.pid, signal.SIGSTOP)  # the worker only: its command runs on
+    freeze_between_writes(worker.pid, url)  # the worker only: its command runs on
     try:
         recovered = wait_for(
             lambda: handle.id in commands_sender.store.recover(),
