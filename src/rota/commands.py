@@ -61,6 +61,7 @@ __all__ = [
     "command_call",
     "command_line",
     "command_line_of",
+    "guarded",
     "parse_command_line",
     "register",
     "run",
@@ -440,10 +441,9 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
     env = os.environ | dict(spec.env) if spec.env else None
     watch_read, watch = os.pipe()
     status_read, status = os.pipe()
-    guard = [sys.executable, "-I", "-S", GUARD, str(watch_read), str(status), repr(spec.grace)]
     try:
         proc = subprocess.Popen(
-            [*guard, *command],
+            guarded(command, watch_read, status, spec.grace),
             cwd=spec.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -468,6 +468,13 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
             f"cannot start {spec.line()}: {_start_error(spec, _guard_error(said, stderr))}"
         )
     return proc, watch
+
+
+def guarded(command: Sequence[str], watch: int, status: int, grace: float) -> list[str]:
+    """The command line that runs ``command`` under its guard, which stops
+    the group once the pipe end ``watch`` reaches its end (``grace`` seconds
+    between SIGTERM and SIGKILL) and reports its start on the pipe ``status``."""
+    return [sys.executable, "-I", "-S", GUARD, str(watch), str(status), repr(grace), *command]
 
 
 def _guard_error(said: bytes, stderr: bytes) -> OSError:

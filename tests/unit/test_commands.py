@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from helpers import wait_for
 from procs import alive
 from rota import App
-from rota.commands import COMMAND_TASK, GUARD, CommandFailed, CommandSpec, Tail, run
+from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, guarded, run
 from rota.errors import InvalidArgument
 
 
@@ -138,9 +137,8 @@ def test_the_guard_stops_the_group_once_its_worker_is_gone(tmp_path: Path) -> No
     script = f'trap "" TERM; sleep 60 & echo $! > {pid_file}; wait'
     watch_read, watch = os.pipe()
     status_read, status = os.pipe()
-    command = ["sh", "-c", script]
     guard = subprocess.Popen(
-        [sys.executable, "-I", "-S", GUARD, str(watch_read), str(status), "0.3", *command],
+        guarded(["sh", "-c", script], watch_read, status, 0.3),
         start_new_session=True,
         pass_fds=(watch_read, status),
     )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rota import _validate
@@ -211,7 +210,7 @@ def schedule_job(
         timeout=None if o.get("timeout") is None else float(o["timeout"]),
         concurrency=concurrency,
         rate=_keys(RateKey, o.get("rate"), ("key", "rate", "burst")),
-        breaker=_breakers(o.get("breaker")),
+        breaker=_keys(BreakerKey, o.get("breaker"), ("key", "failures", "cooldown")),
         unique_key=o.get("unique_key"),
         unique_for=None if o.get("unique_for") is None else float(o["unique_for"]),
         schedule=schedule.name,
@@ -278,21 +277,11 @@ def _template_job(
         raise SerializationError(f"schedule {name!r}: {exc}") from None
 
 
-def _breakers(raw: Any) -> tuple[BreakerKey, ...]:
-    """Breaker keys from their stored form, the kinds one ignores (a JSON
-    list) as a tuple again."""
-    keys: tuple[BreakerKey, ...] = _keys(BreakerKey, raw, ("key", "failures", "cooldown"))
-    return tuple(
-        replace(b, ignore=tuple(b.ignore)) if isinstance(b.ignore, list) else b for b in keys
-    )
-
-
 def _keys(cls: Any, raw: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """Limit keys from their stored form: lists (as written here) or objects."""
+    """Limit keys from their stored form: lists (as written here) or objects;
+    a list inside one (the kinds a breaker ignores) is a tuple again."""
     items = []
     for item in raw or ():
-        if isinstance(item, Mapping):
-            items.append(cls(*(item[n] for n in names)))
-        else:
-            items.append(cls(*item))
+        values = (item[n] for n in names) if isinstance(item, Mapping) else item
+        items.append(cls(*(tuple(v) if isinstance(v, list) else v for v in values)))
     return tuple(items)
