@@ -1,9 +1,10 @@
 """The worker fault tests with real processes, on MySQL / MariaDB: two
-workers run every job once, a worker killed with SIGKILL loses nothing,
-three schedulers fire every time once despite a kill, a second signal
-exits at once and the lease brings the job back, retries back off, and a
-busy worker leaves new jobs to an idle one. The same tests as for the
-other stores, collected here again with the MySQL backend."""
+workers run every job once, a worker killed with SIGKILL loses nothing
+(and workers of every kind killed nine times in turn lose nothing), three
+schedulers fire every time once despite a kill, a second signal exits at
+once and the lease brings the job back, retries back off, and a busy
+worker leaves new jobs to an idle one. The same tests as for the other
+stores, collected here again with the MySQL backend."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from integration.test_schedulers import (  # noqa: F401
 from integration.test_workers import (  # noqa: F401
     test_killed_worker_loses_nothing,
     test_two_workers_run_every_job_exactly_once,
+    test_workers_killed_again_and_again_lose_nothing,
 )
 
 

@@ -1,8 +1,11 @@
-"""Real ``rota worker`` processes over thousands of jobs, with a kill -9."""
+"""Real ``rota worker`` processes over thousands of jobs, with kill -9."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -18,9 +21,11 @@ from rota.stores import Store
 N = 5_000
 
 
-def send_records(url: str, n: int, pause: float = 0.0, lease: float = 30.0) -> list[str]:
+def send_records(
+    url: str, n: int, pause: float = 0.0, lease: float = 30.0, max_lost: int = 3
+) -> list[str]:
     app = App(url, lease=lease)
-    app.task(name="record")(lambda i, pause=0.0: i)
+    app.task(name="record", max_lost=max_lost)(lambda i, pause=0.0: i)
     handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in range(n)])
     app.close()
     return [h.id for h in handles]
@@ -115,3 +120,55 @@ def test_killed_worker_loses_nothing(
     }
     print("kill figures:", json.dumps(figures))
     assert len(duplicated) <= len(lost), "only lost attempts may run twice"
+
+
+#: Worker command lines of every kind: threads, a child process per slot, a pool.
+KINDS = (
+    ("--concurrency", "4"),
+    ("--mode", "processes", "--concurrency", "2"),
+    ("--processes", "2", "--concurrency", "2"),
+)
+KILLS = 9
+
+
+@pytest.mark.slow
+def test_workers_killed_again_and_again_lose_nothing(
+    url: str, store: Store, processes: Processes, app_path: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A worker of each kind, killed with SIGKILL in turn and started again
+    (a pool's supervisor takes its children with it), nine kills while the
+    jobs drain: every job succeeds with its own result, each attempt the
+    kills cut short is recorded as lost, and only those run twice."""
+    log = tmp_path / "executions.log"
+    # (a job may be cut short by several kills before its lease runs out)
+    ids = send_records(url, N, pause=0.01, lease=2, max_lost=KILLS + 1)
+    env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
+
+    def start(kind: tuple[str, ...]) -> subprocess.Popen[bytes]:
+        return processes.rota("worker", app_path("counting"), "--url", url, *kind, env=env)
+
+    def ran() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    def more_than(seen: int) -> Callable[[], bool]:
+        return lambda: ran() >= seen + 150
+
+    workers = [start(kind) for kind in KINDS]
+    for kill in range(KILLS):
+        wait_for(more_than(ran()), timeout=120, interval=0.05, what="150 more runs")
+        victim = kill % len(KINDS)
+        os.killpg(workers[victim].pid, signal.SIGKILL)
+        workers[victim].wait(10)
+        workers[victim] = start(KINDS[victim])
+    wait_all_succeeded(store, timeout=180)
+
+    jobs = all_jobs(store)
+    number = {job_id: i for i, job_id in enumerate(ids)}
+    assert len(jobs) == N
+    assert [j.id for j in jobs if j.result != number[j.id]] == []
+    assert sum(j.lost for j in jobs) > 0, "the kills cut attempts short"
+    assert [j.id for j in jobs if j.attempt != j.lost + 1] == [], "every lost attempt recorded"
+    runs = executions(log)
+    assert set(runs) == set(ids), "every job ran"
+    lost = {j.id: j.lost for j in jobs}
+    assert [job_id for job_id, n in runs.items() if n > lost[job_id] + 1] == []
