@@ -1,10 +1,12 @@
 """How processes mode feeds its children, with real child processes: while
 jobs are short a busy child is sent its next job before its current one
 returns; with long jobs it is not; a killed child gives back the job it
-never started, which then runs once, in its replacement."""
+never started, which then runs once, in its replacement; a child killed
+as its job returns leaves the next job to a fresh one."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
@@ -16,6 +18,7 @@ from helpers import wait_for
 from rota import App
 from rota.models import ClaimedJob
 from rota.worker.executors import ProcessExecutor
+from rota.worker.executors.processes import _ProcessSlot
 from rota.worker.runner import Result
 
 app = App("sqlite:///:memory:")
@@ -101,3 +104,25 @@ def test_a_killed_child_gives_back_the_job_it_never_started() -> None:
     assert not hung.ok
     assert hung.error == "JobTimeout: timed out after 0.5 s; child process killed"
     assert feeding.pid("next") != feeding.pid("first"), "run by the child's replacement"
+
+
+def test_a_job_stopped_as_its_result_comes_back_leaves_the_next_job_a_fresh_child() -> None:
+    """A job stopped (cancelled, or its lease lost) just as its child sends the
+    result back: the result stands, and the next job runs in a fresh child,
+    not in the one just killed, where it would fail as a crash."""
+    slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
+    first = job("first", 0.0)
+    try:
+        slot.send(first)
+        assert slot._conn is not None and slot._conn.poll(30), "the child answered"
+        slot.stop(first)  # its result is in the pipe: the kill comes too late for it
+        done, before, unstarted = slot.result()
+        assert (done, unstarted) == (first, [])
+        assert before.ok, before.error
+        slot.send(job("next", 0.0))
+        done, after, _ = slot.result()
+        assert done.id == "next"
+        assert after.ok, after.error
+        assert orjson.loads(after.result or b"0") != orjson.loads(before.result or b"0")
+    finally:
+        slot.kill()

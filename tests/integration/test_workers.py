@@ -14,7 +14,7 @@ import pytest
 
 from helpers import held_by, wait_for
 from procs import Processes
-from rota import App
+from rota import App, Limit
 from rota.models import JobQuery, JobState
 from rota.stores import Store
 
@@ -22,10 +22,15 @@ N = 5_000
 
 
 def send_records(
-    url: str, n: int, pause: float = 0.0, lease: float = 30.0, max_lost: int = 3
+    url: str,
+    n: int,
+    pause: float = 0.0,
+    lease: float = 30.0,
+    max_lost: int = 3,
+    concurrency: Limit | None = None,
 ) -> list[str]:
     app = App(url, lease=lease)
-    app.task(name="record", max_lost=max_lost)(lambda i, pause=0.0: i)
+    app.task(name="record", max_lost=max_lost, concurrency=concurrency)(lambda i, pause=0.0: i)
     handles = app.tasks["record"].send_many([{"i": i, "pause": pause} for i in range(n)])
     app.close()
     return [h.id for h in handles]
@@ -138,10 +143,13 @@ def test_workers_killed_again_and_again_lose_nothing(
     """A worker of each kind, killed with SIGKILL in turn and started again
     (a pool's supervisor takes its children with it), nine kills while the
     jobs drain: every job succeeds with its own result, each attempt the
-    kills cut short is recorded as lost, and only those run twice."""
+    kills cut short is recorded as lost, only those run twice, and the
+    jobs' concurrency key has none of its slots left taken."""
     log = tmp_path / "executions.log"
-    # (a job may be cut short by several kills before its lease runs out)
-    ids = send_records(url, N, pause=0.01, lease=2, max_lost=KILLS + 1)
+    # (a job may be cut short by several kills before its lease runs out;
+    # the key's limit is below the workers' slots, so it holds them back)
+    key = Limit("killed-again", 6)
+    ids = send_records(url, N, pause=0.01, lease=2, max_lost=KILLS + 1, concurrency=key)
     env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "2"}
 
     def start(kind: tuple[str, ...]) -> subprocess.Popen[bytes]:
@@ -172,3 +180,14 @@ def test_workers_killed_again_and_again_lose_nothing(
     assert set(runs) == set(ids), "every job ran"
     lost = {j.id: j.lost for j in jobs}
     assert [job_id for job_id, n in runs.items() if n > lost[job_id] + 1] == []
+    figures = {
+        "jobs": N,
+        "kills": KILLS,
+        "lost_attempts_recorded": sum(lost.values()),
+        "executions": sum(runs.values()),
+        "duplicate_executions": sum(n - 1 for n in runs.values()),
+        "succeeded": len(jobs),
+    }
+    print("kill figures:", json.dumps(figures))
+    (limit,) = [info for info in store.limits() if info.key == "killed-again"]
+    assert limit.running == 0, "the killed workers' slots were given back"

@@ -206,8 +206,11 @@ class _ProcessSlot:
                 result = conn.recv()
                 with self._guard:
                     self._sent.popleft()
-                    self._cancelled = False
-                return job, result, []
+                    stopped, self._cancelled = self._cancelled, False
+                # stopped as it returned (cancelled, or its lease lost): its
+                # result stands, and the jobs sent after it go to a fresh
+                # child, not to the one just killed (each would fail there)
+                return job, result, self.kill() if stopped else []
             else:
                 result = runner.failure(
                     JobTimeout(f"timed out after {job.timeout} s; child process killed")
