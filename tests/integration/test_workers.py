@@ -168,7 +168,7 @@ def test_workers_killed_again_and_again_lose_nothing(
         os.killpg(workers[victim].pid, signal.SIGKILL)
         workers[victim].wait(10)
         workers[victim] = start(KINDS[victim])
-    wait_all_succeeded(store, timeout=180)
+    wait_all_succeeded(store, timeout=300)
 
     jobs = all_jobs(store)
     number = {job_id: i for i, job_id in enumerate(ids)}
