@@ -192,9 +192,11 @@ class _ProcessSlot:
     def result(self) -> tuple[ClaimedJob, Result, list[ClaimedJob]]:
         """Wait for the result of the first job sent, for at most its timeout
         (counted from here: the child starts it as the previous one returns).
-        Returns that job, its result, and the jobs sent after it that the
-        child never started when it had to be killed (timed out or
-        cancelled) or died."""
+        Returns that job, its result, and the jobs sent after it when its
+        child had to be killed (timed out, cancelled, its lease lost: also
+        when that came as the job returned, whose result then stands) or
+        died: the child may have started the next one, which goes to a
+        fresh child."""
         job = self._sent[0]
         proc, conn = self._proc, self._conn
         assert proc is not None and conn is not None
