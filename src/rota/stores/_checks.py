@@ -258,8 +258,7 @@ def outcomes(values: Sequence[object]) -> None:
             raise InvalidArgument(
                 f"{_where(o.job_id)}snooze must be False, or True on a failure with retry_in"
             )
-        if type(o.kinds) is not tuple or o.kinds:  # (most outcomes: an empty tuple)
-            error_kinds(o.kinds, "kinds", o.job_id)
+        error_kinds(o.kinds, "kinds", o.job_id)
         if o.kinds and o.ok:
             raise InvalidArgument(f"{_where(o.job_id)}a success has no error kinds")
 
