@@ -15,7 +15,7 @@ import pytest
 from helpers import held_by, wait_for
 from procs import Processes
 from rota import App, Limit
-from rota.models import JobQuery, JobState
+from rota.models import Job, JobQuery, JobState
 from rota.stores import Store
 
 N = 5_000
@@ -64,6 +64,19 @@ def wait_all_succeeded(store: Store, timeout: float) -> None:
 
 def executions(log: Path) -> Counter[str]:
     return Counter(line.split()[0] for line in log.read_text().splitlines())
+
+
+def print_kill_figures(kills: int, jobs: list[Job], runs: Counter[str]) -> None:
+    """What the kills cost, for docs/guarantees.md (``pytest -s`` shows it)."""
+    figures = {
+        "jobs": N,
+        "kills": kills,
+        "lost_attempts_recorded": sum(j.lost for j in jobs),
+        "executions": sum(runs.values()),
+        "duplicate_executions": sum(n - 1 for n in runs.values()),
+        "succeeded": len(jobs),
+    }
+    print("kill figures:", json.dumps(figures))
 
 
 @pytest.mark.slow
@@ -115,15 +128,7 @@ def test_killed_worker_loses_nothing(
     runs = executions(log)
     assert set(runs) == set(ids), "every job ran"
     duplicated = [job_id for job_id, n in runs.items() if n > 1]
-    figures = {
-        "jobs": N,
-        "kills": 1,
-        "lost_attempts_recorded": sum(j.lost for j in jobs),
-        "executions": sum(runs.values()),
-        "duplicate_executions": sum(n - 1 for n in runs.values()),
-        "succeeded": len(jobs),
-    }
-    print("kill figures:", json.dumps(figures))
+    print_kill_figures(1, jobs, runs)
     assert len(duplicated) <= len(lost), "only lost attempts may run twice"
 
 
@@ -180,14 +185,6 @@ def test_workers_killed_again_and_again_lose_nothing(
     assert set(runs) == set(ids), "every job ran"
     lost = {j.id: j.lost for j in jobs}
     assert [job_id for job_id, n in runs.items() if n > lost[job_id] + 1] == []
-    figures = {
-        "jobs": N,
-        "kills": KILLS,
-        "lost_attempts_recorded": sum(lost.values()),
-        "executions": sum(runs.values()),
-        "duplicate_executions": sum(n - 1 for n in runs.values()),
-        "succeeded": len(jobs),
-    }
-    print("kill figures:", json.dumps(figures))
+    print_kill_figures(KILLS, jobs, runs)
     (limit,) = [info for info in store.limits() if info.key == "killed-again"]
     assert limit.running == 0, "the killed workers' slots were given back"
