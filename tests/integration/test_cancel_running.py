@@ -155,6 +155,28 @@ def test_processes_mode_kills_the_child_and_replaces_it(sender: App, worker: Sta
     assert after != before, "the child that ran the cancelled job was replaced"
 
 
+@pytest.mark.parametrize("mode", ["threads", "processes", "async"])
+def test_a_job_cancelled_while_it_waits_for_a_slot_ends_cancelled_unrun(
+    sender: App, worker: StartWorker, tmp_path: Path, mode: str
+) -> None:
+    """A job the worker holds for a slot (claimed ahead) and cancelled before
+    a slot frees never runs: it ends cancelled as a slot takes it up."""
+    worker("--mode", mode, "--concurrency", "1", "--prefetch", "1")
+    busy_marker, held_marker = tmp_path / "busy", tmp_path / "held"
+    # a short lease: a held job's lease (and with it the cancel) is renewed
+    # once a third of it has passed
+    marking = sender.tasks["marking"].options(lease=3)
+    busy = marking.send(str(busy_marker), 6.0)
+    held = marking.send(str(held_marker), 0.0)
+    wait_for(busy_marker.exists, timeout=30, what="the first job to start")
+    wait_for(lambda: held.status() == "running", timeout=10, what="the second job to be held")
+    assert held.cancel()
+    assert busy.result(timeout=30) == "woke"
+    wait_for(lambda: held.status() == "cancelled", timeout=PROMPT * 2, what="the cancel")
+    assert not held_marker.exists(), "the cancelled job ran"
+    assert last_entry(held)["event"] == "cancelled"
+
+
 @pytest.mark.parametrize("mode", ["threads", "processes"])
 def test_a_cancelled_command_has_its_whole_process_group_killed(
     url: str,

@@ -11,6 +11,7 @@ from backends import mysql_backends
 from integration.test_cancel_running import (  # noqa: F401 (collected with the MySQL backend)
     sender,
     test_a_cancelled_command_has_its_whole_process_group_killed,
+    test_a_job_cancelled_while_it_waits_for_a_slot_ends_cancelled_unrun,
     test_async_mode_cancels_the_coroutine,
     test_processes_mode_kills_the_child_and_replaces_it,
     test_threads_mode_runs_on_cancel_callbacks_and_sets_cancelled,

@@ -2,7 +2,8 @@
 jobs are short a busy child is sent its next job before its current one
 returns; with long jobs it is not; a killed child gives back the job it
 never started, which then runs once, in its replacement; a child killed
-as its job returns leaves the next job to a fresh one."""
+as its job returns leaves the next job to a fresh one; a job stopped while
+it waits in the pipe is stopped as it starts."""
 
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def test_a_job_stopped_as_its_result_comes_back_leaves_the_next_job_a_fresh_chil
     first = job("first", 0.0)
     try:
         slot.send(first)
-        assert slot._conn is not None and slot._conn.poll(30), "the child answered"
+        assert slot._conn is not None and slot._await_ready(slot._conn), "the child started"
+        assert slot._conn.poll(30), "the child answered"
         slot.stop(first)  # its result is in the pipe: the kill comes too late for it
         done, before, unstarted = slot.result()
         assert (done, unstarted) == (first, [])
@@ -124,5 +126,33 @@ def test_a_job_stopped_as_its_result_comes_back_leaves_the_next_job_a_fresh_chil
         assert done.id == "next"
         assert after.ok, after.error
         assert orjson.loads(after.result or b"0") != orjson.loads(before.result or b"0")
+    finally:
+        slot.kill()
+
+
+def test_a_job_stopped_while_it_waits_in_the_pipe_is_stopped_as_it_starts() -> None:
+    """A job sent ahead to a busy child and stopped (cancelled, or its lease
+    lost) before the child takes it up: the job before it ends as it would,
+    the stopped one ends cancelled as the child starts it (not once it is
+    done), and the next job gets a fresh child."""
+    slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
+    busy, waiting = job("busy", 0.3), job("waiting", 30.0)
+    try:
+        slot.send(busy)
+        slot.send(waiting)
+        slot.stop(waiting)
+        done, result, unstarted = slot.result()
+        assert (done, unstarted) == (busy, [])
+        assert result.ok, result.error
+        asked = time.monotonic()
+        done, stopped, unstarted = slot.result()
+        assert time.monotonic() - asked < 10, "the stopped job ran on"
+        assert (done, unstarted) == (waiting, [])
+        assert not stopped.ok and not stopped.retryable
+        assert stopped.error == "JobCancelled: job waiting was cancelled"
+        slot.send(job("next", 0.0))
+        done, after, _ = slot.result()
+        assert done.id == "next" and after.ok, after.error
+        assert orjson.loads(after.result or b"0") != orjson.loads(result.result or b"0")
     finally:
         slot.kill()

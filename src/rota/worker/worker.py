@@ -73,7 +73,7 @@ from rota import _validate, commands
 from rota._signals import StopSignals
 from rota._store_wait import wait_for_store
 from rota.context import cancel_running
-from rota.errors import CommitInDoubt, InvalidArgument
+from rota.errors import CommitInDoubt, InvalidArgument, JobCancelled
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
@@ -325,19 +325,25 @@ class Worker:
         """False for a job whose lease ran out before a slot took it up (this
         process was stalled for longer than the lease, e.g. suspended), or
         that a renewal found lost: the store has handed it out again, so it
-        is dropped unrun."""
+        is dropped unrun. False too for a job cancelled while it waited for a
+        slot: it ends cancelled without running."""
         with self._lock:
             flight = self._flights.inflight.get(claim_of(job))
             if flight is None:
                 return False  # released at shutdown
+            cancelled = flight.cancelled and not flight.lost
             now = time.monotonic()
-            if not flight.lost and now - flight.renewed < job.lease:
+            if not cancelled and not flight.lost and now - flight.renewed < job.lease:
                 flight.started = now
                 due = now + job.timeout if job.timeout is not None else math.inf
                 if self.mode == "threads" and due < self._keeper_due:
                     self._keeper_wake.set()  # to report the timeout when due
                 return True
-            del self._flights.inflight[claim_of(job)]
+            if not cancelled:
+                del self._flights.inflight[claim_of(job)]
+        if cancelled:
+            self._on_done(job, runner.failure(JobCancelled(job.id), retryable=False))
+            return False
         log.warning(
             "job %s not started: its lease was lost while it waited for a slot "
             "(this process was stalled or cut off); the store hands it out again",

@@ -82,3 +82,11 @@ def sleeper(seconds: float) -> str:
 def pid() -> int:
     """The id of the process that ran the job."""
     return os.getpid()
+
+
+@app.task()
+def marking(marker: str, seconds: float) -> str:
+    """Writes ``marker`` as it starts, then sleeps ``seconds``."""
+    Path(marker).write_text("started")
+    time.sleep(seconds)
+    return "woke"

@@ -152,6 +152,9 @@ class _ProcessSlot:
         self._guard = threading.Lock()
         self._sent: collections.deque[ClaimedJob] = collections.deque()
         self._cancelled = False  # the first job sent was cancelled
+        #: Jobs stopped while they waited in the pipe: each ends cancelled
+        #: unrun, its child killed as the job before it returns.
+        self._stopped: list[ClaimedJob] = []
         self._ready = False  # the child said it is ready
         self._groups: list[int] = []  # its commands' process groups, sent SIGTERM
 
@@ -209,6 +212,8 @@ class _ProcessSlot:
                 with self._guard:
                     self._sent.popleft()
                     stopped, self._cancelled = self._cancelled, False
+                    if self._sent and any(self._sent[0] is s for s in self._stopped):
+                        self._kill_for(self._sent[0])  # it starts as this one returns
                 # stopped as it returned (cancelled, or its lease lost): its
                 # result stands, and the jobs sent after it go to a fresh
                 # child, not to the one just killed (each would fail there)
@@ -237,14 +242,22 @@ class _ProcessSlot:
         return True
 
     def stop(self, job: ClaimedJob) -> None:
-        """Kill the child if it runs ``job`` (cancelled); :meth:`result` then
+        """Kill the child if it runs ``job`` (cancelled), or as soon as the job
+        before it returns if ``job`` waits in the pipe; :meth:`result` then
         reports the job cancelled, and the next job gets a fresh child."""
         with self._guard:
-            proc = self._proc
-            if self._sent and self._sent[0] is job and proc is not None:
-                self._cancelled = True
-                self._groups += stop_groups_under(proc.pid)  # they outlive the child
-                proc.kill()
+            if self._sent and self._sent[0] is job:
+                self._kill_for(job)
+            elif any(sent is job for sent in self._sent):
+                self._stopped.append(job)
+
+    def _kill_for(self, job: ClaimedJob) -> None:
+        """Kill the child running ``job``, stopped (with ``_guard`` held)."""
+        self._stopped = [s for s in self._stopped if s is not job]
+        if self._proc is not None:
+            self._cancelled = True
+            self._groups += stop_groups_under(self._proc.pid)  # they outlive the child
+            self._proc.kill()
 
     def end(self) -> None:
         """Ask an idle child to end (its stop hooks run); see :meth:`close`."""
@@ -280,7 +293,7 @@ class _ProcessSlot:
         if conn is not None:
             conn.close()
         with self._guard:
-            sent, self._cancelled = list(self._sent), False
+            sent, self._cancelled, self._stopped = list(self._sent), False, []
             self._sent.clear()
         return sent
 
