@@ -331,17 +331,17 @@ class Worker:
             flight = self._flights.inflight.get(claim_of(job))
             if flight is None:
                 return False  # released at shutdown
-            cancelled = flight.cancelled and not flight.lost
             now = time.monotonic()
-            if not cancelled and not flight.lost and now - flight.renewed < job.lease:
+            lost = flight.lost or now - flight.renewed >= job.lease
+            if not lost and not flight.cancelled:
                 flight.started = now
                 due = now + job.timeout if job.timeout is not None else math.inf
                 if self.mode == "threads" and due < self._keeper_due:
                     self._keeper_wake.set()  # to report the timeout when due
                 return True
-            if not cancelled:
+            if lost:
                 del self._flights.inflight[claim_of(job)]
-        if cancelled:
+        if not lost:  # cancelled: reported so (the slot is counted free there)
             self._on_done(job, runner.failure(JobCancelled(job.id), retryable=False))
             return False
         log.warning(
