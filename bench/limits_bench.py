@@ -6,6 +6,13 @@ store's own cost), with 10,000 jobs that each carry a distinct limit key
 against the same number of jobs without limits. ``--worker`` drains through
 a real ``rota worker`` process instead.
 
+``key``: jobs that sleep ``--sleep`` seconds, all under one concurrency
+key of ``--limit`` slots, drained by ``--workers`` real ``rota worker``
+processes; jobs/s, and the share of the key's slots that ran jobs (jobs/s
+against ``limit / sleep``). A running job holds its slot until its worker
+has reported it and the next claim has taken the slot: with short jobs
+those round trips are a large part of each slot's turn.
+
 ``unique`` (Redis): send 1,000,000 distinct URLs in bulk with
 ``unique=lambda url: url, unique_for="7d"``, then send them all again (every
 one a duplicate); jobs/s for both passes and the store's memory per URL
@@ -16,6 +23,7 @@ Every figure is the median over ``--runs`` fresh stores::
 
     python bench/limits_bench.py claims --url sqlite:////tmp/rota-limits.db
     python bench/limits_bench.py claims --url redis://127.0.0.1:6379/0 --worker
+    python bench/limits_bench.py key --url sqlite:////tmp/rota-limits.db --jobs 3000 --workers 3
     python bench/limits_bench.py unique --url redis://127.0.0.1:6379/0 --urls 1000000
 
 This is a benchmark, not a test: it prints figures and asserts only that
@@ -53,6 +61,14 @@ def touch(key: str) -> None:
 
 
 app.task(name="touch")(touch)
+
+
+def nap(seconds: float) -> None:
+    """Sleeps ``seconds``: a short job of the ``key`` workload."""
+    time.sleep(seconds)
+
+
+app.task(name="nap")(nap)
 
 
 def key_of(key: str) -> str:
@@ -109,16 +125,19 @@ def succeeded(store: Store) -> int:
     return counts.get(JobState.SUCCEEDED, 0)
 
 
-def drain_by_worker(url: str, store: Store, n: int, concurrency: int) -> float:
-    """Start a real worker on the queued jobs; jobs/s until all succeeded."""
+def drain_by_worker(url: str, store: Store, n: int, concurrency: int, workers: int = 1) -> float:
+    """Start ``workers`` real workers on the queued jobs; jobs/s until all succeeded."""
     rota = Path(sys.executable).with_name("rota")
     cmd = [str(rota), "worker", f"{HERE}:app", "--url", url, "--concurrency", str(concurrency)]
     cmd += ["--log-level", "WARNING"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(workers)
+    ]
     try:
         deadline = time.monotonic() + 600
         while succeeded(store) == 0:  # from the first job done: startup is not rota's cost
-            if time.monotonic() > deadline or proc.poll() is not None:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 raise RuntimeError("the worker did not start")
             time.sleep(0.005)
         start, first = time.perf_counter(), succeeded(store)
@@ -128,12 +147,14 @@ def drain_by_worker(url: str, store: Store, n: int, concurrency: int) -> float:
             time.sleep(0.01)
         return (n - first) / (time.perf_counter() - start)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def blocked_claim_ms(base: str, keys: int, batch: int) -> float:
@@ -170,6 +191,18 @@ def claims_once(args: argparse.Namespace) -> dict[str, float]:
     if not args.no_blocked:
         figures["empty claim ms (1k blocked keys)"] = blocked_claim_ms(args.url, 1000, args.batch)
     return figures
+
+
+def key_once(args: argparse.Namespace) -> dict[str, float]:
+    """Jobs of one shared concurrency key drained by real workers."""
+    with opened(args.url) as sending:
+        task = sending.task(name="nap", concurrency=Limit("shared", args.limit))(nap)
+        for offset in range(0, args.jobs, 5000):
+            task.send_many([(args.sleep,)] * min(5000, args.jobs - offset))
+        rate = drain_by_worker(
+            sending.url, sending.store, args.jobs, args.concurrency, workers=args.workers
+        )
+    return {"jobs/s": rate, "key's slots in use %": 100 * rate * args.sleep / args.limit}
 
 
 def redis_memory(url: str) -> int:
@@ -252,7 +285,7 @@ def report(title: str, runs: list[dict[str, float]]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("workload", choices=["claims", "unique", "all"])
+    parser.add_argument("workload", choices=["claims", "key", "unique", "all"])
     parser.add_argument("--url", default="sqlite:////tmp/rota-limits-bench.db")
     parser.add_argument("--jobs", type=int, default=10_000, help="claims: jobs (= keys)")
     parser.add_argument("--batch", type=int, default=16, help="claims: jobs per claim")
@@ -265,6 +298,9 @@ def main() -> None:
     parser.add_argument("--no-blocked", action="store_true", help="claims: skip the empty claim")
     parser.add_argument("--worker", action="store_true", help="claims: drain with rota worker")
     parser.add_argument("--concurrency", type=int, default=8, help="claims: worker slots")
+    parser.add_argument("--sleep", type=float, default=0.01, help="key: seconds per job")
+    parser.add_argument("--limit", type=int, default=6, help="key: the key's slots")
+    parser.add_argument("--workers", type=int, default=1, help="key: rota worker processes")
     parser.add_argument("--urls", type=int, default=1_000_000, help="unique: URLs sent")
     parser.add_argument("--batch-send", type=int, default=5000, help="unique: URLs per send")
     parser.add_argument("--runs", type=int, default=3)
@@ -280,6 +316,10 @@ def main() -> None:
             if name != "no limits" and "no limits" in args.workloads:
                 ratio = statistics.median(r[name] / r["no limits"] for r in runs)
                 print(f"  {name} / no limits: {ratio:.2f}")
+    if args.workload in ("key", "all"):
+        runs = run_many(args, key_once)
+        title = f"{args.jobs:,} jobs of {args.sleep * 1000:g} ms under one key of {args.limit}"
+        report(f"{title}, {args.workers} x rota worker -c {args.concurrency}, {args.url}", runs)
     if args.workload in ("unique", "all"):
         if not args.url.startswith(("redis://", "rediss://", "unix://")):
             print("\nunique: skipped, it measures the Redis store (give --url redis://...)")

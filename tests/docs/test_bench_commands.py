@@ -48,6 +48,10 @@ COMMANDS = [
     ),
     ("bench/limits_bench.py claims --url {sqlite} --jobs 200 --runs 1", "empty claim ms"),
     (
+        "bench/limits_bench.py key --url {sqlite} --jobs 60 --sleep 0.005 --workers 2 --runs 1",
+        "key's slots in use",
+    ),
+    (
         "bench/limits_bench.py unique --url {redis} --urls 1000 --batch-send 500 --runs 1",
         "send dup/s",
     ),
