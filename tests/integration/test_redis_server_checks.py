@@ -111,6 +111,24 @@ def test_one_shot_commands_leave_the_warning_to_long_running_ones(
     wait_for(lambda: WARNING in processes.output(web), timeout=10)
 
 
+def test_a_worker_pool_warns_once(
+    private_redis: type[PrivateRedis], processes: Processes, tmp_path: Path
+) -> None:
+    """Each child of ``rota worker --processes 3`` uses the store; the first
+    one logs the server's missing persistence for all of them."""
+    server = private_redis()
+    url = f"redis://{server.address}/0"
+    (tmp_path / "tasks.py").write_text("from rota import App\napp = App()\n")
+    pool = processes.rota("--url", url, "worker", str(tmp_path / "tasks.py"), "--processes", "3")
+    store = open_store(url)
+    try:
+        wait_for(lambda: len(store.workers()) == 3, timeout=30, what="the three children")
+    finally:
+        store.close()
+    wait_for(lambda: WARNING in processes.output(pool), timeout=10)
+    assert processes.output(pool).count(WARNING) == 1, processes.output(pool)
+
+
 def _answers(address: str) -> bool:
     try:
         with urllib.request.urlopen(address, timeout=5) as answer:

@@ -29,11 +29,18 @@ def log_options(f: F) -> F:
     )(f)
 
 
-def configure(level: str, quiet: bool, log_format: str) -> None:
-    """Log to stderr from ``level`` up (warning when ``quiet``), as text or JSON."""
+def configure(level: str, quiet: bool, log_format: str, notices: bool = True) -> None:
+    """Log to stderr from ``level`` up (warning when ``quiet``), as text or JSON;
+    without the notices about the service's setup (:data:`SERVICE_NOTICE`,
+    such as a store server without persistence) unless ``notices``: a pool's
+    children after the first leave them to it."""
+    from rota.stores.base import SERVICE_NOTICE
     from rota.worker.joblog import BatchHandler, JsonFormatter, TextFormatter
 
     handler = BatchHandler(sys.stderr)
     formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handler.setFormatter(formatter)
     logging.basicConfig(level="WARNING" if quiet else level.upper(), handlers=[handler])
+    if not notices:  # (a forked child keeps the handlers its parent configured)
+        for installed in logging.getLogger().handlers:
+            installed.addFilter(lambda record: not getattr(record, SERVICE_NOTICE, False))

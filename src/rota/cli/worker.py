@@ -197,7 +197,8 @@ def worker(
     from rota.worker import Worker
     from rota.worker.pool import POOL_CHILD
 
-    configure(log_level, quiet, log_format)
+    # a pool's first child logs the notices about the store's setup for all
+    configure(log_level, quiet, log_format, notices=os.environ.get(POOL_CHILD, "0") == "0")
     require_app_or_commands(app_spec, allow_commands)
     if processes > 1:
         from rota.worker.pool import pool_main
