@@ -1,7 +1,8 @@
 """A run of real workers and a scheduler through a crash of their database
 server, shared by the fault tests of the SQL stores, and the helpers they
 share: sending ``record`` jobs of the counting app, reading what ran, and
-the checks after a worker was killed (:func:`check_after_a_kill`).
+the checks after a worker was killed (:func:`check_after_a_kill`) and
+the moment to kill it (:func:`unfinished`).
 
 :func:`ride_out_a_crash` sends ``n`` jobs and a schedule, starts two workers
 and a scheduler, crashes the server mid-run (``crash`` also starts it
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen
 
-from helpers import wait_for
+from helpers import held_by, wait_for
 from procs import Processes
 from rota import App, every
 from rota.models import Job, JobQuery, JobState
@@ -60,6 +61,14 @@ def executions(log: Path) -> list[tuple[str, int, int]]:
 def ran_on(log: Path, pid: int) -> int:
     """How many executions worker process ``pid`` recorded."""
     return sum(1 for _, _, p in executions(log) if p == pid)
+
+
+def unfinished(store: Store, log: Path, pid: int) -> set[str]:
+    """Ids of jobs that the worker process ``pid`` holds and has not run to
+    the end (the task logs each execution as it ends): killed now, the
+    worker leaves them to be recovered as lost, where a job it has run may
+    still be reported by a finish already on its way to the server."""
+    return held_by(store, pid) - {job_id for job_id, _, _ in executions(log)}
 
 
 def lost_on(job: Job, pid: int) -> bool:

@@ -42,6 +42,7 @@ from integration.crash_runs import (
     ran_on,
     ride_out_a_crash,
     send_records,
+    unfinished,
 )
 from mariadb_server import IN_CI, MariaDB, mariadb_server
 from procs import Processes
@@ -107,13 +108,6 @@ def kill_connections(server: MariaDB, user: str) -> None:
 def ran(log: Path, count: int) -> Callable[[], bool]:
     """A condition to wait for: ``count`` executions are in ``log``."""
     return lambda: len(executions(log)) >= count
-
-
-def unfinished(store: Store, log: Path, pid: int) -> set[str]:
-    """Ids of jobs that the worker process ``pid`` holds and has not run to
-    the end (the task logs each execution as it ends)."""
-    held = held_by(store, pid)
-    return held - {job_id for job_id, _, _ in executions(log)}
 
 
 def outage_lines(output: str) -> list[str]:
