@@ -1,6 +1,7 @@
 """A job whose lease ran out before a slot took it up is not started: after a
 stall longer than the lease (a suspended process), the store has handed the job
-out again, and running it here too would run it twice."""
+out again, and running it here too would run it twice. Nor is one cancelled
+while it waited: it is reported cancelled."""
 
 from __future__ import annotations
 
@@ -68,4 +69,23 @@ def test_a_waiting_job_whose_renewal_finds_its_lease_lost_is_dropped_unrun(
     assert worker._may_start(kept)
     assert not worker._may_start(taken_back)
     assert app.store.get_job(taken_back.id).state is JobState.QUEUED  # for another claim
+    app.close()
+
+
+def test_a_waiting_job_cancelled_is_reported_cancelled_unrun(tmp_path: Path) -> None:
+    """Its time held counts as no run time: the claim-ahead it would skew
+    holds as many jobs as before."""
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", lease=30.0)
+    app.task(name="echo")(lambda value: value)
+    app.tasks["echo"].send(1)
+    worker = Worker(app)
+    (job,) = worker._claim(1)
+    app.admin.cancel_job(job.id)
+    worker._flights.inflight[job.id, job.token].renewed = time.monotonic() - job.lease / 3 - 0.1
+    worker._leases.renew()  # the renewal tells of the cancel
+
+    assert not worker._may_start(job)
+    assert worker._ahead.run is None, "no run time was counted"
+    (done,) = worker._flights.reporting.values()  # its outcome waits for the acker
+    assert done.job.id == job.id and done.cancelled
     app.close()

@@ -366,7 +366,8 @@ class Worker:
                 return
             self._flights.reporting[claim_of(job)] = flight
             seconds = time.monotonic() - (flight.started or flight.claimed)
-            self._ahead.done(seconds)
+            if flight.started is not None:  # (one cancelled unrun says nothing of run times)
+                self._ahead.done(seconds)
             if not self._flights.inflight:
                 self._none_in_flight.set()
             # a claim waits only while jobs wait for a slot (see _claim_turn)
