@@ -42,7 +42,7 @@ from rota import __version__
 from rota._loader import AppImportError
 from rota.cli._support import CliError, CliState, CliUsageError, redact_text
 from rota.errors import InvalidArgument, RotaError
-from rota.stores.base import SERVICE_NOTICE
+from rota.stores.base import is_service_notice
 
 __all__ = ["COMMANDS", "Entry", "main"]
 
@@ -83,7 +83,7 @@ class _ShortCommandHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if logging.getLogger().handlers:
             return  # logging is configured: the record reaches those handlers
-        if getattr(record, SERVICE_NOTICE, False):
+        if is_service_notice(record):
             return
         try:
             line = f"{record.levelname.lower()}: {record.getMessage()}"

@@ -34,7 +34,7 @@ def configure(level: str, quiet: bool, log_format: str, notices: bool = True) ->
     without the notices about the service's setup (:data:`SERVICE_NOTICE`,
     such as a store server without persistence) unless ``notices``: a pool's
     children after the first leave them to it."""
-    from rota.stores.base import SERVICE_NOTICE
+    from rota.stores.base import is_service_notice
     from rota.worker.joblog import BatchHandler, JsonFormatter, TextFormatter
 
     handler = BatchHandler(sys.stderr)
@@ -43,4 +43,4 @@ def configure(level: str, quiet: bool, log_format: str, notices: bool = True) ->
     logging.basicConfig(level="WARNING" if quiet else level.upper(), handlers=[handler])
     if not notices:  # (a forked child keeps the handlers its parent configured)
         for installed in logging.getLogger().handlers:
-            installed.addFilter(lambda record: not getattr(record, SERVICE_NOTICE, False))
+            installed.addFilter(lambda record: not is_service_notice(record))

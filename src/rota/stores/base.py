@@ -19,6 +19,7 @@ input checks the backends share, and re-exports the roles' names.
 
 from __future__ import annotations
 
+import logging
 from abc import abstractmethod
 from collections.abc import Sequence
 
@@ -70,6 +71,7 @@ __all__ = [
     "claim_or_wait",
     "dropped_bytes",
     "dropped_note",
+    "is_service_notice",
     "stop_waiting",
 ]
 
@@ -78,6 +80,11 @@ __all__ = [
 #: the store server's setup: one-shot CLI commands leave it out, so it is not
 #: repeated on every ``rota jobs list``.
 SERVICE_NOTICE = "rota_service_notice"
+
+
+def is_service_notice(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is a :data:`SERVICE_NOTICE`."""
+    return bool(getattr(record, SERVICE_NOTICE, False))
 
 
 def check_mode(queue: object, mode: object) -> None:
