@@ -287,7 +287,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workload", choices=["claims", "key", "unique", "all"])
     parser.add_argument("--url", default="sqlite:////tmp/rota-limits-bench.db")
-    parser.add_argument("--jobs", type=int, default=10_000, help="claims: jobs (= keys)")
+    parser.add_argument("--jobs", type=int, default=10_000, help="claims: jobs (= keys); key: jobs")
     parser.add_argument("--batch", type=int, default=16, help="claims: jobs per claim")
     parser.add_argument(
         "--workloads",
@@ -297,7 +297,9 @@ def main() -> None:
     )
     parser.add_argument("--no-blocked", action="store_true", help="claims: skip the empty claim")
     parser.add_argument("--worker", action="store_true", help="claims: drain with rota worker")
-    parser.add_argument("--concurrency", type=int, default=8, help="claims: worker slots")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="claims (--worker), key: each worker's slots"
+    )
     parser.add_argument("--sleep", type=float, default=0.01, help="key: seconds per job")
     parser.add_argument("--limit", type=int, default=6, help="key: the key's slots")
     parser.add_argument("--workers", type=int, default=1, help="key: rota worker processes")

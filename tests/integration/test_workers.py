@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import wait_for
+from integration import crash_runs
 from integration.crash_runs import unfinished
 from procs import Processes
 from rota import App, Limit
@@ -64,7 +65,8 @@ def wait_all_succeeded(store: Store, timeout: float) -> None:
 
 
 def executions(log: Path) -> Counter[str]:
-    return Counter(line.split()[0] for line in log.read_text().splitlines())
+    """How many times each job ran (crash_runs.executions, counted by job id)."""
+    return Counter(job_id for job_id, _, _ in crash_runs.executions(log))
 
 
 def print_kill_figures(kills: int, jobs: list[Job], runs: Counter[str]) -> None:
