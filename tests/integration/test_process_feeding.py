@@ -3,7 +3,7 @@ jobs are short a busy child is sent its next job before its current one
 returns; with long jobs it is not; a killed child gives back the job it
 never started, which then runs once, in its replacement; a child killed
 as its job returns leaves the next job to a fresh one; a job stopped while
-it waits in the pipe is stopped as it starts."""
+it waits in the pipe never starts."""
 
 from __future__ import annotations
 
@@ -130,11 +130,11 @@ def test_a_job_stopped_as_its_result_comes_back_leaves_the_next_job_a_fresh_chil
         slot.kill()
 
 
-def test_a_job_stopped_while_it_waits_in_the_pipe_is_stopped_as_it_starts() -> None:
+def test_a_job_stopped_while_it_waits_in_the_pipe_never_starts() -> None:
     """A job sent ahead to a busy child and stopped (cancelled, or its lease
     lost) before the child takes it up: the job before it ends as it would,
-    the stopped one ends cancelled as the child starts it (not once it is
-    done), and the next job gets a fresh child."""
+    the stopped one ends cancelled without running, and the child stays for
+    the next job."""
     slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
     busy, waiting = job("busy", 0.3), job("waiting", 30.0)
     try:
@@ -146,13 +146,42 @@ def test_a_job_stopped_while_it_waits_in_the_pipe_is_stopped_as_it_starts() -> N
         assert result.ok, result.error
         asked = time.monotonic()
         done, stopped, unstarted = slot.result()
-        assert time.monotonic() - asked < 10, "the stopped job ran on"
+        assert time.monotonic() - asked < 10, "the stopped job ran"
         assert (done, unstarted) == (waiting, [])
         assert not stopped.ok and not stopped.retryable
         assert stopped.error == "JobCancelled: job waiting was cancelled"
         slot.send(job("next", 0.0))
         done, after, _ = slot.result()
         assert done.id == "next" and after.ok, after.error
-        assert orjson.loads(after.result or b"0") != orjson.loads(result.result or b"0")
+        assert orjson.loads(after.result or b"0") == orjson.loads(result.result or b"0")
+    finally:
+        slot.kill()
+
+
+def test_a_job_stopped_just_after_its_child_took_it_up_is_killed_as_it_starts() -> None:
+    """The job before returned and the child took the waiting job up just as
+    it was stopped, too late to hold it back: the child is killed as the
+    job starts, the job ends cancelled at once, and the next job gets a
+    fresh child."""
+    slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
+    first, taken = job("first", 0.0), job("taken", 30.0)
+    try:
+        slot.send(first)
+        slot.send(taken)
+        wait_for(lambda: slot._gate._marks[0] == 2, timeout=30, what="the child took it up")
+        slot.stop(taken)
+        done, before, unstarted = slot.result()
+        assert (done, unstarted) == (first, [])
+        assert before.ok, before.error
+        asked = time.monotonic()
+        done, stopped, unstarted = slot.result()
+        assert time.monotonic() - asked < 10, "the stopped job ran on"
+        assert (done, unstarted) == (taken, [])
+        assert not stopped.ok and not stopped.retryable
+        assert stopped.error == "JobCancelled: job taken was cancelled"
+        slot.send(job("next", 0.0))
+        done, after, _ = slot.result()
+        assert done.id == "next" and after.ok, after.error
+        assert orjson.loads(after.result or b"0") != orjson.loads(before.result or b"0")
     finally:
         slot.kill()

@@ -38,6 +38,39 @@ _CHILD_EXIT = 5.0
 #: timeout counts from the child's word that it is ready.
 _CHILD_START = 60.0
 _READY = "ready"
+#: A child's answer for a job it was sent and then told not to start (:class:`_Gate`).
+_SKIPPED = "skipped"
+
+
+class _Gate:
+    """Where a child and its parent agree whether a job sent ahead starts.
+
+    A slot numbers the jobs it sends its child. The child takes each up
+    here before it runs it; the parent may stop a job that waits in the
+    pipe here, and the child then answers :data:`_SKIPPED` without running
+    it. Once the child has taken a job up, only a kill stops it. Shared
+    memory and a lock, made before the child starts: no round trip."""
+
+    def __init__(self, ctx: BaseContext) -> None:
+        self._lock = ctx.Lock()
+        #: [the number of the job the child took up last, of a job not to start]
+        self._marks = ctx.RawArray("q", 2)
+
+    def take_up(self, number: int) -> bool:
+        """In the child: whether job ``number`` may run (and it is taken up)."""
+        with self._lock:
+            self._marks[0] = number
+            return bool(self._marks[1] != number)
+
+    def hold_back(self, number: int) -> bool:
+        """In the parent: keep job ``number`` from starting; False if the
+        child has taken it up already. (One job at a time waits in a
+        child's pipe, so one is held back at a time.)"""
+        with self._lock:
+            if self._marks[0] >= number:
+                return False
+            self._marks[1] = number
+            return True
 
 
 def _let_pass(signum: int, frame: object) -> None:
@@ -61,6 +94,7 @@ def _end_with_parent() -> None:
 
 def _child_main(
     conn: Connection,
+    gate: _Gate,
     app_spec: str | None,
     app: App | None,
     url: str,
@@ -72,8 +106,10 @@ def _child_main(
     runs command-line jobs if its parent does (``commands``). The app's worker
     hooks run here too: the start hooks before the first job, the stop hooks
     as it ends (what a hook opened in the parent is not
-    shared with a child). A ``None`` sent in place of a job ends the child,
-    and so does the death of the worker (:func:`_end_with_parent`).
+    shared with a child). Jobs come numbered, and one the parent held back
+    at the ``gate`` is answered :data:`_SKIPPED`, unrun. A ``None`` sent in
+    place of a job ends the child, and so does the death of the worker
+    (:func:`_end_with_parent`).
 
     Once running, the child lets SIGINT and SIGTERM pass: a Ctrl-C or a
     service manager signals the whole process group, and the parent, not
@@ -104,11 +140,15 @@ def _child_main(
     try:
         while True:
             try:
-                job = conn.recv()
+                sent = conn.recv()
             except (EOFError, KeyboardInterrupt):
                 return
-            if job is None:
+            if sent is None:
                 return
+            number, job = sent
+            if not gate.take_up(number):
+                conn.send(_SKIPPED)
+                continue
             try:
                 result = runner.run_sync(app, job)
             except Exception as exc:
@@ -141,7 +181,7 @@ def _parent_logs() -> tuple[int, logging.Formatter | None]:
 
 class _ProcessSlot:
     """One child process and the jobs sent to it, in order: the first is the
-    one it runs, the others wait in the pipe."""
+    one it runs, the next (one at most) waits in the pipe."""
 
     def __init__(self, ctx: BaseContext, app: App, app_spec: str | None) -> None:
         self._ctx = ctx
@@ -150,10 +190,12 @@ class _ProcessSlot:
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
         self._guard = threading.Lock()
-        self._sent: collections.deque[ClaimedJob] = collections.deque()
+        self._gate = _Gate(ctx)  # shared with each child it starts in turn
+        self._numbered = 0  # jobs sent so far, each numbered for the gate
+        self._sent: collections.deque[tuple[int, ClaimedJob]] = collections.deque()
         self._cancelled = False  # the first job sent was cancelled
-        #: Jobs stopped while they waited in the pipe: each ends cancelled
-        #: unrun, its child killed as the job before it returns.
+        #: Jobs stopped while they waited in the pipe but too late for the
+        #: gate: each ends cancelled, its child killed as it starts the job.
         self._stopped: list[ClaimedJob] = []
         self._ready = False  # the child said it is ready
         self._groups: list[int] = []  # its commands' process groups, sent SIGTERM
@@ -165,6 +207,7 @@ class _ProcessSlot:
             target=_child_main,
             args=(
                 child,
+                self._gate,
                 self._spec,
                 inherited,
                 self._app.url,
@@ -188,9 +231,11 @@ class _ProcessSlot:
         :meth:`result`."""
         conn = self._conn or self._spawn()[1]
         with self._guard:
-            self._sent.append(job)
+            self._numbered += 1
+            sent = (self._numbered, job)
+            self._sent.append(sent)
         with contextlib.suppress(OSError):
-            conn.send(job)
+            conn.send(sent)
 
     def result(self) -> tuple[ClaimedJob, Result, list[ClaimedJob]]:
         """Wait for the result of the first job sent, for at most its timeout
@@ -200,7 +245,7 @@ class _ProcessSlot:
         when that came as the job returned, whose result then stands) or
         died: the child may have started the next one, which goes to a
         fresh child."""
-        job = self._sent[0]
+        job = self._sent[0][1]
         proc, conn = self._proc, self._conn
         assert proc is not None and conn is not None
         try:
@@ -209,11 +254,13 @@ class _ProcessSlot:
                 result = runner.failure(RuntimeError(late))
             elif conn.poll(job.timeout):
                 result = conn.recv()
+                if result == _SKIPPED:  # held back at the gate
+                    result = runner.failure(JobCancelled(job.id), retryable=False)
                 with self._guard:
                     self._sent.popleft()
                     stopped, self._cancelled = self._cancelled, False
-                    if self._sent and any(self._sent[0] is s for s in self._stopped):
-                        self._kill_for(self._sent[0])  # it starts as this one returns
+                    if self._sent and any(self._sent[0][1] is s for s in self._stopped):
+                        self._kill_for(self._sent[0][1])  # it starts as this one returns
                 # stopped as it returned (cancelled, or its lease lost): its
                 # result stands, and the jobs sent after it go to a fresh
                 # child, not to the one just killed (each would fail there)
@@ -242,13 +289,17 @@ class _ProcessSlot:
         return True
 
     def stop(self, job: ClaimedJob) -> None:
-        """Kill the child if it runs ``job`` (cancelled), or as soon as the job
-        before it returns if ``job`` waits in the pipe; :meth:`result` then
-        reports the job cancelled, and the next job gets a fresh child."""
+        """Stop ``job``, which :meth:`result` then reports cancelled. If it
+        waits in the pipe, the child is told at the gate not to start it;
+        if the child runs it (or took it up just now, as the job before it
+        returned), the child is killed, at once or as the job starts, and
+        the next job gets a fresh child."""
         with self._guard:
-            if self._sent and self._sent[0] is job:
+            if self._sent and self._sent[0][1] is job:
                 self._kill_for(job)
-            elif any(sent is job for sent in self._sent):
+                return
+            number = next((n for n, sent in self._sent if sent is job), None)
+            if number is not None and not self._gate.hold_back(number):
                 self._stopped.append(job)
 
     def _kill_for(self, job: ClaimedJob) -> None:
@@ -293,7 +344,7 @@ class _ProcessSlot:
         if conn is not None:
             conn.close()
         with self._guard:
-            sent, self._cancelled, self._stopped = list(self._sent), False, []
+            sent, self._cancelled, self._stopped = [j for _, j in self._sent], False, []
             self._sent.clear()
         return sent
 
