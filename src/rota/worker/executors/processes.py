@@ -244,7 +244,8 @@ class _ProcessSlot:
         child had to be killed (timed out, cancelled, its lease lost: also
         when that came as the job returned, whose result then stands) or
         died: the child may have started the next one, which goes to a
-        fresh child."""
+        fresh child. A job held back at the gate (:meth:`stop`) comes back
+        cancelled, unrun, and its child stays."""
         job = self._sent[0][1]
         proc, conn = self._proc, self._conn
         assert proc is not None and conn is not None
