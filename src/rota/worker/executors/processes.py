@@ -194,9 +194,9 @@ class _ProcessSlot:
         self._numbered = 0  # jobs sent so far, each numbered for the gate
         self._sent: collections.deque[tuple[int, ClaimedJob]] = collections.deque()
         self._cancelled = False  # the first job sent was cancelled
-        #: Jobs stopped while they waited in the pipe but too late for the
-        #: gate: each ends cancelled, its child killed as it starts the job.
-        self._stopped: list[ClaimedJob] = []
+        #: The job stopped while it waited in the pipe but too late for the
+        #: gate: it ends cancelled, its child killed as it starts the job.
+        self._late_stop: ClaimedJob | None = None
         self._ready = False  # the child said it is ready
         self._groups: list[int] = []  # its commands' process groups, sent SIGTERM
 
@@ -260,7 +260,7 @@ class _ProcessSlot:
                 with self._guard:
                     self._sent.popleft()
                     stopped, self._cancelled = self._cancelled, False
-                    if self._sent and any(self._sent[0][1] is s for s in self._stopped):
+                    if self._sent and self._sent[0][1] is self._late_stop:
                         self._kill_for(self._sent[0][1])  # it starts as this one returns
                 # stopped as it returned (cancelled, or its lease lost): its
                 # result stands, and the jobs sent after it go to a fresh
@@ -301,11 +301,12 @@ class _ProcessSlot:
                 return
             number = next((n for n, sent in self._sent if sent is job), None)
             if number is not None and not self._gate.hold_back(number):
-                self._stopped.append(job)
+                self._late_stop = job
 
     def _kill_for(self, job: ClaimedJob) -> None:
         """Kill the child running ``job``, stopped (with ``_guard`` held)."""
-        self._stopped = [s for s in self._stopped if s is not job]
+        if self._late_stop is job:
+            self._late_stop = None
         if self._proc is not None:
             self._cancelled = True
             self._groups += stop_groups_under(self._proc.pid)  # they outlive the child
@@ -345,7 +346,7 @@ class _ProcessSlot:
         if conn is not None:
             conn.close()
         with self._guard:
-            sent, self._cancelled, self._stopped = [j for _, j in self._sent], False, []
+            sent, self._cancelled, self._late_stop = [j for _, j in self._sent], False, None
             self._sent.clear()
         return sent
 
