@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 
 import orjson
 
@@ -130,30 +131,43 @@ def test_a_job_stopped_as_its_result_comes_back_leaves_the_next_job_a_fresh_chil
         slot.kill()
 
 
+def stop_the_second(
+    slot: _ProcessSlot, first: ClaimedJob, second: ClaimedJob, *, once: Callable[[], bool]
+) -> tuple[Result, Result]:
+    """Send ``first`` and ``second`` (a long job) to ``slot``'s child, stop
+    ``second`` once ``once()`` holds, check that ``first`` ends as it would
+    and ``second`` ends cancelled at once, then run a next job. Returns the
+    results of ``first`` and of the next job (each says its process)."""
+    slot.send(first)
+    slot.send(second)
+    wait_for(once, timeout=30, what="the moment to stop the second job")
+    slot.stop(second)
+    done, before, unstarted = slot.result()
+    assert (done, unstarted) == (first, [])
+    assert before.ok, before.error
+    asked = time.monotonic()
+    done, stopped, unstarted = slot.result()
+    assert time.monotonic() - asked < 10, "the stopped job ran on"
+    assert (done, unstarted) == (second, [])
+    assert not stopped.ok and not stopped.retryable
+    assert stopped.error == f"JobCancelled: job {second.id} was cancelled"
+    slot.send(job("next", 0.0))
+    done, after, _ = slot.result()
+    assert done.id == "next" and after.ok, after.error
+    return before, after
+
+
 def test_a_job_stopped_while_it_waits_in_the_pipe_never_starts() -> None:
     """A job sent ahead to a busy child and stopped (cancelled, or its lease
     lost) before the child takes it up: the job before it ends as it would,
     the stopped one ends cancelled without running, and the child stays for
     the next job."""
     slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
-    busy, waiting = job("busy", 0.3), job("waiting", 30.0)
     try:
-        slot.send(busy)
-        slot.send(waiting)
-        slot.stop(waiting)
-        done, result, unstarted = slot.result()
-        assert (done, unstarted) == (busy, [])
-        assert result.ok, result.error
-        asked = time.monotonic()
-        done, stopped, unstarted = slot.result()
-        assert time.monotonic() - asked < 10, "the stopped job ran"
-        assert (done, unstarted) == (waiting, [])
-        assert not stopped.ok and not stopped.retryable
-        assert stopped.error == "JobCancelled: job waiting was cancelled"
-        slot.send(job("next", 0.0))
-        done, after, _ = slot.result()
-        assert done.id == "next" and after.ok, after.error
-        assert orjson.loads(after.result or b"0") == orjson.loads(result.result or b"0")
+        before, after = stop_the_second(
+            slot, job("busy", 0.3), job("waiting", 30.0), once=lambda: True
+        )
+        assert orjson.loads(after.result or b"0") == orjson.loads(before.result or b"0")
     finally:
         slot.kill()
 
@@ -164,24 +178,10 @@ def test_a_job_stopped_just_after_its_child_took_it_up_is_killed_as_it_starts() 
     job starts, the job ends cancelled at once, and the next job gets a
     fresh child."""
     slot = _ProcessSlot(multiprocessing.get_context("fork"), app, None)
-    first, taken = job("first", 0.0), job("taken", 30.0)
     try:
-        slot.send(first)
-        slot.send(taken)
-        wait_for(lambda: slot._gate._marks[0] == 2, timeout=30, what="the child took it up")
-        slot.stop(taken)
-        done, before, unstarted = slot.result()
-        assert (done, unstarted) == (first, [])
-        assert before.ok, before.error
-        asked = time.monotonic()
-        done, stopped, unstarted = slot.result()
-        assert time.monotonic() - asked < 10, "the stopped job ran on"
-        assert (done, unstarted) == (taken, [])
-        assert not stopped.ok and not stopped.retryable
-        assert stopped.error == "JobCancelled: job taken was cancelled"
-        slot.send(job("next", 0.0))
-        done, after, _ = slot.result()
-        assert done.id == "next" and after.ok, after.error
+        before, after = stop_the_second(
+            slot, job("first", 0.0), job("taken", 30.0), once=lambda: slot._gate._marks[0] == 2
+        )
         assert orjson.loads(after.result or b"0") != orjson.loads(before.result or b"0")
     finally:
         slot.kill()
