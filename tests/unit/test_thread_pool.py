@@ -4,6 +4,7 @@ at once, and when it stops."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -102,16 +103,33 @@ def test_every_claimed_job_runs_once_and_the_claimer_runs_its_first(
     executor.stop()
 
 
-def test_busy_slots_make_no_claim(done: dict[str, Result]) -> None:
-    claims = Claims([[job(0, block=True), job(1, block=True)]])
+def test_no_more_jobs_run_at_once_than_there_are_slots(done: dict[str, Result]) -> None:
+    # Both slots run blocked jobs; the thread beside them claims the third
+    # job, which waits for a slot.
+    claims = Claims([[job(0, block=True), job(1, block=True)], [job(2)]])
     executor = pool(claims, done, 2)
     wait_for(lambda: len(ran_on) == 2)
-    calls = len(claims.calls)
-    assert executor.busy() == 2  # both slots busy: no thread is free to claim
-    assert len(claims.calls) == calls
+    wait_for(lambda: not claims.batches)
+    assert executor.busy() == 3  # two running, one waiting
+    assert 2 not in ran_on
     release.set()
-    wait_for(lambda: len(done) == 2)
-    wait_for(lambda: len(claims.calls) > calls)  # a freed slot claims again
+    wait_for(lambda: len(done) == 3)
+    executor.stop_claiming()
+    executor.stop()
+
+
+def test_an_abandoned_job_s_slot_runs_the_next_job_while_its_thread_is_stuck(
+    done: dict[str, Result],
+) -> None:
+    stuck = job(0, block=True)
+    claims = Claims([[stuck], [dataclasses.replace(job(1), token="t1")]])
+    executor = pool(claims, done, 1)
+    wait_for(lambda: 0 in ran_on)
+    wait_for(lambda: not claims.batches)  # job 1 waits for the one slot
+    assert executor.abandon(stuck)
+    wait_for(lambda: "j1" in done)  # a fresh thread ran it; job 0 still blocks
+    assert "j0" not in done
+    release.set()
     executor.stop_claiming()
     executor.stop()
 

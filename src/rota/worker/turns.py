@@ -29,8 +29,10 @@ so more slots run in parallel, and the target doubles too; from
 and the target halves, down to :data:`OVERLAP`. The target is kept from
 one claimed batch to the next.
 
-:class:`Turns` serves slots that are threads (threads mode); the async
-executor's slots are coroutines and take turns the same way on its loop.
+:class:`Turns` serves slots that are threads (threads mode, one thread more
+than its slots, so that one holds the turn to claim while every slot runs
+a job: ``limit``); the async executor's slots are coroutines and take
+turns the same way on its loop.
 Processes mode uses :class:`Turns` unpaced, only as the line of claimed
 jobs waiting for a child: its feeder threads wait on their children, and
 one that claimed would leave its child idle for the claim's round trip, so
@@ -127,10 +129,18 @@ class Turns:
     ``pace``: seconds between looks at the process's CPU use while jobs
     wait and ``short()`` says the jobs are short (see the module's
     docstring); None, or while jobs are long, a parked slot is woken for
-    every waiting job at once."""
+    every waiting job at once. ``limit``: the most slots running a job at
+    once (None: every slot that asks), where more slots take turns at the
+    claim."""
 
-    def __init__(self, pace: float | None = None, short: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        pace: float | None = None,
+        short: Callable[[], bool] | None = None,
+        limit: int | None = None,
+    ) -> None:
         self.pace = pace
+        self._limit = limit
         self._short = short or (lambda: True)
         self._lock = threading.Lock()
         self._jobs: deque[ClaimedJob] = deque()
@@ -183,10 +193,12 @@ class Turns:
             self._stops += slots
             self._wake(len(self._parked))
 
-    def leave(self) -> None:
-        """The calling slot ends without asking for another job."""
+    def leave(self, thread_id: int | None = None) -> None:
+        """The slot of thread ``thread_id`` (by default the calling one) ends
+        without asking for another job, or no longer counts as running (its
+        thread, stuck in a job, was abandoned)."""
         with self._lock:
-            self._running.discard(threading.get_ident())
+            self._running.discard(threading.get_ident() if thread_id is None else thread_id)
 
     def next(self) -> ClaimedJob | None:
         """The next job for the calling slot, claimed by it (while a claim is
@@ -200,7 +212,7 @@ class Turns:
             while True:
                 paced = self._paced()
                 waiting = self._jobs
-                if waiting and (self._stops or not paced or len(self._running) < self.target):
+                if waiting and self._may_run(paced):
                     self._running.add(me)
                     job = waiting.popleft()
                     if not waiting:
@@ -219,6 +231,7 @@ class Turns:
                     return job
                 if self._stops and not self._jobs:
                     self._stops -= 1
+                    self._wake(self._stops)  # (a slot parked at the limit stops too)
                     return None
                 due = self._baton_due
                 if due is not None and not finished and self._running and time.monotonic() < due:
@@ -242,7 +255,7 @@ class Turns:
                     self._jobs.extend(jobs)
                     self._baton = True  # to claim meanwhile, or again after a wait for work
                     paced = self._paced()
-                    if jobs and (not paced or len(self._running) < self.target):
+                    if jobs and self._may_run(paced):
                         self._running.add(me)  # the claimer runs its first job
                         first = self._jobs.popleft()
                         self._wake(max(1, self._wanted(paced)))  # and an idle slot takes the baton
@@ -266,6 +279,13 @@ class Turns:
             return taken
 
     # -- with self._lock held -------------------------------------------------
+
+    def _may_run(self, paced: bool) -> bool:
+        """Whether one more slot may run a job now."""
+        running = len(self._running)
+        if self._limit is not None and running >= self._limit:
+            return False
+        return bool(self._stops) or not paced or running < self.target
 
     def _paced(self) -> bool:
         """Whether slots wake only as the work needs them, now."""

@@ -15,7 +15,12 @@ if TYPE_CHECKING:
 
 
 class ThreadExecutor(Executor):
-    """A pool of ``size`` threads: for I/O-bound tasks. Timeouts are reported at
+    """``size`` slots that are threads: for I/O-bound tasks. One thread more
+    than the slots holds the turn to claim while every slot runs a job, so
+    a claim starts as soon as a slot frees with no job held for it, not
+    once that slot has reported its job and come to claim itself (in a run
+    of 50 ms jobs on 50 slots, about 3 % more jobs per second; see
+    docs/performance.md). At most ``size`` run a job at once. Timeouts are reported at
     the deadline, but Python cannot stop a thread: the worker asks the task to
     stop (its context reads cancelled, as for a cancel) and abandons the job
     (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
@@ -24,11 +29,11 @@ class ThreadExecutor(Executor):
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
-        self._turns = Turns(pace=PACE, short=lambda: self.short_jobs())
-        self._threads = [self._thread(i) for i in range(size)]
+        self._turns = Turns(pace=PACE, short=lambda: self.short_jobs(), limit=size)
+        self._threads = [self._thread(i) for i in range(size + 1)]  # (one to claim, see above)
         self._busy = 0  # slots running a job
         self._lock = threading.Lock()
-        self._running: set[str] = set()  # tokens of the jobs being run
+        self._running: dict[str, int] = {}  # the jobs being run: token -> thread
         self._replaced: set[str] = set()  # tokens of abandoned jobs whose slot moved on
         self._spawned = size
 
@@ -53,12 +58,13 @@ class ThreadExecutor(Executor):
         with self._lock:
             if job.token not in self._running or len(self._replaced) >= self.size:
                 return False
-            self._running.discard(job.token)
+            thread_id = self._running.pop(job.token)
             self._replaced.add(job.token)
             self._busy -= 1
             self._spawned += 1
             thread = self._thread(self._spawned - 1)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        self._turns.leave(thread_id)  # its slot runs another job meanwhile
         thread.start()
         return True
 
@@ -70,7 +76,7 @@ class ThreadExecutor(Executor):
             if not self.may_start(job):
                 continue
             with self._lock:
-                self._running.add(job.token)
+                self._running[job.token] = threading.get_ident()
                 self._busy += 1
             try:
                 result = runner.run_sync(self.app, job)
@@ -90,7 +96,7 @@ class ThreadExecutor(Executor):
             if job.token in self._replaced:
                 self._replaced.discard(job.token)
                 return True
-            self._running.discard(job.token)
+            self._running.pop(job.token, None)
             self._busy -= 1
             return False
 
