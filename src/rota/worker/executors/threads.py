@@ -15,17 +15,20 @@ if TYPE_CHECKING:
 
 
 class ThreadExecutor(Executor):
-    """``size`` slots that are threads: for I/O-bound tasks. One thread more
-    than the slots holds the turn to claim while every slot runs a job, so
-    a claim starts as soon as a slot frees with no job held for it, not
-    once that slot has reported its job and come to claim itself (in a run
-    of 50 ms jobs on 50 slots, about 3 % more jobs per second; see
-    docs/performance.md). At most ``size`` run a job at once. Timeouts are reported at
-    the deadline, but Python cannot stop a thread: the worker asks the task to
-    stop (its context reads cancelled, as for a cancel) and abandons the job
-    (:meth:`abandon`), a fresh thread takes its slot, and the stuck thread
-    ends once the task returns. At most ``size`` threads are stuck at once;
-    beyond that a timed-out job keeps its slot until it returns."""
+    """``size`` slots that are threads: for I/O-bound tasks.
+
+    One thread more than the slots holds the turn to claim while every slot
+    runs a job (at most ``size`` run one at once), so a claim starts as soon
+    as a slot frees with no job held for it, not once that slot has
+    reported its job and come to claim itself: in a run of 50 ms jobs on 50
+    slots, about 3 % more jobs per second (docs/performance.md).
+
+    Timeouts are reported at the deadline, but Python cannot stop a thread:
+    the worker asks the task to stop (its context reads cancelled, as for a
+    cancel) and abandons the job (:meth:`abandon`), a fresh thread takes its
+    slot, and the stuck thread ends once the task returns. At most ``size``
+    threads are stuck at once; beyond that a timed-out job keeps its slot
+    until it returns."""
 
     def __init__(self, app: App, size: int, on_done: OnDone) -> None:
         super().__init__(app, size, on_done)
