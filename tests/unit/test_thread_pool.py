@@ -153,6 +153,32 @@ def test_stop_claiming_waits_for_the_claim_under_way(done: dict[str, Result]) ->
     executor.stop()
 
 
+def stop_with_a_thread_parked_at_the_limit(done: dict[str, Result]) -> None:
+    """One slot, two threads: the slot runs a blocked job while a second job
+    waits, so the other thread parks at the limit as the pool is stopped;
+    then both jobs end."""
+    release.clear()
+    done.clear()
+    claims = Claims([[job(0, block=True), dataclasses.replace(job(1), token="t1")]])
+    executor = pool(claims, done, 1)
+    wait_for(lambda: executor.busy() == 2)  # one running, one waiting
+    executor.stop_claiming()
+    executor.stop()
+    release.set()
+    wait_for(lambda: len(done) == 2)
+
+
+def test_every_thread_ends_once_stopped_even_one_parked_at_the_limit(
+    done: dict[str, Result],
+) -> None:
+    for _ in range(3):  # whether it is parked then depends on the threads' timing
+        stop_with_a_thread_parked_at_the_limit(done)
+        wait_for(
+            lambda: not [t for t in threading.enumerate() if t.name.startswith("rota-slot-")],
+            what="every slot thread to end",
+        )
+
+
 def batches(seconds: float) -> Claims:
     return Claims([[brief(n, seconds) for n in range(i, i + 50)] for i in range(0, 400, 50)])
 
