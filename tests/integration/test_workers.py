@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
+import psutil
 import pytest
 
 from helpers import wait_for
@@ -171,12 +171,18 @@ def test_workers_killed_again_and_again_lose_nothing(
     def more_than(seen: int) -> Callable[[], bool]:
         return lambda: ran() >= seen + 150
 
+    def unfinished_in(worker: subprocess.Popen[bytes]) -> set[str]:
+        """What the worker's processes (a pool's children too) hold unfinished."""
+        pids = [worker.pid, *(c.pid for c in psutil.Process(worker.pid).children(recursive=True))]
+        return set().union(*(unfinished(store, log, pid) for pid in pids))
+
     workers = [start(kind) for kind in KINDS]
     for kill in range(KILLS):
         wait_for(more_than(ran()), timeout=120, interval=0.05, what="150 more runs")
         victim = kill % len(KINDS)
-        os.killpg(workers[victim].pid, signal.SIGKILL)
-        workers[victim].wait(10)
+        # (at a moment it holds a job it has not run to the end, or a kill
+        # of a worker still starting would cut nothing short)
+        processes.kill_while(workers[victim], partial(unfinished_in, workers[victim]), timeout=60)
         workers[victim] = start(KINDS[victim])
     wait_all_succeeded(store, timeout=300)
 
