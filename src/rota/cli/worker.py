@@ -20,7 +20,7 @@ from rota.cli._support import (
 )
 from rota.diagnose import HEARTBEAT_MAX, LOST_AFTER
 from rota.stores import redact_url
-from rota.worker.ahead import HOLD_MAX
+from rota.worker.ahead import HOLD_FOR, HOLD_MAX
 
 __all__ = ["worker"]
 
@@ -90,7 +90,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default=None,
     help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
     "brings several (released at shutdown). Default: as many as its slots free within "
-    f"10 ms at its jobs' average run time, {HOLD_MAX} at most (none while jobs are long).",
+    f"{HOLD_FOR * 1000:g} ms at its jobs' average run time, {HOLD_MAX} at most (none while "
+    "jobs are long).",
 )
 @click.option(
     "--processes",

@@ -2,20 +2,28 @@
 
 A held job's next slot is at hand when a running job ends, and a claim then
 brings a batch where it would bring one job: fewer claims, less CPU per job
-(for the worker and for the store). But a held job is not available to
-other workers. So by default a worker holds only as many jobs as its slots
-free within :data:`HOLD_FOR` on average (from the moving average of its
-jobs' run time), :data:`HOLD_MAX` at most: a held job waits a few
-milliseconds. Jobs of 1 ms on 2 slots get 20 held; 50 ms jobs on 50 slots
-10; no-op jobs 128; while jobs are long (a script, a spider) it holds
+(for the worker and for the store: a claim's fixed cost is several times
+what one more job in it adds). But a held job is not available to other workers. So by
+default a worker holds only as many jobs as its slots free within
+:data:`HOLD_FOR` on average (from the moving average of its jobs' run
+time), :data:`HOLD_MAX` at most: a held job waits a few milliseconds. Jobs
+of 1 ms on 2 slots get 40 held; 50 ms jobs on 50 slots 20, on the default 8
+slots 3; no-op jobs 128; while jobs are long (a script, a spider) it holds
 none, and a job waits in the queue for whichever worker frees a slot
 first. ``--prefetch N`` fixes the number instead.
 """
 
 from __future__ import annotations
 
-#: How long a held job may wait for a slot, on average, in seconds.
-HOLD_FOR = 0.01
+#: How long a held job may wait for a slot, on average, in seconds. At 10 ms,
+#: 50 ms jobs on 8 slots were claimed one at a time; at 20 ms, three at a
+#: time, for a sixth less CPU per job, workers and Redis server together
+#: (docs/performance.md, "Holding 20 ms of work").
+HOLD_FOR = 0.02
+#: Jobs whose moving average run time is below this many seconds are short:
+#: a slot frees so often that slots wake only as the work needs them
+#: (:mod:`rota.worker.turns`).
+SHORT_BELOW = 0.01
 #: The most jobs held at once (a claim brings at most the free slots and these).
 HOLD_MAX = 128
 #: The weight of the latest job in the moving average of run times.
@@ -38,9 +46,9 @@ class ClaimAhead:
         self.run = last + (seconds - last) * WEIGHT
 
     def short(self) -> bool:
-        """Whether the jobs are short now: a slot frees within :data:`HOLD_FOR`
-        (none has ended: not)."""
-        return self.run is not None and self.run < HOLD_FOR
+        """Whether the jobs are short now: they end within :data:`SHORT_BELOW`
+        on average (none has ended: not)."""
+        return self.run is not None and self.run < SHORT_BELOW
 
     def jobs(self) -> int:
         """Jobs the worker may hold beyond its slots now."""
