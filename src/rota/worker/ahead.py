@@ -3,21 +3,21 @@
 A held job's next slot is at hand when a running job ends, and a claim then
 brings a batch where it would bring one job: fewer claims, less CPU per job
 (for the worker and for the store: a claim's fixed cost is several times
-what one more job in it adds). But a held job is not available to other workers. So by
-default a worker holds only as many jobs as its slots free within
-:data:`HOLD_FOR` on average (from the moving average of its jobs' run
-time), :data:`HOLD_MAX` at most: a held job waits a few milliseconds. Jobs
-of 1 ms on 2 slots get 40 held; 50 ms jobs on 50 slots 20, on the default 8
-slots 3; no-op jobs 128; while jobs are long (a script, a spider) it holds
-none, and a job waits in the queue for whichever worker frees a slot
-first. ``--prefetch N`` fixes the number instead.
+what one more job in it adds). But a held job is not available to other
+workers. So by default a worker holds only as many jobs as its slots free
+within :data:`HOLD_FOR` on average (from the moving average of its jobs'
+run time), :data:`HOLD_MAX` at most: a held job waits a few milliseconds.
+Jobs of 1 ms on 2 slots get 40 held; 50 ms jobs on 50 slots 20, on the
+default 8 slots 3; no-op jobs 128; while jobs are long (a script, a
+spider) it holds none, and a job waits in the queue for whichever worker
+frees a slot first. ``--prefetch N`` fixes the number instead.
 """
 
 from __future__ import annotations
 
 #: How long a held job may wait for a slot, on average, in seconds. At 10 ms,
 #: 50 ms jobs on 8 slots were claimed one at a time; at 20 ms, three at a
-#: time, for a sixth less CPU per job, workers and Redis server together
+#: time, for a fifth less CPU per job, workers and Redis server together
 #: (docs/performance.md, "Holding 20 ms of work").
 HOLD_FOR = 0.02
 #: Jobs whose moving average run time is below this many seconds are short:
