@@ -6,7 +6,7 @@ brings a batch where it would bring one job: fewer claims, less CPU per job
 what one more job in it adds). But a held job is not available to other
 workers. So by default a worker holds only as many jobs as its slots free
 within :data:`HOLD_FOR` on average (from the moving average of its jobs'
-run time), :data:`HOLD_MAX` at most: a held job waits a few milliseconds.
+run time), :data:`HOLD_MAX` at most: a held job waits about :data:`HOLD_FOR`.
 Jobs of 1 ms on 2 slots get 40 held; 50 ms jobs on 50 slots 20, on the
 default 8 slots 3; no-op jobs 128; while jobs are long (a script, a
 spider) it holds none, and a job waits in the queue for whichever worker
