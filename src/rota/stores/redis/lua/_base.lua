@@ -144,6 +144,13 @@ end
 -- Set fields; a value of false deletes the field. pairs_: {name, value, ...}
 -- (never nil inside a table constructor: Lua's length operator stops at holes)
 function L.put(key, pairs_)
+  local n = #pairs_
+  local i = 2
+  while i <= n and pairs_[i] do i = i + 2 end
+  if i > n then -- nothing to delete (most calls): no copy
+    if n > 0 then redis.call('HSET', key, unpack(pairs_)) end
+    return
+  end
   local set, del = {}, {}
   for i = 1, #pairs_, 2 do
     local v = pairs_[i + 1]
@@ -233,20 +240,50 @@ function L.batch()
     list[#list + 1] = seq
     list[#list + 1] = id
   end
+  -- the index keys of a state, and of a queue's state, each made once per
+  -- batch rather than once per job
+  local state_keys, qstate_keys = {}, {}
+  local function state_key(state)
+    local key = state_keys[state]
+    if not key then
+      key = K.state(state)
+      state_keys[state] = key
+    end
+    return key
+  end
+  local function qstate_key(queue, state)
+    local of_queue = qstate_keys[queue]
+    if not of_queue then
+      of_queue = {}
+      qstate_keys[queue] = of_queue
+    end
+    local key = of_queue[state]
+    if not key then
+      key = K.qstate(queue, state)
+      of_queue[state] = key
+    end
+    return key
+  end
+  -- whether the global index of queued jobs that earlier versions wrote is
+  -- still there (looked at once per batch)
+  local legacy_queued = nil
   -- like L.index_state
   function b.move(id, queue, seq, old, new)
     if old == 'queued' then
-      b.rem(K.state(old), id) -- entries of earlier versions
+      if legacy_queued == nil then
+        legacy_queued = redis.call('EXISTS', state_key(old)) == 1
+      end
+      if legacy_queued then b.rem(state_key(old), id) end
       queued(b.qrems, queue, seq, id)
     elseif old then
-      b.rem(K.state(old), id)
-      b.rem(K.qstate(queue, old), id)
+      b.rem(state_key(old), id)
+      b.rem(qstate_key(queue, old), id)
     end
     if new == 'queued' then
       queued(b.qadds, queue, seq, id)
     elseif new then
-      b.add(K.state(new), seq, id)
-      b.add(K.qstate(queue, new), seq, id)
+      b.add(state_key(new), seq, id)
+      b.add(qstate_key(queue, new), seq, id)
     end
   end
   function b.flush()

@@ -146,7 +146,7 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
       if limits then admitted, why = book.admit(cjson.decode(limits), id) end
       if admitted then
         chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
-                               priority = priority, vtime = head[2]}
+                               priority = priority, vtime = head[2], ready = sub.jobs.key}
         sub.jobs.take()
         -- (once the batch is full the merge stops: no need to read further)
         if #chosen < limit and not sub.jobs.peek() then table.remove(open, best) end
@@ -176,44 +176,55 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   -- formats each number passed to redis.call with 17 digits (a few thousand
   -- instructions; expires went to HSET and to the leases' ZADD per job)
   local expiry = {}
+  local task_keys = {} -- task -> its index's key, made once per call
   local idx = L.batch()
   -- the stored fields of L.CLAIMED (id, token and started_at are known here), and seq
   local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
                  'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq', 'retry'}
   -- every job is read before the first is written: a stored value that cannot
   -- be used (one not written by rota) must not stop the batch half-way
-  local fetched = {}
-  for i, c in ipairs(chosen) do
-    local v = redis.call('HMGET', K.job(c.id), unpack(FETCH))
-    local lease = L.lease(v[7])
-    if lease ~= tonumber(v[7]) then v[7] = L.fmt(lease) else v.same = true end
-    v.lease, v[4] = lease, tonumber(v[4]) or 0
-    fetched[i] = v
-  end
+  -- (kept beside the replies, not in them: a reply is an array, and a named
+  -- field added to it grows a hash part)
+  local fetched, jkeys, leases, repaired = {}, {}, {}, {}
   for i, c in ipairs(chosen) do
     local jkey = K.job(c.id)
+    local v = redis.call('HMGET', jkey, unpack(FETCH))
+    local lease = L.lease(v[7])
+    if lease ~= tonumber(v[7]) then
+      v[7] = L.fmt(lease)
+      repaired[i] = true
+    end
+    v[4] = tonumber(v[4]) or 0
+    fetched[i], jkeys[i], leases[i] = v, jkey, lease
+  end
+  for i, c in ipairs(chosen) do
+    local jkey = jkeys[i]
     local v = fetched[i]
     local seq = v[13]
     local token = token_base .. ':' .. seq
-    local expires = expiry[v.lease]
+    local expires = expiry[leases[i]]
     if not expires then
-      expires = L.fmt(now + v.lease)
-      expiry[v.lease] = expires
+      expires = L.fmt(now + leases[i])
+      expiry[leases[i]] = expires
     end
     local attempt = v[4] + 1
     redis.call('HSET', jkey, 'state', 'running', 'attempt', string.format('%d', attempt),
                'owner', worker, 'token', token, 'expires', expires, 'started_at', started)
-    if not v.same then redis.call('HSET', jkey, 'lease', v[7]) end
+    if repaired[i] then redis.call('HSET', jkey, 'lease', v[7]) end
     local n = #out
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]
     out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[5], v[6], token
     out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[7], v[8], v[9], v[10]
     out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[11], v[12], started, v[14]
-    local sub = K.ready(c.queue, c.priority, c.sig)
-    idx.rem(sub, c.member)
-    emptied[sub] = c
+    idx.rem(c.ready, c.member)
+    emptied[c.ready] = c
     idx.move(c.id, c.queue, seq, 'queued', 'running')
-    idx.add(K.task(v[1]), seq, c.id) -- (queued jobs are not in their task index)
+    local task_key = task_keys[v[1]]
+    if not task_key then
+      task_key = K.task(v[1])
+      task_keys[v[1]] = task_key
+    end
+    idx.add(task_key, seq, c.id) -- (queued jobs are not in their task index)
     idx.add(S.leases, expires, c.id)
     if clocks[c.queue] == nil or c.vtime > clocks[c.queue] then clocks[c.queue] = c.vtime end
     saved[#saved + 1] = c.id

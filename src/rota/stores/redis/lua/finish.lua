@@ -52,8 +52,17 @@ end
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
-local FIELDS = {'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey', 'attempt', 'owner',
-                'history', 'cancel_at', 'cancel_by'}
+-- The fields of job jkey an outcome needs, as a table (nil for a missing
+-- field). Made by a table constructor, which sizes it once: filled field by
+-- field (L.fields), a table of twelve grows five times.
+local function read_job(jkey)
+  local v = redis.call('HMGET', jkey, 'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey',
+                       'attempt', 'owner', 'history', 'cancel_at', 'cancel_by')
+  return {state = v[1] or nil, token = v[2] or nil, queue = v[3] or nil, task = v[4] or nil,
+          seq = v[5] or nil, limits = v[6] or nil, ukey = v[7] or nil, attempt = v[8] or nil,
+          owner = v[9] or nil, history = v[10] or nil, cancel_at = v[11] or nil,
+          cancel_by = v[12] or nil}
+end
 local MORE = {'lost', 'max_attempts'} -- read only on failure
 local now = L.now()
 local stamp = L.fmt(now)
@@ -99,7 +108,7 @@ end
 for i = 2, #ARGV, 8 do
   local id, token, flags = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local jkey = K.job(id)
-  local job = L.fields(jkey, FIELDS)
+  local job = read_job(jkey)
   if job.state ~= 'running' or job.token ~= token then
     reply[#reply + 1] = 0
   elseif job.cancel_at then -- asked to stop: it ends so, whatever the attempt reported
@@ -131,20 +140,17 @@ for i = 2, #ARGV, 8 do
       redis.call('HINCRBY', jkey, 'attempt', -1)
       schedule_again(id, jkey, job, retry_in, {'error', err, 'traceback', false})
     elseif ok then
-      local fields = {'state', 'succeeded', 'result', result, 'finished_at', stamp,
-                      unpack(LEASE_ENDS)}
       local owner = L.opt(job.owner)
       if not L.json_empty(job.history) or not owner then
         local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
-        fields[#fields + 1] = 'history'
-        fields[#fields + 1] = L.append_json(job.history, entry)
+        L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
+                     'owner', '', 'token', '', 'expires', '',
+                     'history', L.append_json(job.history, entry)})
       else -- its one attempt, in two short fields (see the header)
-        fields[#fields + 1] = 'ran_by'
-        fields[#fields + 1] = owner
-        fields[#fields + 1] = 'ran_on'
-        fields[#fields + 1] = L.owner_host(owner, hosts)
+        L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
+                     'owner', '', 'token', '', 'expires', '',
+                     'ran_by', owner, 'ran_on', L.owner_host(owner, hosts)})
       end
-      L.put(jkey, fields)
       idx.move(id, job.queue, job.seq, 'running', 'succeeded')
       idx.add(S.finished, stamp, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
