@@ -189,8 +189,9 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   for i, c in ipairs(chosen) do
     local jkey = K.job(c.id)
     local v = redis.call('HMGET', jkey, unpack(FETCH))
-    local lease = L.lease(v[7])
-    if lease ~= tonumber(v[7]) then
+    local stored = tonumber(v[7]) -- (read once: each tonumber of a string is a strtod)
+    local lease = L.lease(stored)
+    if lease ~= stored then
       v[7] = L.fmt(lease)
       repaired[i] = true
     end
