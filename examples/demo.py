@@ -46,7 +46,7 @@ def fetch(url: str) -> dict[str, object]:
     links = []
     if depth < MAX_DEPTH:
         digest = hashlib.sha1(url.encode()).hexdigest()
-        links = [f"{url.rstrip('/')}/{digest[i:i + 4]}" for i in range(0, 12, 4)]
+        links = [f"{url.rstrip('/')}/{digest[i : i + 4]}" for i in range(0, 12, 4)]
         fetch.send_many([(link,) for link in links])
     current_job().logger.info("fetched %s, %d links", url, len(links))
     return {"url": url, "links": len(links), "bytes": random.randint(2_000, 80_000)}
