@@ -78,6 +78,12 @@ def main() -> None:
             store.enqueue(
                 [NewJob(uuid.uuid4().hex, "noop", "bench", payload) for _ in range(count)]
             )
+        # a worker's record, as a running worker keeps it: finish names its host
+        store.heartbeat(
+            WorkerInfo(
+                "bench-worker", "bench-host", os.getpid(), ("bench",), 8, "threads", 0, time.time()
+            )
+        )
         read = instructions(*args.callgrind) if args.callgrind else None
         if read:
             read()
@@ -85,12 +91,6 @@ def main() -> None:
             client.config_set("slowlog-max-len", 100_000)
             client.config_set("slowlog-log-slower-than", 0)
             client.slowlog_reset()
-        # a worker's record, as a running worker keeps it: finish names its host
-        store.heartbeat(
-            WorkerInfo(
-                "bench-worker", "bench-host", os.getpid(), ("bench",), 8, "threads", 0, time.time()
-            )
-        )
         spent: dict[str, float] = {}
         claimed: list[ClaimedJob] = []
         while len(claimed) < args.jobs:
