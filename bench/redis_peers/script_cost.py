@@ -36,6 +36,9 @@ from rota.stores import open_store
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
 from _stores import drop, fresh_url
 
+#: The worker the measured claims are made for.
+WORKER = "bench-worker"
+
 
 def instructions(pid: str, out_file: str) -> Callable[[], int]:
     """A reading of the instructions a callgrind-run server (valgrind's
@@ -81,7 +84,14 @@ def main() -> None:
         # a worker's record, as a running worker keeps it: finish names its host
         store.heartbeat(
             WorkerInfo(
-                "bench-worker", "bench-host", os.getpid(), ("bench",), 8, "threads", 0, time.time()
+                id=WORKER,
+                host="bench-host",
+                pid=os.getpid(),
+                queues=("bench",),
+                concurrency=8,
+                mode="threads",
+                running=0,
+                started_at=time.time(),
             )
         )
         read = instructions(*args.callgrind) if args.callgrind else None
@@ -94,7 +104,7 @@ def main() -> None:
         spent: dict[str, float] = {}
         claimed: list[ClaimedJob] = []
         while len(claimed) < args.jobs:
-            claimed += store.claim("bench-worker", ["bench"], args.batch)
+            claimed += store.claim(WORKER, ["bench"], args.batch)
         if read:
             spent["claim"] = read() / args.jobs
         for first in range(0, args.jobs, args.batch):
