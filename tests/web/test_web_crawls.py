@@ -74,19 +74,19 @@ def test_each_hosts_figures_are_what_its_server_answered(
         assert hosts[key]["fetched"] == 0 and hosts[key]["answers"] == {}
     assert crawl.pages("c") == []
 
-    # level, rate, override: the host's limit key as the store holds it
+    # level, rate, override: the host's limit key as the store holds it. The
+    # worker's retention pass drops an idle key (its state is a new key's), so
+    # a host done early may have none left: its row then shows none.
     limits = {info.key: info for info in crawl.store.limits()}
-    for label in ("a", "b"):
-        h, info = hosts[site.key(label)], limits[site.key(label)]
-        assert (h["level"], h["override"], h["rate"]) == (
-            info.concurrency,
-            info.override,
-            info.rate_in_force,
-        )
-        assert 1 <= h["level"] <= PER_HOST
-        # the crawler's 10/s, paced to the level: b may end before it ramps back up
-        # after its throttle (how many of its pages are left then varies)
-        assert h["rate"] == 10.0 * h["level"] / PER_HOST, label
+    for key, h in hosts.items():
+        info = limits.get(key)
+        held = (info.concurrency, info.override, info.rate_in_force) if info else (None,) * 3
+        assert (h["level"], h["override"], h["rate"]) == held, key
+        if info is not None and key in (site.key("a"), site.key("b")):
+            assert 1 <= h["level"] <= PER_HOST
+            # the crawler's 10/s, paced to the level: b may end before it ramps
+            # back up after its throttle (how many of its pages are left varies)
+            assert h["rate"] == 10.0 * h["level"] / PER_HOST, key
 
     # all time, per minute: the store's attempt counts of site.fetch
     fetched = sum(hosts[site.key(label)]["fetched"] for label in ("a", "b"))

@@ -105,7 +105,9 @@ class HostRow:
     queued: int = 0
     scheduled: int = 0
     running: int = 0
-    #: At most this many fetches of the host at once now (None: no key yet).
+    #: At most this many fetches of the host at once now (None: the store
+    #: holds no key: none claimed yet, or one idle long enough for the
+    #: retention pass to drop it, as its state was a new key's).
     level: int | None = None
     #: The crawler's ``per_host`` (None when the crawler is not declared here).
     ceiling: int | None = None
