@@ -197,5 +197,6 @@ def test_workers_killed_again_and_again_lose_nothing(
     lost = {j.id: j.lost for j in jobs}
     assert [job_id for job_id, n in runs.items() if n > lost[job_id] + 1] == []
     print_kill_figures(KILLS, jobs, runs)
-    (limit,) = [info for info in store.limits() if info.key == "killed-again"]
-    assert limit.running == 0, "the killed workers' slots were given back"
+    # (a worker's retention pass drops the key once nothing runs under it)
+    limit = next((info for info in store.limits() if info.key == "killed-again"), None)
+    assert limit is None or limit.running == 0, "the killed workers' slots were given back"
