@@ -75,31 +75,46 @@ def test_claim_or_wait_returns_empty_after_its_timeout(store: Store) -> None:
     assert 0.2 <= time.monotonic() - started < 5.0
 
 
-def test_an_interrupted_wait_ends_at_once_and_the_next_one_waits(
-    store: Store, backend: str
-) -> None:
+def test_an_interrupted_wait_ends_at_once_and_the_next_one_waits(store: Store) -> None:
     """interrupt_waits() ends a wait under way in the process (a stopping
     worker does not sit out its last wait), as a spurious wake-up would: the
-    next wait waits. Redis waits block on the server and run to their end."""
+    next wait waits."""
     returned = threading.Event()
-    timeout = 1.0 if backend == "redis" else 10.0
 
     def wait() -> None:
-        store.wait(["default"], timeout)
+        store.wait(["default"], 10.0)
         returned.set()
 
     thread = threading.Thread(target=wait, daemon=True)
     started = time.monotonic()
     thread.start()
-    if backend == "redis":
-        store.interrupt_waits()  # nothing to end early: it changes nothing
-    else:  # until the wait has begun and seen it
-        wait_for(lambda: store.interrupt_waits() or returned.is_set(), 2.0, 0.05, "the wait to end")
-        assert time.monotonic() - started < 2.5
+    # (until the wait has begun and seen it)
+    wait_for(lambda: store.interrupt_waits() or returned.is_set(), 2.0, 0.05, "the wait to end")
+    assert time.monotonic() - started < 2.5
     thread.join(15)
     started = time.monotonic()
     store.wait(["default"], 0.3)
     assert time.monotonic() - started >= 0.25, "no interrupt is left over for the next wait"
+
+
+def test_an_interrupted_waiting_claim_returns_empty_at_once(store: Store) -> None:
+    """A worker's waiting claim, as a stopping worker has one under way,
+    returns no job once interrupt_waits() is called, not at its timeout."""
+    got: list[list[ClaimedJob]] = []
+
+    def claim() -> None:
+        got.append(claim_or_wait(store, "w", ["default"], 4, 10.0))
+
+    thread = threading.Thread(target=claim, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    try:
+        wait_for(lambda: store.interrupt_waits() or bool(got), 2.0, 0.05, "the claim to return")
+        assert got == [[]]
+        assert time.monotonic() - started < 2.5
+    finally:
+        thread.join(15)
+        store.remove_worker("w")
 
 
 def test_a_job_sent_to_a_waiting_worker_reaches_it_promptly(store: Store, url: str) -> None:

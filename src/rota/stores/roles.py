@@ -185,9 +185,8 @@ class JobStore(ABC):
     def interrupt_waits(self) -> None:
         """End the waits for work under way in this process (:meth:`wait`, a
         waiting claim) now, as a spurious wake-up would: a stopping worker
-        does not sit out its last wait. A store whose waits cannot be ended
-        early (Redis: they block on the server) lets them run to their
-        timeout."""
+        does not sit out its last wait. A wait that begins after the call
+        waits."""
 
     # -- workers --------------------------------------------------------
 

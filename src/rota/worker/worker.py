@@ -506,7 +506,7 @@ class Worker:
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.grace
         self._stop_by = deadline + STOP_MARGIN
-        self.app.store.interrupt_waits()  # a claim waiting for work returns now
+        self._by_deadline(self.app.store.interrupt_waits)  # a claim waiting for work returns now
         self._executor.stop_claiming(self._stop_by - time.monotonic())
         self._release(self._executor.take_waiting(), "prefetched job(s) not started")
         self._by_deadline(self._send_heartbeat)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from rota._ids import unique_ids
-from rota.stores.redis._conn import Lane, Reconnect, RedisOptions, clients
+from rota.stores.redis._conn import Reconnect, RedisOptions, WaitLane, clients
 from rota.stores.redis.keys import Keys
 from rota.stores.redis.scripts import EncodableArg, Scripts
 
@@ -48,7 +48,8 @@ class RedisBase:
         self.keys = Keys(options.namespace)
         self._client, self._blocking, self._reconnect = clients(options, _redact(options.url))
         self._scripts = Scripts(self._client, self.keys)
-        self._waits = Lane(self._blocking)  # blocking pops: the wake-up path of idle workers
+        self._waits = WaitLane(self._blocking)  # blocking pops: the wake-up path of idle workers
+        self._interrupts = 0  # interrupt_waits() calls so far
 
     def _run(
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()

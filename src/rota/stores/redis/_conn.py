@@ -416,14 +416,8 @@ class Lane:
         except IndexError:
             conn = self._pool.connection_class(**self._pool.connection_kwargs)
         try:
-            if _pack is None:
-                conn.send_command(*args)
-            else:
-                conn.send_packed_command([_pack(args)])
-            if block is None or _call.deadline is None:
-                reply = conn.read_response()
-            else:
-                reply = conn.read_response(timeout=block + max(_call.budget, 1.0))
+            self._send(conn, args)
+            reply = self._answer(conn, block)
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full
             raise
@@ -442,6 +436,54 @@ class Lane:
 
     def _forget(self) -> None:
         self._idle = []  # the parent's sockets: not ours to use or close
+
+    def _send(self, conn: Any, args: tuple[Any, ...]) -> None:
+        if _pack is None:
+            conn.send_command(*args)
+        else:
+            conn.send_packed_command([_pack(args)])
+
+    def _answer(self, conn: Any, block: float | None) -> Any:
+        if block is None or _call.deadline is None:
+            return conn.read_response()
+        return conn.read_response(timeout=block + max(_call.budget, 1.0))
+
+
+class WaitLane(Lane):
+    """The lane of blocking pops, whose waits :meth:`unblock` ends early.
+
+    Each blocking command goes with a ``CLIENT ID`` in one write, so the
+    lane knows which server-side client is blocked while it waits; a
+    ``CLIENT UNBLOCK`` of that id makes the pop answer as if it had timed
+    out. A wait that reached the server after the unblock runs its course."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        super().__init__(client)
+        self._blocked: set[int] = set()  # server-side ids of the clients blocked now
+
+    def unblock(self, client: redis.Redis) -> None:
+        """End, through ``client``, the blocking calls under way now. Where
+        the server refuses ``CLIENT UNBLOCK`` (an ACL without it) or does not
+        answer, they run to their timeouts."""
+        for blocked in list(self._blocked):
+            try:
+                client.client_unblock(blocked)
+            except redis.RedisError as exc:  # refused, or the server gone: the wait ends anyway
+                log.debug("could not end a wait early: %s", exc)
+
+    def _send(self, conn: Any, args: tuple[Any, ...]) -> None:
+        if _pack is None:
+            conn.send_packed_command(conn.pack_commands([("CLIENT", "ID"), args]))
+        else:
+            conn.send_packed_command([_pack(("CLIENT", "ID")), _pack(args)])
+
+    def _answer(self, conn: Any, block: float | None) -> Any:
+        blocked = int(conn.read_response())
+        self._blocked.add(blocked)
+        try:
+            return super()._answer(conn, block)
+        finally:
+            self._blocked.discard(blocked)
 
 
 _lanes: weakref.WeakSet[Lane] = weakref.WeakSet()

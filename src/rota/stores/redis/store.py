@@ -175,6 +175,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         names = list(dict.fromkeys(queues))
         inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
+        interrupts = self._interrupts
         for _ in range(1000):
             idle = self._idle
             if not (idle and idle.matches(worker_id, names, limit, host)):
@@ -191,7 +192,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
             if remaining < 0.001:
                 self._idle = None  # look again: a claim promotes what is due
                 return []
-            popped = self._block(idle, inbox, min(remaining, MAX_BLOCK))
+            popped = self._block(idle, inbox, min(remaining, MAX_BLOCK), interrupts)
             if popped is None:
                 return []
             if _codec.text(popped[0]) == inbox:
@@ -215,9 +216,13 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         statuses = self.extend([LeaseRef(job.id, job.token) for job in jobs])
         return [job for job, status in zip(jobs, statuses, strict=True) if status != "lost"]
 
-    def _block(self, idle: _Idle, inbox: str, block: float) -> Any:
-        """BLPOP on the inbox and the queues' signal lists. A failure marks the
+    def _block(self, idle: _Idle, inbox: str, block: float, interrupts: int) -> Any:
+        """BLPOP on the inbox and the queues' signal lists; None, as on a
+        timeout, at once when :meth:`interrupt_waits` was called since the
+        wait began (``interrupts`` calls then). A failure marks the
         registration cut: Redis may have popped an inbox entry for nothing."""
+        if self._interrupts != interrupts:
+            return None
         signals = (self.keys.signal(q) for q in idle.queues)
         try:
             return self._waits.call("BLPOP", inbox, *signals, block, block=block)
@@ -285,8 +290,11 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         return recovered
 
     def interrupt_waits(self) -> None:
-        """Nothing: a wait blocks on the server (``BLPOP``) for at most the
-        timeout its caller gave, a second for a worker's claim."""
+        """End the waits blocked on the server now (``CLIENT UNBLOCK``: their
+        ``BLPOP`` answers as if it had timed out), and the ones about to
+        block before they do. A wait that began after this call waits."""
+        self._interrupts += 1
+        self._waits.unblock(self._client)
 
     @guarded
     def wait(self, queues: Sequence[str], timeout: float) -> None:
@@ -307,9 +315,10 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
             return  # a delayed job or a parked sub-queue is due now
         signals = [self.keys.signal(q) for q in queues]
         deadline = time.monotonic() + timeout
+        interrupts = self._interrupts
         for _ in range(1000):
             remaining = deadline - time.monotonic()
-            if remaining < 0.001:
+            if remaining < 0.001 or self._interrupts != interrupts:
                 return
             popped = self._waits.call("BLPOP", *signals, remaining, block=remaining)
             if popped is None:
