@@ -60,6 +60,7 @@ from rota.stores.redis import (  # noqa: E402
     keys,
     scripts,
 )
+from rota.stores.roles import claim_or_wait  # noqa: E402
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -292,6 +293,42 @@ def test_the_library_is_loaded_again_after_function_flush(private_redis: RedisSe
     finally:
         client.close()
         store.close()
+
+
+def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisServer) -> None:
+    """Where the server's ACL refuses ``CLIENT ID`` and ``CLIENT UNBLOCK``
+    (with which a stopping worker ends its wait early), a waiting claim still
+    gets the job sent to it, and an interrupted one runs out its wait."""
+    admin = redis.Redis(port=private_redis.port)
+    admin.acl_setuser(
+        "waiter", enabled=True, nopass=True, keys="*", channels="*", commands=["+@all", "-client"]
+    )
+    url = f"redis://waiter:any@127.0.0.1:{private_redis.port}/0?namespace=acl"
+    store, sender = open_store(url), open_store(url)
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            redis.Redis(port=private_redis.port, username="waiter", password="any").client_id()
+        assert claim_or_wait(store, "w", ["default"], 2, 0.2) == []  # registers it idle
+        got: list[list[ClaimedJob]] = []
+        waiting = threading.Thread(
+            target=lambda: got.append(claim_or_wait(store, "w", ["default"], 2, 5.0))
+        )
+        waiting.start()
+        job_id = enqueue_one(sender, new_job("handed"))
+        waiting.join(10)
+        assert [[job.id for job in jobs] for jobs in got] == [[job_id]]
+        started = time.monotonic()
+        late = threading.Thread(target=lambda: claim_or_wait(store, "w", ["default"], 1, 0.5))
+        late.start()
+        blocked = lambda: any(c["cmd"] == "blpop" for c in admin.client_list())  # noqa: E731
+        wait_for(blocked, 5.0, 0.01, "the wait to block on the server")
+        store.interrupt_waits()  # CLIENT UNBLOCK refused: the blocked pop runs out
+        late.join(10)
+        assert time.monotonic() - started >= 0.4
+    finally:
+        store.close()
+        sender.close()
+        admin.close()
 
 
 def test_two_libraries_live_side_by_side(private_redis: RedisServer) -> None:

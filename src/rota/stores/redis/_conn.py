@@ -455,7 +455,8 @@ class WaitLane(Lane):
     Each blocking command goes with a ``CLIENT ID`` in one write, so the
     lane knows which server-side client is blocked while it waits; a
     ``CLIENT UNBLOCK`` of that id makes the pop answer as if it had timed
-    out. A wait that reached the server after the unblock runs its course."""
+    out. A wait that reached the server after the unblock, or whose server
+    refuses those commands, runs its course."""
 
     def __init__(self, client: redis.Redis) -> None:
         super().__init__(client)
@@ -478,7 +479,10 @@ class WaitLane(Lane):
             conn.send_packed_command([_pack(("CLIENT", "ID")), _pack(args)])
 
     def _answer(self, conn: Any, block: float | None) -> Any:
-        blocked = int(conn.read_response())
+        try:
+            blocked = int(conn.read_response())
+        except ResponseError:  # an ACL without CLIENT ID: the pop is answered all the same
+            return super()._answer(conn, block)
         self._blocked.add(blocked)
         try:
             return super()._answer(conn, block)
