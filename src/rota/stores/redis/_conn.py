@@ -472,6 +472,10 @@ class WaitLane(Lane):
             except redis.RedisError as exc:  # refused, or the server gone: the wait ends anyway
                 log.debug("could not end a wait early: %s", exc)
 
+    def _forget(self) -> None:
+        super()._forget()
+        self._blocked = set()  # the parent's waits: not ours to end
+
     def _send(self, conn: Any, args: tuple[Any, ...]) -> None:
         if _pack is None:
             conn.send_packed_command(conn.pack_commands([("CLIENT", "ID"), args]))
