@@ -331,6 +331,37 @@ def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisSer
         admin.close()
 
 
+def test_a_wait_on_a_connection_opened_again_is_still_ended_early(
+    private_redis: RedisServer,
+) -> None:
+    """A connection of the waits learns its client id at each connect: once
+    the server cut it and the store opened another, a stopping worker's
+    wait on the new one still ends at once."""
+    store = open_store(f"{private_redis.url}?namespace=cut")
+    admin = redis.Redis(port=private_redis.port)
+
+    def waiting() -> list[int]:
+        return [int(c["id"]) for c in admin.client_list() if c["cmd"] == "blpop"]
+
+    try:
+        store.wait(["default"], 0.05)  # opens the waits' connection
+        (first,) = waiting()
+        admin.client_kill_filter(_id=str(first))
+        ended = threading.Event()
+        thread = threading.Thread(target=lambda: (store.wait(["default"], 10.0), ended.set()))
+        started = time.monotonic()
+        thread.start()
+        wait_for(lambda: waiting() != [], 10.0, 0.01, "the wait to block again")
+        assert first not in waiting()
+        store.interrupt_waits()
+        assert ended.wait(2.0), "the wait on the new connection was ended"
+        assert time.monotonic() - started < 5.0
+        thread.join(10)
+    finally:
+        store.close()
+        admin.close()
+
+
 def test_two_libraries_live_side_by_side(private_redis: RedisServer) -> None:
     """Another rota version's library (another text, so another name) neither
     stops this one loading nor replaces its functions."""

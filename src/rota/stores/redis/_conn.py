@@ -414,9 +414,12 @@ class Lane:
         try:
             conn = self._idle.pop()
         except IndexError:
-            conn = self._pool.connection_class(**self._pool.connection_kwargs)
+            conn = self._open()
         try:
-            self._send(conn, args)
+            if _pack is None:
+                conn.send_command(*args)
+            else:
+                conn.send_packed_command([_pack(args)])
             reply = self._answer(conn, block)
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full
@@ -437,11 +440,9 @@ class Lane:
     def _forget(self) -> None:
         self._idle = []  # the parent's sockets: not ours to use or close
 
-    def _send(self, conn: Any, args: tuple[Any, ...]) -> None:
-        if _pack is None:
-            conn.send_command(*args)
-        else:
-            conn.send_packed_command([_pack(args)])
+    def _open(self) -> Any:
+        """A new connection (it connects on its first command)."""
+        return self._pool.connection_class(**self._pool.connection_kwargs)
 
     def _answer(self, conn: Any, block: float | None) -> Any:
         if block is None or _call.deadline is None:
@@ -452,11 +453,11 @@ class Lane:
 class WaitLane(Lane):
     """The lane of blocking pops, whose waits :meth:`unblock` ends early.
 
-    Each blocking command goes with a ``CLIENT ID`` in one write, so the
-    lane knows which server-side client is blocked while it waits; a
-    ``CLIENT UNBLOCK`` of that id makes the pop answer as if it had timed
-    out. A wait that reached the server after the unblock, or whose server
-    refuses those commands, runs its course."""
+    Each of its connections learns its client id on the server as it
+    connects (``CLIENT ID``), so the lane knows which clients are blocked
+    while they wait; a ``CLIENT UNBLOCK`` of one makes its pop answer as if
+    it had timed out. A wait that reached the server after the unblock, or
+    whose server refuses those commands, runs its course."""
 
     def __init__(self, client: redis.Redis) -> None:
         super().__init__(client)
@@ -476,16 +477,23 @@ class WaitLane(Lane):
         super()._forget()
         self._blocked = set()  # the parent's waits: not ours to end
 
-    def _send(self, conn: Any, args: tuple[Any, ...]) -> None:
-        if _pack is None:
-            conn.send_packed_command(conn.pack_commands([("CLIENT", "ID"), args]))
-        else:
-            conn.send_packed_command([_pack(("CLIENT", "ID")), _pack(args)])
+    def _open(self) -> Any:
+        conn = super()._open()
+        conn.register_connect_callback(self._connected)
+        return conn
+
+    def _connected(self, conn: Any) -> None:
+        """At each connect of ``conn`` (redis-py calls this once its handshake
+        is done): its client id on the server, None where an ACL refuses it."""
+        conn.send_command("CLIENT", "ID", check_health=False)
+        try:
+            conn.rota_client_id = int(conn.read_response())
+        except ResponseError:
+            conn.rota_client_id = None
 
     def _answer(self, conn: Any, block: float | None) -> Any:
-        try:
-            blocked = int(conn.read_response())
-        except ResponseError:  # an ACL without CLIENT ID: the pop is answered all the same
+        blocked: int | None = getattr(conn, "rota_client_id", None)
+        if blocked is None:
             return super()._answer(conn, block)
         self._blocked.add(blocked)
         try:
