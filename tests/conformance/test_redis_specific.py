@@ -295,6 +295,12 @@ def test_the_library_is_loaded_again_after_function_flush(private_redis: RedisSe
         store.close()
 
 
+def blpop_clients(admin: redis.Redis) -> list[int]:
+    """The ids of the server's clients whose last command was BLPOP (a
+    blocked one, or an idle connection of the waits)."""
+    return [int(c["id"]) for c in admin.client_list() if c["cmd"] == "blpop"]
+
+
 def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisServer) -> None:
     """Where the server's ACL refuses ``CLIENT ID`` and ``CLIENT UNBLOCK``
     (with which a stopping worker ends its wait early), a waiting claim still
@@ -305,9 +311,10 @@ def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisSer
     )
     url = f"redis://waiter:any@127.0.0.1:{private_redis.port}/0?namespace=acl"
     store, sender = open_store(url), open_store(url)
+    probe = redis.Redis(port=private_redis.port, username="waiter", password="any")
     try:
         with pytest.raises(redis.exceptions.NoPermissionError):
-            redis.Redis(port=private_redis.port, username="waiter", password="any").client_id()
+            probe.client_id()
         assert claim_or_wait(store, "w", ["default"], 2, 0.2) == []  # registers it idle
         got: list[list[ClaimedJob]] = []
         waiting = threading.Thread(
@@ -320,14 +327,14 @@ def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisSer
         started = time.monotonic()
         late = threading.Thread(target=lambda: claim_or_wait(store, "w", ["default"], 1, 0.5))
         late.start()
-        blocked = lambda: any(c["cmd"] == "blpop" for c in admin.client_list())  # noqa: E731
-        wait_for(blocked, 5.0, 0.01, "the wait to block on the server")
+        wait_for(lambda: blpop_clients(admin), 5.0, 0.01, "the wait to block on the server")
         store.interrupt_waits()  # CLIENT UNBLOCK refused: the blocked pop runs out
         late.join(10)
         assert time.monotonic() - started >= 0.4
     finally:
         store.close()
         sender.close()
+        probe.close()
         admin.close()
 
 
@@ -339,20 +346,16 @@ def test_a_wait_on_a_connection_opened_again_is_still_ended_early(
     wait on the new one still ends at once."""
     store = open_store(f"{private_redis.url}?namespace=cut")
     admin = redis.Redis(port=private_redis.port)
-
-    def waiting() -> list[int]:
-        return [int(c["id"]) for c in admin.client_list() if c["cmd"] == "blpop"]
-
     try:
         store.wait(["default"], 0.05)  # opens the waits' connection
-        (first,) = waiting()
+        (first,) = blpop_clients(admin)
         admin.client_kill_filter(_id=str(first))
         ended = threading.Event()
         thread = threading.Thread(target=lambda: (store.wait(["default"], 10.0), ended.set()))
         started = time.monotonic()
         thread.start()
-        wait_for(lambda: waiting() != [], 10.0, 0.01, "the wait to block again")
-        assert first not in waiting()
+        wait_for(lambda: blpop_clients(admin), 10.0, 0.01, "the wait to block again")
+        assert first not in blpop_clients(admin)
         store.interrupt_waits()
         assert ended.wait(2.0), "the wait on the new connection was ended"
         assert time.monotonic() - started < 5.0

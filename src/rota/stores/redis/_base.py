@@ -49,7 +49,6 @@ class RedisBase:
         self._client, self._blocking, self._reconnect = clients(options, _redact(options.url))
         self._scripts = Scripts(self._client, self.keys)
         self._waits = WaitLane(self._blocking)  # blocking pops: the wake-up path of idle workers
-        self._interrupts = 0  # interrupt_waits() calls so far
 
     def _run(
         self, name: str, args: Sequence[EncodableArg] = (), extra_keys: Sequence[str] = ()

@@ -420,7 +420,7 @@ class Lane:
                 conn.send_command(*args)
             else:
                 conn.send_packed_command([_pack(args)])
-            reply = self._answer(conn, block)
+            reply = conn.read_response() if block is None else self._blocked_reply(conn, block)
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full
             raise
@@ -444,29 +444,39 @@ class Lane:
         """A new connection (it connects on its first command)."""
         return self._pool.connection_class(**self._pool.connection_kwargs)
 
-    def _answer(self, conn: Any, block: float | None) -> Any:
-        if block is None or _call.deadline is None:
+    def _blocked_reply(self, conn: Any, block: float) -> Any:
+        """The reply of a command that may wait ``block`` seconds to answer."""
+        if _call.deadline is None:
             return conn.read_response()
         return conn.read_response(timeout=block + max(_call.budget, 1.0))
 
 
 class WaitLane(Lane):
-    """The lane of blocking pops, whose waits :meth:`unblock` ends early.
+    """The lane of blocking pops, whose waits :meth:`interrupt` ends early.
 
     Each of its connections learns its client id on the server as it
     connects (``CLIENT ID``), so the lane knows which clients are blocked
     while they wait; a ``CLIENT UNBLOCK`` of one makes its pop answer as if
     it had timed out. A wait that reached the server after the unblock, or
-    whose server refuses those commands, runs its course."""
+    whose server refuses those commands, runs its course; a waiter that
+    noted :attr:`interrupts` as it began sees that they changed
+    (:meth:`interrupted`) and does not block again."""
 
     def __init__(self, client: redis.Redis) -> None:
         super().__init__(client)
         self._blocked: set[int] = set()  # server-side ids of the clients blocked now
+        #: :meth:`interrupt` calls so far.
+        self.interrupts = 0
 
-    def unblock(self, client: redis.Redis) -> None:
+    def interrupted(self, since: int) -> bool:
+        """Whether :meth:`interrupt` was called since :attr:`interrupts` read ``since``."""
+        return self.interrupts != since
+
+    def interrupt(self, client: redis.Redis) -> None:
         """End, through ``client``, the blocking calls under way now. Where
         the server refuses ``CLIENT UNBLOCK`` (an ACL without it) or does not
         answer, they run to their timeouts."""
+        self.interrupts += 1
         for blocked in list(self._blocked):
             try:
                 client.client_unblock(blocked)
@@ -491,13 +501,13 @@ class WaitLane(Lane):
         except ResponseError:
             conn.rota_client_id = None
 
-    def _answer(self, conn: Any, block: float | None) -> Any:
+    def _blocked_reply(self, conn: Any, block: float) -> Any:
         blocked: int | None = getattr(conn, "rota_client_id", None)
         if blocked is None:
-            return super()._answer(conn, block)
+            return super()._blocked_reply(conn, block)
         self._blocked.add(blocked)
         try:
-            return super()._answer(conn, block)
+            return super()._blocked_reply(conn, block)
         finally:
             self._blocked.discard(blocked)
 

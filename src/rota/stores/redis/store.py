@@ -175,7 +175,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         names = list(dict.fromkeys(queues))
         inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
-        interrupts = self._interrupts
+        interrupts = self._waits.interrupts
         for _ in range(1000):
             idle = self._idle
             if not (idle and idle.matches(worker_id, names, limit, host)):
@@ -221,7 +221,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         timeout, at once when :meth:`interrupt_waits` was called since the
         wait began (``interrupts`` calls then). A failure marks the
         registration cut: Redis may have popped an inbox entry for nothing."""
-        if self._interrupts != interrupts:
+        if self._waits.interrupted(interrupts):
             return None
         signals = (self.keys.signal(q) for q in idle.queues)
         try:
@@ -293,8 +293,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         """End the waits blocked on the server now (``CLIENT UNBLOCK``: their
         ``BLPOP`` answers as if it had timed out), and the ones about to
         block before they do. A wait that began after this call waits."""
-        self._interrupts += 1
-        self._waits.unblock(self._client)
+        self._waits.interrupt(self._client)
 
     @guarded
     def wait(self, queues: Sequence[str], timeout: float) -> None:
@@ -315,10 +314,10 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
             return  # a delayed job or a parked sub-queue is due now
         signals = [self.keys.signal(q) for q in queues]
         deadline = time.monotonic() + timeout
-        interrupts = self._interrupts
+        interrupts = self._waits.interrupts
         for _ in range(1000):
             remaining = deadline - time.monotonic()
-            if remaining < 0.001 or self._interrupts != interrupts:
+            if remaining < 0.001 or self._waits.interrupted(interrupts):
                 return
             popped = self._waits.call("BLPOP", *signals, remaining, block=remaining)
             if popped is None:
