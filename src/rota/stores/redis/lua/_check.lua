@@ -15,19 +15,30 @@ local function refuse(what, v)
   error({err = 'ROTA_INVALID ' .. what .. ', not ' .. string.format('%q', shown)})
 end
 
--- v as a number within [lo, hi] (NaN and infinities fail), an integer with int.
-local function check_num(v, what, lo, hi, int)
+-- What a refusal names: what, of the job with id job when one is given. Made
+-- only for a refusal: a send checks a dozen fields of each job, and building
+-- each name up front cost a send about 5 % of the server's instructions.
+local function label(what, job)
+  if job then return 'job ' .. string.format('%q', job) .. ': ' .. what end
+  return what
+end
+
+-- v as a number within [lo, hi] (NaN and infinities fail), an integer with
+-- int; job: the job whose field it is, as label() names it.
+local function check_num(v, what, lo, hi, int, job)
   local x = tonumber(v)
   if not x or x ~= x or x < lo or x > hi or (int and x ~= math.floor(x)) then
-    refuse(what .. ' must be ' .. (int and 'an integer' or 'a number') .. ' from '
+    refuse(label(what, job) .. ' must be ' .. (int and 'an integer' or 'a number') .. ' from '
            .. string.format('%.17g', lo) .. ' to ' .. string.format('%.17g', hi), v)
   end
   return x
 end
 
--- v as a non-empty string.
-local function check_str(v, what)
-  if type(v) ~= 'string' or v == '' then refuse(what .. ' must be a non-empty string', v) end
+-- v as a non-empty string; job as check_num's.
+local function check_str(v, what, job)
+  if type(v) ~= 'string' or v == '' then
+    refuse(label(what, job) .. ' must be a non-empty string', v)
+  end
   return v
 end
 
@@ -37,8 +48,8 @@ local function check_flag(v, what)
 end
 
 -- "" (None) or a number, as check_num.
-local function check_opt(v, what, lo, hi, int)
-  if v ~= '' then check_num(v, what, lo, hi, int) end
+local function check_opt(v, what, lo, hi, int, job)
+  if v ~= '' then check_num(v, what, lo, hi, int, job) end
 end
 
 -- ARGV from first to the end: at least one group of width arguments.
@@ -54,7 +65,9 @@ local function check_leases(first)
   check_groups(first, 2, 'leases')
   for i = first, #ARGV, 2 do
     check_str(ARGV[i], 'job id')
-    check_str(ARGV[i + 1], 'token of job ' .. string.format('%q', ARGV[i]))
+    if ARGV[i + 1] == '' then -- (ARGV holds strings; the name is made only for a refusal)
+      refuse('token of job ' .. string.format('%q', ARGV[i]) .. ' must be a non-empty string', '')
+    end
   end
 end
 
@@ -73,55 +86,64 @@ end
 -- rota.stores._checks.new_job checks them (their encoded form).
 local function check_job(args, b)
   local id = check_str(args[b], 'job id')
-  local w = 'job ' .. string.format('%q', id) .. ': '
-  check_str(args[b + 1], w .. 'task')
-  check_str(args[b + 2], w .. 'queue')
-  check_num(args[b + 4], w .. 'priority', -MAX_PRIORITY, MAX_PRIORITY, true)
-  check_num(args[b + 5], w .. 'delay', -MAX_SECONDS, MAX_SECONDS)
-  check_opt(args[b + 6], w .. 'run_at', MIN_TIME, MAX_TIME)
-  check_num(args[b + 7], w .. 'max_attempts', 1, MAX_COUNT, true)
-  check_num(args[b + 8], w .. 'max_lost', 1, MAX_COUNT, true)
-  if check_num(args[b + 9], w .. 'lease', 0, MAX_SECONDS) == 0 then
-    refuse(w .. 'lease must be above 0', args[b + 9])
+  check_str(args[b + 1], 'task', id)
+  check_str(args[b + 2], 'queue', id)
+  check_num(args[b + 4], 'priority', -MAX_PRIORITY, MAX_PRIORITY, true, id)
+  check_num(args[b + 5], 'delay', -MAX_SECONDS, MAX_SECONDS, nil, id)
+  check_opt(args[b + 6], 'run_at', MIN_TIME, MAX_TIME, nil, id)
+  check_num(args[b + 7], 'max_attempts', 1, MAX_COUNT, true, id)
+  check_num(args[b + 8], 'max_lost', 1, MAX_COUNT, true, id)
+  if check_num(args[b + 9], 'lease', 0, MAX_SECONDS, nil, id) == 0 then
+    refuse(label('lease must be above 0', id), args[b + 9])
   end
-  if args[b + 10] ~= '' and check_num(args[b + 10], w .. 'timeout', 0, MAX_SECONDS) == 0 then
-    refuse(w .. 'timeout must be above 0', args[b + 10])
+  if args[b + 10] ~= '' and check_num(args[b + 10], 'timeout', 0, MAX_SECONDS, nil, id) == 0 then
+    refuse(label('timeout must be above 0', id), args[b + 10])
   end
   if args[b + 11] ~= '' then
     local ok, limits = pcall(cjson.decode, args[b + 11])
-    if not ok or type(limits) ~= 'table' then refuse(w .. 'limits must be JSON', args[b + 11]) end
+    if not ok or type(limits) ~= 'table' then
+      refuse(label('limits must be JSON', id), args[b + 11])
+    end
     for _, part in ipairs({'c', 'r', 'b'}) do
       local list = limits[part] or {}
-      if type(list) ~= 'table' then refuse(w .. 'limits must be lists', args[b + 11]) end
+      if type(list) ~= 'table' then
+        refuse(label('limits must be lists', id), args[b + 11])
+      end
       for _, entry in ipairs(list) do
-        if type(entry) ~= 'table' then refuse(w .. 'limits must be lists', args[b + 11]) end
+        if type(entry) ~= 'table' then
+          refuse(label('limits must be lists', id), args[b + 11])
+        end
       end
     end
     for _, c in ipairs(limits.c or {}) do
-      check_str(c[1], w .. 'concurrency key')
-      check_num(c[2], w .. 'concurrency limit', 0, MAX_LIMIT, true)
+      check_str(c[1], 'concurrency key', id)
+      check_num(c[2], 'concurrency limit', 0, MAX_LIMIT, true, id)
     end
     for _, r in ipairs(limits.r or {}) do
-      check_str(r[1], w .. 'rate key')
-      if check_num(r[2], w .. 'rate', 0, MAX_RATE) == 0 then
-        refuse(w .. 'rate must be above 0', r[2])
+      check_str(r[1], 'rate key', id)
+      if check_num(r[2], 'rate', 0, MAX_RATE, nil, id) == 0 then
+        refuse(label('rate must be above 0', id), r[2])
       end
-      check_num(r[3], w .. 'burst', 1, MAX_LIMIT, true)
+      check_num(r[3], 'burst', 1, MAX_LIMIT, true, id)
     end
     for _, k in ipairs(limits.b or {}) do
-      check_str(k[1], w .. 'breaker key')
-      check_num(k[2], w .. 'breaker failures', 1, MAX_COUNT, true)
-      check_num(k[3], w .. 'breaker cooldown', 0, MAX_SECONDS)
+      check_str(k[1], 'breaker key', id)
+      check_num(k[2], 'breaker failures', 1, MAX_COUNT, true, id)
+      check_num(k[3], 'breaker cooldown', 0, MAX_SECONDS, nil, id)
       if k[4] ~= nil then
-        if type(k[4]) ~= 'table' then refuse(w .. 'ignored kinds must be a list', args[b + 11]) end
-        for _, kind in ipairs(k[4]) do check_str(kind, w .. 'ignored kind') end
+        if type(k[4]) ~= 'table' then
+          refuse(label('ignored kinds must be a list', id), args[b + 11])
+        end
+        for _, kind in ipairs(k[4]) do check_str(kind, 'ignored kind', id) end
       end
     end
   end
-  check_opt(args[b + 14], w .. 'unique_for', 0, MAX_SECONDS)
-  check_opt(args[b + 16], w .. 'fire_time', MIN_TIME, MAX_TIME)
+  check_opt(args[b + 14], 'unique_for', 0, MAX_SECONDS, nil, id)
+  check_opt(args[b + 16], 'fire_time', MIN_TIME, MAX_TIME, nil, id)
   if args[b + 18] ~= '' then
     local ok, policy = pcall(cjson.decode, args[b + 18])
-    if not ok or type(policy) ~= 'table' then refuse(w .. 'retry policy must be JSON', args[b + 18]) end
+    if not ok or type(policy) ~= 'table' then
+      refuse(label('retry policy must be JSON', id), args[b + 18])
+    end
   end
 end

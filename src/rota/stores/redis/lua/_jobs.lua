@@ -49,13 +49,17 @@ function L.new_job_fields(args, b, sig, state, vtime, run_at, seq, stamp)
     'task', args[b + 1], 'queue', args[b + 2], 'state', state, 'payload', args[b + 3],
     'vtime', vtime, 'run_at', run_at, 'max_lost', args[b + 8], 'lease', args[b + 9], 'seq', seq,
   }
-  for _, field in ipairs({{'priority', args[b + 4]}, {'fair', args[b + 12]}, {'sig', sig},
-                          {'max_attempts', args[b + 7]}}) do
-    if field[2] ~= L.JOB_DEFAULTS[field[1]] then
-      fields[#fields + 1] = field[1]
-      fields[#fields + 1] = field[2]
+  local defaults = L.JOB_DEFAULTS
+  local function unless_default(name, v)
+    if v ~= defaults[name] then
+      fields[#fields + 1] = name
+      fields[#fields + 1] = v
     end
   end
+  unless_default('priority', args[b + 4])
+  unless_default('fair', args[b + 12])
+  unless_default('sig', sig)
+  unless_default('max_attempts', args[b + 7])
   if stamp ~= run_at then
     fields[#fields + 1] = 'enqueued_at'
     fields[#fields + 1] = stamp

@@ -59,17 +59,19 @@ end
 local function hand(worker, idle, now)
   local id, task, queue, payload = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
   local max_attempts, lease, timeout, retry = ARGV[10], ARGV[12], ARGV[13], ARGV[21]
-  local seq = redis.call('INCRBY', S.seq, 1)
-  local vtime = tonumber(redis.call('HGET', S.vclock, queue) or '0') + 1
+  -- numbers made strings once here, each passed on more than once (Redis
+  -- makes every number passed to it a string, by the costlier %.17g)
+  local seq = string.format('%d', redis.call('INCRBY', S.seq, 1))
+  local vtime = string.format('%d', tonumber(redis.call('HGET', S.vclock, queue) or '0') + 1)
   local stamp = L.fmt(now)
   idle.n = idle.n + 1
-  local token = idle.token .. '.' .. idle.n .. ':' .. seq
-  local expires = now + tonumber(lease)
+  local token = idle.token .. '.' .. string.format('%d', idle.n) .. ':' .. seq
+  local expires = L.fmt(now + tonumber(lease))
   local fields = L.new_job_fields(ARGV, 3, L.sig(nil, nil), 'running', vtime, stamp, seq, stamp)
-  for _, v in ipairs({'attempt', 1, 'owner', worker, 'token', token, 'expires', expires,
-                      'started_at', stamp}) do
-    fields[#fields + 1] = v
-  end
+  local n = #fields
+  fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'attempt', '1', 'owner', worker
+  fields[n + 5], fields[n + 6], fields[n + 7], fields[n + 8] = 'token', token, 'expires', expires
+  fields[n + 9], fields[n + 10] = 'started_at', stamp
   redis.call('SADD', S.queues, queue)
   redis.call('HSET', K.job(id), unpack(fields))
   L.index_state(id, queue, seq, nil, 'running')
