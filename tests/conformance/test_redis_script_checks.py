@@ -19,12 +19,12 @@ from rota.stores.redis import scripts
 
 
 def _job(**changes: str) -> list[str]:
-    """One job's 17 enqueue fields (L.NEW_FIELDS), valid unless changed."""
+    """One job's 19 enqueue fields (L.NEW_FIELDS), valid unless changed."""
     fields = {
         "id": "hostile", "task": "task", "queue": "default", "payload": "{}",
         "priority": "0", "delay": "0.0", "run_at": "", "max_attempts": "1",
         "max_lost": "3", "lease": "30.0", "timeout": "", "limits": "", "fair": "",
-        "ukey": "", "ufor": "", "schedule": "", "fire_time": "",
+        "ukey": "", "ufor": "", "schedule": "", "fire_time": "", "host": "", "retry": "",
     }  # fmt: skip
     fields.update(changes)
     return list(fields.values())
@@ -194,3 +194,27 @@ def test_script_refuses_hostile_arguments(redis_store: Any, name: str, argv: lis
     with pytest.raises(InvalidArgument):
         redis_store._scripts.run(name, argv)
     assert dump(redis_store) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "message"),
+    [
+        ("enqueue", ["", "1", *_job(lease="nan")], 'job "hostile": lease must be a number from 0'),
+        ("enqueue", ["", "1", *_job(queue="")], 'job "hostile": queue must be a non-empty string'),
+        (
+            "enqueue",
+            ["", "1", *_job(limits='{"c": [["k", -1]], "r": [], "b": []}')],
+            'job "hostile": concurrency limit must be an integer from 0',
+        ),
+        ("enqueue", ["", "1", *_job(id="")], "job id must be a non-empty string"),
+        ("extend", ["runs", ""], 'token of job "runs" must be a non-empty string, not ""'),
+    ],
+)
+def test_a_refusal_names_the_job_and_the_field(
+    redis_store: Any, name: str, argv: list[str], message: str
+) -> None:
+    """The name of a refused field is made only on refusal, and still says
+    which job and which field."""
+    with pytest.raises(InvalidArgument) as refused:
+        redis_store._scripts.run(name, argv)
+    assert str(refused.value).startswith(message), str(refused.value)
