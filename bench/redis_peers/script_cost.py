@@ -1,9 +1,12 @@
-"""What the claim and finish scripts cost the Redis server per job.
+"""What the claim, finish and enqueue scripts cost the Redis server per job.
 
 Sends N no-op jobs, then claims them all BATCH at a time and finishes them
-BATCH at a time, through the store protocol in one process. Prints the
-server's time per job of each script from ``SLOWLOG`` (every call logged
-while it runs; the median call divided by BATCH). With ``--callgrind``, the
+BATCH at a time, through the store protocol in one process; then, with
+``--sends S``, registers a worker as idle (as a waiting worker does) and
+sends S jobs one at a time, each handed straight to it (the latency path).
+Prints the server's time per job of each script from ``SLOWLOG`` (every
+call logged while it runs; the median call divided by BATCH, or by one for
+a send). With ``--callgrind``, the
 server is a ``redis-server`` run under ``valgrind --tool=callgrind`` and
 the script prints the instructions the server ran per job in each phase
 instead: a count that does not drift with the machine's speed, so two
@@ -26,6 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
@@ -38,6 +42,8 @@ from _stores import drop, fresh_url
 
 #: The worker the measured claims are made for.
 WORKER = "bench-worker"
+#: The waiting worker the measured sends are handed to.
+IDLE_WORKER = "bench-idle-worker"
 
 
 def instructions(pid: str, out_file: str) -> Callable[[], int]:
@@ -58,11 +64,53 @@ def instructions(pid: str, out_file: str) -> Callable[[], int]:
     return reading
 
 
+def run_phases(
+    store: Any, jobs: int, batch: int, sends: int, payload: bytes, read: Callable[[], int] | None
+) -> dict[str, float]:
+    """Claim and finish the ``jobs`` queued, ``batch`` at a time, then send
+    ``sends`` jobs one at a time to a waiting worker; with ``read``, the
+    instructions per job of each phase."""
+    spent: dict[str, float] = {}
+    claimed: list[ClaimedJob] = []
+    while len(claimed) < jobs:
+        claimed += store.claim(WORKER, ["bench"], batch)
+    if read:
+        spent["claim"] = read() / jobs
+    for first in range(0, jobs, batch):
+        done = claimed[first : first + batch]
+        store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in done])
+    if read:
+        spent["finish"] = read() / jobs
+    if sends:
+        # a waiting worker's idle registration, with a slot for every send
+        store._claim(IDLE_WORKER, ["bench"], sends, 3600.0)
+        for _ in range(sends):
+            store.enqueue([NewJob(uuid.uuid4().hex, "noop", "bench", payload)])
+        if read:
+            spent["enqueue"] = read() / sends
+    return spent
+
+
+def server_time(client: redis.Redis, per_call: dict[str, int]) -> dict[str, float]:
+    """Per script of ``per_call`` that ran, the server's median time per call
+    from ``SLOWLOG``, divided by the jobs a call handles."""
+    calls: dict[str, list[int]] = {}
+    for entry in client.slowlog_get(100_000):
+        words = entry["command"].split()
+        if words and words[0].upper() == b"FCALL":
+            script = words[1].decode().rsplit("_", 1)[-1]
+            calls.setdefault(script, []).append(entry["duration"])
+    return {
+        name: statistics.median(calls[name]) / n for name, n in per_call.items() if name in calls
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--sends", type=int, default=0, help="jobs sent one at a time")
     parser.add_argument(
         "--callgrind",
         nargs=2,
@@ -101,29 +149,16 @@ def main() -> None:
             client.config_set("slowlog-max-len", 100_000)
             client.config_set("slowlog-log-slower-than", 0)
             client.slowlog_reset()
-        spent: dict[str, float] = {}
-        claimed: list[ClaimedJob] = []
-        while len(claimed) < args.jobs:
-            claimed += store.claim(WORKER, ["bench"], args.batch)
+        counts = run_phases(store, args.jobs, args.batch, args.sends, payload, read)
         if read:
-            spent["claim"] = read() / args.jobs
-        for first in range(0, args.jobs, args.batch):
-            batch = claimed[first : first + args.batch]
-            store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in batch])
-        if read:
-            spent["finish"] = read() / args.jobs
-            unit = "instructions"
+            spent, unit = counts, "instructions"
         else:
-            calls: dict[str, list[int]] = {}
-            for entry in client.slowlog_get(100_000):
-                words = entry["command"].split()
-                if words and words[0].upper() == b"FCALL":
-                    script = words[1].decode().rsplit("_", 1)[-1]
-                    calls.setdefault(script, []).append(entry["duration"])
-            spent = {name: statistics.median(calls[name]) / args.batch for name in calls}
-            unit = "µs of server time"
+            per_call = {"claim": args.batch, "finish": args.batch, "enqueue": 1}
+            spent, unit = server_time(client, per_call), "µs of server time"
         for name in ("claim", "finish"):
             print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch})")
+        if args.sends:
+            print(f"enqueue: {spent['enqueue']:,.2f} {unit} per job (one at a time, handed off)")
     finally:
         client.config_set("slowlog-log-slower-than", slowlog["slowlog-log-slower-than"])
         client.config_set("slowlog-max-len", slowlog["slowlog-max-len"])

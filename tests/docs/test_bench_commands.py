@@ -76,6 +76,10 @@ COMMANDS = [
         "scheduled backlog",
     ),
     ("bench/redis_peers/script_cost.py --url {redis} --jobs 200", "µs of server time per job"),
+    (
+        "bench/redis_peers/script_cost.py --url {redis} --jobs 200 --sends 20",
+        "µs of server time per job (one at a time, handed off)",
+    ),
     ("bench/txsend.py --url {postgres} --sends 50 --runs 1", "CPU us per send"),
     ("bench/txsend.py --url {mysql} --sends 50 --runs 1", "CPU us per send"),
 ]
@@ -122,6 +126,8 @@ def test_script_cost_counts_instructions_under_callgrind(
             f"redis://{server.address}/0",
             "--jobs",
             "100",
+            "--sends",
+            "10",
             "--callgrind",
             str(server.proc.pid),  # valgrind runs the server in its own process
             str(out),
@@ -132,5 +138,7 @@ def test_script_cost_counts_instructions_under_callgrind(
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    claim, finish = (float(line.split()[1].replace(",", "")) for line in done.stdout.splitlines())
-    assert claim > 1000 and finish > 1000, done.stdout  # thousands of instructions per job
+    claim, finish, send = (
+        float(line.split()[1].replace(",", "")) for line in done.stdout.splitlines()
+    )
+    assert claim > 1000 and finish > 1000 and send > 1000, done.stdout  # thousands per job
