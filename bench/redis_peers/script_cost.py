@@ -6,11 +6,11 @@ BATCH at a time, through the store protocol in one process; then, with
 sends S jobs one at a time, each handed straight to it (the latency path).
 Prints the server's time per job of each script from ``SLOWLOG`` (every
 call logged while it runs; the median call divided by BATCH, or by one for
-a send). With ``--callgrind``, the
-server is a ``redis-server`` run under ``valgrind --tool=callgrind`` and
-the script prints the instructions the server ran per job in each phase
-instead: a count that does not drift with the machine's speed, so two
-versions of the scripts compare in one run each.
+a send). With ``--callgrind``, the server is a ``redis-server`` run under
+``valgrind --tool=callgrind`` and the script prints the instructions the
+server ran per job in each phase instead: a count that does not drift
+with the machine's speed, so two versions of the scripts compare in one
+run each.
 
     valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/out \\
         redis-server --port 6390 --save '' --appendonly no &
@@ -29,13 +29,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import redis
 
 from rota.models import ClaimedJob, NewJob, Outcome, WorkerInfo
 from rota.stores import open_store
+from rota.stores.redis.store import RedisStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
 from _stores import drop, fresh_url
@@ -65,7 +65,12 @@ def instructions(pid: str, out_file: str) -> Callable[[], int]:
 
 
 def run_phases(
-    store: Any, jobs: int, batch: int, sends: int, payload: bytes, read: Callable[[], int] | None
+    store: RedisStore,
+    jobs: int,
+    batch: int,
+    sends: int,
+    payload: bytes,
+    read: Callable[[], int] | None,
 ) -> dict[str, float]:
     """Claim and finish the ``jobs`` queued, ``batch`` at a time, then send
     ``sends`` jobs one at a time to a waiting worker; with ``read``, the
@@ -120,6 +125,8 @@ def main() -> None:
     args = parser.parse_args()
     url = fresh_url(args.url)
     store = open_store(url)
+    if not isinstance(store, RedisStore):
+        raise SystemExit(f"{args.url}: script_cost.py measures a Redis store")
     client = redis.Redis.from_url(args.url)
     slowlog = client.config_get("slowlog-*")  # put back as found
     payload = orjson.dumps({"args": [], "kwargs": {}})
