@@ -295,10 +295,15 @@ def test_the_library_is_loaded_again_after_function_flush(private_redis: RedisSe
         store.close()
 
 
-def blpop_clients(admin: redis.Redis) -> list[int]:
+def blpop_clients(admin: redis.Redis, *, blocked: bool = False) -> list[int]:
     """The ids of the server's clients whose last command was BLPOP (a
-    blocked one, or an idle connection of the waits)."""
-    return [int(c["id"]) for c in admin.client_list() if c["cmd"] == "blpop"]
+    blocked one, or an idle connection of the waits); with ``blocked``, only
+    those blocked in it now."""
+    return [
+        int(c["id"])
+        for c in admin.client_list()
+        if c["cmd"] == "blpop" and (not blocked or "b" in c["flags"])
+    ]
 
 
 def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisServer) -> None:
@@ -327,7 +332,10 @@ def test_waits_work_where_an_acl_refuses_client_commands(private_redis: RedisSer
         started = time.monotonic()
         late = threading.Thread(target=lambda: claim_or_wait(store, "w", ["default"], 1, 0.5))
         late.start()
-        wait_for(lambda: blpop_clients(admin), 5.0, 0.01, "the wait to block on the server")
+        # (the first wait's connection, idle, also shows BLPOP: wait for a blocked one)
+        wait_for(
+            lambda: blpop_clients(admin, blocked=True), 5.0, 0.01, "the wait to block on the server"
+        )
         store.interrupt_waits()  # CLIENT UNBLOCK refused: the blocked pop runs out
         late.join(10)
         assert time.monotonic() - started >= 0.4
