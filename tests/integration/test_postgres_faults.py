@@ -218,6 +218,18 @@ def test_a_worker_whose_connections_are_terminated_recovers(
     assert len(outage_lines(out)) == 2 * out.count(LOST), "\n".join(outage_lines(out))
 
 
+def test_the_store_clock_is_read_through_a_server_crash(
+    pg_cluster: PgCluster, pstore: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scheduler asks the store's clock before every fire: that read runs
+    again on a new connection, and the outage is reported once each way."""
+    caplog.set_level(logging.WARNING, logger="rota.store")
+    before = pstore.now()
+    pg_cluster.restart("immediate")
+    assert pstore.now() >= before
+    assert (_log_count(caplog, LOST), _log_count(caplog, BACK)) == (1, 1)
+
+
 @pytest.fixture
 def cutter(pg_cluster: PgCluster) -> Iterator[CommitCutter]:
     proxy = CommitCutter(pg_cluster.port, POSTGRES)

@@ -266,6 +266,7 @@ class PgConnections(Database):
     @contextmanager
     def _session(self, write: bool) -> Iterator[Tx]:
         session = _Session(self, write)
+        started = time.monotonic()
         with IN_CALL:
             try:
                 try:
@@ -276,6 +277,8 @@ class PgConnections(Database):
                     raise
                 session.end(None)
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                if connection_lost(exc):  # at the commit, which cannot run again
+                    self._outage.lost(exc, started)
                 raise store_error(exc, self.where) from exc
 
     def _transact(self, work: Callable[[Tx], T], *, sync: bool = True) -> T:

@@ -75,7 +75,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         )
 
     def now(self) -> float:
-        with self._write() as tx:
+        with self._read() as tx:  # a read runs again through a lost connection
             return tx.now()
 
     def replication_lag(self) -> float | None:
