@@ -319,6 +319,33 @@ def _group_alive(pgid: int) -> bool:
 
 _running: set[_Group] = set()
 _running_lock = threading.Lock()
+#: The worker's ends of the guards' watch pipes that this process holds.
+_watches: set[int] = set()
+
+
+def _forget_in_child() -> None:
+    """In a process forked from this one (a task's ``os.fork``, a
+    ``multiprocessing`` child): close its copies of the watch pipes, which
+    would keep each guard from seeing this process die, and forget the
+    commands, which are not its own to stop."""
+    global _running_lock
+    for fd in list(_watches):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _watches.clear()
+    _running.clear()
+    _running_lock = threading.Lock()  # (another thread may have held it at the fork)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _close_watch(fd: int) -> None:
+    """Close this process's end of a guard's watch pipe."""
+    with _running_lock:
+        _watches.discard(fd)
+        os.close(fd)
 
 
 def groups_under(pid: int) -> list[int]:
@@ -421,9 +448,9 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
             on_cancel(lambda: group.terminate("as the job was cancelled"))
         _supervise(group, spec.timeout)
     finally:
-        os.close(watch)  # (a guard still running then stops its group)
         with _running_lock:
             _running.discard(group)
+        _close_watch(watch)  # (a guard still running then stops its group)
     # a process that left the group (setsid) may hold a pipe: give the readers
     # the grace, all together, then leave them to it
     deadline = time.monotonic() + spec.grace + 1.0
@@ -439,7 +466,9 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
     :class:`CommandFailed` when the command cannot start."""
     command = ["/bin/sh", "-c", spec.argv[0]] if spec.shell else list(spec.argv)
     env = os.environ | dict(spec.env) if spec.env else None
-    watch_read, watch = os.pipe()
+    with _running_lock:  # (a fork from here on closes the child's copy)
+        watch_read, watch = os.pipe()
+        _watches.add(watch)
     status_read, status = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -453,7 +482,7 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
             pass_fds=(watch_read, status),
         )
     except OSError as exc:
-        os.close(watch)
+        _close_watch(watch)
         os.close(status_read)
         raise CommandFailed(f"cannot start {spec.line()}: {_start_error(spec, exc)}") from None
     finally:
@@ -462,7 +491,7 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
     with os.fdopen(status_read, "rb") as reply:
         said = reply.read()
     if said != b"ok":  # the guard could not start the command (or died first)
-        os.close(watch)
+        _close_watch(watch)
         _, stderr = proc.communicate()
         raise CommandFailed(
             f"cannot start {spec.line()}: {_start_error(spec, _guard_error(said, stderr))}"

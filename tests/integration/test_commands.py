@@ -6,13 +6,16 @@ ignores SIGTERM) is gone after its timeout and after its worker is stopped.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from helpers import APPS, wait_for
@@ -73,6 +76,33 @@ def test_a_worker_killed_with_sigkill_leaves_no_process_of_its_commands(
     worker.wait(timeout=10)
     # SIGTERM at once, SIGKILL the command's grace (0.5 s) later
     wait_for(lambda: not any(alive(p) for p in pids_in(tree_pids)), timeout=10, what="no pid")
+
+
+@pytest.fixture
+def lingering_pids(tmp_path: Path) -> Iterator[Path]:
+    """The file a task's lingering fork writes its pid to; killed at teardown."""
+    path = tmp_path / "lingering"
+    yield path
+    for pid in pids_in(path):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+
+
+def test_a_fork_of_a_task_does_not_keep_a_command_alive_past_its_worker(
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, lingering_pids: Path
+) -> None:
+    """A process a task forks while a command runs in another slot gets a
+    copy of the worker's open files: not of the pipe whose closing tells
+    the command's guard that the worker died."""
+    worker = _worker(processes, url, "--concurrency", "2")
+    commands_sender.tasks["long_tree"].send(extra_args=[str(tree_pids)])
+    wait_for(lambda: tree_started(tree_pids), timeout=30, what="the tree to start")
+    commands_sender.tasks["fork_and_linger"].send(str(lingering_pids)).result(timeout=30)
+    wait_for(lingering_pids.exists, timeout=10, what="the fork's pid")
+    worker.kill()
+    worker.wait(timeout=10)
+    wait_for(lambda: not any(alive(p) for p in pids_in(tree_pids)), timeout=10, what="no pid")
+    assert all(alive(p) for p in pids_in(lingering_pids))  # the fork lives on, as it may
 
 
 def test_ok_codes_decide_success_and_a_failure_names_code_and_stderr(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 from rota import App
@@ -43,3 +45,16 @@ slow_close = app.command(
     ],
     grace=20,
 )
+
+
+@app.task(name="fork_and_linger")
+def fork_and_linger(path: str) -> None:
+    """Forks a child that writes its pid to ``path`` and outlives the job
+    (and its worker) by up to a minute, as a task's own forks may."""
+    if os.fork() == 0:
+        try:
+            Path(path + ".part").write_text(str(os.getpid()))
+            os.replace(path + ".part", path)
+            time.sleep(60)
+        finally:
+            os._exit(0)
