@@ -277,7 +277,9 @@ class PgConnections(Database):
                     raise
                 session.end(None)
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-                if connection_lost(exc):  # at the commit, which cannot run again
+                # a lost connection not run again (a write's commit, or a later
+                # statement of it) is an outage too; one already reported stays one
+                if connection_lost(exc):
                     self._outage.lost(exc, started)
                 raise store_error(exc, self.where) from exc
 
