@@ -16,6 +16,7 @@ import pytest
 
 from helpers import wait_for
 from rota import App, InvalidArgument, at, every
+from rota.errors import CommitInDoubt
 from rota.models import Job, JobQuery, JobState, Schedule
 from rota.scheduling import jitter_offset
 from rota.scheduling.scheduler import Scheduler, fire_job_id
@@ -304,6 +305,31 @@ def test_run_outlives_store_errors_and_still_stops(
         wait_for(lambda: "scheduler tick failed" in caplog.text, timeout=5, what="a logged error")
         assert running.thread.is_alive()
         assert running.close() < 1.0
+
+
+def test_a_commit_in_doubt_is_logged_as_a_warning_without_a_traceback(
+    app: App, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    read_version = app.store.schedule_changed_since
+
+    def cut_off_once(version: int) -> int:
+        calls.append(version)
+        if len(calls) == 1:
+            raise CommitInDoubt("the connection was lost while the store committed")
+        return read_version(version)
+
+    monkeypatch.setattr(app.store, "schedule_changed_since", cut_off_once)
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        running = Running(app)
+        try:
+            wait_for(lambda: len(calls) > 2, timeout=5, what="the ticks after the failed one")
+        finally:
+            running.close()
+    [failed] = [r for r in caplog.records if "tick failed" in r.getMessage()]
+    assert failed.levelno == logging.WARNING
+    assert failed.exc_info is None
+    assert "lost while the store committed" in failed.getMessage()
 
 
 def _iso(epoch: float) -> str:
