@@ -265,3 +265,56 @@ def test_viewer_sees_no_actions(cluster: Cluster, page: Any) -> None:
     expect(page.locator(".role")).to_have_text("viewer")
     page.click("button:text('Log out')")
     expect(page).to_have_url(cluster.base + "/login")
+
+
+def test_the_job_page_shows_a_running_jobs_output_as_it_is_written(
+    cluster: Cluster, page: Any
+) -> None:
+    said_more = threading.Event()
+    may_end = threading.Event()
+
+    @cluster.app.task(queue="side", name="side.talk")
+    def talk() -> str:
+        # The logger, not print: pytest swaps sys.stdout between a test's phases,
+        # over the worker's route (prints are covered by tests/integration).
+        rota.current_job().logger.warning("first line")
+        said_more.wait(TIMEOUT_MS / 1000)
+        rota.current_job().logger.warning("second line")
+        may_end.wait(TIMEOUT_MS / 1000)
+        return "said"
+
+    handle = talk.send()
+    try:
+        wait_for(
+            lambda: any("first line" in c.data for c in cluster.app.store.job_logs(handle.id)),
+            timeout=TIMEOUT_MS / 1000,
+            what="the job's first line in the store",
+        )
+        _log_in(page, cluster.base, VIEWER, f"/jobs/{handle.id}")
+        log = page.locator("#job-log")
+        status = page.locator("#job-log-status")
+        expect(log).to_contain_text("--- attempt 1 ---")
+        expect(log).to_contain_text("first line")
+        expect(status).to_have_text("Following while the job runs.")
+        expect(log).not_to_contain_text("second line")
+
+        said_more.set()  # the line appears without a reload
+        expect(log).to_contain_text("second line")
+        assert page.locator("#job-log .joblog-attempt").count() == 1
+        may_end.set()
+        expect(status).to_have_text("The job has ended.")
+    finally:
+        said_more.set()
+        may_end.set()
+    assert handle.result(timeout=TIMEOUT_MS / 1000) == "said"
+    page.reload()  # an ended job's page: its output, not followed
+    expect(page.locator("#job-log")).to_contain_text("second line")
+    expect(page.locator("#job-log-status")).to_have_text("")
+
+
+def test_a_job_without_output_shows_no_empty_panel(cluster: Cluster, page: Any) -> None:
+    handle = cluster.side.send(7)
+    assert handle.result(timeout=TIMEOUT_MS / 1000) == 7
+    _log_in(page, cluster.base, VIEWER, f"/jobs/{handle.id}")
+    expect(page.locator("#job-log-status")).to_have_text("No output.")
+    expect(page.locator("#job-log")).to_be_hidden()
