@@ -229,6 +229,9 @@ def test_an_app_without_crawls_has_no_crawl_pages(tmp_path: Path) -> None:
             assert c.get("/api/crawls").json() == []
             expect_error(c.get("/api/crawls/shop"), 404, "crawl 'shop' not found")
             expect_error(c.get("/api/crawls/shop/live"), 404, "crawl 'shop' not found")
-            assert "No crawls" in c.get("/crawls").text
+            page = c.get("/crawls").text
+            assert "No crawls" in page
+            assert "<title>Crawls · rota</title>" in page
+            assert 'class="active"' not in page  # no tab of the navigation is this page
     finally:
         app.close()

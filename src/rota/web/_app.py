@@ -188,7 +188,9 @@ def _base_context(request: Request) -> dict[str, Any]:
     if _crawls.has_crawls(ctx):
         at = [href for href, _ in NAV].index("/workers") + 1
         nav = (*NAV[:at], CRAWLS_NAV, *NAV[at:])
-    active = next((href for href, _ in reversed(nav) if path.startswith(href)), "/")
+    # The crawl pages answer without a link to them too (saying there are none)
+    pages = nav if CRAWLS_NAV in nav else (*nav, CRAWLS_NAV)
+    active = next((href for href, _ in reversed(pages) if path.startswith(href)), "/")
     values: dict[str, Any] = {
         "nav": nav,
         "active": active,
@@ -196,7 +198,7 @@ def _base_context(request: Request) -> dict[str, Any]:
         "csrf": Auth.csrf_token(request),
         "flashes": request.session.pop("flash", []),
         "store_label": _store_label(ctx.store, ctx.app.url, ctx.app.read_url),
-        "page_title": next((label for href, label in nav if href == active), "rota"),
+        "page_title": next((label for href, label in pages if href == active), "rota"),
     }
     return values
 
