@@ -8,6 +8,7 @@ median of several runs::
     python bench/bench.py --url sqlite:///tmp/bench.db --processes 1,2   # pool vs one worker
     python bench/bench.py --mode processes --concurrency 2 --prefetch 0,2  # held jobs or none
     python bench/bench.py --url redis://127.0.0.1:6379/9 --body roundtrip  # jobs that do I/O
+    python bench/bench.py --body compute --jobs 5000 --processes 1,2  # CPU-bound jobs
 
 ``drain_per_s`` is the whole drain from the worker's spawn, its start-up
 counted; ``steady_per_s`` and ``cpu_us_per_job`` are over the jobs done after
@@ -19,7 +20,10 @@ memory of its processes (a supervisor and its children share some pages)
 once idle. ``--body roundtrip`` drains jobs that each make one Redis round
 trip of their own (a pipelined ``INCR`` of a counter of the run's) instead
 of no-op jobs: to the store's Redis server, or to ``BENCH_BODY_URL``
-(default: the local Redis's database 9) on other stores.
+(default: the local Redis's database 9) on other stores. ``--body compute``
+drains jobs that each run a loop of pure Python (``BENCH_COMPUTE_STEPS``
+steps, 20,000 by default: about 1 ms on a small machine), which hold the
+interpreter's lock throughout.
 
 This is a benchmark, not a test: it asserts nothing and prints figures.
 """
@@ -239,8 +243,9 @@ def main() -> None:
     parser.add_argument(
         "--body",
         default="noop",
-        choices=["noop", "roundtrip"],
-        help="the drained jobs: no-op, or one Redis round trip of their own each",
+        choices=["noop", "roundtrip", "compute"],
+        help="the drained jobs: no-op, one Redis round trip of their own each, or about "
+        "1 ms of pure-Python CPU each",
     )
     parser.add_argument(
         "--processes",

@@ -31,6 +31,20 @@ def roundtrip() -> None:
     _common.roundtrip()
 
 
+#: The loop of a ``compute`` job: about 1 ms of pure-Python CPU on a small machine.
+COMPUTE_STEPS = int(os.environ.get("BENCH_COMPUTE_STEPS", "20000"))
+
+
+@app.task()
+def compute() -> int:
+    """A CPU-bound job: a loop of pure Python that holds the interpreter's
+    lock throughout (what ``--processes`` is for)."""
+    total = 0
+    for i in range(COMPUTE_STEPS):
+        total += i * i % 7
+    return total
+
+
 @app.task()
 def stamp() -> float:
     """Returns the time it started, for enqueue-to-start latency."""

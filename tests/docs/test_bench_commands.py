@@ -36,6 +36,11 @@ COMMANDS = [
         "roundtrip jobs",
     ),
     (
+        "bench/bench.py --url {sqlite} --jobs 100 --samples 10 --runs 1 --body compute "
+        "--processes 1,2",
+        "compute jobs, --processes 2",
+    ),
+    (
         "bench/bench.py --url {sqlite} --jobs 200 --samples 10 --runs 1 --mode processes "
         "--concurrency 2 --prefetch 0,2",
         "--prefetch 2",
