@@ -1,5 +1,6 @@
 """Bounded, event-driven waiting for tests: poll a condition until a deadline;
-what a store says a worker process holds; the test apps as modules; a job as
+the lines worker processes have appended to a file; what a store says a
+worker process holds; the test apps as modules; a job as
 a store shows it, made by hand."""
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def written(path: Path, timeout: float = 10.0, what: str = "") -> str:
     return wait_for(
         lambda: path.read_text() if path.exists() else "", timeout, what=what or str(path)
     )
+
+
+def appended_lines(path: Path) -> list[str]:
+    """The whole lines of a file that worker processes append to ([] while it
+    does not exist). A last line without its newline is still being written
+    (a write that crosses a page of the file shows in two steps) and is left
+    for the next look."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return text[: text.rfind("\n") + 1].splitlines()
 
 
 def held_by(store: Store, pid: int) -> set[str]:

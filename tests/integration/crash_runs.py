@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen
 
-from helpers import held_by, wait_for
+from helpers import appended_lines, held_by, wait_for
 from procs import Processes
 from rota import App, every
 from rota.models import Job, JobQuery, JobState
@@ -48,11 +48,8 @@ def producer(url: str, lease: float = 30.0) -> App:
 def executions(log: Path) -> list[tuple[str, int, int]]:
     """``(job id, attempt, pid)`` per execution the task recorded (a line
     still being written is left for the next look)."""
-    if not log.exists():
-        return []
-    text = log.read_text()
     rows = []
-    for line in text[: text.rfind("\n") + 1].splitlines():
+    for line in appended_lines(log):
         job_id, attempt, pid = line.split()
         rows.append((job_id, int(attempt), int(pid)))
     return rows

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from backends import IN_CI
-from helpers import wait_for
+from helpers import appended_lines, wait_for
 from procs import ROTA, Processes
 from rota import App
 from rota.errors import RotaError
@@ -177,11 +177,9 @@ def start_inside(
 
 def runs_by(log: Path) -> list[tuple[str, int, int]]:
     """(job id, attempt, pid) of every finished execution, in order."""
-    if not log.exists():
-        return []
     return [
         (job_id, int(attempt), int(pid))
-        for job_id, attempt, pid in (line.split() for line in log.read_text().splitlines())
+        for job_id, attempt, pid in (line.split() for line in appended_lines(log))
     ]
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import pytest
 
-from helpers import APPS, load_test_app, wait_for
+from helpers import APPS, appended_lines, load_test_app, wait_for
 from rota import App, Rate
 from rota.models import Job, JobQuery, JobState, LimitInfo
 from rota.stores import Store
@@ -82,7 +82,7 @@ class Lab:
 
     def runs(self) -> list[Run]:
         runs = []
-        for line in self.log.read_text().splitlines():
+        for line in appended_lines(self.log):
             start, end, pid, job_id, attempt, key = line.split()
             runs.append(Run(float(start), float(end), int(pid), job_id, int(attempt), key))
         return runs

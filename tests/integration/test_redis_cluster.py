@@ -20,6 +20,7 @@ import pytest
 
 from backends import drop_store, store_url
 from helpers import wait_for
+from integration.crash_runs import executions
 from procs import Processes
 from rota import App
 from rota.models import Job, JobQuery, JobState
@@ -58,15 +59,6 @@ def send_records(url: str, n: int) -> dict[str, int]:
     return ids
 
 
-def executions(log: Path) -> list[tuple[str, int, int]]:
-    """``(job id, attempt, pid)`` per execution the task recorded."""
-    rows = []
-    for line in log.read_text().splitlines():
-        job_id, attempt, pid = line.split()
-        rows.append((job_id, int(attempt), int(pid)))
-    return rows
-
-
 def held_by(store: Store, pid: int) -> list[Job]:
     """Running jobs whose lease belongs to the worker process ``pid``."""
     jobs = store.list_jobs(JobQuery(state=JobState.RUNNING), limit=1000).jobs
@@ -94,7 +86,7 @@ def test_three_workers_survive_a_kill_and_a_freeze(
     killed, frozen, healthy = (processes.rota(*args, env=env) for _ in range(3))
 
     def ran_on(pid: int, at_least: int) -> bool:
-        rows = executions(log) if log.exists() else []
+        rows = executions(log)
         return sum(1 for _, _, p in rows if p == pid) >= at_least
 
     wait_for(lambda: ran_on(killed.pid, 200) and ran_on(frozen.pid, 200), 60, 0.05, "work")

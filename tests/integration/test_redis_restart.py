@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import wait_for
+from helpers import appended_lines, wait_for
 from procs import Processes
 from rota import App
 from rota.models import JobState
@@ -101,7 +101,7 @@ def producer_app(url: str) -> App:
 
 
 def executions(log: Path) -> Counter[str]:
-    return Counter(line.split()[0] for line in log.read_text().splitlines())
+    return Counter(line.split()[0] for line in appended_lines(log))
 
 
 def succeeded(store: Store) -> int:
@@ -126,7 +126,7 @@ def test_workers_ride_out_a_redis_restart_and_nothing_acknowledged_is_lost(
     env = {"ROTA_TEST_LOG": str(log), "ROTA_TEST_LEASE": "5"}
     args = ("worker", app_path("counting"), "--url", url, "--concurrency", "4")
     workers = [processes.rota(*args, env=env) for _ in range(2)]
-    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 300, 60, 0.05, "work")
+    wait_for(lambda: len(appended_lines(log)) >= 300, 60, 0.05, "work")
 
     # a producer keeps sending through the outage; what send_many returned is acknowledged
     during: list[str] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers import wait_for
+from helpers import appended_lines, wait_for
 from procs import ROTA, Processes
 from rota import App
 from rota.models import JobState
@@ -34,7 +34,7 @@ def succeeded(store: Store) -> int:
 
 
 def executions(log: Path) -> Counter[str]:
-    return Counter(line.split()[0] for line in log.read_text().splitlines())
+    return Counter(line.split()[0] for line in appended_lines(log))
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -80,7 +80,7 @@ def test_two_children_claim_and_a_killed_one_is_restarted(
     ids = send_records(url, 600, pause=0.01, lease=2)
 
     def ran_by(pid: int) -> int:
-        lines = log.read_text().splitlines() if log.exists() else []
+        lines = appended_lines(log)
         return sum(line.endswith(f" {pid}") for line in lines)
 
     wait_for(lambda: all(ran_by(p) >= 20 for p in first), timeout=20, what="both children ran")
@@ -93,7 +93,7 @@ def test_two_children_claim_and_a_killed_one_is_restarted(
     wait_for(lambda: succeeded(store) == len(ids), timeout=40, interval=0.1, what="all done")
     runs = executions(log)
     assert set(runs) == set(ids), "nothing lost"
-    pids = {int(line.split()[2]) for line in log.read_text().splitlines()}
+    pids = {int(line.split()[2]) for line in appended_lines(log)}
     assert pids <= first | replaced and len(pids & first) == 2
     assert "ended with signal 9" in processes.output(pool)
     assert pool.poll() is None
@@ -149,8 +149,8 @@ def test_a_stop_signalled_to_every_process_at_once_drains_every_child(
     def four_running() -> set[str] | None:
         # started, not only claimed: on Redis a job handed to an idle worker
         # is claimed on its way, and a worker stopping then gives it back
-        started = set(starts.read_text().split()) if starts.exists() else set()
-        running = started - set(executions(log)) if log.exists() else started
+        started = set(appended_lines(starts))
+        running = started - set(executions(log))
         return running if len(running) == 4 else None
 
     running = wait_for(four_running, timeout=20, interval=0.02, what="four jobs running")

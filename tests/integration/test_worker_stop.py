@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import APPS, wait_for, written
+from helpers import APPS, appended_lines, wait_for, written
 from integration.redis_servers import PrivateRedis, private_redis
 from procs import Processes
 from rota import App
@@ -23,7 +23,7 @@ __all__ = ["private_redis"]  # fixtures
 
 
 def ticks(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
+    return len(appended_lines(path))
 
 
 def released(handle: JobHandle[object]) -> bool:
