@@ -301,15 +301,19 @@ def test_the_job_page_shows_a_running_jobs_output_as_it_is_written(
         said_more.set()  # the line appears without a reload
         expect(log).to_contain_text("second line")
         assert page.locator("#job-log .joblog-attempt").count() == 1
+        expect(page.locator("h1 .state")).to_have_text("running")
         may_end.set()
-        expect(status).to_have_text("The job has ended.")
+        expect(status).to_have_text("The job has ended: reload for its outcome.")
     finally:
         said_more.set()
         may_end.set()
     assert handle.result(timeout=TIMEOUT_MS / 1000) == "said"
-    page.reload()  # an ended job's page: its output, not followed
+    page.click("#job-log-status a")  # an ended job's page: its outcome, its output, not followed
+    expect(page).to_have_url(f"{cluster.base}/jobs/{handle.id}")
     expect(page.locator("#job-log")).to_contain_text("second line")
     expect(page.locator("#job-log-status")).to_have_text("")
+    expect(page.locator("h1 .state")).to_have_text("succeeded")
+    expect(page.locator("#result")).to_contain_text("said")
 
 
 def test_a_job_without_output_shows_no_empty_panel(cluster: Cluster, page: Any) -> None:

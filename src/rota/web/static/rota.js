@@ -50,8 +50,13 @@
           if (atEnd) {
             jobLog.scrollTop = jobLog.scrollHeight;
           }
-          if (body.ended) {
-            logStatus.textContent = "The job has ended.";
+          if (body.ended) {  // the rest of the page shows the job as it was
+            logStatus.textContent = "The job has ended: ";
+            var outcome = document.createElement("a");
+            outcome.href = window.location.pathname;
+            outcome.textContent = "reload for its outcome";
+            logStatus.appendChild(outcome);
+            logStatus.appendChild(document.createTextNode("."));
           } else {
             logStatus.textContent = "Following while the job runs.";
             window.setTimeout(followLog, 1000);
