@@ -188,7 +188,8 @@ def _base_context(request: Request) -> dict[str, Any]:
     if _crawls.has_crawls(ctx):
         at = [href for href, _ in NAV].index("/workers") + 1
         nav = (*NAV[:at], CRAWLS_NAV, *NAV[at:])
-    # The crawl pages answer without a link to them too (saying there are none)
+    # The crawl pages also answer where the navigation has no link to them
+    # (an app with no crawl): titled as themselves, lighting no tab.
     pages = nav if CRAWLS_NAV in nav else (*nav, CRAWLS_NAV)
     active = next((href for href, _ in reversed(pages) if path.startswith(href)), "/")
     values: dict[str, Any] = {
