@@ -224,6 +224,15 @@ def test_operator_adds_a_command_schedule_and_sends_a_command(site: Site, page: 
     job = site.app.store.get_job(page.url.rsplit("/", 1)[1])
     assert job is not None and job.task == "rota.cmd" and job.result["exit_code"] == 3
 
+    page.click("nav >> text=Send")  # a command that would run a minute, stopped after 1 s
+    page.fill("input[name=command]", f"{sys.executable} -c 'import time; time.sleep(60)'")
+    page.fill("input[name=cmd_timeout]", "1s")
+    page.fill("input[name=retries]", "0")
+    page.click("#send")
+    expect(page).to_have_url(re.compile(re.escape(site.base) + r"/jobs/[0-9a-f]{32}$"))
+    _reload_until(page, "h1 .state", "failed")
+    expect(page.locator("#error")).to_contain_text("was killed by SIGTERM after timeout 1 s")
+
 
 def test_viewer_sees_neither_form(site: Site, page: Any) -> None:
     site.app.admin.add_schedule("nightly", "shop.tick", {"type": "every", "interval": 3600})

@@ -40,7 +40,7 @@ def _csrf(client: TestClient, path: str = "/send") -> str:
 
 
 def _field_errors(text: str) -> dict[str, str]:
-    found = re.findall(r'<span class="field-error" id="error-([a-z]+)"[^>]*>([^<]*)</span>', text)
+    found = re.findall(r'<span class="field-error" id="error-([a-z_]+)"[^>]*>([^<]*)</span>', text)
     return {name: html.unescape(message) for name, message in found}
 
 
@@ -110,6 +110,22 @@ BAD_SENDS = [
     ({"queue": "q" * 201}, "queue", "is 201 characters; at most 200 are allowed"),
     ({"delay": "soon"}, "delay", "delay 'soon' is not a duration"),
     ({"host": "h" * 201}, "host", "host 'hhhh"),
+    ({"cmd_timeout": "60"}, "cmd_timeout", "a command timeout goes with a command line"),
+    (
+        {"task": "", "command": "./sync.sh", "cmd_timeout": "soon"},
+        "cmd_timeout",
+        "command timeout 'soon' is not a duration",
+    ),
+    (
+        {"task": "", "command": "./sync.sh", "cmd_timeout": "0"},
+        "cmd_timeout",
+        "command timeout must be above 0, got 0",
+    ),
+    (
+        {"task": "", "command": "./sync.sh", "cmd_timeout": "60", "kwargs": '{"timeout": 5}'},
+        "cmd_timeout",
+        "the keyword arguments give the command a timeout too: give it in one place",
+    ),
 ]
 
 
@@ -138,6 +154,35 @@ def test_send_form_sends_a_command_line_as_a_rota_cmd_job(client: TestClient, de
         [["python", "crawl.py", "--site", "a b"]],
         {"timeout": 30},
     )
+
+
+def test_a_command_timeout_has_a_field_of_its_own(client: TestClient, demo: Demo) -> None:
+    data = {"csrf": _csrf(client), "task": "", "args": "[]", "kwargs": "{}"}
+    answer = client.post("/send", data=data | {"command": "./sync.sh", "cmd_timeout": "15m"})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    job = demo.store.get_job(answer.headers["location"].removeprefix("/jobs/"))
+    assert job is not None and (job.args, job.kwargs) == ([["./sync.sh"]], {"timeout": 900.0})
+
+    form = SCHEDULE_FORM | {"task": "", "command": "./backup.sh", "cmd_timeout": "90"}
+    answer = client.post("/schedules/new", data=form | {"csrf": _csrf(client, "/schedules/new")})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    assert json.loads(demo.store.schedules()[0].payload)["kwargs"] == {"timeout": 90.0}
+    page = client.get("/schedules/nightly/edit").text
+    assert 'name="cmd_timeout" value="90"' in page
+    assert ">{}</textarea>" in page  # the timeout is not shown twice
+
+    edit = "/schedules/nightly/edit"
+    shown = dict(re.findall(r'<input name="(\w+)" value="([^"]*)"', page))
+    form |= {k: html.unescape(v) for k, v in shown.items()} | {"task": "rota.cmd", "args": "[]"}
+    answer = client.post(edit, data=form | {"csrf": csrf_of(page)})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    assert _flashes(client, "/schedules") == ["Schedule nightly is unchanged."]
+    answer = client.post(edit, data=form | {"cmd_timeout": "2h", "csrf": _csrf(client, edit)})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    assert json.loads(demo.store.schedules()[0].payload)["kwargs"] == {"timeout": 7200.0}
+    answer = client.post(edit, data=form | {"cmd_timeout": "", "csrf": _csrf(client, edit)})
+    assert answer.status_code == 303, _field_errors(answer.text)
+    assert json.loads(demo.store.schedules()[0].payload)["kwargs"] == {}, "blank: no timeout"
 
 
 def test_a_job_and_a_schedule_sent_to_a_host_from_the_forms(client: TestClient, demo: Demo) -> None:

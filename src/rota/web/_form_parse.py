@@ -27,6 +27,7 @@ __all__ = [
     "FieldError",
     "FieldErrors",
     "call",
+    "call_kwargs",
     "field_of",
     "json_field",
     "next_fires",
@@ -128,6 +129,30 @@ def call(form: Mapping[str, Any]) -> tuple[str, list[Any]]:
         return COMMAND_TASK, [parse_command_line(line)]
     except InvalidArgument as exc:
         raise FieldError("command", str(exc)) from None
+
+
+def call_kwargs(form: Mapping[str, Any]) -> Any:
+    """The keyword arguments a form names: its ``kwargs``, with, for a
+    command line, the ``cmd_timeout`` typed (``90``, ``"15m"``) as the
+    command's ``timeout`` in seconds."""
+    kwargs = json_field(form, "kwargs", {})
+    raw = text(form, "cmd_timeout")
+    if not raw:
+        return kwargs
+    if not text(form, "command") and text(form, "task") != COMMAND_TASK:
+        raise FieldError("cmd_timeout", "a command timeout goes with a command line")
+    try:
+        seconds = parse_duration(_typed(raw), what="command timeout", positive=True)
+    except RotaError as exc:
+        raise FieldError("cmd_timeout", str(exc)) from None
+    if not isinstance(kwargs, dict):
+        return kwargs  # refused as it is, beside its own field
+    if "timeout" in kwargs:
+        raise FieldError(
+            "cmd_timeout",
+            "the keyword arguments give the command a timeout too: give it in one place",
+        )
+    return kwargs | {"timeout": seconds}
 
 
 def _typed(raw: str) -> Any:

@@ -55,9 +55,10 @@ REFUSED = (
     PayloadTooLarge,
     UnknownTask,
 )
-SEND_FIELDS = ("task", "command", "args", "kwargs", "delay", *parse.OPTION_FIELDS)
+SEND_FIELDS = ("task", "command", "cmd_timeout", "args", "kwargs", "delay", *parse.OPTION_FIELDS)
 SCHEDULE_FIELDS = (
-    *("name", "task", "command", "kind", "interval", "cron", "tz", "at", "args", "kwargs"),
+    *("name", "task", "command", "cmd_timeout", "kind", "interval", "cron", "tz", "at"),
+    *("args", "kwargs"),
     *("jitter", "misfire", "grace", "overlap", "enabled", *parse.OPTION_FIELDS),
 )
 
@@ -128,7 +129,7 @@ async def send_action(request: Request, identity: Operator) -> Response:
         read = parse.read_all(
             {
                 "call": lambda: parse.call(form),
-                "kwargs": lambda: parse.json_field(form, "kwargs", {}),
+                "kwargs": lambda: parse.call_kwargs(form),
             }
         )
         task, args = read["call"]
@@ -180,17 +181,24 @@ def _stored_form(schedule: Schedule) -> dict[str, str]:
     at_time = trigger.get("time") if kind == "at" else None
     retries = max(0, int(opts.get("max_attempts") or 1) - 1)
     command = command_line(schedule)  # shown as a line, not as args
+    kwargs = payload.get("kwargs", {})
+    cmd_timeout = kwargs.get("timeout") if command and isinstance(kwargs, dict) else None
+    if isinstance(cmd_timeout, int | float) and not isinstance(cmd_timeout, bool):
+        kwargs = {k: v for k, v in kwargs.items() if k != "timeout"}  # in a field of its own
+    else:
+        cmd_timeout = None
     return {
         "name": schedule.name,
         "task": schedule.task,
         "command": command,
+        "cmd_timeout": "" if cmd_timeout is None else _plain(cmd_timeout),
         "kind": kind,
         "interval": _plain(trigger["interval"]) if kind == "every" else "",
         "cron": str(trigger.get("expr", "")) if kind == "cron" else "",
         "tz": str(trigger.get("tz", "UTC")) if kind == "cron" else "UTC",
         "at": _stored_at(at_time),
         "args": _json.dumps([] if command else payload.get("args", [])).decode(),
-        "kwargs": _json.dumps(payload.get("kwargs", {})).decode(),
+        "kwargs": _json.dumps(kwargs).decode(),
         "jitter": _plain(schedule.jitter),
         "misfire": schedule.misfire,
         "grace": "" if schedule.grace is None else _plain(schedule.grace),
@@ -223,7 +231,7 @@ def _schedule_fields(form: Mapping[str, Any]) -> dict[str, Any]:
         {
             "call": lambda: parse.call(form),
             "trigger": lambda: parse.trigger(form),
-            "kwargs": lambda: parse.json_field(form, "kwargs", {}),
+            "kwargs": lambda: parse.call_kwargs(form),
         }
     )
     task, args = read["call"]
