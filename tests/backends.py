@@ -57,8 +57,9 @@ def postgres_reachable() -> bool:
 
 
 def mysql_backends() -> list[str]:
-    """``["mysql"]`` when the MySQL driver is installed (the conformance
-    suite runs on it; the other tiers do not yet)."""
+    """``["mysql"]`` when the MySQL driver is installed: the conformance
+    suite runs on it, and the integration tests that
+    ``tests/integration/test_mysql_*.py`` collect again."""
     return ["mysql"] if importlib.util.find_spec("MySQLdb") is not None else []
 
 
