@@ -1,9 +1,11 @@
-"""Commands as jobs and cancelling running jobs with real worker processes,
-on MySQL / MariaDB: a command's whole process tree is stopped after its
-timeout, a worker's stop or death, and a cancel; exit codes, retries with
-backoff, output and command schedules under ``rota scheduler`` work; a
-running job is cancelled in every mode. The same tests as for the other
-stores, collected here again with the MySQL backend."""
+"""Commands as jobs, cancelling running jobs and host targeting with real
+worker processes, on MySQL / MariaDB: a command's whole process tree is
+stopped after its timeout, a worker's stop or death, a cancel and a lost
+lease; exit codes, retries with backoff, output and command schedules
+under ``rota scheduler`` work; a running job is cancelled in every mode; a
+job sent to a host runs there, and elsewhere once the host is gone. The
+same tests as for the other stores, collected here again with the MySQL
+backend (job logs: ``test_mysql_job_logs.py``)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,13 @@ from integration.test_commands import (  # noqa: F401
     test_rota_run_with_commands_retries_a_failed_command_schedule,
     test_rota_send_cmd_runs_under_a_worker,
     test_the_output_keeps_its_tail,
+)
+from integration.test_host_targeting import (  # noqa: F401
+    test_jobs_sent_to_a_host_run_there_and_elsewhere_once_it_is_gone,
+    test_rota_run_serves_the_host_name_of_its_worker_host_option,
+)
+from integration.test_lost_leases import (  # noqa: F401
+    test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped,
 )
 
 
