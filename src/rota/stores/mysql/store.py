@@ -45,6 +45,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
     (``mysql://user:pass@host:port/database``)."""
 
     kind = "mysql"
+    orders_debug_queues = True
     #: When this store last folded wake-up rows (monotonic; see :meth:`_places`).
     _folded_at = -math.inf
 

@@ -138,9 +138,7 @@ class Database(ABC):
     kind: str
     #: Whether claims and failures in a queue in debug mode lock its row, so
     #: that they are recorded in clock order (:mod:`rota.stores.sql.modes`).
-    #: SQLite needs no lock (its writers take turns); on MySQL the lock taken
-    #: to read a row that does not match is one more queue-row lock per claim,
-    #: which deadlocked with other claims updating the queue's clock.
+    #: SQLite needs no lock (its writers take turns).
     orders_debug_queues: bool = False
 
     @abstractmethod

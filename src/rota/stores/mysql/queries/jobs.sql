@@ -240,6 +240,26 @@ INSERT INTO queues (name, paused, debug) VALUES (%s, %s, %s)
 ON DUPLICATE KEY UPDATE paused = VALUES(paused), debug = VALUES(debug),
     debug_job = CASE WHEN paused = 1 THEN debug_job END
 
+-- name: lock_debug_queue
+-- A claim on a queue in debug mode waits for a failure that is pausing it
+-- (and a failure waits for the claim): see hold_debug_queue. An UPDATE that
+-- changes nothing rather than a locking read: at READ COMMITTED, InnoDB
+-- matches a row another transaction holds against its last committed
+-- version, so a claim on a queue not in debug mode neither locks its row nor
+-- waits for the claims holding it (they update its clock); a debug queue's
+-- row is locked exclusively, as the claim may update it later (two share
+-- locks would deadlock there).
+UPDATE queues SET debug = debug WHERE name = %s AND debug = 1
+
+-- name: hold_debug_queue
+-- A failure in a queue in debug mode, or paused by its first failure there,
+-- locks its row before it reads the clock it records the failure at, so
+-- failures and claims there are in clock order (a failure that waited for
+-- the one pausing the queue finds the row paused, with its debug_job). Locked
+-- as lock_debug_queue locks, then read: the row when it is so.
+UPDATE queues SET debug = debug WHERE name = %s AND (debug = 1 OR debug_job IS NOT NULL);
+SELECT name FROM queues WHERE name = %s AND (debug = 1 OR debug_job IS NOT NULL)
+
 -- name: debug_queues
 SELECT name FROM queues WHERE debug = 1
 
