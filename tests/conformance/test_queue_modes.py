@@ -13,6 +13,7 @@ from conformance.support import (
     fail,
     get,
     new_job,
+    run_threads,
     succeed,
     wait_expired,
 )
@@ -81,6 +82,40 @@ def test_a_debug_queue_pauses_at_its_first_failed_attempt(
     assert info(store).debug_job == first.id
     assert claim(store, limit=10) == []
     assert [get(store, i).state for i in ids[2:]] == [JobState.QUEUED] * 2
+
+
+def test_claims_racing_the_pausing_failure_stay_in_clock_order(store: Store) -> None:
+    """Claimers that fail every job they take race on a debug queue: no job
+    is claimed after the failure that paused it, and no failure is recorded
+    before that one (the store's own times: each claim's start, each ended
+    attempt's history entry)."""
+    ids = [result.id for result in store.enqueue([new_job(i) for i in range(120)])]
+    store.set_queue_mode("default", "debug")
+
+    def claim_and_fail(n: int) -> None:
+        while True:
+            taken = claim(store, limit=2, worker=f"w{n}")
+            if not taken:
+                return
+            for job in taken:
+                fail(store, job)
+
+    run_threads(4, claim_and_fail)
+    queue = info(store)
+    assert (queue.mode, queue.debug_job is not None) == ("paused", True)
+    found = [job for job in store.get_jobs(ids) if job is not None]
+    assert len(found) == len(ids)
+    failures = sorted(
+        (entry["at"], job.id)
+        for job in found
+        for entry in job.history
+        if entry["event"] == "failed"
+    )
+    [paused_at] = [at for at, job_id in failures if job_id == queue.debug_job]
+    assert failures[0][0] == paused_at, "the failure that paused the queue is the first"
+    late = [job.id for job in found if job.started_at is not None and job.started_at > paused_at]
+    assert late == [], "no job is claimed after the pause"
+    assert any(job.state is JobState.QUEUED for job in found), "the queue stopped short"
 
 
 def test_the_first_failure_of_one_batch_is_linked(store: Store) -> None:
