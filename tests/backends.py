@@ -63,6 +63,13 @@ def mysql_backends() -> list[str]:
     return ["mysql"] if importlib.util.find_spec("MySQLdb") is not None else []
 
 
+@pytest.fixture(name="backend", params=mysql_backends())
+def mysql_only(request: pytest.FixtureRequest) -> str:
+    """The ``backend`` fixture of a module that collects other modules' tests
+    again on MySQL / MariaDB only (``from backends import mysql_only``)."""
+    return str(request.param)
+
+
 def _mysql_connect(database: str | None = None) -> Any:
     import MySQLdb
 

@@ -9,9 +9,7 @@ backend (job logs: ``test_mysql_job_logs.py``)."""
 
 from __future__ import annotations
 
-import pytest
-
-from backends import mysql_backends
+from backends import mysql_only  # noqa: F401 (the backend fixture: MySQL only)
 from integration.test_cancel_running import (  # noqa: F401 (collected with the MySQL backend)
     sender,
     test_a_cancelled_command_has_its_whole_process_group_killed,
@@ -46,9 +44,3 @@ from integration.test_host_targeting import (  # noqa: F401
 from integration.test_lost_leases import (  # noqa: F401
     test_a_command_whose_lease_was_lost_while_its_worker_was_frozen_is_stopped,
 )
-
-
-@pytest.fixture(params=mysql_backends())
-def backend(request: pytest.FixtureRequest) -> str:
-    """MySQL / MariaDB only."""
-    return str(request.param)

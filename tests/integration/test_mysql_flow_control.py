@@ -6,9 +6,7 @@ other stores, collected here again with the MySQL backend."""
 
 from __future__ import annotations
 
-import pytest
-
-from backends import mysql_backends
+from backends import mysql_only  # noqa: F401 (the backend fixture: MySQL only)
 from integration.test_breaker_holds import (  # noqa: F401 (collected with the MySQL backend)
     test_two_workers_at_concurrency_8_fail_no_more_than_the_threshold,
 )
@@ -29,9 +27,3 @@ from integration.test_flow_control import (  # noqa: F401
     test_many_blocked_high_priority_jobs_do_not_hide_runnable_ones,
     test_rate_limit_holds_in_every_window_while_workers_are_busy,
 )
-
-
-@pytest.fixture(params=mysql_backends())
-def backend(request: pytest.FixtureRequest) -> str:
-    """MySQL / MariaDB only."""
-    return str(request.param)

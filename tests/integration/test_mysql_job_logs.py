@@ -6,9 +6,7 @@ stores, collected here again with the MySQL backend."""
 
 from __future__ import annotations
 
-import pytest
-
-from backends import mysql_backends
+from backends import mysql_only  # noqa: F401 (the backend fixture: MySQL only)
 from integration.test_job_logs import (  # noqa: F401 (collected with the MySQL backend)
     sender,
     test_a_commands_output_is_kept,
@@ -19,9 +17,3 @@ from integration.test_job_logs import (  # noqa: F401 (collected with the MySQL 
     test_over_the_cap_the_oldest_lines_are_dropped_and_noted,
     test_prints_logger_lines_and_stderr_are_kept_per_attempt,
 )
-
-
-@pytest.fixture(params=mysql_backends())
-def backend(request: pytest.FixtureRequest) -> str:
-    """MySQL / MariaDB only."""
-    return str(request.param)

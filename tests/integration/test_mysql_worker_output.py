@@ -7,9 +7,7 @@ backend."""
 
 from __future__ import annotations
 
-import pytest
-
-from backends import mysql_backends
+from backends import mysql_only  # noqa: F401 (the backend fixture: MySQL only)
 from integration.test_worker_output import (  # noqa: F401 (collected with the MySQL backend)
     sender,
     test_a_line_per_finished_job_at_info_and_a_failure_for_good_at_warning,
@@ -23,9 +21,3 @@ from integration.test_worker_stop import (  # noqa: F401
     test_a_job_goes_back_to_the_queue_only_once_its_runner_is_dead,
     test_a_thread_task_left_running_is_asked_to_stop_before_its_release,
 )
-
-
-@pytest.fixture(params=mysql_backends())
-def backend(request: pytest.FixtureRequest) -> str:
-    """MySQL / MariaDB only."""
-    return str(request.param)

@@ -9,9 +9,7 @@ stores, collected here again with the MySQL backend."""
 
 from __future__ import annotations
 
-import pytest
-
-from backends import mysql_backends
+from backends import mysql_only  # noqa: F401 (the backend fixture: MySQL only)
 from integration.test_dispatch_by_load import (  # noqa: F401
     test_a_busy_worker_leaves_new_jobs_to_an_idle_one,
 )
@@ -39,9 +37,3 @@ from integration.test_workers import (  # noqa: F401
     test_two_workers_run_every_job_exactly_once,
     test_workers_killed_again_and_again_lose_nothing,
 )
-
-
-@pytest.fixture(params=mysql_backends())
-def backend(request: pytest.FixtureRequest) -> str:
-    """MySQL / MariaDB only."""
-    return str(request.param)
