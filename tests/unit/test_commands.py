@@ -16,6 +16,7 @@ from procs import alive
 from rota import App
 from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, guarded, run
 from rota.errors import InvalidArgument
+from rota.scheduling import every
 
 
 def test_tail_keeps_the_last_bytes_and_says_when_it_dropped_some() -> None:
@@ -95,6 +96,45 @@ def test_sending_a_bad_call_stores_nothing(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match=r"argv\[0\]"):
         builtin.options(queue="q").send([""])
     assert sum(sum(q.counts.values()) for q in app.store.queues()) == 0
+    app.close()
+
+
+def test_a_schedule_of_a_bad_call_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    """Schedules check a command call as sending does, however they are made:
+    else every fire would fail."""
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}", commands=True)
+    report = app.command("report", ["echo", "report"])
+    calls: list[tuple[Any, str]] = [
+        (lambda: app.schedule("s", report, every(60), args=("a", "b")), "only extra_args"),
+        (lambda: app.schedule("s", "report", every(60), args=("a",)), "only extra_args"),
+        (lambda: app.admin.add_schedule("s", "report", every(60), args=["a"]), "only extra_args"),
+        (lambda: app.admin.add_schedule("s", COMMAND_TASK, every(60), args=["echo hi"]), "argv"),
+        (lambda: app.admin.add_schedule("s", COMMAND_TASK, every(60), args=[[]]), "non-empty"),
+        (
+            lambda: app.admin.add_schedule(
+                "s", COMMAND_TASK, every(60), args=[["echo"]], kwargs={"ok_codes": "zero"}
+            ),
+            "ok_codes",
+        ),
+        (
+            lambda: app.admin.add_schedule(
+                "s", COMMAND_TASK, every(60), args=[["echo"]], kwargs={"bogus": 1}
+            ),
+            "unknown option",
+        ),
+        (
+            lambda: app.admin.add_schedule(
+                "s", COMMAND_TASK, every(60), args=[["echo"]], kwargs={"timeout": "abc"}
+            ),
+            "timeout",
+        ),
+    ]
+    for call, message in calls:
+        with pytest.raises(InvalidArgument, match=message):
+            call()
+    assert app.store.schedules() == []
+    app.admin.add_schedule("s", COMMAND_TASK, every(60), args=[["echo", "hi"]])
+    assert [s.name for s in app.store.schedules()] == ["s"]
     app.close()
 
 

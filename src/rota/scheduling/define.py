@@ -242,7 +242,7 @@ def _bound_task(app: App, name: str, task: Task[Any, Any] | str) -> Task[Any, An
     if isinstance(task, str):
         return app.get_task(task)
     if isinstance(task, Task):
-        return Task(task.fn, task.name, task.opts, app)
+        return task.bind(app)  # a command task stays one: its calls are checked
     raise InvalidSchedule(
         f"schedule {name!r}: task must be a task or a task name, not {type(task).__name__}"
     )
