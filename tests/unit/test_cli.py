@@ -24,8 +24,9 @@ from rota._time import format_duration
 from rota.cli import main
 from rota.cli._support import redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
-from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, Outcome, WorkerInfo
+from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, LogChunk, Outcome, WorkerInfo
 from rota.stores import Store, open_store
+from rota.stores.base import MAX_LOG_PAGE
 
 APP_SOURCE = """
     import rota
@@ -523,6 +524,18 @@ def test_jobs_logs_says_when_it_gave_up_and_refuses_an_attempt_not_made(env: Env
     assert beyond.exit_code == 1 and "has had 1 attempt(s), not 2" in beyond.stderr
     alone = env.rota("jobs", "logs", job_id, "--timeout", "5")
     assert alone.exit_code == 2 and "--timeout goes with --follow" in alone.output
+
+
+def test_jobs_logs_prints_a_log_longer_than_a_page_whole(env: Env) -> None:
+    job_id = env.send("add", "1", "1")
+    [job] = env.store.claim("test-worker", ["default"], 1)
+    lines = [f"line {i:06d}\n" for i in range(MAX_LOG_PAGE + 5)]
+    env.store.append_logs([LogChunk(job_id, 1, "stdout", line) for line in lines])
+    env.store.finish([Outcome(job_id, job.token, True, result=b"2")])
+    for follow in ((), ("--follow", "--timeout", "10")):
+        shown = env.rota("jobs", "logs", job_id, *follow)
+        assert shown.exit_code == 0, shown.output
+        assert shown.stdout == "--- attempt 1 ---\n" + "".join(lines)
 
 
 def test_jobs_delete(env: Env) -> None:

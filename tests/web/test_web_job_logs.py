@@ -8,6 +8,7 @@ from collections.abc import Callable
 from starlette.testclient import TestClient
 
 from rota.models import LogChunk, Outcome
+from rota.stores.base import MAX_LOG_PAGE
 from web.support import OPERATOR, VIEWER, Demo, bearer, expect_error, work
 
 
@@ -55,6 +56,19 @@ def test_the_page_shows_each_attempts_output_and_follows_only_while_running(
     assert 'class="joblog-stderr"' in panel
     ended = client.get(f"/api/jobs/{handle.id}/logs").json()
     assert ended["ended"] is True and len(ended["chunks"]) == 2
+
+
+def test_the_page_of_an_ended_job_shows_a_log_longer_than_a_page_whole(
+    client: TestClient, demo: Demo
+) -> None:
+    handle = demo.add.send(1, 2)
+    lines = [f"line {i:06d}\n" for i in range(MAX_LOG_PAGE + 5)]
+    demo.store.append_logs([LogChunk(handle.id, 1, "stdout", line) for line in lines])
+    work(demo.store, ["default"])
+    page = client.get(f"/jobs/{handle.id}").text
+    assert 'data-follow="no"' in page
+    panel = html_module.unescape(page.split('id="job-log"', 1)[1].split("</pre>", 1)[0])
+    assert panel.count("line ") == len(lines) and f"line {MAX_LOG_PAGE + 4:06d}" in panel
 
 
 def test_bad_requests_get_precise_errors(client: TestClient, demo: Demo) -> None:

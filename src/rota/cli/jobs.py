@@ -36,6 +36,7 @@ from rota.diagnose import job_problem
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
 from rota.stores import Store
+from rota.stores.base import MAX_LOG_PAGE
 
 __all__ = ["jobs"]
 
@@ -307,6 +308,8 @@ def logs(
                 shown = chunk.attempt
             click.echo(chunk.data, nl=False)
             after = max(after, chunk.seq)
+        if len(chunks) == MAX_LOG_PAGE:  # a full page: the next one follows at once
+            continue
         ended = job is None or job.state in FINISHED_STATES
         if not follow or (ended and not chunks):
             return

@@ -20,7 +20,7 @@ from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
 from rota.models import JobState, parse_state
 from rota.scheduling.history import schedule_runs, upcoming_fires
-from rota.stores.base import Store
+from rota.stores.base import MAX_LOG_PAGE, Store
 from rota.web import _ops
 from rota.web._auth import CSRF_FIELD, Forbidden, Identity, Role
 from rota.web._chart import chart, day_chart, runs_chart
@@ -217,7 +217,11 @@ def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
     """Everything about one job; the id may be a unique prefix of it."""
     store = _store(request)
     job = _ops.get_job(store, job_id)
-    logs = store.job_logs(job.id)
+    page = store.job_logs(job.id)
+    logs = list(page)
+    while len(page) == MAX_LOG_PAGE:  # the whole log, page by page: its cap bounds it
+        page = store.job_logs(job.id, after=page[-1].seq)
+        logs += page
     waiting = None  # why a queued job is not taken, if no worker may take it
     if job.state is JobState.QUEUED:
         waiting = job_problem(store, job)
