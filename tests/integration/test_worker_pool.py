@@ -285,3 +285,27 @@ def test_the_pool_waits_for_a_child_stopping_a_command_within_its_grace(
     assert not psutil.pid_exists(command) or psutil.Process(command).status() == "zombie"
     assert handle.status() == "queued"  # released once its command was gone
     assert "is stopping its commands: waiting" in processes.output(pool)
+
+
+def test_a_child_whose_command_is_killed_at_the_pools_margin_releases_its_job(
+    processes: Processes,
+    app_path: Callable[[str], str],
+    sender_of: Callable[[str, str], App],
+    tmp_path: Path,
+) -> None:
+    """The command ignores SIGTERM and is killed at the end of its grace of
+    5 s, the pool's own margin after its grace: the child still has the
+    margin to give the job back, and the pool exits 0."""
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    marks = tmp_path / "marks"
+    handle = sender_of("commands", url).get_task("deaf").send(extra_args=[str(marks)])
+    pool = processes.rota(
+        "worker", app_path("commands"), "--url", url, "--processes", "2", "--grace", "0.5",
+    )  # fmt: skip
+    wait_for(lambda: marks.exists() and marks.read_text().strip(), 20, 0.05, "the command")
+    command = int(marks.read_text().split()[0])
+    pool.send_signal(signal.SIGTERM)
+    assert pool.wait(20) == 0, processes.output(pool)
+    assert "still running after grace" not in processes.output(pool)
+    assert not psutil.pid_exists(command) or psutil.Process(command).status() == "zombie"
+    assert handle.status() == "queued"

@@ -27,9 +27,10 @@ signal) and restarted after a delay that doubles with each quick crash
 On SIGTERM/SIGINT the children drain within ``grace`` (each releases what
 it could not finish); a child still alive ``KILL_MARGIN`` seconds after that
 is killed, with the commands under it, and the supervisor then exits with
-status 1. A child still stopping commands then (each gets its own ``grace``
-after SIGTERM, which only the app knows) is given the margin again once
-they are gone. A signal during
+status 1. A child stopping commands (each gets its own ``grace`` after
+SIGTERM, which only the app knows) has the margin from the last time the
+supervisor saw them, looking every ``_LOOK_EVERY`` seconds once the grace
+is over. A signal during
 start-up ends it: no child is started after it, and the ones started drain.
 """
 
@@ -56,6 +57,8 @@ RESTART_DELAY = 0.5
 RESTART_DELAY_CAP = 30.0
 STABLE_AFTER = 10.0
 KILL_MARGIN = 5.0
+#: How often a stopping pool looks for commands under its children, after the grace.
+_LOOK_EVERY = 0.25
 _PR_SET_PDEATHSIG = 1
 #: The environment variable that marks a pool's child (its index): its
 #: worker takes a second signal as the first, since the supervisor escalates.
@@ -215,7 +218,9 @@ class WorkerPool:
             child.restart_at = now + delay
 
     def _drain(self) -> int:
-        deadline = time.monotonic() + self.grace + KILL_MARGIN
+        now = time.monotonic()
+        deadline = now + self.grace + KILL_MARGIN
+        next_look = now + self.grace  # for children stopping commands
         running = [c.proc for c in self._children if c.restart_at is None and c.proc]
         log.info("stopping %d child(ren) (grace %g s)", len(running), self.grace)
         for proc in running:
@@ -227,17 +232,20 @@ class WorkerPool:
                     "second signal: killing the children; their running jobs' leases will expire"
                 )
                 break
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= next_look:
                 # a child stopping commands waits out their grace, which only
-                # the app knows: give it the margin again once they are gone
-                stopping = [p for p in running if p.poll() is None and groups_under(p.pid)]
-                if not stopping:
-                    break
-                for proc in stopping:
-                    if proc.pid not in waited_for:
-                        waited_for.add(proc.pid)
-                        log.info("child pid %d is stopping its commands: waiting", proc.pid)
-                deadline = time.monotonic() + KILL_MARGIN
+                # the app knows: it has the margin from the last look that
+                # found them, to release its jobs once they are gone
+                next_look = now + _LOOK_EVERY
+                for proc in running:
+                    if proc.poll() is None and groups_under(proc.pid):
+                        deadline = max(deadline, now + KILL_MARGIN)
+                        if proc.pid not in waited_for:
+                            waited_for.add(proc.pid)
+                            log.info("child pid %d is stopping its commands: waiting", proc.pid)
+            if now >= deadline:
+                break
             self._signals.wait(0.05)
         killed = [p for p in running if p.poll() is None]
         for proc in killed:

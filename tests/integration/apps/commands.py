@@ -46,6 +46,10 @@ slow_close = app.command(
     grace=20,
 )
 
+#: Writes its pid to the file it is given and ignores SIGTERM: killed at the
+#: end of its grace, as long as a pool's margin after its own grace.
+deaf = app.command("deaf", ["sh", "-c", 'trap "" TERM; echo $$ >> "$0"; sleep 60 & wait'], grace=5)
+
 
 @app.task(name="fork_and_linger")
 def fork_and_linger(path: str) -> None:
