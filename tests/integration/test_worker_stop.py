@@ -14,7 +14,7 @@ import pytest
 
 from helpers import APPS, appended_lines, wait_for, written
 from integration.redis_servers import PrivateRedis, private_redis
-from procs import Processes
+from procs import ROTA, Processes
 from rota import App
 from rota.models import JobState
 from rota.task import JobHandle
@@ -86,6 +86,29 @@ def test_a_thread_task_left_running_is_asked_to_stop_before_its_release(
     ended = Path(f"{path}.end")
     assert written(ended, timeout=20, what="the task to stop") == "stopped"
     assert worker.wait(timeout=20) == 0, processes.output(worker)
+    assert released(handle)
+
+
+def test_the_same_signal_twice_at_once_is_one_request_to_drain(
+    url: str,
+    sender_of: Callable[[str, str], App],
+    processes: Processes,
+    app_path: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """GNU timeout signals its command, then its own process group: the
+    worker drains as for one signal, not as for a second one."""
+    sender = sender_of("modes", url)
+    worker = processes.command(
+        "timeout", "600", ROTA, "worker", app_path("modes"), "--url", url,
+        "--mode", "processes", "-c", "1", "--grace", "0.5",
+    )  # fmt: skip
+    path = tmp_path / "ticks"
+    handle = sender.tasks["ticking"].send(str(path))
+    wait_for(lambda: ticks(path) >= 3, timeout=30, what="the job to tick")
+    worker.send_signal(signal.SIGTERM)  # to timeout, which passes it on twice
+    assert worker.wait(timeout=20) == 0, processes.output(worker)
+    assert "second signal" not in processes.output(worker)
     assert released(handle)
 
 

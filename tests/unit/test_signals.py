@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rota._signals import StopSignals
+import rota._signals
+from rota._signals import REPEAT_WINDOW, StopSignals
 
 
 @pytest.fixture
@@ -61,6 +62,25 @@ def test_the_second_signal_on_runs_the_repeat_hook_in_the_handler(
         signal.SIGTERM,
         None,
     ]
+
+
+def test_the_same_signal_again_within_the_window_is_the_same_request(
+    handlers_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GNU timeout signals its command, then the process group it is in."""
+    now = [100.0]
+    monkeypatch.setattr(rota._signals.time, "monotonic", lambda: now[0])
+    seen: list[int] = []
+    signals = StopSignals(on_repeat=seen.append)
+    signals.install()
+    os.kill(os.getpid(), signal.SIGTERM)
+    now[0] += REPEAT_WINDOW / 2
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert (signals.received, seen) == (1, [])
+    now[0] += REPEAT_WINDOW
+    os.kill(os.getpid(), signal.SIGTERM)  # a second request: the repeat hook runs
+    assert (signals.received, seen) == (2, [2])
+    assert [signals.wait(0.01) for _ in range(4)] == [signal.SIGTERM, None, signal.SIGTERM, None]
 
 
 # A main thread waiting in short steps while another process sends it signals
