@@ -91,6 +91,29 @@ def test_the_libpq_url_has_no_read_url() -> None:
     assert options == {"schema": "crawl", "read_url": REPLICA}
 
 
+@pytest.mark.parametrize(
+    ("url", "libpq", "fields"),
+    [
+        ("postgresql:///rota", "postgresql:///rota", {"dbname": "rota"}),
+        (
+            "postgres://?host=127.0.0.1&dbname=rota&schema=crawl",
+            "postgresql://?host=127.0.0.1&dbname=rota",
+            {"host": "127.0.0.1", "dbname": "rota"},
+        ),
+        ("postgresql://u@h:5433/d?schema=s", "postgresql://u@h:5433/d", {"port": "5433"}),
+    ],
+)
+def test_the_libpq_url_keeps_a_url_without_a_host_as_written(
+    url: str, libpq: str, fields: dict[str, str]
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from rota.stores.postgres.store import split_url
+
+    conninfo, _ = split_url(url)
+    assert conninfo == libpq
+    assert fields.items() <= psycopg.conninfo.conninfo_to_dict(conninfo).items()
+
+
 def test_rota_refuses_read_url_on_a_sqlite_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'rota.db'}"
     result = CliRunner().invoke(main, ["jobs", "list", "--url", url, "--read-url", REPLICA])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -54,17 +54,18 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         rather than create them."""
         conninfo, options = split_url(url)
         try:
-            psycopg.conninfo.conninfo_to_dict(conninfo)  # libpq's own check of the rest
+            fields = psycopg.conninfo.conninfo_to_dict(conninfo)  # libpq's own check of the rest
         except psycopg.ProgrammingError as exc:
-            raise InvalidArgument(f"bad PostgreSQL URL option: {exc}") from None
+            raise InvalidArgument(f"bad PostgreSQL URL: {exc}") from None
         try:
             pool_size = int(options.get("pool_size", "8"))
         except ValueError:
             raise InvalidArgument("pool_size must be a whole number") from None
         if not 1 <= pool_size <= 100:
             raise InvalidArgument(f"pool_size must be between 1 and 100, not {pool_size}")
-        parts = urlsplit(url)
-        where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        # as libpq reads it: a host, port or database may be a query option
+        host, port, dbname = (fields.get(k) for k in ("host", "port", "dbname"))
+        where = f"{host or 'localhost'}:{port or 5432}" + (f"/{dbname}" if dbname else "")
         return cls(
             conninfo,
             schema=options.get("schema", "rota"),
@@ -203,4 +204,7 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
     own = {k: v for k, v in query if k in _OWN_OPTIONS}
     # %20 for a space: libpq reads a "+" in a URL as itself
     rest = urlencode([(k, v) for k, v in query if k not in _OWN_OPTIONS], quote_via=quote)
-    return urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment)), own
+    # built by hand: urlunsplit drops the "//" of a URL without a host
+    # (postgresql:///db, libpq's local socket), which libpq then refuses
+    libpq = f"{scheme}://{parts.netloc}{parts.path}" + (f"?{rest}" if rest else "")
+    return libpq + (f"#{parts.fragment}" if parts.fragment else ""), own
