@@ -20,6 +20,7 @@ from rota.cli._support import (
     resolve_queues,
     url_option,
 )
+from rota.cli.web import address, listening_socket
 from rota.stores import redact_url
 
 
@@ -104,8 +105,7 @@ def run(
         host=worker_host,
     )
     if not no_web:
-        _start_dashboard(app, host, port, token)
-        note(f"dashboard: http://{host}:{port}/")
+        note(f"dashboard: {_start_dashboard(app, host, port, token)}")
     note(
         f"rota run: store {redact_url(app.url)}, queues {','.join(names)}, "
         f"concurrency {concurrency}, mode {mode}"
@@ -113,20 +113,25 @@ def run(
     worker.run()
 
 
-def _start_dashboard(app: App, host: str, port: int, token: str | None) -> None:
-    """Serve the dashboard from a thread of this process; fail if it cannot bind."""
+def _start_dashboard(app: App, host: str, port: int, token: str | None) -> str:
+    """Serve the dashboard from a thread of this process and return its URL;
+    fail if it cannot listen."""
     import uvicorn
 
     from rota.web import check_bind, create_app
     from rota.web._auth import is_loopback_host
 
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
-    config = uvicorn.Config(create_app(app, token=token), host=host, port=port, log_level="warning")
+    sock = listening_socket(host, port)
+    config = uvicorn.Config(create_app(app, token=token), log_level="warning")
     server = uvicorn.Server(config)  # off the main thread it leaves signals to the worker
-    thread = threading.Thread(target=server.run, name="rota-web", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="rota-web", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + 10.0
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise CliError(f"the dashboard could not start on {host}:{port}")
+            raise CliError(f"the dashboard could not start on {address(sock)}")
         time.sleep(0.02)
+    return address(sock)

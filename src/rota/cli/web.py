@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import click
 
 from rota.cli._logging import configure
-from rota.cli._support import CliState, note, pass_state, read_url_option, url_option
+from rota.cli._support import (
+    CliError,
+    CliState,
+    note,
+    pass_state,
+    read_url_option,
+    url_option,
+)
 from rota.stores import redact_url
 
 
@@ -67,12 +77,30 @@ def web(
     app = state.app_or_bare(app_spec)
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
+    sock = listening_socket(host, port)
     roles = "operator and viewer tokens" if viewer_token else ("a token" if token else "no token")
     replica = f", reads from {redact_url(app.read_url)}" if app.read_url is not None else ""
-    note(
-        f"rota web: store {redact_url(app.url)}{replica}, {roles}, http://{_display(host)}:{port}/"
-    )
-    uvicorn.run(asgi, host=host, port=port, log_level=log_level, server_header=False)
+    note(f"rota web: store {redact_url(app.url)}{replica}, {roles}, {address(sock)}")
+    config = uvicorn.Config(asgi, log_level=log_level, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket that listens on ``host``:``port`` for the dashboard (port 0:
+    one the system picks); a :class:`CliError` that says why not (the port
+    taken, an unknown host) before anything is announced."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise CliError(f"the dashboard cannot listen on {_display(host)}:{port}: {why}") from None
+
+
+def address(sock: socket.socket) -> str:
+    """The dashboard's URL on the listening ``sock``."""
+    host, port = sock.getsockname()[:2]
+    return f"http://{_display(host)}:{port}/"
 
 
 def _display(host: str) -> str:
