@@ -257,6 +257,7 @@ def test_the_dashboard_shows_the_warnings(app: rota.App) -> None:
         ["limits", "list"],
         ["schedules", "list"],
         ["schedules", "show", "x"],
+        ["scheduler"],  # without APP: nothing to fire but what a store holds
     ],
 )
 def test_read_only_commands_refuse_a_missing_sqlite_file(

@@ -92,14 +92,17 @@ def scheduler(cli: CliState, app_spec: str | None, max_sleep: float, log_level: 
     makes exactly one job. Loading APP runs its module, so schedules it
     defines with app.schedule(...) are created or updated first. Without
     APP it fires the schedules stored in --url (or ROTA_URL): those added
-    with `rota schedules add`, the dashboard or another app.
+    with `rota schedules add`, the dashboard or another app; a store that
+    does not exist there is refused rather than created.
     """
     from rota._signals import StopSignals
     from rota._store_wait import wait_for_store
     from rota.scheduling.scheduler import Scheduler
 
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
-    app = cli.app_or_bare(app_spec, wait_for_store=True)
+    # without APP there is nothing to fire but stored schedules: a store that
+    # does not exist (a mistyped URL) is refused, not created empty
+    app = cli.load_app(app_spec, wait_for_store=True) if app_spec else cli.store_app()
     engine = Scheduler(app, max_sleep=max_sleep)
     stop = StopSignals()
     stop.install()
