@@ -206,6 +206,18 @@ def test_a_write_on_the_replica_is_refused_by_the_server(app: App, pair: Pair) -
     assert not any(info.paused for info in app.store.queues())
 
 
+def test_a_read_url_that_reaches_the_primary_changes_nothing(pg_cluster: PgCluster) -> None:
+    """A reader's transactions are read-only on any server, as on MySQL."""
+    app = App(f"{pg_cluster.url()}?schema={SCHEMA}", read_url=pg_cluster.url())
+    try:
+        app.store.queues()  # the store, migrated
+        with pytest.raises(StoreError, match="read-only"):
+            app.reader.pause_queue("default")
+        assert app.reader.queues() == app.store.queues() == []
+    finally:
+        app.close()
+
+
 def test_a_read_url_on_a_store_that_is_not_postgres_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

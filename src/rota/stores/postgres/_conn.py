@@ -180,7 +180,7 @@ class PgConnections(Database):
         self.where = where or "PostgreSQL"
         self.channel = f"rota_{schema}"
         #: A read-only view on a streaming replica: no migrations, and every
-        #: change is refused by the server.
+        #: change is refused by the server (its transactions are read-only).
         self.replica = replica
         self._conninfo = conninfo
         #: The database the store's tables are in, as the server names it.
@@ -223,7 +223,12 @@ class PgConnections(Database):
         with the server's own words, rather than after the pool's retries."""
         params = psycopg.conninfo.conninfo_to_dict(conninfo)
         given = params.get("options")
-        options = " ".join(filter(None, [str(given or ""), f"-c search_path={self.schema}"]))
+        # a replica's transactions are read-only whatever the server is: a
+        # read URL that reaches a primary (a mistake, a pooler) changes nothing
+        read_only = "-c default_transaction_read_only=on" if self.replica else ""
+        options = " ".join(
+            filter(None, [str(given or ""), f"-c search_path={self.schema}", read_only])
+        )
         kwargs: dict[str, Any] = {
             "autocommit": True,
             "options": options,
