@@ -165,6 +165,16 @@ def test_a_nul_in_a_text_is_refused_by_name_and_changes_nothing(pstore: Postgres
             StoreUnavailable,
             "cannot be reached",
         ),
+        (
+            psycopg.OperationalError('connection is bad: invalid sslmode value: "bogus"'),
+            StoreError,
+            "cannot work with a connection setting",
+        ),
+        (
+            psycopg.OperationalError("failed: server does not support SSL, but SSL was required"),
+            StoreError,
+            "cannot work with a connection setting",
+        ),
     ],
 )
 def test_server_errors_say_what_happened_and_only_lost_connections_cannot_be_reached(
@@ -175,6 +185,16 @@ def test_server_errors_say_what_happened_and_only_lost_connections_cannot_be_rea
     assert str(found).startswith("the PostgreSQL store at db:5432/app ")
     assert words in str(found)
     assert ("cannot be reached" in str(found)) == (words == "cannot be reached")
+
+
+@pytest.mark.parametrize("setting", ["sslmode=bogus", "target_session_attrs=bogus"])
+def test_a_connection_setting_that_cannot_work_is_refused_at_once(
+    pg_url: str, setting: str
+) -> None:
+    """Not "cannot be reached": a worker would try again for ever."""
+    with pytest.raises(StoreError, match="cannot work with a connection setting") as refused:
+        open_store(f"{pg_url}&{setting}")
+    assert not isinstance(refused.value, StoreUnavailable)
 
 
 def test_a_lock_not_granted_in_time_is_run_again_then_said(pg_url: str) -> None:

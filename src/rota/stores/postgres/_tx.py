@@ -53,6 +53,15 @@ _LOGIN_REFUSED = re.compile(
 )
 
 
+#: libpq's words for connection settings that can never work with this
+#: server, whatever the time: a value it does not know, SSL or channel
+#: binding required of a server that offers neither.
+_BAD_SETTING = re.compile(
+    r"invalid \w+ value|server does not support SSL, but SSL was required|channel binding "
+    r"required, but"
+)
+
+
 def lacks_rights(where: str, role: str, schema: str, said: Exception) -> StoreError:
     """The error of a role that may not use rota's tables in ``schema``,
     with the rights to grant it."""
@@ -66,10 +75,15 @@ def lacks_rights(where: str, role: str, schema: str, said: Exception) -> StoreEr
 def store_error(exc: BaseException, where: str) -> StoreError:
     """The rota error for a psycopg or pool error at ``where``: a lost
     connection (or no connection in time) is "cannot be reached", a log-in
-    the server refused is "refused the connection"; other server errors say
+    the server refused is "refused the connection", a connection setting
+    that cannot work with it (``sslmode=bogus``) says so; other server errors say
     what the server did, by SQLSTATE."""
     if _LOGIN_REFUSED.search(str(exc)):
         return StoreError(f"the PostgreSQL store at {where} refused the connection: {exc}")
+    if _BAD_SETTING.search(str(exc)):
+        return StoreError(
+            f"the PostgreSQL store at {where} cannot work with a connection setting: {exc}"
+        )
     if isinstance(exc, psycopg_pool.PoolTimeout) or connection_lost(exc):
         return StoreUnavailable(f"the PostgreSQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, psycopg.IntegrityError):  # pipelined: raised at the commit
