@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from rota.admin import Actor
 from rota.cli import main
+from rota.cli._actor import cli_actor
 from rota.stores import Store, open_store
 
 
@@ -56,3 +59,10 @@ def test_rota_audit_lists_newest_first_and_filters(url: str, store: Store) -> No
 def test_rota_audit_refuses_a_bad_limit(url: str) -> None:
     result = CliRunner().invoke(main, ["--url", url, "audit", "--limit", "0"])
     assert result.exit_code == 2 and "0 is not in the range" in result.output
+
+
+def test_without_user_the_actor_is_the_login_name_the_system_knows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("USER", raising=False)
+    assert cli_actor() == Actor(name=getpass.getuser() or "cli", origin="cli")

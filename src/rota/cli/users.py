@@ -8,7 +8,7 @@ import sys
 import click
 from rich.table import Table
 
-from rota.admin import Actor
+from rota.cli._actor import cli_actor
 from rota.cli._support import (
     CliState,
     CliUsageError,
@@ -23,15 +23,6 @@ from rota.models import USER_ROLES
 __all__ = ["users"]
 
 _ROLE = click.Choice(USER_ROLES)
-
-
-def _actor() -> Actor:
-    """The person at this terminal, with every right (they hold the store's URL)."""
-    try:
-        name = getpass.getuser()
-    except (OSError, KeyError):
-        name = "cli"
-    return Actor(name=name or "cli", role="admin", origin="cli")
 
 
 def _password(from_stdin: bool) -> str:
@@ -73,7 +64,7 @@ def add(cli: CliState, name: str, role: str, password_stdin: bool) -> None:
     """Create user NAME with a password (asked twice, or --password-stdin)."""
     password = _password(password_stdin)
     # the first user may come before any worker: a missing SQLite file is created
-    cli.store_app(must_exist=False).admin.add_user(name, role, password, by=_actor())
+    cli.store_app(must_exist=False).admin.add_user(name, role, password, by=cli_actor())
     click.echo(f"added {name} ({role})")
 
 
@@ -83,7 +74,7 @@ def add(cli: CliState, name: str, role: str, password_stdin: bool) -> None:
 def list_users(cli: CliState) -> None:
     """Every user with its role and the labels of its API tokens and of its
     dashboard sessions (dashboard-session-...)."""
-    found = cli.store_app().admin.users(by=_actor())
+    found = cli.store_app().admin.users(by=cli_actor())
     if not found:
         note("no users yet: rota users add NAME --role admin")
         return
@@ -101,7 +92,7 @@ def list_users(cli: CliState) -> None:
 @pass_state
 def remove(cli: CliState, name: str) -> None:
     """Remove user NAME; its API tokens stop working at once."""
-    cli.store_app().admin.remove_user(name, by=_actor())
+    cli.store_app().admin.remove_user(name, by=cli_actor())
     click.echo(f"removed {name}")
 
 
@@ -112,7 +103,7 @@ def remove(cli: CliState, name: str) -> None:
 @pass_state
 def role(cli: CliState, name: str, role: str) -> None:
     """Give user NAME the role ROLE."""
-    cli.store_app().admin.set_role(name, role, by=_actor())
+    cli.store_app().admin.set_role(name, role, by=cli_actor())
     click.echo(f"{name} is now {role}")
 
 
@@ -123,7 +114,7 @@ def role(cli: CliState, name: str, role: str) -> None:
 @pass_state
 def passwd(cli: CliState, name: str, password_stdin: bool) -> None:
     """Set a new password for user NAME (their dashboard sessions end)."""
-    cli.store_app().admin.set_password(name, _password(password_stdin), by=_actor())
+    cli.store_app().admin.set_password(name, _password(password_stdin), by=cli_actor())
     click.echo(f"password of {name} changed")
 
 
@@ -135,7 +126,7 @@ def passwd(cli: CliState, name: str, password_stdin: bool) -> None:
 def token(cli: CliState, name: str, label: str) -> None:
     """Make API token LABEL for user NAME and print its secret, this once only
     (send it as 'Authorization: Bearer SECRET'). A token of the same label is replaced."""
-    secret = cli.store_app().admin.create_token(name, label, by=_actor())
+    secret = cli.store_app().admin.create_token(name, label, by=cli_actor())
     click.echo(secret)
     note(f"token {label} of {name}: store it now, it is not shown again")
 
@@ -148,5 +139,5 @@ def token(cli: CliState, name: str, label: str) -> None:
 def revoke(cli: CliState, name: str, label: str) -> None:
     """Revoke API token LABEL of user NAME, or end one of its dashboard
     sessions (a LABEL dashboard-session-...)."""
-    cli.store_app().admin.revoke_token(name, label, by=_actor())
+    cli.store_app().admin.revoke_token(name, label, by=cli_actor())
     click.echo(f"revoked token {label} of {name}")
