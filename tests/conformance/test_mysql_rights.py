@@ -15,7 +15,7 @@ pytest.importorskip("MySQLdb")
 
 from backends import MYSQL_URL, mysql_execute
 from conformance.support import sends_and_claims
-from rota.errors import StoreError
+from rota.errors import StoreError, StoreUnavailable
 from rota.stores import open_store
 
 ROW_RIGHTS = "SELECT, INSERT, UPDATE, DELETE"
@@ -82,3 +82,13 @@ def test_a_database_the_user_may_not_create_is_refused_with_what_to_do(user: str
         f"user may not create it: let an administrator create it \\(CREATE DATABASE {database}\\)",
     ):
         open_store(as_user(f"{MYSQL_URL}/x", user, database))
+
+
+def test_a_wrong_password_is_a_refused_connection_in_the_servers_words(
+    my_url: str, user: str
+) -> None:
+    wrong = as_user(my_url, f"{user}:not-its-password")
+    with pytest.raises(StoreError, match="refused the connection: Access denied for user") as no:
+        open_store(wrong)
+    assert not isinstance(no.value, StoreUnavailable)
+    assert "1045" not in str(no.value)  # the server's words, not the driver's tuple

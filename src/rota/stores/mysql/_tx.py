@@ -34,6 +34,10 @@ Q = load(PACKAGE, "connection.sql", *ENGINE_FILES)
 #: (1053), killed the connection (1927) or closed it for inactivity (4031),
 #: or has no connection left (1040).
 _LOST = frozenset({2002, 2003, 2006, 2013, 2055, 1053, 1927, 4031, 1040})
+#: The server refused a log-in whatever the time: access denied (1045, to a
+#: database 1044, by a plugin 1698), an account locked (3118) or whose
+#: password expired (1862).
+_LOGIN_REFUSED = frozenset({1045, 1044, 1698, 3118, 1862})
 _SERVER_LOST = 2013  # CR_SERVER_LOST: the connection went away during a statement
 #: The server refused a statement because it is read-only (1290: --read-only,
 #: 1792: a read-only transaction).
@@ -71,6 +75,9 @@ def store_error(exc: BaseException, where: str) -> StoreError:
         return StoreUnavailable(f"the MySQL store at {where} cannot be reached: {exc}")
     if isinstance(exc, MySQLdb.DataError):
         return ValueRefused(f"the MySQL store at {where} refused a value: {exc}")
+    if error_code(exc) in _LOGIN_REFUSED:
+        said = exc.args[1] if len(exc.args) > 1 else exc
+        return StoreError(f"the MySQL store at {where} refused the connection: {said}")
     if error_code(exc) in READ_ONLY:
         return StoreError(f"the MySQL store at {where} is read-only and refused a change: {exc}")
     return StoreError(f"the MySQL store at {where} failed: {exc}")
