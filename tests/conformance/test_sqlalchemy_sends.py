@@ -98,3 +98,17 @@ def test_a_core_connection_and_its_pooled_connection_send_too(
         assert app.store.get_jobs([first.id, second.id]) == [None, None]
         conn.commit()
     assert all(job is not None for job in app.store.get_jobs([first.id, second.id]))
+
+
+def test_a_send_first_in_engine_begin_is_in_its_transaction(setup: tuple[App, Any, str]) -> None:
+    """``engine.begin()`` runs no statement before the first: the send's begins it."""
+    app, engine, table = setup
+    with engine.begin() as conn:
+        handle = app.tasks["ship"].send(6, connection=conn)
+        assert app.store.get_job(handle.id) is None
+        conn.execute(sqlalchemy.text(f"INSERT INTO {table} VALUES (6)"))
+    assert app.store.get_job(handle.id) is not None and _orders(engine, table) == 1
+    with pytest.raises(RuntimeError, match="undone"), engine.begin() as conn:
+        undone = app.tasks["ship"].send(7, connection=conn)
+        raise RuntimeError("undone")
+    assert app.store.get_job(undone.id) is None

@@ -186,6 +186,28 @@ def test_a_job_sent_in_a_transaction_appears_at_commit(caller: Caller) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("end", ["commit", "rollback"])
+def test_a_send_that_is_the_transactions_first_statement_begins_it(
+    caller: Caller, end: str
+) -> None:
+    """Not in autocommit, a connection begins a transaction at its first
+    statement, which may be the send's (SQLAlchemy's ``engine.begin()``
+    runs none before the first): the job exists if and only if it commits."""
+    app, conn = caller.app, caller.connect()
+    try:
+        handle = app.tasks["ship"].send(7, connection=conn)
+        assert app.store.get_job(handle.id) is None
+        caller.order(conn, 7)
+        getattr(conn, end)()
+        job = app.store.get_job(handle.id)
+        if end == "commit":
+            assert job is not None and job.args == [7] and caller.orders(conn) == 1
+        else:
+            assert job is None and caller.orders(conn) == 0
+    finally:
+        conn.close()
+
+
 def test_a_job_sent_in_a_transaction_that_rolls_back_never_exists(caller: Caller) -> None:
     app, conn = caller.app, caller.connect()
     try:

@@ -189,11 +189,13 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
                 "connection's transaction has failed (a statement in it raised an error): "
                 "roll it back, then send in a new one"
             )
-        if status != psycopg.pq.TransactionStatus.INTRANS:
+        if status == psycopg.pq.TransactionStatus.IDLE and connection.autocommit:
             raise InvalidArgument(
-                "connection has no open transaction: enqueue inside `with conn.transaction():` "
-                "(or after a statement on a connection that is not in autocommit)"
+                "connection has no open transaction: it is in autocommit mode; enqueue inside "
+                "`with conn.transaction():`"
             )
+        # (idle and not in autocommit: the send's first statement begins the
+        # transaction, as any statement would; a SQLAlchemy one begins so)
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
