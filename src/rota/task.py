@@ -270,6 +270,8 @@ class JobHandle(Generic[R]):
             problem = job_problem(self.app.store, job, inline=self.app._inline is not None)
             if problem:
                 message += f": {problem}"
+        elif job.state is JobState.SCHEDULED and job.error:  # given back, or to retry
+            message += f" (its last error: {job.error})"
         return message
 
     def cancel(self) -> bool:

@@ -173,6 +173,19 @@ def test_a_queued_job_of_a_gone_host_says_why_it_waits_and_stops_once_one_serves
     assert str(info.value) == f"job {handle.id} is still queued after 0.05 s"
 
 
+def test_a_wait_that_ends_on_a_job_given_back_says_why(app: rota.App) -> None:
+    handle = app.get_task("add").send(1, 2)
+    [job] = app.store.claim("w", ["default"], 1)
+    gave_back = "UnknownTask: ... (waiting for a worker that has it)"
+    snooze = Outcome(job.id, job.token, ok=False, error=gave_back, retry_in=10, snooze=True)
+    assert app.store.finish([snooze]) == [True]
+    with pytest.raises(JobTimeout) as info:
+        handle.result(timeout=0.05)
+    assert str(info.value) == (
+        f"job {handle.id} is still scheduled after 0.05 s (its last error: {gave_back})"
+    )
+
+
 def test_a_queued_job_of_a_paused_queue_says_so_on_its_page(app: rota.App) -> None:
     handle = app.get_task("add").send(1, 2)
     heartbeat(app, "default")
