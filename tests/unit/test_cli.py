@@ -1171,6 +1171,10 @@ def test_schedules_add_a_task_of_an_app_with_its_arguments(env: Env) -> None:
         "--json", '{"args": ["a"], "kwargs": {"x": 2}}',
     )  # fmt: skip
     assert by_json.stdout.strip() == 'added schedule echo: every minute: task tools.echo("a", x=2)'
+    again = env.rota(
+        "schedules", "add", "echo", "--every", "120", "--app", env.app, "--task", "tools.echo",
+    )  # fmt: skip
+    assert again.stdout.strip() == "replaced schedule echo: every 2 minutes: task tools.echo()"
 
     for words, message in (
         (["--task", "add", "--", "1", "2"], "--task needs --app"),

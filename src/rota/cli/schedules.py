@@ -491,6 +491,7 @@ def add(
         raise click.UsageError("--timeout stops a command; a task's own timeout applies")
     else:
         app, task, args, kwargs = _task_schedule(cli, task_name, words, app_spec, json_call)
+    existed = app.store.get_schedule(name) is not None  # (for the message only)
     stored = app.admin.add_schedule(
         name,
         task,
@@ -503,7 +504,8 @@ def add(
         by=cli_actor(),
     )
     what = command_line(stored) or f"task {stored.task}{call_text(args, kwargs)}"
-    click.echo(f"added schedule {stored.name}: {describe(stored)}: {what}")
+    verb = "replaced" if existed else "added"
+    click.echo(f"{verb} schedule {stored.name}: {describe(stored)}: {what}")
     if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
         note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
 
