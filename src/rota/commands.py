@@ -61,6 +61,7 @@ __all__ = [
     "command_call",
     "command_line",
     "command_line_of",
+    "command_options_of",
     "guarded",
     "parse_command_line",
     "register",
@@ -642,6 +643,36 @@ def command_line_of(task: str, args: Sequence[Any]) -> str:
     if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
         return shlex.join(argv)
     return argv if isinstance(argv, str) else ""
+
+
+def command_options_of(task: str, kwargs: object) -> str:
+    """The options of a ``rota.cmd`` call beside its command line, as one
+    line (``timeout 300 s, ok codes 0 2, cwd /srv, env A B``; the names of the
+    environment variables only, whose values may be secrets): ``""`` for a
+    call without any, or of another task. Stored values it cannot read are
+    shown as they are."""
+    if task != COMMAND_TASK or not isinstance(kwargs, dict):
+        return ""
+
+    def seconds(value: object) -> str:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return f"{value:g} s"
+        return repr(value)
+
+    def words(value: object) -> str:
+        return " ".join(map(str, value)) if isinstance(value, list | dict) else repr(value)
+
+    shown: dict[str, Callable[[Any], str]] = {
+        "shell": lambda v: "through /bin/sh" if v is True else "",
+        "timeout": lambda v: f"timeout {seconds(v)}",
+        "grace": lambda v: f"grace {seconds(v)}",
+        "ok_codes": lambda v: f"ok codes {words(v)}",
+        "cwd": lambda v: f"cwd {v}",
+        "env": lambda v: f"env {words(sorted(v) if isinstance(v, dict) else v)}",
+        "output_cap": lambda v: f"output cap {v} bytes",
+    }
+    parts = [say(kwargs[key]) for key, say in shown.items() if kwargs.get(key) is not None]
+    return ", ".join(part for part in parts if part)
 
 
 def parse_command_line(text: str) -> list[str]:

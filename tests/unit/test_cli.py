@@ -1063,8 +1063,9 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
         "kwargs": {"timeout": 900.0},
     }
     shown = env.rota("schedules", "show", "nightly").stdout
-    assert '"timeout": 900.0' in shown and "overlap    skip" in shown
-    assert "retries    up to 4, backoff 30 s doubling to 3600 s" in shown
+    assert '"timeout": 900.0' in shown and "overlap          skip" in shown
+    assert "command options  timeout 900 s\n" in shown
+    assert "retries          up to 4, backoff 30 s doubling to 3600 s" in shown
     options, _ = json.JSONDecoder().raw_decode(shown.split("job options\n", 1)[1])
     assert options["retry"] == {"backoff": [30.0, 3600.0], "retry_on": None, "no_retry_on": []}
 

@@ -14,7 +14,15 @@ import pytest
 from helpers import wait_for
 from procs import alive
 from rota import App
-from rota.commands import COMMAND_TASK, CommandFailed, CommandSpec, Tail, guarded, run
+from rota.commands import (
+    COMMAND_TASK,
+    CommandFailed,
+    CommandSpec,
+    Tail,
+    command_options_of,
+    guarded,
+    run,
+)
 from rota.errors import InvalidArgument
 from rota.scheduling import every
 
@@ -233,3 +241,12 @@ def test_env_adds_to_the_environment_and_ok_codes_decide_success(tmp_path: Path)
     assert result["exit_code"] == 4
     assert result["stdout"] == f"yes:{tmp_path}\n"
     assert result["truncated"] == {"stdout": False, "stderr": False}
+
+
+def test_a_command_calls_options_read_as_one_line_with_env_names_only() -> None:
+    options = {"timeout": 5, "ok_codes": [0, 2], "env": {"TOKEN": "s3cr3t", "A": "1"}}
+    assert command_options_of(COMMAND_TASK, options | {"cwd": "/srv", "shell": True}) == (
+        "through /bin/sh, timeout 5 s, ok codes 0 2, cwd /srv, env A TOKEN"
+    )
+    assert command_options_of(COMMAND_TASK, {"timeout": "abc"}) == "timeout 'abc'"  # as stored
+    assert command_options_of(COMMAND_TASK, {}) == command_options_of("add", options) == ""

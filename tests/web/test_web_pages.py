@@ -307,12 +307,13 @@ def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Dem
         rota.every(3600),
         name="backup",
         task="rota.cmd",
-        payload=b'{"args":[["sh","-c","pg_dump shop > /tmp/shop.sql"]],"kwargs":{}}',
+        payload=b'{"args":[["sh","-c","pg_dump shop > /tmp/shop.sql"]],"kwargs":{"timeout":600}}',
         job_options={},
     )
     line = "sh -c 'pg_dump shop > /tmp/shop.sql'"
     page = html_module.unescape(client.get("/schedules/backup").text)
     assert f'<dd class="mono" id="command">{line}</dd>' in page
+    assert '<dd id="command-options">timeout 600 s</dd>' in page
     listing = html_module.unescape(client.get("/schedules").text)
     assert f'<span class="mono">{line}</span> <span class="muted">(command)</span>' in listing
 

@@ -32,7 +32,13 @@ from rota.cli._support import (
     url_option,
 )
 from rota.cli.send import call_arguments
-from rota.commands import COMMAND_TASK, CommandSpec, command_call, command_line
+from rota.commands import (
+    COMMAND_TASK,
+    CommandSpec,
+    command_call,
+    command_line,
+    command_options_of,
+)
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, InvalidSchedule, NotFound
 from rota.models import JobState, Schedule
@@ -230,10 +236,13 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     """Everything about one schedule, as ``rota schedules show`` prints it."""
     s = schedule
     grace = "none" if s.grace is None else f"{s.grace:g} s"
+    call: Any = _json.loads(s.payload)
+    options = command_options_of(s.task, call.get("kwargs") if isinstance(call, dict) else None)
     rows: list[tuple[str, str | Text]] = [
         ("name", s.name),
         ("task", s.task),
         *([("command", command_line(s))] if command_line(s) else []),
+        *([("command options", options)] if options else []),
         ("trigger", describe(s)),
         ("enabled", _enabled(s, now)),
         ("next fire", _next_fire(s, now)),
@@ -249,7 +258,6 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     fields = Text("\n").join(
         Text.assemble((name.ljust(width), "bold"), "  ", value) for name, value in rows
     )
-    call: Any = _json.loads(s.payload)
     return Group(
         fields,
         Text("\narguments", style="bold underline"),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json
 from rota._wording import options_retry_text, read_policy, shown_options, still_running
 from rota.admin import Actor
-from rota.commands import command_line_of
+from rota.commands import command_line_of, command_options_of
 from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
@@ -212,6 +212,8 @@ class ScheduleView:
     overdue: bool
     #: The command line a schedule of ``rota.cmd`` runs (shell-quoted), else "".
     command: str
+    #: Its options beside the command line (timeout, ok codes...), else "".
+    command_options: str
 
 
 # -- who acts --------------------------------------------------------------
@@ -458,6 +460,7 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 retries=options_retry_text(s.job_options),
                 overdue=is_overdue(s, now),
                 command=command_line_of(s.task, args),
+                command_options=command_options_of(s.task, payload.get("kwargs")),
             )
         )
     return views
