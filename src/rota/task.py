@@ -410,9 +410,12 @@ class Task(Generic[P, R]):
         """Encode a call as a :class:`NewJob`, resolving its limit and unique keys.
 
         Arguments must be exact JSON (see :mod:`rota._validate`; tuples become
-        lists), else :class:`~rota.errors.SerializationError` names the bad value."""
+        lists), else :class:`~rota.errors.SerializationError` names the bad value;
+        a call the function cannot take (an argument too many or missing, an
+        unknown keyword) raises :class:`~rota.errors.InvalidArgument`."""
         app = self.app
         payload = _json.dumps_call(args, kwargs, cap=app.payload_cap)
+        self._check_call(args, kwargs)
         o = self.opts
         concurrency, rate, breaker = (
             self._limit_keys(args, kwargs) if o.concurrency or o.rate or o.breaker else ((), (), ())
@@ -437,6 +440,17 @@ class Task(Generic[P, R]):
             host=o.host,
             retry=encoded_policy(o.backoff, o.retry_on, o.no_retry_on),
         )
+
+    def _check_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Refuse a call that the task's function cannot take: the worker
+        would fail every attempt of it with a TypeError."""
+        shape = (len(args), frozenset(kwargs))
+        try:
+            refusal = _refusal(self.fn, *shape)
+        except TypeError:  # an unhashable callable object: worked out each time
+            refusal = _refusal.__wrapped__(self.fn, *shape)
+        if refusal:
+            raise InvalidArgument(f"task {self.name!r} cannot take this call: {refusal}")
 
     def _limit_keys(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -490,8 +504,9 @@ def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     ``f(feed="a")`` and ``f("a", full=False)`` are one call when ``full``
     defaults to False) and hashed as JSON with sorted keys at every level, so
     the order of keyword arguments and of dict keys does not count. A default
-    that is not JSON counts as not given. A call that fits no parameters (the
-    worker will refuse it) is hashed as written, keyword order aside.
+    that is not JSON counts as not given. A call that fits no parameters
+    (refused when sent: :meth:`Task.new_job`) is hashed as written, keyword
+    order aside.
     Arguments are JSON already (checked by the payload's encoding)."""
     call: Any = [args, kwargs]  # a list: never equal to a bound call's object
     parameters = _parameters_of(fn)
@@ -500,6 +515,21 @@ def _call_digest(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
         with contextlib.suppress(TypeError):  # fits no parameters: hashed as written
             call = defaults | signature.bind(*args, **kwargs).arguments
     return hashlib.blake2b(_json.canonical(call), digest_size=16).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _refusal(fn: Callable[..., Any], positional: int, names: frozenset[str]) -> str | None:
+    """Why ``fn`` cannot take a call of ``positional`` arguments and the
+    keyword arguments ``names`` (None if it can, or cannot be introspected):
+    it depends on nothing else, so is worked out once per shape of call."""
+    parameters = _parameters_of(fn)
+    if parameters is None:
+        return None
+    try:
+        parameters[0].bind(*range(positional), **dict.fromkeys(names))
+    except TypeError as exc:
+        return str(exc)
+    return None
 
 
 def _takes_connection(fn: Callable[..., Any]) -> bool:

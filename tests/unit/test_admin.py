@@ -207,7 +207,7 @@ def test_schedules_from_json_triggers_with_task_options(app: rota.App) -> None:
     assert (s.job_options["queue"], s.job_options["priority"]) == ("nightly", 5)
     assert s.job_options["max_attempts"] == 3, "options not named in the change are kept"
     s = app.admin.add_schedule(
-        "hosted", "add", every(60), args=[1], options={"host": "db-1", "backoff": ["30s", "1h"]}
+        "hosted", "add", every(60), args=[1, 2], options={"host": "db-1", "backoff": ["30s", "1h"]}
     )
     s = app.admin.update_schedule("hosted", options={"priority": 2})
     assert (s.job_options["priority"], s.job_options["host"]) == (2, "db-1")
@@ -292,7 +292,7 @@ def test_send_by_task_name_validates_like_task_send(app: rota.App) -> None:
 
 def test_a_viewer_may_read_the_audit_log_but_not_act(app: rota.App) -> None:
     handle = app.get_task("add").send(1, 2)
-    app.admin.add_schedule("s", "add", every(5))
+    app.admin.add_schedule("s", "add", every(5), args=[1, 2])
     actions: list[Callable[[], object]] = [
         lambda: app.admin.pause_queue("math", by=VIEWER),
         lambda: app.admin.set_queue_mode("math", "debug", by=VIEWER),

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from rota import App
+from rota.errors import InvalidArgument
 
 
 class Unwritable:
@@ -80,10 +81,9 @@ def test_different_calls_keep_different_keys(
     assert _key(refresh, *first[0], **first[1]) != _key(refresh, *second[0], **second[1])
 
 
-def test_a_call_that_fits_no_parameters_still_gets_a_key_of_its_own(refresh: Any) -> None:
-    # The worker refuses such a call; sending it stays as it was (no error here).
-    assert _key(refresh) == _key(refresh)
-    assert _key(refresh) != _key(refresh, "a")
+def test_a_call_that_fits_no_parameters_is_refused_before_it_gets_a_key(refresh: Any) -> None:
+    with pytest.raises(InvalidArgument, match="cannot take this call: missing a required"):
+        refresh.new_job((), {})
 
 
 def test_a_default_that_is_not_json_counts_as_not_given() -> None:

@@ -205,6 +205,31 @@ def test_schedule_arguments_follow_the_same_rules(app: App, store: Store) -> Non
     assert store.schedules() == []
 
 
+def test_a_call_the_function_cannot_take_is_refused_wherever_it_is_made(
+    app: App, store: Store
+) -> None:
+    """The worker would fail every attempt of it with a TypeError."""
+
+    @app.task(name="add")
+    def add(a: int, b: int, *, scale: int = 1) -> int:
+        return (a + b) * scale
+
+    before = snapshot(store)
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: add.send(1, 2, 3), "too many positional arguments"),  # type: ignore[call-arg]
+        (lambda: add.send(1), "missing a required argument: 'b'"),  # type: ignore[call-arg]
+        (lambda: add.send(1, 2, c=3), "unexpected keyword argument 'c'"),  # type: ignore[call-arg]
+        (lambda: add.send_many([(1, 2), (1,)]), r"send_many item 1: task 'add' cannot take"),
+        (lambda: app.admin.send("add", [1], {"c": 2}), "missing a required argument"),
+        (lambda: app.schedule("s", add, every(60), args=(1,)), "missing a required argument"),
+    ]
+    for call, message in calls:
+        with pytest.raises(InvalidArgument, match=message):
+            call()
+    assert snapshot(store) == before
+    assert add.send(1, b=2, scale=3).result is not None  # every way of a right call goes
+
+
 # -- results ---------------------------------------------------------------------------
 
 

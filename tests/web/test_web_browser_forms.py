@@ -235,7 +235,9 @@ def test_operator_adds_a_command_schedule_and_sends_a_command(site: Site, page: 
 
 
 def test_viewer_sees_neither_form(site: Site, page: Any) -> None:
-    site.app.admin.add_schedule("nightly", "shop.tick", {"type": "every", "interval": 3600})
+    site.app.admin.add_schedule(
+        "nightly", "shop.tick", {"type": "every", "interval": 3600}, args=[1]
+    )
     _log_in(page, site.base, VIEWER, "/schedules")
     expect(page.locator(".role")).to_have_text("viewer")
     expect(page.locator("tr[data-schedule=nightly]")).to_have_count(1)

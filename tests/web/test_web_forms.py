@@ -470,7 +470,7 @@ def test_api_schedule_refuses_bad_input(
     status: int,
     message: str,
 ) -> None:
-    demo.app.admin.add_schedule("base", "math.add", every(60))
+    demo.app.admin.add_schedule("base", "math.add", every(60), args=[1, 2])
     before = demo.store.schedules()
     send: Callable[..., Any] = getattr(client, method)
     content = re.sub(r"\binf\b", "Infinity", repr(body).replace("'", '"'))
@@ -506,7 +506,7 @@ def test_queue_mode_selector_sets_the_mode(client: TestClient, demo: Demo) -> No
 
 
 def test_viewer_sees_no_forms_and_gets_403(secured: Callable[[], TestClient], demo: Demo) -> None:
-    demo.app.admin.add_schedule("s", "math.add", every(60))
+    demo.app.admin.add_schedule("s", "math.add", every(60), args=[1, 2])
     demo.fetch.send("/a")
     viewer = secured()
     csrf = login(viewer, VIEWER)
