@@ -12,6 +12,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import rota.testing
@@ -203,6 +204,93 @@ def test_a_redirect_chain_stops_after_five_redirects_and_keeps_its_depth() -> No
     assert last["not_followed"] == "more than 5 redirects"
 
 
+def test_a_redirect_chain_stops_at_the_same_page_in_every_recrawl() -> None:
+    # /r1 -> /r2 -> ... -> /r8: /r6 is reached by five redirects, and its own
+    # redirect (the sixth) is not followed, in the first round nor in the next
+    chain = {f"/r{n}": f"/r{n + 1}" for n in range(1, 8)}
+    app = App()
+    with serving({"a": HostSpec({"/r8": []}, redirects=chain)}) as site:
+        seeds = [site.url("a", "/r1")]
+        crawler = Crawler(app, "trap", seeds=seeds, recrawl="1h", rate=1000, burst=1000)
+        with rota.testing.inline(app):
+            crawler.start()
+            for _ in range(2):  # two more rounds: each recrawl job run now, not in an hour
+                due = [j for j in _jobs(app, "trap.recrawl") if j.state is JobState.SCHEDULED]
+                assert len(due) == 6
+                for job in due:
+                    crawler._jobs.recrawl(*job.args)
+                    app.store.delete([job.id])
+        paths = Counter(r.path for r in site.requests("a"))
+    assert paths == Counter({"/robots.txt": 1} | {f"/r{n}": 3 for n in range(1, 7)})
+
+
+def test_a_redirect_that_is_not_followed_says_why() -> None:
+    redirects = {"/ftp": "ftp://files.example/menu.txt", "/away": "http://elsewhere.example/"}
+    app = App()
+    with serving({"a": HostSpec({}, redirects=redirects)}) as site:
+        seeds = [site.url("a", "/ftp"), site.url("a", "/away")]
+        crawler = Crawler(app, "out", seeds=seeds, rate=1000, burst=1000)
+        with rota.testing.inline(app):
+            crawler.start()
+            by_url = {r["url"]: r for r in results(app, "out.fetch")}
+    ftp, away = by_url[seeds[0]], by_url[seeds[1]]
+    assert ftp["redirect"] == "ftp://files.example/menu.txt" and ftp["links"] == 0
+    assert ftp["not_followed"] == "not an http(s) URL the crawl can fetch"
+    assert away["redirect"] == "http://elsewhere.example/" and away["links"] == 0
+    assert away["not_followed"] == "its host is outside the crawl"
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "pause"),
+    [(429, "10", 10.0), (503, "86400", 30.0)],  # a day asked, cut to max_pause
+)
+def test_a_robots_txt_answered_with_retry_after_pauses_its_host_as_a_page_does(
+    monkeypatch: pytest.MonkeyPatch, status: int, retry_after: str, pause: float
+) -> None:
+    asked: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return httpx.Response(status, headers={"Retry-After": retry_after})
+
+    app = App()
+    host, seed = "busy.example", "http://busy.example/"
+    crawler = Crawler(app, "busy", seeds=[seed], rate=1000, burst=4, adapt=Adaptive(max_pause=30))
+    client = httpx.Client(transport=httpx.MockTransport(answer))
+    monkeypatch.setattr(crawler._jobs.clients, "get", lambda: client)
+    with rota.testing.inline(app) as runner:
+        now = app.store.now()
+        with pytest.raises(TryLater, match=r"robots\.txt of http://busy\.example is not read yet"):
+            crawler._jobs.robots.rules("http://busy.example")
+        assert asked == ["/robots.txt"], "its retry waits for the pause, held by the store"
+        assert [i.override for i in app.store.limits() if i.key == host] == [0]
+        [resume] = [j for j in _jobs(app, "busy.resume") if j.state is JobState.SCHEDULED]
+        assert resume.run_at == pytest.approx(now + pause, abs=1.0)
+        [robots] = _jobs(app, "busy.robots")
+        assert robots.attempt == 1 and f"{host} is paused for {pause:.1f} s" in str(robots.error)
+        crawler._jobs.pacer.resume(host, 2)  # what the resume job does when the pause is over
+        runner.run_pending()
+    assert asked == ["/robots.txt", "/robots.txt"], "asked again once the pause is over"
+
+
+def test_a_crawl_delay_allows_no_burst_even_when_the_crawlers_rate_is_slower() -> None:
+    # Crawl-delay: 0.3 is faster than the crawler's rate (one a minute here, so
+    # no token comes back during the test), yet no two requests may be closer
+    # than 0.3 s: the burst of 4 must not apply (it let three go out at once)
+    pages: dict[str, list[Target]] = {"/": [("a", f"/{n}") for n in range(3)]}
+    pages |= {f"/{n}": [] for n in range(3)}
+    robots = [(200, "User-agent: *\nCrawl-delay: 0.3\n")]
+    app = App()
+    with serving({"a": HostSpec(pages, robots=robots)}) as site:
+        crawler = Crawler(app, "delayed", seeds=[site.url("a")], rate="1/m", burst=4)
+        with rota.testing.inline(app):  # a fetch the rate holds stays queued
+            crawler.start()
+            [info] = [i for i in app.store.limits() if i.key == site.key("a")]
+        paths = [r.path for r in site.requests("a")]
+    assert paths == ["/robots.txt", "/"], "the rate's one token, then no burst"
+    assert (info.rate, info.burst) == (pytest.approx(1 / 60), 1)
+
+
 @pytest.mark.alone  # it times requests to a fifth of a second: run with no other test
 def test_a_crawl_delay_is_a_minimum_gap_whatever_the_burst(app: App) -> None:
     # rate 50/s with bursts of 5, but robots.txt asks for 0.5 s between requests
@@ -316,6 +404,12 @@ def test_the_crawler_registers_its_tasks_and_its_worker_hooks(app: App) -> None:
     [
         ({"seeds": ["news.example"]}, "a seed must be an absolute http.s. URL, not 'news.example'"),
         ({"seeds": ["ftp://news.example/"]}, "a seed must be an absolute http"),
+        ({"seeds": ["http://exa mple.com/"]}, "a seed must be an absolute http.*'http://exa mple"),
+        (
+            {"seeds": ["https://news.example/" + "a" * 3000]},
+            r"a seed must be at most 2048 characters long \(MAX_URL_LENGTH\), not 3021: "
+            r"'https://news\.example/a+\.\.\.$",
+        ),
         ({"seeds": None}, "seeds takes an absolute http.s. URL or a list of them, not NoneType"),
         ({"seeds": 5}, "seeds takes an absolute http.s. URL or a list of them, not int 5"),
         ({"seeds": b"https://news.example/"}, "seeds takes an absolute http.s. URL or a list"),

@@ -17,6 +17,7 @@ from rota.cli import main
 from rota.crawl import Adaptive, Crawler
 from rota.crawl.jobs import NEVER
 from rota.crawl.pacing import Pacer
+from rota.crawl.robots import Rules
 from rota.models import Job, JobQuery, JobState, Outcome
 
 HOST = "shop.example:8080"
@@ -136,16 +137,17 @@ def test_each_fetch_carries_its_hosts_keys_and_rotates_over_hosts(app: App) -> N
         app, "shop", seeds=["http://shop.example:8080/"], per_host=3, rate="4/s", recrawl="2h"
     )
     frontier = crawler._jobs.frontier
+    rules = Rules.from_result({"status": 200, "text": "User-agent: *\nCrawl-delay: 2\n"}, "rota")
     calls = [("http://shop.example:8080/a", 1, None), ("http://shop.example:8080/b", 1, None)]
-    handles = frontier.fetch(HOST, 0.5, calls)
-    again = frontier.fetch(HOST, 0.5, calls[:1])
+    handles = frontier.fetch(HOST, rules, calls)
+    again = frontier.fetch(HOST, rules, calls[:1])
     assert [h.duplicate for h in handles + again] == [False, False, True]
     assert again[0].id == handles[0].id, "a URL pending or fetched is not sent"
     job = app.store.get_job(handles[0].id)
     assert job is not None and job.task == "shop.fetch" and job.queue == "crawl"
     assert job.limit_keys == (HOST,), "concurrency, rate and breaker all on the host"
     assert job.unique_key == "shop.fetch:http://shop.example:8080/a"
-    new = frontier.fetch_task_for(HOST, 0.5).new_job(("http://shop.example:8080/c",), {})
+    new = frontier.fetch_task_for(HOST, rules).new_job(("http://shop.example:8080/c",), {})
     assert new.fair_key == HOST, "claims rotate over hosts"
     assert [(c.key, c.limit) for c in new.concurrency] == [(HOST, 3)]
     assert [(r.key, r.rate, r.burst) for r in new.rate] == [(HOST, 0.5, 1)]

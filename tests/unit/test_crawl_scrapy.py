@@ -12,8 +12,8 @@ import scrapy
 from scrapy.http import FormRequest, JsonRequest
 from scrapy.utils.test import get_crawler
 
-from rota import App
-from rota.crawl.scrapy import DupeFilter, UnstorableRequest, host_of, settings
+from rota import App, _validate
+from rota.crawl.scrapy import DupeFilter, Scheduler, UnstorableRequest, host_of, options, settings
 from rota.crawl.scrapy.frontier import Politeness, SharedFrontier
 from rota.crawl.scrapy.stored import PRIVATE, decode, encode
 from rota.crawl.urls import canonical, host_key
@@ -166,13 +166,70 @@ def test_settings_name_the_scheduler_dupefilter_and_middleware() -> None:
         ({"rate": "fast"}, "rate 'fast' is not valid"),
         ({"burst": 0}, "burst must be at least 1"),
         ({"lease": 0}, "lease must be above 0"),
-        ({"url": "notaurl"}, "store URL 'notaurl' has no scheme"),
+        ({"lease": "1 week"}, "lease '1 week' is not a duration"),
+        ({"url": "notaurl"}, "url: store URL 'notaurl' has no scheme"),
+        ({"url": 5}, "url must be a store URL .a string., not 5"),
         ({"name": ""}, "name must be a non-empty string"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_argument(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         settings(**kwargs)
+
+
+def test_settings_give_durations_in_seconds_as_the_scheduler_reads_them() -> None:
+    assert settings(lease="30s")["ROTA_LEASE"] == 30.0
+    assert settings(lease="2m")["ROTA_LEASE"] == 120.0
+    scheduler = Scheduler.from_crawler(get_crawler(Shop, settings(lease="30s", rate="5/s")))
+    assert scheduler.options.lease == 30.0
+    assert scheduler.options.politeness == Politeness(per_host=2, rate="5/s", burst=1)
+
+
+def test_settings_given_with_scrapy_s_are_read_from_text() -> None:
+    given = {  # as `scrapy crawl -s NAME=VALUE` gives them: every value a string
+        "ROTA_URL": "sqlite:///shop.db",
+        "ROTA_NAME": "shop",
+        "ROTA_PER_HOST": "3",
+        "ROTA_RATE": "5",
+        "ROTA_BURST": "2",
+        "ROTA_LEASE": "2m",
+        "ROTA_UNIQUE_FOR": "1w",
+        "ROTA_FILTER_START": "False",
+        "ROTA_POLL": "0.5",
+    }
+    read = options.read(get_crawler(Shop, given).settings)
+    assert (read.url, read.name, read.queue) == ("sqlite:///shop.db", "shop", None)
+    assert read.politeness == Politeness(per_host=3, rate=5.0, burst=2)
+    assert (read.lease, read.unique_for, read.filter_start, read.poll) == (120, 604800, False, 0.5)
+    default = options.read(get_crawler(Shop, {}).settings)
+    assert (default.url, default.lease, default.filter_start, default.poll) == (None, 30, True, 0.2)
+    assert default.politeness == Politeness() and default.unique_for == _validate.MAX_DURATION
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"ROTA_PER_HOST": "0"}, r"^ROTA_PER_HOST must be at least 1"),
+        ({"ROTA_PER_HOST": "abc"}, r"^ROTA_PER_HOST must be an integer, not 'abc'$"),
+        ({"ROTA_BURST": "1.5"}, r"^ROTA_BURST must be an integer, not '1.5'$"),
+        ({"ROTA_RATE": "fast"}, r"^ROTA_RATE: rate 'fast' is not valid"),
+        ({"ROTA_LEASE": "0"}, r"^ROTA_LEASE must be above 0"),
+        ({"ROTA_UNIQUE_FOR": "1 week"}, r"^ROTA_UNIQUE_FOR '1 week' is not a duration"),
+        ({"ROTA_POLL": "-1"}, r"^ROTA_POLL must not be negative"),
+        ({"ROTA_FILTER_START": "maybe"}, r"^ROTA_FILTER_START must be True or False"),
+        ({"ROTA_URL": "notaurl"}, r"^ROTA_URL: store URL 'notaurl' has no scheme"),
+        ({"ROTA_URL": 5}, r"^ROTA_URL must be a store URL \(a string\), not 5$"),
+        ({"ROTA_NAME": " "}, r"^ROTA_NAME"),
+        ({"ROTA_DUPEFILTER_SIZE": "big"}, r"^ROTA_DUPEFILTER_SIZE must be an integer"),
+    ],
+)
+def test_bad_rota_settings_are_refused_naming_the_setting(
+    given: dict[str, Any], message: str
+) -> None:
+    crawler = get_crawler(Shop, given)
+    with pytest.raises(InvalidArgument, match=message):
+        Scheduler.from_crawler(crawler)  # before the spider opens
+        DupeFilter.from_crawler(crawler)  # ROTA_DUPEFILTER_SIZE is the dupefilter's
 
 
 def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:

@@ -48,6 +48,9 @@ def test_equivalent_urls_have_one_canonical_form(given: str, expected: str) -> N
         "http://user@example.com/",
         "http://example.com:99999/",
         "http://example.com/" + "a" * 3000,
+        "http://exa mple.com/",  # no DNS name has a space
+        "http://exa%20mple.com/",
+        "http://exa<mple>.com/",
         "",
     ],
 )

@@ -59,25 +59,26 @@ class Frontier:
         self.fetch_task: Task[..., dict[str, Any]] | None = None  # set once registered
         self.admit_task: Task[..., dict[str, Any]] | None = None
 
-    def fetch(self, host: str, rate: float, calls: Sequence[Call]) -> list[JobHandle[Any]]:
-        """Send one fetch job per call, all of ``host``, at ``rate`` fetches
-        per second; duplicates (a URL fetched or pending) come back with
-        ``duplicate`` set."""
+    def fetch(self, host: str, rules: Rules, calls: Sequence[Call]) -> list[JobHandle[Any]]:
+        """Send one fetch job per call, all of ``host``, whose robots.txt
+        ``rules`` are known; duplicates (a URL fetched or pending) come back
+        with ``duplicate`` set."""
         if not calls:
             return []
-        return self.fetch_task_for(host, rate).send_many([list(call) for call in calls])
+        return self.fetch_task_for(host, rules).send_many([list(call) for call in calls])
 
-    def fetch_task_for(self, host: str, rate: float) -> Task[..., dict[str, Any]]:
+    def fetch_task_for(self, host: str, rules: Rules) -> Task[..., dict[str, Any]]:
         """The fetch task with ``host``'s politeness keys: its concurrency
         limit (``per_host``; the store applies the host's level), its rate
-        (with the crawler's burst, or none when a Crawl-delay slowed it) and
-        its breaker, which does not count the errors of
-        :data:`HOST_NOT_AT_FAULT`. The concurrency key is the job's fair key."""
+        (the crawler's with its burst, or as its robots.txt ``rules`` ask
+        for a Crawl-delay, without bursts) and its breaker, which does not
+        count the errors of :data:`HOST_NOT_AT_FAULT`. The concurrency key
+        is the job's fair key."""
         assert self.fetch_task is not None
         s = self._settings
         return self.fetch_task.options(
             concurrency=Limit(host, s.per_host),
-            rate=Rate(rate, burst=s.host_burst(rate), key=host),
+            rate=Rate(s.host_rate(rules), burst=s.host_burst(rules), key=host),
             breaker=Breaker(
                 s.breaker.failures,
                 s.breaker.cooldown,
@@ -131,7 +132,7 @@ class Frontier:
                 sent += len(urls)
                 continue
             calls = self.allowed(rules, urls)
-            self.fetch(host_key(key), s.host_rate(rules), calls)
+            self.fetch(host_key(key), rules, calls)
             sent += len(calls)
         return sent
 

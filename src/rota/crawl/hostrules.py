@@ -18,11 +18,14 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from rota.crawl import fetching, outcomes, robots
+from rota.crawl.adapt import parse_retry_after
 from rota.crawl.errors import FetchFailed, TryLater
+from rota.crawl.pacing import Pacer
 from rota.crawl.robots import Rules
 from rota.crawl.settings import Settings
 from rota.errors import JobFailed, JobTimeout
@@ -43,9 +46,10 @@ class _Entry:
 class RobotsBook:
     """The robots.txt rules of each origin, as this process knows them."""
 
-    def __init__(self, settings: Settings, clients: fetching.Clients) -> None:
+    def __init__(self, settings: Settings, clients: fetching.Clients, pacer: Pacer) -> None:
         self._settings = settings
         self._clients = clients
+        self._pacer = pacer
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         # origins whose robots job gave up: why, and until when (time.monotonic())
@@ -136,7 +140,11 @@ class RobotsBook:
     def fetch(self, origin: str) -> dict[str, Any]:
         """Fetch ``origin``'s robots.txt (the robots job): what to keep for a
         usable answer, or :class:`FetchFailed` (429, 5xx, no answer), which
-        fails the attempt; the job is tried again with backoff."""
+        fails the attempt; the job is tried again with backoff. A 429 or 503
+        with a ``Retry-After`` pauses the host as a page's does (see
+        :meth:`rota.crawl.pacing.Pacer.throttle`): the job carries the host's
+        concurrency key, so the store holds its next try until the pause is
+        over."""
         url = f"{origin}/robots.txt"
         try:
             got = fetching.get(
@@ -151,10 +159,13 @@ class RobotsBook:
             kind = outcomes.network_kind(exc)
             raise FetchFailed(kind, f"{url}: {type(exc).__name__}: {exc}") from exc
         if not robots.reachable(got.status):
-            raise FetchFailed(
-                outcomes.status_kind(got.status),
-                f"{url} answered {got.status}: nothing of {origin} is fetched yet",
-            )
+            detail = f"{url} answered {got.status}: nothing of {origin} is fetched yet"
+            asked = parse_retry_after(got.headers.get("retry-after"), time.time())
+            if got.status in (429, 503) and asked is not None:
+                host = urlsplit(origin).netloc
+                pause = self._pacer.throttle(host, asked)
+                detail += f"; {host} is paused for {pause:.1f} s"
+            raise FetchFailed(outcomes.status_kind(got.status), detail)
         return robots.stored(got.status, got.content)
 
 

@@ -12,15 +12,15 @@ For a crawler named ``site``:
   sender did not know: reads it, then sends the allowed ones;
 - ``site.robots(origin)``: the one fetch of an origin's robots.txt per
   ``robots_ttl`` (see :mod:`rota.crawl.hostrules`);
-- ``site.recrawl(url, depth, previous, after)``: sent by a fetch to run
-  once the recrawl age is over; sends the page's next fetch with the
-  validators of the last one;
+- ``site.recrawl(url, depth, previous, after[, redirects])``: sent by a
+  fetch to run once the recrawl age is over; sends the page's next fetch
+  with the validators of the last one (and the redirects that led to it);
 - ``site.resume(host, level)``: ends a host's pause (see
   :mod:`rota.crawl.pacing`).
 
-Jobs other than fetches carry no host limits, so they run while a host is
-paused or busy; they have higher priorities than fetches (robots and resume
-highest), so a host's robots.txt is read before its pages.
+Jobs other than fetches and robots carry no host limits, so they run while
+a host is paused or busy; they have higher priorities than fetches (robots
+and resume highest), so a host's robots.txt is read before its pages.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from rota import Rate, _validate
+from rota import Limit, Rate, _validate
 from rota.app import App
 from rota.context import current_job
 from rota.crawl import fetching, outcomes
@@ -52,7 +52,7 @@ from rota.crawl.response import Link, Response
 from rota.crawl.robots import Rules
 from rota.crawl.seen import SeenFilter
 from rota.crawl.settings import Settings
-from rota.crawl.urls import host_key, origin, resolve
+from rota.crawl.urls import MAX_URL_LENGTH, host_key, origin, resolve
 from rota.errors import JobFailed, JobTimeout
 from rota.models import JobState
 
@@ -116,9 +116,9 @@ class CrawlJobs:
         self.settings = s = settings
         self.callbacks = callbacks
         self.clients = fetching.Clients(s.user_agent, s.timeout)
-        self.robots = RobotsBook(s, self.clients)
-        self.frontier = Frontier(s, self.robots, seen)
         self.pacer = Pacer(app, s.per_host, s.adapt, self._send_resume)
+        self.robots = RobotsBook(s, self.clients, self.pacer)
+        self.frontier = Frontier(s, self.robots, seen)
         app.on_worker_start(self.clients.open)
         app.on_worker_stop(self.clients.close)
         if seen is not None:
@@ -148,6 +148,8 @@ class CrawlJobs:
             priority=p + 2,
             retries=3,
             backoff=(2.0, 60.0),
+            # one of the host's fetches: held while the host is paused, as pages are
+            concurrency=Limit(_origin_host, s.per_host),
             rate=Rate(s.rate, burst=s.burst, key=_origin_host),
             unique=lambda origin: origin,
             unique_for=s.robots_ttl,
@@ -214,16 +216,23 @@ class CrawlJobs:
         rules = self.robots.rules(origin_)
         pairs = [(str(url), int(depth), int(rest[0]) if rest else 0) for url, depth, *rest in urls]
         calls = self.frontier.allowed(rules, pairs)
-        handles = self.frontier.fetch(host_key(origin_), self.settings.host_rate(rules), calls)
+        handles = self.frontier.fetch(host_key(origin_), rules, calls)
         new = sum(not h.duplicate for h in handles)
         return {"origin": origin_, "sent": new, "disallowed": len(pairs) - len(calls)}
 
     def recrawl(
-        self, url: str, depth: int, previous: dict[str, Any] | None, after: str
+        self,
+        url: str,
+        depth: int,
+        previous: dict[str, Any] | None,
+        after: str,
+        redirects: int = 0,
     ) -> dict[str, Any]:
         """The recrawl job of ``url``: sent by its last fetch, job ``after``,
         to run once the recrawl age is over; sends the page's next fetch with
-        the validators of that one. Links found again never send a fetched
+        the validators of that one and the count of ``redirects`` in a row
+        that led to the page (so a redirect chain stops at the same page in
+        every round). Links found again never send a fetched
         page (the store holds its URL for good, or the seen-set has it), so
         this fetch goes round the URL's unique key (it has one of its own,
         per recrawl job); with a seen-set the key is held only while a fetch
@@ -235,11 +244,11 @@ class CrawlJobs:
         rules = self.robots.rules(origin(url))
         if not rules.allows(url):
             return {"url": url, "skipped": "disallowed by robots.txt"}
-        task = self.frontier.fetch_task_for(host_key(url), s.host_rate(rules))
+        task = self.frontier.fetch_task_for(host_key(url), rules)
         if self.frontier.seen is None:
             # keyed by this job, so running it again (after a lost lease) sends nothing
             task = task.options(unique=_after_key(url, after), unique_for=s.recrawl)
-        handle = task.send(url, depth, previous)
+        handle = task.send(url, depth, previous, redirects)
         if handle.duplicate and handle.id == after:
             raise TryLater(f"the last fetch of {url} ({after}) still holds it", _HOLD_WAIT)
         return {"url": url, "fetch": handle.id, "duplicate": handle.duplicate}
@@ -294,15 +303,15 @@ class CrawlJobs:
         known = {origin(url): rules}
         if got.status == 304:
             kept = _validators(got.headers, previous, (previous or {}).get("hash"))
-            self._schedule_recrawl(url, depth, kept)
+            self._schedule_recrawl(url, depth, kept, redirects)
             return {"changed": False}
         if 300 <= got.status < 400:
-            return self._redirect(url, depth, got, known, redirects + 1)
+            return self._redirect(url, depth, got, known, redirects)
         if got.status >= 400:
             return {}  # gone or refused: not fetched again
         kept = _validators(got.headers, None, fetching.content_hash(got.content))
         if previous and previous.get("hash") == kept["hash"]:
-            self._schedule_recrawl(url, depth, kept)
+            self._schedule_recrawl(url, depth, kept, redirects)
             return {"changed": False} | kept
         response = Response(
             url,
@@ -315,29 +324,41 @@ class CrawlJobs:
         )
         items, links = self._parse(response)
         followed = self.frontier.follow(links, depth + 1, known)
-        self._schedule_recrawl(url, depth, kept)
+        self._schedule_recrawl(url, depth, kept, redirects)
         return {"changed": True, "items": items, "links": followed} | kept
 
     def _redirect(
-        self, url: str, depth: int, got: fetching.Fetched, known: dict[str, Rules], redirects: int
+        self, url: str, depth: int, got: fetching.Fetched, known: dict[str, Rules], before: int
     ) -> dict[str, Any]:
-        """Follow a redirect, the ``redirects``-th in a row: its target keeps
-        the page's depth (a redirect is no hop) and is not followed past
-        :data:`~rota.crawl.fetching.MAX_REDIRECTS` in a row."""
-        target = resolve(url, got.headers.get("location", ""))
-        if target is None:
-            return {}
-        self._schedule_recrawl(url, depth, None)
+        """Follow a redirect from a page that ``before`` redirects in a row
+        led to: its target keeps the page's depth (a redirect is no hop) and
+        is not followed past :data:`~rota.crawl.fetching.MAX_REDIRECTS` in a
+        row, nor out of the crawl's scope; ``not_followed`` says why."""
+        location = got.headers.get("location", "")
+        target = resolve(url, location)
+        redirects = before + 1
+        if target is None:  # another scheme (ftp:, mailto:), or no URL at all
+            shown = location.strip()[:MAX_URL_LENGTH] or None
+            why = "not an http(s) URL the crawl can fetch" if shown else "no Location header"
+            return {"redirect": shown, "redirects": redirects, "links": 0, "not_followed": why}
+        self._schedule_recrawl(url, depth, None, before)
         result: dict[str, Any] = {"redirect": target, "redirects": redirects}
+        refusal = self.settings.scope.refusal(target)
         if redirects > MAX_REDIRECTS:
-            return result | {"links": 0, "not_followed": f"more than {MAX_REDIRECTS} redirects"}
+            refusal = f"more than {MAX_REDIRECTS} redirects"
+        if refusal is not None:
+            return result | {"links": 0, "not_followed": refusal}
         return result | {"links": self.frontier.follow([target], depth, known, redirects)}
 
-    def _schedule_recrawl(self, url: str, depth: int, kept: dict[str, Any] | None) -> None:
+    def _schedule_recrawl(
+        self, url: str, depth: int, kept: dict[str, Any] | None, redirects: int
+    ) -> None:
+        """Send the recrawl job of ``url``, which ``redirects`` redirects in
+        a row led to, to run once the recrawl age is over."""
         age = self.settings.recrawl
         if age is not None:
             job = current_job()
-            self.recrawl_task.send_in(age, url, depth, kept, job.id)
+            self.recrawl_task.send_in(age, url, depth, kept, job.id, redirects)
 
     def _parse(self, response: Response) -> tuple[list[Any], list[str]]:
         """Run the parse callbacks that match the page: its items and links."""

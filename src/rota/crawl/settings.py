@@ -9,7 +9,7 @@ from rota import Breaker, Rate, __version__, _validate
 from rota._time import parse_duration
 from rota.crawl.adapt import Adaptive
 from rota.crawl.robots import Rules, agent_token
-from rota.crawl.urls import Scope, canonical
+from rota.crawl.urls import MAX_URL_LENGTH, Scope, canonical
 from rota.errors import InvalidArgument
 
 __all__ = ["DEFAULT_USER_AGENT", "Settings"]
@@ -36,9 +36,21 @@ def seed_urls(seeds: str | Iterable[str], what: str = "seeds") -> tuple[str, ...
     for item in items:
         url = canonical(item) if isinstance(item, str) else None
         if url is None:
-            raise InvalidArgument(f"a seed must be an absolute http(s) URL, not {item!r}")
+            raise InvalidArgument(_seed_refusal(item))
         found[url] = None
     return tuple(found)
+
+
+def _seed_refusal(item: object) -> str:
+    """Why ``item`` is no seed, quoting at most its first 60 characters."""
+    shown = repr(item)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if isinstance(item, str) and len(item) > MAX_URL_LENGTH:
+        return (
+            f"a seed must be at most {MAX_URL_LENGTH} characters long (MAX_URL_LENGTH), "
+            f"not {len(item)}: {shown}"
+        )
+    return f"a seed must be an absolute http(s) URL, not {shown}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +174,12 @@ class Settings:
             return self.rate
         return max(_validate.MIN_RATE, min(self.rate, 1.0 / delay))
 
-    def host_burst(self, rate: float) -> int:
-        """The burst of a host whose rate is ``rate`` (from :meth:`host_rate`):
-        the crawler's ``burst``, or 1 when a ``Crawl-delay`` (or
-        ``Request-rate``) slowed it, since that delay is a minimum gap
-        between two requests."""
-        return self.burst if rate >= self.rate else 1
+    def host_burst(self, rules: Rules | None) -> int:
+        """A host's burst: the crawler's ``burst``, or 1 when its robots.txt
+        asks for a ``Crawl-delay`` (or ``Request-rate``), whether or not that
+        is slower than ``rate``: the delay is a minimum gap between two
+        requests."""
+        return 1 if rules is not None and rules.delay() else self.burst
 
     def is_seed(self, url: str) -> bool:
         """Whether ``url`` is one of the seeds (seeds are fetched whatever the scope)."""

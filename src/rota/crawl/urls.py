@@ -26,12 +26,15 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: Longest URL the crawler keeps; longer ones are dropped (most servers
 #: refuse them anyway).
 MAX_URL_LENGTH = 2048
+#: A host name as DNS has it (letters, digits, hyphens, dots; underscores,
+#: which some hosts have), an IPv4 address, or an IPv6 one (unbracketed).
+_HOST = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+")
 
 
 def canonical(url: str) -> str | None:
     """The canonical form of an absolute http(s) URL, or None for anything
-    else (another scheme, no host, credentials in it, a malformed or
-    overlong URL)."""
+    else (another scheme, no host or one no DNS name has, such as one with a
+    space, credentials in it, a malformed or overlong URL)."""
     if not isinstance(url, str) or len(url) > MAX_URL_LENGTH:
         return None
     try:
@@ -46,7 +49,7 @@ def canonical(url: str) -> str | None:
     except ValueError:
         return None
     host = (parts.hostname or "").rstrip(".")  # "example.com." is example.com
-    if not host:
+    if not _HOST.fullmatch(host):
         return None
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != _DEFAULT_PORTS[parts.scheme]:

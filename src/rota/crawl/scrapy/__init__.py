@@ -28,9 +28,9 @@ from rota import Rate, _validate
 from rota._time import parse_duration
 from rota.crawl.scrapy.frontier import host_of
 from rota.crawl.scrapy.middleware import Finish
+from rota.crawl.scrapy.options import store_url
 from rota.crawl.scrapy.scheduler import DupeFilter, Scheduler
 from rota.crawl.scrapy.stored import UnstorableRequest
-from rota.stores import check_url
 
 __all__ = ["DupeFilter", "Finish", "Scheduler", "UnstorableRequest", "host_of", "settings"]
 
@@ -42,17 +42,18 @@ def settings(
     per_host: int = 2,
     rate: float | str | None = None,
     burst: int = 1,
-    lease: float = 30.0,
+    lease: float | str = 30.0,
 ) -> dict[str, Any]:
     """The Scrapy settings that put a spider's requests in rota's store at
     ``url`` (else the ``ROTA_URL`` environment variable, else
     ``sqlite:///rota.db``): at most ``per_host`` requests of a host at once
     and ``rate`` a second (bursts of ``burst``) across every process, a
-    claim's lease of ``lease`` seconds. ``name`` is the crawl's (the
+    claim's lease of ``lease`` (seconds, or a duration such as ``"2m"``,
+    given to Scrapy in seconds). ``name`` is the crawl's (the
     spider's name by default): processes that share it share a frontier.
     A bad argument raises :class:`~rota.errors.InvalidArgument` naming it,
     here rather than inside Scrapy."""
-    _check(url, name, per_host, rate, burst, lease)
+    _check(url, name, per_host, rate, burst)
     values: dict[str, Any] = {
         "SCHEDULER": "rota.crawl.scrapy.Scheduler",
         "DUPEFILTER_CLASS": "rota.crawl.scrapy.DupeFilter",
@@ -60,7 +61,7 @@ def settings(
         "DOWNLOADER_MIDDLEWARES": {"rota.crawl.scrapy.Finish": 50},
         "ROTA_PER_HOST": per_host,
         "ROTA_BURST": burst,
-        "ROTA_LEASE": lease,
+        "ROTA_LEASE": parse_duration(lease, what="lease", positive=True),
     }
     if url is not None:
         values["ROTA_URL"] = url
@@ -72,21 +73,15 @@ def settings(
 
 
 def _check(
-    url: str | None,
-    name: str | None,
-    per_host: int,
-    rate: float | str | None,
-    burst: int,
-    lease: float,
+    url: str | None, name: str | None, per_host: int, rate: float | str | None, burst: int
 ) -> None:
     """Refuse a bad argument of :func:`settings` with the validators a
     :class:`~rota.crawl.Crawler` and an :class:`~rota.App` use."""
     if url is not None:
-        check_url(url)
+        store_url(url, "url")
     if name is not None:
         _validate.name(name, "name")
     _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
     _validate.integer(burst, "burst", 1, _validate.MAX_LIMIT)
     if rate is not None:
         Rate(rate, burst=burst)
-    parse_duration(lease, what="lease", positive=True)

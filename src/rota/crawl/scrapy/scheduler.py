@@ -20,9 +20,9 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from rota import App, _validate
-from rota.crawl.scrapy import stored
-from rota.crawl.scrapy.frontier import Claim, Politeness, SharedFrontier
+from rota import App
+from rota.crawl.scrapy import options, stored
+from rota.crawl.scrapy.frontier import Claim, SharedFrontier
 from rota.crawl.scrapy.stored import PRIVATE, UnstorableRequest
 
 if TYPE_CHECKING:
@@ -47,14 +47,17 @@ class Scheduler:
     ``"5/s"``), ``ROTA_BURST`` (1), ``ROTA_LEASE`` (30 s),
     ``ROTA_UNIQUE_FOR`` (seconds a fingerprint is held after its request is
     done; for good), ``ROTA_FILTER_START`` (True: start requests are sent
-    once, though Scrapy makes them ``dont_filter``) and ``ROTA_POLL`` (0.2 s)."""
+    once, though Scrapy makes them ``dont_filter``) and ``ROTA_POLL`` (0.2 s).
+    A bad value of any of them is refused (:class:`~rota.errors.InvalidArgument`
+    naming the setting) before the spider opens."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.settings = crawler.settings
         self.stats = crawler.stats
-        self.poll = max(0.01, self.settings.getfloat("ROTA_POLL", 0.2))
-        self.filter_start = self.settings.getbool("ROTA_FILTER_START", True)
+        self.options = options.read(self.settings)
+        self.poll = self.options.poll
+        self.filter_start = self.options.filter_start
         self.spider: Spider | None = None
         self.frontier: SharedFrontier | None = None
         self.df: Any = None
@@ -74,33 +77,27 @@ class Scheduler:
         """Connect to the store and start renewing this process's claims."""
         from scrapy.utils.misc import build_from_crawler, load_object
 
-        s = self.settings
+        s, o = self.settings, self.options
         self.spider = spider
-        name = s.get("ROTA_NAME") or spider.name
-        lease = s.getfloat("ROTA_LEASE", 30.0)
-        app = App(s.get("ROTA_URL") or None, lease=lease)
+        name = o.name or spider.name
+        app = App(o.url, lease=o.lease)
         try:
             app.store.now()  # a store that cannot be reached fails the start: exit code 1
         except BaseException:
             app.close()
             raise
-        unique_for = s.get("ROTA_UNIQUE_FOR")
         self.frontier = SharedFrontier(
             app,
             name,
-            queue=s.get("ROTA_QUEUE") or f"scrapy-{name}",
-            politeness=Politeness(
-                per_host=s.getint("ROTA_PER_HOST", 2),
-                rate=s.get("ROTA_RATE") or None,
-                burst=s.getint("ROTA_BURST", 1),
-            ),
-            unique_for=_validate.MAX_DURATION if unique_for is None else float(unique_for),
+            queue=o.queue or f"scrapy-{name}",
+            politeness=o.politeness,
+            unique_for=o.unique_for,
             concurrency=s.getint("CONCURRENT_REQUESTS"),
         )
         self.df = build_from_crawler(load_object(s["DUPEFILTER_CLASS"]), self.crawler)
         self.df.open()
         self.crawler.signals.connect(self._done, signal=request_done)
-        self._loop(self._renew, max(0.2, lease / 4))
+        self._loop(self._renew, max(0.2, o.lease / 4))
         self._loop(self._wake, self.poll)
 
     def close(self, reason: str) -> None:
@@ -249,7 +246,7 @@ class DupeFilter:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.size = crawler.settings.getint("ROTA_DUPEFILTER_SIZE", 100_000)
+        self.size = options.integer(crawler.settings, "ROTA_DUPEFILTER_SIZE", 100_000)
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._logged = False
 
