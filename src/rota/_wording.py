@@ -111,8 +111,9 @@ def still_running(job: Job | None) -> str | None:
     next look at ``current_job().cancelled``); None when the cancel ended it."""
     if job is not None and job.state is JobState.RUNNING:
         return (
-            "its worker asks it to stop within about a second; "
-            "a thread task stops when it checks cancelled"
+            "its worker stops it within about a second: a command or a job in "
+            "processes mode is killed, an async task cancelled, and a thread task "
+            "stops when it checks cancelled"
         )
     return None
 

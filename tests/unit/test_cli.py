@@ -497,8 +497,9 @@ def test_jobs_cancel(env: Env) -> None:
     assert asked.exit_code == 0
     assert (
         asked.stdout
-        == f"cancelled {running} (it runs: its worker asks it to stop within about a second; "
-        "a thread task stops when it checks cancelled)\n"
+        == f"cancelled {running} (it runs: its worker stops it within about a second: a "
+        "command or a job in processes mode is killed, an async task cancelled, and a thread "
+        "task stops when it checks cancelled)\n"
     )
     assert state_of(env, running) is JobState.RUNNING
     refused = env.rota("jobs", "cancel", running)
@@ -519,7 +520,10 @@ def test_jobs_logs_says_when_it_gave_up_and_refuses_an_attempt_not_made(env: Env
     env.store.claim("test-worker", ["default"], 1)  # running, and it stays so
     waited = env.rota("jobs", "logs", job_id, "--follow", "--timeout", "0.2")
     assert waited.exit_code == 1, waited.output
-    assert f"job {job_id} still runs after --timeout 0.2 s" in waited.stderr
+    assert f"job {job_id} is still running after --timeout 0.2 s" in waited.stderr
+    silent = env.rota("jobs", "logs", job_id)
+    assert (silent.exit_code, silent.stdout) == (0, "")
+    assert silent.stderr == f"job {job_id} wrote nothing yet\n"
     beyond = env.rota("jobs", "logs", job_id, "--attempt", "2")
     assert beyond.exit_code == 1 and "has had 1 attempt(s), not 2" in beyond.stderr
     alone = env.rota("jobs", "logs", job_id, "--timeout", "5")

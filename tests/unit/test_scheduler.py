@@ -348,7 +348,7 @@ def test_the_log_of_dropped_fires_names_what_was_dropped_and_what_was_sent(
     assert fire_times(app, "r") == [now - 30]
     assert (
         f"schedule r: dropped 4 missed fire(s), the first at {_iso(now - 270)}; "
-        f"sending the fire at {_iso(now - 30)}"
+        f"coalesced into the fire at {_iso(now - 30)}"
     ) in caplog.text
 
 

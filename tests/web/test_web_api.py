@@ -230,8 +230,9 @@ def test_a_running_job_is_stopped_from_its_page_and_the_api(client: TestClient, 
     assert answer.status_code == 303
     shown = client.get(answer.headers["location"]).text
     assert (
-        f"Job {running.id} runs: its worker asks it to stop within about a second; "
-        "a thread task stops when it checks cancelled." in shown
+        f"Job {running.id} runs: its worker stops it within about a second: a command or a "
+        "job in processes mode is killed, an async task cancelled, and a thread task stops "
+        "when it checks cancelled." in shown
     )
     client.cookies.clear()  # as an API client, without the page's session
     again = client.post(f"/api/jobs/{running.id}/cancel")

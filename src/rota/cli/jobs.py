@@ -312,9 +312,12 @@ def logs(
             continue
         ended = job is None or job.state in FINISHED_STATES
         if not follow or (ended and not chunks):
+            if after == 0:  # (on stderr: the output stays what the job wrote)
+                click.echo(f"job {job_id} wrote nothing{'' if ended else ' yet'}", err=True)
             return
         if deadline is not None and time.monotonic() >= deadline:
-            raise CliError(f"job {job_id} still runs after --timeout {timeout:g} s")
+            state = job.state.value if job is not None else "running"
+            raise CliError(f"job {job_id} is still {state} after --timeout {timeout:g} s")
         sys.stdout.flush()
         time.sleep(_FOLLOW_POLL)
 

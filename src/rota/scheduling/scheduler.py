@@ -54,12 +54,13 @@ def _when(t: float) -> str:
 
 def _dropped_text(step: _Step) -> str:
     """What a step without a job did: ``dropped 4 missed fire(s), the first at
-    ...; sent the fire at ...`` (coalesced into a later fire), or, all older
-    than the grace, with the fire to come."""
+    ...; coalesced into the fire at ...`` (the one fire sent for them; an
+    overlap rule may still skip it), or, all older than the grace, with the
+    fire to come."""
     dropped = f"dropped {step.dropped} missed fire(s), the first at {_when(step.expected)}"
     if step.kept:
         assert step.new_next is not None
-        return f"{dropped}; sending the fire at {_when(step.new_next)}"
+        return f"{dropped}; coalesced into the fire at {_when(step.new_next)}"
     after = "none" if step.new_next is None else _when(step.new_next)
     return f"{dropped}, all older than its grace; next fire: {after}"
 
