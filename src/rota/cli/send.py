@@ -22,7 +22,7 @@ from rota.cli._support import (
     url_option,
 )
 from rota.commands import COMMAND_TASK, command_call
-from rota.errors import JobFailed, SerializationError
+from rota.errors import InvalidArgument, JobFailed, SerializationError
 from rota.task import JobHandle
 
 __all__ = ["call_arguments", "parse_arg", "parse_json_call", "send"]
@@ -113,6 +113,7 @@ class _SendCommand(click.Command):
                 given = {}  # (the parse below reports it)
             if given.get("command") and not isinstance(given.get("app_spec"), str):
                 args = [*args[:cut], "", *args[cut:]]
+        ctx.meta["rota.send.dashes"] = "--" in args
         words = list(args)  # (click's parse consumes its list)
         try:
             return super().parse_args(ctx, args)
@@ -244,7 +245,16 @@ def send(
         if command_timeout is not None:
             raise click.UsageError("--cmd-timeout goes with --cmd")
         call_args, call_kwargs = call_arguments(args, json_call)
-    app = cli.app_or_bare(app_spec or None)
+    try:
+        app = cli.app_or_bare(app_spec or None)
+    except InvalidArgument as exc:
+        if command and not click.get_current_context().meta.get("rota.send.dashes"):
+            # `rota send --cmd echo hi`: "echo" was read as APP
+            raise InvalidArgument(
+                f"{exc}; to send a command line without APP, put -- before it: "
+                f"rota send --cmd -- {app_spec} ..."
+            ) from None
+        raise
     if task_name == COMMAND_TASK:
         app.enable_commands()  # to send one; only workers that enable it run it
     task = app.get_task(task_name)
