@@ -619,11 +619,16 @@ def _fixed_spec(spec: CommandSpec) -> SpecOf:
     return spec_of
 
 
-def command_call(argv: list[str], timeout: float | None = None) -> tuple[list[Any], dict[str, Any]]:
+def command_call(
+    argv: list[str], timeout: float | None = None, **options: Any
+) -> tuple[list[Any], dict[str, Any]]:
     """The arguments of a ``rota.cmd`` job running ``argv`` (no shell),
-    stopped after ``timeout`` seconds when given (read back by
-    :func:`command_line_of`)."""
-    return [argv], {} if timeout is None else {"timeout": timeout}
+    stopped after ``timeout`` seconds when given, with the other options of
+    :class:`CommandSpec` given and not None (``cwd``, ``env``,
+    ``ok_codes``); read back by :func:`command_line_of` and
+    :func:`command_options_of`."""
+    given = {"timeout": timeout, **options}
+    return [argv], {name: value for name, value in given.items() if value is not None}
 
 
 def command_line(schedule: Schedule) -> str:

@@ -1074,6 +1074,39 @@ def test_schedules_add_stores_retries_backoff_timeout_overlap_and_priority(env: 
     assert options["retry"] == {"backoff": [30.0, 3600.0], "retry_on": None, "no_retry_on": []}
 
 
+def test_command_lines_take_a_directory_an_environment_and_ok_codes(env: Env) -> None:
+    added = env.rota(
+        "schedules", "add", "report", "--every", "1h", "--cwd", "/srv/app", "--env", "A=1",
+        "--env", "TOKEN=x=y", "--ok-codes", "0,2", "--", "./report.sh",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    [stored] = env.store.schedules()
+    assert json.loads(stored.payload)["kwargs"] == {
+        "cwd": "/srv/app",
+        "env": {"A": "1", "TOKEN": "x=y"},
+        "ok_codes": [0, 2],
+    }
+    shown = env.rota("schedules", "show", "report").stdout
+    assert "command options  ok codes 0 2, cwd /srv/app, env A TOKEN\n" in shown
+    assert "x=y" not in shown.split("arguments")[0], "env values only in the raw arguments"
+    sent = env.rota("send", "--cmd", "--ok-codes", "3", "--env", "B=2", "--", "true")
+    assert sent.exit_code == 0, sent.output
+    job = env.store.get_job(sent.stdout.strip())
+    assert job is not None and job.kwargs == {"env": {"B": "2"}, "ok_codes": [3]}
+    for words, message in (
+        (["--env", "A", "--", "true"], "'A' is not NAME=VALUE"),
+        (["--ok-codes", "zero", "--", "true"], "'zero' is not a list of exit codes"),
+        (["--ok-codes", "0,300", "--", "true"], "ok_codes item must be"),
+        (["--cwd", "", "--", "true"], "cwd must be a directory path"),
+        (["--app", env.app, "--task", "add", "--cwd", "/", "--", "1", "2"], "go with a command"),
+    ):
+        refused = env.rota("schedules", "add", "bad", "--every", "60", *words)
+        assert refused.exit_code == 2 and message in refused.output, (words, refused.output)
+    task_send = env.rota("send", env.app, "add", "--cwd", "/", "1", "2")
+    assert task_send.exit_code == 2 and "go with --cmd" in task_send.output
+    assert env.store.get_schedule("bad") is None
+
+
 def test_schedules_show_lists_the_next_fires_and_the_latest_jobs(env: Env) -> None:
     added = env.rota("schedules", "add", "tick", "--every", "60", "--", "true")
     assert added.exit_code == 0, added.output
@@ -1131,7 +1164,7 @@ def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
     assert job is not None and (job.args, job.kwargs) == ([["sleep", "300"]], {"timeout": 90.0})
     assert re.search(r"^command +sleep 300$", env.rota("jobs", "show", job_id).stdout, re.M)
     for words, message in (
-        (["add", "--cmd-timeout", "5", "1", "2"], "--cmd-timeout goes with --cmd"),
+        (["add", "--cmd-timeout", "5", "1", "2"], "--cmd-timeout, --cwd, --env and --ok-codes go with --cmd"),
         (["--cmd", "--json", "{}"], "--cmd takes the command line after --, not --json"),
         (["--cmd", "--cmd-timeout", "0", "--", "true"], "timeout must be above 0"),
     ):

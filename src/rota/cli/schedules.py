@@ -18,6 +18,7 @@ from rota import _json
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
 from rota._wording import attempt_text, call_text, options_retry_text, shown_options
 from rota.cli._actor import cli_actor
+from rota.cli._command_options import command_options, given_command_options
 from rota.cli._support import (
     CliError,
     CliState,
@@ -448,6 +449,7 @@ def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "anyway, skip it, or queue it behind.",
 )
 @click.option("--priority", "-p", type=click.IntRange(MIN_PRIORITY, MAX_PRIORITY))
+@command_options
 @click.option(
     "--enabled/--paused",
     default=None,
@@ -474,6 +476,9 @@ def add(
     timeout: float | None,
     overlap: str,
     priority: int | None,
+    cwd: str | None,
+    env: dict[str, str],
+    ok_codes: list[int] | None,
     enabled: bool | None,
 ) -> None:
     """Store schedule NAME that runs the command line after -- (no shell) as a
@@ -493,10 +498,15 @@ def add(
         "priority": priority,
     }
     options = {key: value for key, value in given_options.items() if value is not None} or None
+    settings = given_command_options(cwd, env, ok_codes)
     if task_name is None:
-        app, task, args, kwargs = _command_schedule(cli, words, app_spec, json_call, timeout)
+        app, task, args, kwargs = _command_schedule(
+            cli, words, app_spec, json_call, timeout, settings
+        )
     elif timeout is not None:
         raise click.UsageError("--timeout stops a command; a task's own timeout applies")
+    elif any(value is not None for value in settings.values()):
+        raise click.UsageError("--cwd, --env and --ok-codes go with a command line, not --task")
     else:
         app, task, args, kwargs = _task_schedule(cli, task_name, words, app_spec, json_call)
     existed = app.store.get_schedule(name) is not None  # (for the message only)
@@ -549,17 +559,19 @@ def _command_schedule(
     app_spec: str | None,
     json_call: str | None,
     timeout: float | None,
+    settings: dict[str, Any],
 ) -> _Call:
-    """The store's app, ``rota.cmd`` and the call running the command line ``words``."""
+    """The store's app, ``rota.cmd`` and the call running the command line
+    ``words`` with the command options ``settings``."""
     if app_spec is not None or json_call is not None:
         raise click.UsageError("--app and --json go with --task")
     if not words:
         raise click.UsageError("missing the command line after -- (or --app APP --task TASK)")
-    args, kwargs = command_call(list(words), timeout)
+    args, kwargs = command_call(list(words), timeout, **settings)
     try:
         CommandSpec.build(*args, **kwargs)
     except InvalidArgument as exc:
-        raise click.BadParameter(str(exc), param_hint="CMD") from None
+        raise click.UsageError(str(exc)) from None
     app = cli.store_app(must_exist=False)
     app.enable_commands()  # to define it; only workers started with --commands run it
     return app, COMMAND_TASK, args, kwargs

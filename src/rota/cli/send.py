@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from rota import _json, _validate
+from rota.cli._command_options import command_options, given_command_options
 from rota.cli._support import (
     CliError,
     CliState,
@@ -202,6 +203,7 @@ class _SendCommand(click.Command):
     callback=positive_duration_callback,
     help="With --cmd: stop the command (its whole process group) after this long: 90s, 15m.",
 )
+@command_options
 @url_option
 @pass_state
 def send(
@@ -220,6 +222,9 @@ def send(
     wait: bool,
     timeout: float | None,
     command_timeout: float | None,
+    cwd: str | None,
+    env: dict[str, str],
+    ok_codes: list[int] | None,
 ) -> None:
     """Send a job running TASK of APP and print its id.
 
@@ -228,7 +233,9 @@ def send(
     With --wait, the result follows the id once the job has finished.
 
     With --cmd, the words after -- are a command line that a worker
-    started with --commands runs as a job (no shell):
+    started with --commands runs as a job (no shell; --cwd, --env and
+    --ok-codes set where it runs, what it adds to the environment and which
+    exit codes are a success):
     rota send --cmd -- python crawl.py --site x sends it to the store of
     --url (or ROTA_URL); rota send APP --cmd -- ... to APP's.
     """
@@ -238,12 +245,13 @@ def send(
         raise click.UsageError("--cmd takes the command line after --, not --json")
     _check_words(app_spec, task_name, command)
     assert task_name is not None
+    settings = given_command_options(cwd, env, ok_codes)
     if command:
-        call_args, call_kwargs = command_call([task_name, *args], command_timeout)
+        call_args, call_kwargs = command_call([task_name, *args], command_timeout, **settings)
         task_name = COMMAND_TASK
     else:
-        if command_timeout is not None:
-            raise click.UsageError("--cmd-timeout goes with --cmd")
+        if command_timeout is not None or any(v is not None for v in settings.values()):
+            raise click.UsageError("--cmd-timeout, --cwd, --env and --ok-codes go with --cmd")
         call_args, call_kwargs = call_arguments(args, json_call)
     try:
         app = cli.app_or_bare(app_spec or None)
