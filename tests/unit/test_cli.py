@@ -1164,7 +1164,10 @@ def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
     assert job is not None and (job.args, job.kwargs) == ([["sleep", "300"]], {"timeout": 90.0})
     assert re.search(r"^command +sleep 300$", env.rota("jobs", "show", job_id).stdout, re.M)
     for words, message in (
-        (["add", "--cmd-timeout", "5", "1", "2"], "--cmd-timeout, --cwd, --env and --ok-codes go with --cmd"),
+        (
+            ["add", "--cmd-timeout", "5", "1", "2"],
+            "--cmd-timeout, --cwd, --env and --ok-codes go with --cmd",
+        ),
         (["--cmd", "--json", "{}"], "--cmd takes the command line after --, not --json"),
         (["--cmd", "--cmd-timeout", "0", "--", "true"], "timeout must be above 0"),
     ):
