@@ -608,9 +608,20 @@ def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
         return None
     connection = _dbapi_connection(value)
     if connection is None:
+        if _is_engine(value) and not _takes_connection(fn):
+            raise InvalidArgument(
+                "connection= takes a connection or a session with its transaction, not an "
+                "Engine: `with engine.begin() as conn: task.send(..., connection=conn)`"
+            )
         return None  # not a connection: left as an argument (and refused as not JSON)
     del kwargs["connection"]
     return connection
+
+
+def _is_engine(value: object) -> bool:
+    """Whether ``value`` is a SQLAlchemy ``Engine`` (a pool of connections,
+    none of them in a transaction of the caller's)."""
+    return type(value).__name__ == "Engine" and callable(getattr(value, "begin", None))
 
 
 def _dbapi_connection(value: object) -> Any:

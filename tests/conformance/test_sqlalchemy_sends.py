@@ -17,6 +17,7 @@ orm = pytest.importorskip("sqlalchemy.orm")
 from backends import drop_store, store_url  # noqa: E402
 from conformance.support import claim  # noqa: E402
 from rota import App  # noqa: E402
+from rota.errors import InvalidArgument  # noqa: E402
 
 #: A store, and the SQLAlchemy driver of the caller's engine on its database.
 KINDS = [
@@ -112,3 +113,12 @@ def test_a_send_first_in_engine_begin_is_in_its_transaction(setup: tuple[App, An
         undone = app.tasks["ship"].send(7, connection=conn)
         raise RuntimeError("undone")
     assert app.store.get_job(undone.id) is None
+
+
+def test_an_engine_is_refused_with_how_to_send_in_its_transaction(
+    setup: tuple[App, Any, str],
+) -> None:
+    app, engine, _ = setup
+    with pytest.raises(InvalidArgument, match=r"not an Engine: `with engine.begin\(\) as conn"):
+        app.tasks["ship"].send(8, connection=engine)
+    assert claim(app.store, limit=10) == []
