@@ -143,3 +143,16 @@ def test_rota_web_on_a_port_in_use_says_so_and_exits_1(tmp_path: Path) -> None:
     assert done.stderr == (
         f"Error: the dashboard cannot listen on 127.0.0.1:{port}: Address already in use\n"
     )
+
+
+def test_rota_run_refusing_a_public_dashboard_names_the_workers_option(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*ROTA, "run", "--commands", "--url", f"sqlite:///{tmp_path / 'r.db'}", "--host", "web-3"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to serve the dashboard on 'web-3' without a login" in done.stderr
+    assert "(--worker-host names the worker's host)" in done.stderr

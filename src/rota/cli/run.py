@@ -21,6 +21,7 @@ from rota.cli._support import (
     url_option,
 )
 from rota.cli.web import address, listening_socket
+from rota.errors import InvalidArgument
 from rota.stores import redact_url
 
 
@@ -121,7 +122,10 @@ def _start_dashboard(app: App, host: str, port: int, token: str | None) -> str:
     from rota.web import check_bind, create_app
     from rota.web._auth import is_loopback_host
 
-    check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
+    try:
+        check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
+    except InvalidArgument as exc:  # --host is the dashboard's here, not the worker's
+        raise InvalidArgument(f"{exc} (--worker-host names the worker's host)") from None
     sock = listening_socket(host, port)
     config = uvicorn.Config(create_app(app, token=token), log_level="warning")
     server = uvicorn.Server(config)  # off the main thread it leaves signals to the worker
