@@ -32,9 +32,10 @@ class StopSignals:
 
     A signal the same as the first that comes within :data:`REPEAT_WINDOW`
     of it is not counted. ``on_repeat(count)`` runs in the handler itself
-    from the second signal on, for what cannot wait for the main thread (an exit at once); like
-    the handler, it must not take a lock the main thread may hold (the
-    :mod:`logging` module's locks are reentrant, and may be taken).
+    from the second signal on, for what cannot wait for the main thread (an
+    exit at once); like the handler, it must not take a lock the main thread
+    may hold (the :mod:`logging` module's locks are reentrant, and may be
+    taken).
     """
 
     def __init__(self, on_repeat: Callable[[int], None] | None = None) -> None:
