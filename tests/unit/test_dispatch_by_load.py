@@ -36,12 +36,17 @@ def test_a_busier_worker_waits_in_proportion_to_the_gap() -> None:
     assert claim_delay(0.9, 0.1, running=0) == 0.0  # running nothing: its load is past work
 
 
-def test_a_store_that_polls_for_work_lengthens_the_wait_by_its_pace() -> None:
-    # the idler peer sees new work only at its next look (MySQL's wake_poll)
+def test_a_store_that_polls_for_work_lengthens_the_wait_by_its_whole_pace() -> None:
+    # the idler peer sees new work only at its next look (MySQL's wake_poll):
+    # however small the gap, the busier one waits for that look
     assert claim_delay(0.9, 0.1, 1, wake_latency=0.1) == pytest.approx(
-        0.8 * (YIELD_AT_FULL_LOAD + 0.1)
+        0.8 * YIELD_AT_FULL_LOAD + 0.1
+    )
+    assert claim_delay(0.2, 0.1, 1, wake_latency=0.1) == pytest.approx(
+        0.1 * YIELD_AT_FULL_LOAD + 0.1
     )
     assert claim_delay(0.1, 0.9, 1, wake_latency=0.1) == 0.0
+    assert claim_delay(0.11, 0.1, 1, wake_latency=0.1) == 0.0  # within MIN_GAP: noise
 
 
 def test_the_idlest_peer_is_an_idle_one_that_could_take_the_work() -> None:

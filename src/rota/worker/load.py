@@ -12,13 +12,14 @@ still waiting for a slot, and a peer whose claims come back full has all
 the work it asks for, so workers sharing a backlog are no idler peers to
 each other, even when a heartbeat catches one between two claims: every
 worker then claims as fast as it can.
-Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds,
-plus the time the store may take to tell an idle worker of new work (its
-polling pace on MySQL), times how much busier it is than that peer
-(nothing when no peer is idler, when it works alone, or when it runs
-nothing: its load is then past work, and two idle workers each reading
-the other's older, lower load would otherwise both wait), so the delay
-grows with the gap and never slows a worker that has no idler peer.
+Before each claim the worker then waits ``YIELD_AT_FULL_LOAD`` seconds
+times how much busier it is than that peer, plus the time the store may
+take to tell an idle worker of new work (its polling pace on MySQL; none
+where the store pushes it), so that the peer has looked first (nothing
+when no peer is idler by ``MIN_GAP`` or more, when it works alone, or when
+it runs nothing: its load is then past work, and two idle workers each
+reading the other's older, lower load would otherwise both wait): the
+delay grows with the gap and never slows a worker that has no idler peer.
 
 Apart from its peers, a worker started with ``--max-cpu`` or ``--max-mem``
 claims nothing while its machine is over either (:class:`HostGate`).
@@ -40,6 +41,9 @@ log = logging.getLogger("rota.worker")
 #: The wait before a claim of a worker busier than its idlest peer by the
 #: whole machine (load 1.0 against 0.0); smaller gaps wait in proportion.
 YIELD_AT_FULL_LOAD = 0.05
+#: The least gap between two loads that makes the busier worker wait: a
+#: smaller one is within what a second's reading of the CPU varies by.
+MIN_GAP = 0.02
 
 
 class LoadMeter:
@@ -136,7 +140,13 @@ def claim_delay(
     (None: no peer could take the work), on a store whose idle workers see
     new work within ``wake_latency`` seconds (``Store.wake_latency``: the
     idler peer must have had the time to see it). A worker running nothing
-    never waits: every slot of it is free, and its load is past work."""
+    never waits: every slot of it is free, and its load is past work; nor
+    does one busier by less than :data:`MIN_GAP`. The wait is
+    ``YIELD_AT_FULL_LOAD`` times the gap, plus the whole of ``wake_latency``:
+    a part of it would leave to chance whether the peer looks first."""
     if idlest_peer is None or not running:
         return 0.0
-    return (YIELD_AT_FULL_LOAD + wake_latency) * max(0.0, min(1.0, own - idlest_peer))
+    gap = min(1.0, own - idlest_peer)
+    if gap < MIN_GAP:
+        return 0.0
+    return YIELD_AT_FULL_LOAD * gap + wake_latency
