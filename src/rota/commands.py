@@ -58,6 +58,7 @@ __all__ = [
     "CommandSpec",
     "CommandTask",
     "Tail",
+    "builtin_task",
     "command_call",
     "command_line",
     "command_line_of",
@@ -689,6 +690,18 @@ def parse_command_line(text: str) -> list[str]:
         raise InvalidArgument(f"command line {text!r} cannot be split: {exc}") from None
     CommandSpec.build(argv)
     return argv
+
+
+def builtin_task(app: App) -> CommandTask:
+    """``app``'s built-in task ``rota.cmd``, to send or schedule command
+    lines: its own where it runs them (``App(commands=True)``, ``rota worker
+    --commands``), else one left out of ``app.tasks``, so that sending one
+    (from the dashboard of ``rota run``, say) never makes a worker of this
+    app run them."""
+    task = app.tasks.get(COMMAND_TASK)
+    if isinstance(task, CommandTask):
+        return task
+    return CommandTask(COMMAND_TASK, TaskOptions.build(), app, _builtin_spec)
 
 
 def register(app: App, name: str, spec: CommandSpec | None, options: dict[str, Any]) -> CommandTask:

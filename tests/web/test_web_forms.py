@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from rota.errors import UnknownTask
 from rota.models import JobQuery
 from rota.scheduling import every
 from web.support import OPERATOR, VIEWER, Demo, bearer, csrf_of, expect_error, login
@@ -154,6 +155,14 @@ def test_send_form_sends_a_command_line_as_a_rota_cmd_job(client: TestClient, de
         [["python", "crawl.py", "--site", "a b"]],
         {"timeout": 30},
     )
+    # the dashboard's app (a worker's too, under rota run) does not run them for it
+    assert "rota.cmd" not in demo.app.tasks
+    form = SCHEDULE_FORM | {"task": "", "command": "./backup.sh", "csrf": _csrf(client)}
+    assert client.post("/schedules/new", data=form).status_code == 303
+    assert "rota.cmd" not in demo.app.tasks
+    [claimed] = demo.store.claim("w", ["default"], 1)
+    with pytest.raises(UnknownTask, match="start the worker with --commands"):
+        demo.app.get_task(claimed.task)
 
 
 def test_a_command_timeout_has_a_field_of_its_own(client: TestClient, demo: Demo) -> None:

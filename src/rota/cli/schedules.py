@@ -572,9 +572,7 @@ def _command_schedule(
         CommandSpec.build(*args, **kwargs)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
-    app = cli.store_app(must_exist=False)
-    app.enable_commands()  # to define it; only workers started with --commands run it
-    return app, COMMAND_TASK, args, kwargs
+    return cli.store_app(must_exist=False), COMMAND_TASK, args, kwargs
 
 
 def _task_schedule(

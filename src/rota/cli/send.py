@@ -22,7 +22,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
-from rota.commands import COMMAND_TASK, command_call
+from rota.commands import COMMAND_TASK, builtin_task, command_call
 from rota.errors import InvalidArgument, JobFailed, SerializationError
 from rota.task import JobHandle
 
@@ -263,9 +263,8 @@ def send(
                 f"rota send --cmd -- {app_spec} ..."
             ) from None
         raise
-    if task_name == COMMAND_TASK:
-        app.enable_commands()  # to send one; only workers that enable it run it
-    task = app.get_task(task_name)
+    # (a command line is sent from any app; only workers that run them have rota.cmd)
+    task = builtin_task(app) if task_name == COMMAND_TASK else app.get_task(task_name)
     given = {
         "queue": queue,
         "priority": priority,

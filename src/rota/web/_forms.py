@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rota import _json
 from rota._time import shown_utc
-from rota.commands import COMMAND_TASK, command_line
+from rota.commands import command_line
 from rota.errors import (
     InvalidArgument,
     InvalidSchedule,
@@ -99,14 +99,6 @@ def _form_values(form: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, 
     return {name: parse.text(form, name) for name in fields}
 
 
-def _define(request: Request, task: str) -> None:
-    """Before a job or schedule of the built-in command task is written, the
-    dashboard's app defines that task, as ``rota send --cmd`` does (only
-    workers started with ``--commands`` run it)."""
-    if task == COMMAND_TASK:
-        context(request).app.enable_commands()
-
-
 # -- send a job --------------------------------------------------------------------
 
 
@@ -133,7 +125,6 @@ async def send_action(request: Request, identity: Operator) -> Response:
             }
         )
         task, args = read["call"]
-        _define(request, task)
         handle = admin.send(
             task,
             args,
@@ -317,7 +308,6 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
                 "name", f"a schedule named {name!r} exists: edit it, or pick another name"
             )
         fields = _schedule_fields(form)
-        _define(request, fields["task"])
         return admin.add_schedule(name, by=by, **fields)
 
     stored, errors = await _attempt(add, SCHEDULE_FIELDS)
@@ -359,7 +349,6 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
         changes = _changes(_schedule_fields(form), before)
         if "options" in changes:  # a Host left blank: any host, not the stored one
             changes["options"].setdefault("host", None)
-        _define(request, changes.get("task", ""))
         if changes:
             admin.update_schedule(name, by=by, **changes)
         return sorted(changes)
