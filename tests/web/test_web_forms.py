@@ -324,11 +324,21 @@ def test_schedule_form_cron_with_a_time_zone_previews_three_fires(client: TestCl
     assert len(fires) == 3 and all(t.endswith("T04:00:00+00:00") for t in fires)  # noon +08:00
 
 
+def test_schedule_form_reads_an_at_time_without_offset_in_its_time_zone(
+    client: TestClient,
+) -> None:
+    data = SCHEDULE_FORM | {"kind": "at", "at": "2030-01-31T09:00", "tz": "Asia/Shanghai"}
+    answer = client.post("/schedules/new", data=data | {"csrf": _csrf(client), "intent": "preview"})
+    assert re.findall(r'<li><time datetime="([^"]+)"', answer.text) == ["2030-01-31T01:00:00+00:00"]
+
+
 BAD_SCHEDULES = [
     ({"kind": "cron", "cron": "61 * * * *"}, "cron", "cron field 'minute' has invalid value '61'"),
     ({"kind": "cron", "cron": "* * *"}, "cron", "cron expression '* * *' has 3 fields; expected 5"),
     ({"kind": "cron", "cron": "0 * * * *", "tz": "Mars/Base"}, "tz", "time zone 'Mars/Base'"),
     ({"kind": "every", "interval": "0"}, "interval", "interval must be"),
+    ({"kind": "every", "tz": "Europe/Paris"}, "tz", "an every trigger counts seconds"),
+    ({"kind": "at", "at": "2030-01-31T09:00", "tz": "Nowhere/X"}, "tz", "'Nowhere/X'"),
     ({"kind": "at", "at": "tomorrow"}, "at", "at time 'tomorrow' is not a date and time"),
     ({"kind": "weekly"}, "kind", "trigger kind must be every, cron or at, not 'weekly'"),
     ({"args": "[NaN]"}, "args", "args: NaN is not JSON"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from rota import _json
@@ -42,7 +42,7 @@ OPTION_FIELDS = ("queue", "priority", "retries", "host")
 #: The kinds of trigger the schedule form offers.
 TRIGGER_KINDS = ("every", "cron", "at")
 
-_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")  # (int() takes up to 4300 digits)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
 
 
@@ -183,10 +183,14 @@ def seconds(form: Mapping[str, Any], name: str) -> float | str | None:
 
 def trigger(form: Mapping[str, Any]) -> Trigger:
     """The trigger the form describes: ``kind`` with its ``interval``, ``cron``
-    and ``tz``, or ``at`` (ISO 8601; without an offset it is UTC)."""
+    and ``tz``, or ``at`` (ISO 8601; without an offset, in ``tz``, else UTC).
+    A time zone other than UTC given to an every trigger is refused: it
+    would be ignored."""
     kind = text(form, "kind")
     try:
         if kind == "every":
+            if text(form, "tz") not in ("", "UTC"):
+                raise FieldError("tz", "an every trigger counts seconds: it takes no time zone")
             raw = text(form, "interval")
             if not raw:
                 raise FieldError("interval", "interval is required for an every trigger")
@@ -196,18 +200,25 @@ def trigger(form: Mapping[str, Any]) -> Trigger:
             if not expr:
                 raise FieldError("cron", "a cron expression is required for a cron trigger")
             tz = text(form, "tz") or "UTC"
-            try:
-                time_zone(tz)
-            except RotaError as exc:
-                raise FieldError("tz", str(exc)) from None
+            _zone(tz)
             return cron(expr, tz)
         if kind == "at":
-            return at(_moment(text(form, "at")))
+            moment = _moment(text(form, "at"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=_zone(text(form, "tz") or "UTC"))
+            return at(moment)
     except FieldError:
         raise
     except RotaError as exc:
         raise FieldError(kind if kind != "every" else "interval", str(exc)) from None
     raise FieldError("kind", f"trigger kind must be every, cron or at, not {kind!r}")
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return time_zone(name)
+    except RotaError as exc:
+        raise FieldError("tz", str(exc)) from None
 
 
 def _moment(raw: str) -> datetime:

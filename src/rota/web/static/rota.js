@@ -29,6 +29,7 @@
       span.textContent = text;
       jobLog.appendChild(span);
     };
+    jobLog.scrollTop = jobLog.scrollHeight;  // following: the latest lines in view
     var followLog = function () {
       fetch(logUrl + "?after=" + logLast, {credentials: "same-origin"})
         .then(function (answer) {
