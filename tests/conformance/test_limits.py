@@ -275,6 +275,18 @@ def test_rate_can_be_overridden_at_run_time(store: Store) -> None:
     assert len(claim(store, limit=20)) == 2  # the bucket refilled to its burst
 
 
+def test_lowering_a_rate_keeps_the_tokens_its_bucket_has_banked(store: Store) -> None:
+    """The time since the bucket's last take is credited at the rate it had:
+    a bucket full at 10 a second stays full when the rate drops to one an
+    hour, rather than count its idle time at the new rate."""
+    store.enqueue([new_job(i, rate=(RateKey("site", 10.0, 2),)) for i in range(5)])
+    assert len(claim(store, limit=1)) == 1  # one of the two tokens taken
+    wait_until(store, store.now() + 0.2)  # the bucket full again, at 10 a second
+    store.set_rate("site", 1 / 3600)
+    assert len(claim(store, limit=5)) == 2
+    assert claim(store, limit=5) == []
+
+
 def test_a_rate_override_may_raise_the_rate(store: Store) -> None:
     store.enqueue([new_job(i, rate=(RateKey("site", 0.001, 1),)) for i in range(5)])
     assert len(claim(store, limit=5)) == 1

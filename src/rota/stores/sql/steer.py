@@ -140,15 +140,21 @@ class Steering(Database):
 
     def set_rate(self, key: str, rate: float | None) -> bool:
         _checks.rate_override(key, rate)
-        return self._override(key, "set_rate_override", None if rate is None else float(rate))
+        value = None if rate is None else float(rate)
+        # the time since the bucket's last take is credited at the rate it had
+        return self._override(key, "set_rate_override", value, settle=True)
 
-    def _override(self, key: str, query: str, value: float | None) -> bool:
+    def _override(self, key: str, query: str, value: float | None, settle: bool = False) -> bool:
         """Write an override of ``key`` with ``query``; a clear (None) of a key
-        the store does not know writes nothing and is False."""
+        the store does not know writes nothing and is False. ``settle``:
+        bring the key's bucket up to now first."""
 
         def work(tx: Tx) -> bool:
             if value is None and tx.execute("limit_key_known", (key,)).fetchone() is None:
                 return False
+            if settle:
+                now = tx.now()
+                tx.execute("settle_bucket", (now, now, key))
             tx.execute(query, (key, value))
             tx.execute("unpark_key", (key, UNPARK_ALL))
             tx.wake()
