@@ -773,6 +773,9 @@ def test_limits_rate_set_list_clear(env: Env) -> None:
     bad = env.rota("limits", "rate", "site", "fast")
     assert bad.exit_code != 0 and "rate 'fast' is not valid" in bad.stderr
     assert _limit_rows(env)["site"].split()[1] == "0.000277778/s", "a bad rate changes nothing"
+    plain = env.rota("limits", "rate", "site", " 0.5")  # a plain number: jobs a second
+    assert plain.stdout == "rate of site set to 0.5\n"
+    assert _limit_rows(env)["site"].split()[1] == "0.5/s"
     cleared = env.rota("limits", "rate", "site", "clear")
     assert cleared.stdout == "rate of site back to the jobs' own\n"
     assert _limit_rows(env)["site"].split()[1:3] == ["100/s", "burst"]

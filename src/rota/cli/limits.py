@@ -3,6 +3,7 @@ close breakers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import click
@@ -23,6 +24,10 @@ from rota.cli._support import (
 from rota.models import LimitInfo
 
 __all__ = ["limits", "limits_table"]
+
+
+#: A rate given as a plain number: jobs a second.
+_PER_SECOND = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def _running(info: LimitInfo) -> str:
@@ -107,8 +112,10 @@ def set_limit(cli: CliState, key: str, limit: int) -> None:
 def set_rate(cli: CliState, key: str, rate: str) -> None:
     """Let jobs with KEY start at most RATE (e.g. 2/s, 100/m, 0.5) across all
     workers, in place of the rate they carry; 'clear' goes back to theirs."""
+    rate = rate.strip()
     cleared = rate == "clear"
-    cli.store_app().admin.set_rate(key, None if cleared else rate, by=cli_actor())
+    spec = float(rate) if _PER_SECOND.fullmatch(rate) else rate  # 0.5: jobs a second
+    cli.store_app().admin.set_rate(key, None if cleared else spec, by=cli_actor())
     done = f"rate of {key} back to the jobs' own" if cleared else f"rate of {key} set to {rate}"
     click.echo(done)
 
