@@ -230,6 +230,19 @@ def test_a_call_the_function_cannot_take_is_refused_wherever_it_is_made(
     assert add.send(1, b=2, scale=3).result is not None  # every way of a right call goes
 
 
+def test_a_key_function_that_raises_refuses_the_call_naming_it(app: App, store: Store) -> None:
+    @app.task(name="fetch", concurrency=rota.Limit(key=lambda url: url.split("/")[2], limit=1))
+    def fetch(url: str) -> None: ...
+
+    before = snapshot(store)
+    with pytest.raises(InvalidArgument, match="key function '<lambda>' raised IndexError") as no:
+        fetch.send("nourl")
+    assert isinstance(no.value.__cause__, IndexError)
+    with pytest.raises(InvalidArgument, match="send_many item 1: key function"):
+        fetch.send_many([("http://a/b",), ("nourl",)])
+    assert snapshot(store) == before
+
+
 # -- results ---------------------------------------------------------------------------
 
 
