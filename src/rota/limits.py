@@ -141,8 +141,7 @@ def resolve_key(
         value = key_caller(spec, task_fn)((args, kwargs)) if task_fn else spec(*args, **kwargs)
     except Exception as exc:  # the caller's code: said as a refusal of this call, cause kept
         raise InvalidArgument(
-            f"key function {getattr(spec, '__name__', spec)!r} raised "
-            f"{type(exc).__name__}: {exc}"
+            f"key function {getattr(spec, '__name__', spec)!r} raised {type(exc).__name__}: {exc}"
         ) from exc
     if value is None or value == "":
         raise InvalidArgument(
