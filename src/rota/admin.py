@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json, _users, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration
-from rota.commands import COMMAND_TASK, builtin_task
+from rota.commands import COMMAND_TASK, builtin_task, command_line_of
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
@@ -453,8 +453,16 @@ class Admin:
             raise InvalidArgument(f"kwargs must be a dict, not {type(kwargs).__name__}")
         wait = 0.0 if delay is None else parse_duration(delay, what="delay")
         handle = bound.send_in(wait, *args, **(kwargs or {}))
+        # a command line is what an operator ran: the audit keeps it
+        line = {"command": command_line_of(bound.name, args)} if bound.name == COMMAND_TASK else {}
         self._record(
-            actor, "job.send", handle.id, task=bound.name, duplicate=handle.duplicate, delay=wait
+            actor,
+            "job.send",
+            handle.id,
+            task=bound.name,
+            duplicate=handle.duplicate,
+            delay=wait,
+            **line,
         )
         return handle
 

@@ -290,6 +290,21 @@ def test_send_by_task_name_validates_like_task_send(app: rota.App) -> None:
     assert len(log(app)) == 1 and len(app.store.list_jobs(rota.models.JobQuery()).jobs) == 1
 
 
+def test_a_command_line_sent_is_in_its_audit_entry(app: rota.App) -> None:
+    """Any app sends one (only workers that run command lines have rota.cmd)."""
+    handle = app.admin.send("rota.cmd", [["echo", "hi there"]], by=ANN)
+    assert "rota.cmd" not in app.tasks
+    entry = last(app)
+    assert (entry.action, entry.target, entry.details["task"]) == (
+        "job.send",
+        handle.id,
+        "rota.cmd",
+    )
+    assert entry.details["command"] == "echo 'hi there'"
+    app.admin.send("add", [1, 2], by=ANN)
+    assert "command" not in last(app).details
+
+
 def test_a_viewer_may_read_the_audit_log_but_not_act(app: rota.App) -> None:
     handle = app.get_task("add").send(1, 2)
     app.admin.add_schedule("s", "add", every(5), args=[1, 2])

@@ -139,7 +139,7 @@ def test_overview_tells_failed_attempts_from_failed_jobs(client: TestClient, dem
     html = client.get("/").text
     assert '<a href="/jobs?state=failed" id="failed-jobs" class="">0</a>' in html
     assert re.search(r'id="failed-0">1</span> failed attempts', html)
-    assert re.search(r'id="retrying-0">1</span> retrying', html)
+    assert re.search(r'id="retrying-0">1</span> of them retried', html)
     assert re.search(r'id="legend-failed">1</b>', html)
 
     demo.add.send(2, 2)
@@ -147,7 +147,7 @@ def test_overview_tells_failed_attempts_from_failed_jobs(client: TestClient, dem
     html = client.get("/").text
     assert '<a href="/jobs?state=failed" id="failed-jobs" class="bad">1</a>' in html
     assert re.search(r'id="failed-0">2</span> failed attempts', html)
-    assert re.search(r'id="retrying-0">1</span> retrying', html), "the final failure is not"
+    assert re.search(r'id="retrying-0">1</span> of them retried', html), "the final failure is not"
     live = client.get("/api/stats/live").json()
     assert [w["failed_attempts"] for w in live["windows"]] == [2, 2, 2, 2]
     assert [w["retrying"] for w in live["windows"]] == [1, 1, 1, 1]
