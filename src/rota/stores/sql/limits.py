@@ -109,6 +109,18 @@ class LimitBook:
         self._apply_admission(limits, buckets, job_id)
         return None
 
+    def settle(self, key: str) -> None:
+        """Bring ``key``'s bucket up to now at the rate in force, before that
+        rate changes: the time since its last take is credited at the old rate."""
+        state = self._get(key)
+        rate = state.rate if state.rate_override is None else state.rate_override
+        if state.tokens is None or state.tokens_at is None or rate is None or not state.burst:
+            return  # no bucket yet: it starts full whatever the rate
+        old = flow.Bucket(state.tokens, state.tokens_at)
+        bucket = flow.refill(old, rate, state.burst, self.now)
+        state.tokens, state.tokens_at = bucket.tokens, bucket.at
+        self._dirty.add(key)
+
     def _breaker_room(self, state: _KeyState, threshold: int) -> int:
         return flow.breaker_room(
             state.failures,

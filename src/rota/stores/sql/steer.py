@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rota import _json
 from rota.stores import _checks
 from rota.stores.base import check_mode
-from rota.stores.sql.limits import UNPARK_ALL
+from rota.stores.sql.limits import UNPARK_ALL, LimitBook
 from rota.stores.sql.tx import Database, Tx
 from rota.stores.sql.uniques import unique_holder
 
@@ -153,8 +153,9 @@ class Steering(Database):
             if value is None and tx.execute("limit_key_known", (key,)).fetchone() is None:
                 return False
             if settle:
-                now = tx.now()
-                tx.execute("settle_bucket", (now, now, key))
+                book = LimitBook(tx, tx.now())
+                book.settle(key)
+                book.save()
             tx.execute(query, (key, value))
             tx.execute("unpark_key", (key, UNPARK_ALL))
             tx.wake()

@@ -88,14 +88,6 @@ SELECT 1 FROM limits WHERE `key` = %s
 INSERT INTO limits (`key`, override) VALUES (%s, %s)
 ON DUPLICATE KEY UPDATE override = VALUES(override)
 
--- name: settle_bucket
--- a key's bucket brought up to now at the rate it has, before that rate changes
-UPDATE limits
-SET tokens = LEAST(burst, tokens + GREATEST(0, %s - tokens_at) * coalesce(rate_override, rate)),
-    tokens_at = GREATEST(tokens_at, %s)
-WHERE `key` = %s AND tokens IS NOT NULL AND tokens_at IS NOT NULL AND burst IS NOT NULL
-  AND coalesce(rate_override, rate) IS NOT NULL
-
 -- name: set_rate_override
 INSERT INTO limits (`key`, rate_override) VALUES (%s, %s)
 ON DUPLICATE KEY UPDATE rate_override = VALUES(rate_override)
