@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rota import _json, _users, _validate
 from rota._ids import unique_ids
 from rota._time import parse_duration
-from rota.commands import COMMAND_TASK, builtin_task, command_line_of
+from rota.commands import COMMAND_TASK, command_line_of, task_to_send
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
@@ -377,9 +377,7 @@ class Admin:
             return define_schedule(self._app, name, bound, trigger, **fields)
 
     def _task(self, name: str, options: Mapping[str, Any] | None) -> Task[Any, Any]:
-        name = _validate.name(name, "task name")
-        # command lines may be sent from any app; only workers that run them have the task
-        task = builtin_task(self._app) if name == COMMAND_TASK else self._app.get_task(name)
+        task = task_to_send(self._app, _validate.name(name, "task name"))
         if options is None:
             return task
         if not isinstance(options, Mapping):

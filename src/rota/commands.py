@@ -58,7 +58,6 @@ __all__ = [
     "CommandSpec",
     "CommandTask",
     "Tail",
-    "builtin_task",
     "command_call",
     "command_line",
     "command_line_of",
@@ -67,6 +66,7 @@ __all__ = [
     "parse_command_line",
     "register",
     "run",
+    "task_to_send",
     "terminate_all",
 ]
 
@@ -692,12 +692,14 @@ def parse_command_line(text: str) -> list[str]:
     return argv
 
 
-def builtin_task(app: App) -> CommandTask:
-    """``app``'s built-in task ``rota.cmd``, to send or schedule command
-    lines: its own where it runs them (``App(commands=True)``, ``rota worker
-    --commands``), else one left out of ``app.tasks``, so that sending one
-    (from the dashboard of ``rota run``, say) never makes a worker of this
-    app run them."""
+def task_to_send(app: App, name: str) -> Task[Any, Any]:
+    """``app``'s task ``name``, to send or schedule a job of. For ``rota.cmd``:
+    the app's own where it runs command lines (``App(commands=True)``,
+    ``rota worker --commands``), else one left out of ``app.tasks``, so that
+    sending one (from the dashboard of ``rota run``, say) never makes a
+    worker of this app run them."""
+    if name != COMMAND_TASK:
+        return app.get_task(name)
     task = app.tasks.get(COMMAND_TASK)
     if isinstance(task, CommandTask):
         return task

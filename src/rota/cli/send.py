@@ -22,7 +22,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
-from rota.commands import COMMAND_TASK, builtin_task, command_call
+from rota.commands import COMMAND_TASK, command_call, task_to_send
 from rota.errors import InvalidArgument, JobFailed, SerializationError
 from rota.task import JobHandle
 
@@ -264,7 +264,7 @@ def send(
             ) from None
         raise
     # (a command line is sent from any app; only workers that run them have rota.cmd)
-    task = builtin_task(app) if task_name == COMMAND_TASK else app.get_task(task_name)
+    task = task_to_send(app, task_name)
     given = {
         "queue": queue,
         "priority": priority,
