@@ -365,10 +365,10 @@ def test_breaker_opens_for_a_failing_site_and_probes_after_cooldown(lab: Lab) ->
         )
     ]
     lab.workers()
-    lab.wait_count(JobState.SUCCEEDED, len(good), timeout=30)
+    # watched from the start: a third probe comes one cooldown after the second
     wait_for(
         lambda: (info := lab.limit("down.example")) is not None and info.failures >= 5,
-        timeout=20,
+        timeout=30,
         what="two probes after the breaker opened",
     )
     attempts = sorted((r for r in lab.runs() if r.key == "down.example"), key=lambda r: r.start)
@@ -382,6 +382,7 @@ def test_breaker_opens_for_a_failing_site_and_probes_after_cooldown(lab: Lab) ->
     assert info is not None and info.open_until is not None
     waiting = [job for job in lab.jobs(down) if job.state is JobState.QUEUED]
     assert len(waiting) == 5 and all(job.attempt == 0 for job in waiting)
+    lab.wait_count(JobState.SUCCEEDED, len(good), timeout=30)
 
     (lab.failing / "down.example").unlink()
     assert lab.sender.limits.reset_breaker("down.example")
