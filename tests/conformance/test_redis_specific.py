@@ -580,6 +580,21 @@ def test_an_outage_longer_than_retry_for_raises_store_unavailable(
         store.close()
 
 
+def test_a_store_that_must_exist_does_not_wait_for_a_server_never_reached(
+    private_redis: RedisServer,
+) -> None:
+    url = f"{private_redis.url}?namespace=never"  # retry_for: 30 s
+    private_redis.stop()
+    store = open_store(url, must_exist=True)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="is unreachable"):
+            store.queues()
+        assert time.monotonic() - started < 5.0
+    finally:
+        store.close()
+
+
 def test_wait_wakes_as_soon_as_a_job_arrives(rstore: RedisStore, redis_url: str) -> None:
     other = open_store(redis_url)
     woke = threading.Event()
@@ -716,11 +731,12 @@ def test_unique_namespaces_do_not_see_each_other(tmp_path: Path) -> None:
             drop_store("redis", url)
 
 
-def test_bad_namespace_is_refused() -> None:
+@pytest.mark.parametrize("namespace", ["a}b", "a{b", "a%20b", "a%0Ab", ""])
+def test_bad_namespace_is_refused(namespace: str) -> None:
     from rota.errors import InvalidArgument
 
-    with pytest.raises(InvalidArgument, match="namespace"):
-        RedisStore.from_url("redis://127.0.0.1:6379/0?namespace=a}b")
+    with pytest.raises(InvalidArgument, match="namespace must be non-empty, printable"):
+        RedisStore.from_url(f"redis://127.0.0.1:6379/0?namespace={namespace}")
 
 
 @pytest.mark.parametrize(

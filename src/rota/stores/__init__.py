@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from rota.errors import InvalidArgument, StoreError
@@ -36,8 +37,10 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
     """Open the store a URL names, after :func:`check_url`. Backends whose
     extra is missing say what to install. ``must_exist``: refuse a SQLite
     file that does not exist, a PostgreSQL schema or a MySQL database
-    without rota's tables (:class:`StoreError`) rather than create it, for
-    commands that only read or steer what is already there."""
+    without rota's tables (:class:`StoreError`) rather than create it, and
+    fail at once on a Redis server that does not answer its first call
+    rather than wait ``retry_for`` for it, for commands that only read or
+    steer what is already there."""
     scheme = check_url(url)
     if scheme not in _REPLICATED and read_url_of(url) is not None:
         raise _not_replicated(url, scheme)
@@ -62,13 +65,17 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
         return _open_mysql(url, create=not must_exist)
     try:
         from rota.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
+        from rota.stores.redis._conn import RedisOptions
     except ImportError as exc:
         if exc.name in ("redis", "rota.stores.redis"):
             raise InvalidArgument(
                 "the Redis store needs the redis extra: pip install 'rota[redis]'"
             ) from None
         raise
-    store: Store = RedisStore.from_url(url)
+    redis_options = RedisOptions.parse(url)
+    if must_exist:
+        redis_options = replace(redis_options, wait_at_first=False)
+    store: Store = RedisStore(redis_options)
     return store
 
 

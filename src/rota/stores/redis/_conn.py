@@ -27,6 +27,7 @@ from redis.utils import SENTINEL
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.stores.base import SERVICE_NOTICE
+from rota.stores.redis.keys import check_namespace
 
 _pack: Callable[[tuple[Any, ...]], bytes] | None
 try:  # packs a command in one call; redis-py's own packer adds a pass over the arguments
@@ -45,12 +46,17 @@ MAX_BLOCK = 30.0
 @dataclass(frozen=True, slots=True)
 class RedisOptions:
     """What a ``redis://`` or ``rediss://`` URL says, split into rota's options
-    (``namespace``, ``retry_for``, ``allow_eviction``) and the URL redis-py opens."""
+    (``namespace``, ``retry_for``, ``allow_eviction``) and the URL redis-py opens.
+
+    ``wait_at_first``: whether the first call waits ``retry_for`` for a
+    server that has not answered yet (a worker started before Redis) or
+    fails at its first refusal (a one-shot command on a mistyped URL)."""
 
     url: str
     namespace: str = "default"
     retry_for: float = 30.0
     allow_eviction: bool = False
+    wait_at_first: bool = True
 
     @classmethod
     def parse(cls, url: str) -> RedisOptions:
@@ -81,8 +87,7 @@ class RedisOptions:
                 rest.append((key, value))
             else:
                 raise InvalidArgument(_unknown_option(key, known))
-        if not namespace or "{" in namespace or "}" in namespace:
-            raise InvalidArgument(f"namespace must be non-empty and free of braces: {namespace!r}")
+        check_namespace(namespace)
         # not urlunsplit: it would drop the // of unix:///path, which redis-py needs
         base = url.split("?", 1)[0].split("#", 1)[0]
         plain = f"{base}?{urlencode(rest)}" if rest else base
@@ -210,13 +215,20 @@ class Reconnect:
     It wraps whole store operations rather than living inside redis-py's
     clients, because redis-py takes a pooled connection outside its own
     retry loop; the clients themselves do not retry. ``check`` runs (through
-    outages too) before the first operation, until it passes.
+    outages too) before the first operation, until it passes. Without
+    ``wait_at_first``, a server that has never answered is not waited for:
+    its first refusal raises.
     """
 
     def __init__(
-        self, budget: float, outage: _Outage, check: Callable[[], None] | None = None
+        self,
+        budget: float,
+        outage: _Outage,
+        check: Callable[[], None] | None = None,
+        wait_at_first: bool = True,
     ) -> None:
         self.budget = budget
+        self.wait_at_first = wait_at_first
         self.outage = outage
         self._check = check
         self._check_lock = threading.Lock()
@@ -238,9 +250,11 @@ class Reconnect:
                     f"the Redis server at {self.outage.where} refused the connection: {error}"
                 ) from error
             except _RETRIED as error:
-                self.outage.failed(error)
+                waits = self.outage.reached or self.wait_at_first
+                if waits:
+                    self.outage.failed(error)
                 left = (_call.deadline or 0.0) - time.monotonic()
-                if left <= 0:
+                if left <= 0 or not waits:
                     raise StoreUnavailable(
                         f"the Redis store at {self.outage.where} is unreachable: {error}"
                     ) from error
@@ -321,7 +335,7 @@ def clients(options: RedisOptions, where: str) -> tuple[redis.Redis, redis.Redis
         check_server(main, where, allow_eviction=options.allow_eviction)
 
     outage = _Outage(where, options.retry_for)
-    return main, blocking, Reconnect(options.retry_for, outage, check)
+    return main, blocking, Reconnect(options.retry_for, outage, check, options.wait_at_first)
 
 
 _warned: set[str] = set()  # servers whose missing persistence this process logged

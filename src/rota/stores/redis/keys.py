@@ -115,6 +115,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rota.errors import InvalidArgument
 from rota.models import JobState
 
 #: The fixed keys scripts may name in their ``KEYS`` header.
@@ -183,6 +184,17 @@ QUEUED_PAGE = 128
 STATS_TTL = 2 * 86400
 
 
+def check_namespace(namespace: str) -> str:
+    """``namespace``, if it can name keys: non-empty, printable, no space
+    (key names in logs and ``redis-cli`` stay one word) and no brace (the
+    namespace is the keys' hash tag); else :class:`InvalidArgument`."""
+    if not namespace or not namespace.isprintable() or any(c in namespace for c in " {}"):
+        raise InvalidArgument(
+            f"namespace must be non-empty, printable and free of spaces and braces: {namespace!r}"
+        )
+    return namespace
+
+
 def hash_tag(namespace: str) -> str:
     """The hash tag shared by every key of ``namespace``."""
     return f"{{rota:{namespace}}}"
@@ -192,9 +204,7 @@ class Keys:
     """Key names of one namespace."""
 
     def __init__(self, namespace: str) -> None:
-        if not namespace or "{" in namespace or "}" in namespace:
-            raise ValueError(f"namespace must be non-empty and free of braces: {namespace!r}")
-        self.namespace = namespace
+        self.namespace = check_namespace(namespace)
         self.prefix = hash_tag(namespace) + ":"
 
     def static(self, name: str) -> str:
