@@ -367,3 +367,26 @@ def test_the_log_of_fires_older_than_the_grace_names_the_next_fire(
         f"schedule g: dropped 2 missed fire(s), the first at {_iso(now - 5400)}, "
         f"all older than its grace; next fire: {_iso(now + 1800)}"
     ) in caplog.text
+
+
+def test_a_fire_skipped_for_overlap_is_logged_with_its_time(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = math.floor(app.store.now())
+    start = now - 90  # fires at now - 90, now - 30, now + 30
+    app.schedule(
+        "o",
+        "refresh",
+        every(60, start=moment(start)[0]),
+        args=("a",),
+        overlap="skip",
+        misfire="all",
+    )
+    backdate(app, "o", now - 90)
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app).tick()
+    assert fire_times(app, "o") == [now - 90]  # queued, not finished: the next fire skips
+    assert (
+        f"schedule o: the fire at {_iso(now - 30)} skipped: its previous job has not finished "
+        "(overlap='skip')"
+    ) in caplog.text

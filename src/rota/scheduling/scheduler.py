@@ -290,7 +290,12 @@ class Scheduler:
             assert job is not None
             log.debug("schedule %s fired at %s: job %s", name, _when(step.expected), job.id)
         elif result == "skipped":
-            log.debug("schedule %s: fire skipped, its previous job has not finished", name)
+            log.info(
+                "schedule %s: the fire at %s skipped: its previous job has not finished "
+                "(overlap='skip')",
+                name,
+                _when(step.expected),
+            )
         else:
             log.info("schedule %s: %s", name, _dropped_text(step))
         return result
