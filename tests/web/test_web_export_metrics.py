@@ -144,6 +144,20 @@ def test_metrics_of_limits(client: TestClient, demo: Demo) -> None:
     s = _samples(client.get("/metrics").text)
     assert s[("rota_limit_running", (("key", "site"),))] == 1
     assert s[("rota_limit_concurrency", (("key", "site"),))] == 2
+    assert s[("rota_limit_breaker", (("key", "flaky-api"), ("state", "closed")))] == 1
+    assert s[("rota_limit_breaker_failures", (("key", "flaky-api"),))] == 0
+    assert not any(name == "rota_limit_rate" for name, _ in s)
+
+
+def test_metrics_of_a_rate_and_an_open_breaker(client: TestClient, demo: Demo) -> None:
+    demo.guarded.send("a")
+    work(demo.store, ["guarded"], fail=fail_all)  # Breaker(failures=1): it opens
+    demo.app.limits.set_rate("site", "30/m")
+    s = _samples(client.get("/metrics").text)
+    assert s[("rota_limit_rate", (("key", "site"),))] == 0.5
+    assert s[("rota_limit_breaker", (("key", "flaky-api"), ("state", "open")))] == 1
+    assert ("rota_limit_breaker", (("key", "flaky-api"), ("state", "closed"))) not in s
+    assert s[("rota_limit_breaker_failures", (("key", "flaky-api"),))] == 1
 
 
 def test_metrics_of_an_empty_store(client: TestClient, demo: Demo) -> None:

@@ -12,6 +12,10 @@ Exported:
 - ``rota_workers{status}``: workers ``online`` and ``lost`` (no heartbeat for 30 s);
 - ``rota_worker_running_jobs{worker,host}``: running jobs per online worker;
 - ``rota_limit_running{key}``, ``rota_limit_concurrency{key}``: flow-control slots;
+- ``rota_limit_rate{key}``: the rate in force, in jobs per second (keys with a rate);
+- ``rota_limit_breaker{key,state}``: 1 for the state of the key's breaker
+  (``closed``, ``open``, ``half-open``), and ``rota_limit_breaker_failures{key}``:
+  the failures it counted since its last success, for alerts on a site that is down;
 - ``rota_schedule_enabled{schedule}``, ``rota_schedule_overdue{schedule}`` (1 when
   active with its next fire long past: no scheduler seems to run),
   ``rota_schedule_next_fire_timestamp_seconds{schedule}`` and
@@ -121,12 +125,26 @@ class StoreCollector(Collector):
         cap = GaugeMetricFamily(
             "rota_limit_concurrency", "Concurrency limit in force per key.", labels=["key"]
         )
-        for info in self._store.limits():
-            running.add_metric([info.key], info.running)
-            if info.concurrency is not None:
-                cap.add_metric([info.key], info.concurrency)
-        yield running
-        yield cap
+        rate = GaugeMetricFamily(
+            "rota_limit_rate", "Rate limit in force per key, in jobs per second.", labels=["key"]
+        )
+        breaker = GaugeMetricFamily(
+            "rota_limit_breaker", "1 for the state of the key's breaker.", labels=["key", "state"]
+        )
+        failures = GaugeMetricFamily(
+            "rota_limit_breaker_failures",
+            "Failures the key's breaker counted since its last success.",
+            labels=["key"],
+        )
+        for view in _ops.limits(self._store):
+            running.add_metric([view.key], view.running)
+            if view.concurrency is not None:
+                cap.add_metric([view.key], view.concurrency)
+            if view.rate_in_force is not None:
+                rate.add_metric([view.key], view.rate_in_force)
+            breaker.add_metric([view.key, view.breaker], 1.0)
+            failures.add_metric([view.key], view.failures)
+        yield from (running, cap, rate, breaker, failures)
 
     def _schedules(self) -> Iterator[Metric]:
         label = ["schedule"]
