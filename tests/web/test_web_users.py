@@ -67,7 +67,9 @@ def test_with_users_the_dashboard_asks_for_a_user_name_and_password(
     assert 'name="token"' not in page.text  # no shared token configured
     user_login(team, "ola")
     assert team.get("/api/me").json()["role"] == "operator"
-    assert team.get("/queues").status_code == 200
+    queues = team.get("/queues")
+    assert queues.status_code == 200
+    assert '<span class="user" title="logged in as">ola</span>' in queues.text
 
 
 def test_a_wrong_password_is_refused_and_audited(team: TestClient, demo: Demo) -> None:
