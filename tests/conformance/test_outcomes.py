@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import closing
+from unittest.mock import ANY
 
 import pytest
 
@@ -152,9 +153,9 @@ def test_a_retry_of_every_failed_job_is_in_each_history(store: Store) -> None:
         assert events == [("failed", None), ("requeued", "bob")]
     cancelled = enqueue_one(store, new_job(3))
     assert store.cancel([cancelled]) == [True]
-    assert store.retry([cancelled]) == [True]  # never ran: its entry is the first
-    assert [h["event"] for h in get(store, cancelled).history] == ["requeued"]
-    assert get(store, cancelled).history[0]["by"] is None
+    assert store.retry([cancelled]) == [True]  # never ran: its cancel is its first entry
+    events = [(h["event"], h["by"]) for h in get(store, cancelled).history]
+    assert events == [("cancelled", None), ("requeued", None)]
 
 
 def test_retry_only_applies_to_failed_or_cancelled_jobs(store: Store) -> None:
@@ -217,6 +218,22 @@ def test_cancel_pending_jobs_at_once(store: Store) -> None:
     assert store.cancel([queued]) == [False]  # already cancelled
     assert claim(store) == []
     assert job_ids(store, JobQuery(state=JobState.CANCELLED)) == {queued, scheduled}
+    assert get(store, queued).history == ({"event": "cancelled", "by": None, "at": ANY},)
+
+
+def test_a_pending_job_cancelled_by_hand_says_who_in_its_history(store: Store) -> None:
+    queued = enqueue_one(store, new_job("queued"))
+    before = store.now()
+    assert store.cancel([queued], by="alice") == [True]
+    job = get(store, queued)
+    [entry] = job.history
+    assert entry["event"] == "cancelled" and entry["by"] == "alice"
+    assert before - 1e-3 <= entry["at"] <= store.now() and job.finished_at == entry["at"]
+    assert store.retry([queued], by="bob") == [True]
+    assert [(h["event"], h["by"]) for h in get(store, queued).history] == [
+        ("cancelled", "alice"),
+        ("requeued", "bob"),
+    ]
 
 
 def test_delete_removes_jobs_that_are_not_running(store: Store) -> None:

@@ -762,13 +762,15 @@ def test_limits_clear_of_an_unknown_key_says_so_and_changes_nothing(env: Env) ->
 
 
 def test_limits_rate_set_list_clear(env: Env) -> None:
-    for _ in range(4):
+    for _ in range(6):
         env.send("polite")
     assert len(env.store.claim("test-worker", ["polite"], 10)) == 2  # the burst
     result = env.rota("limits", "rate", "site", "1/h")
     assert result.stdout == "rate of site set to 1/h\n"
     assert _limit_rows(env)["site"].split()[1:4] == ["0.000277778/s", "burst", "2"]
     assert _limit_rows(env)["site"].split()[4] == "(set)"
+    # what the old 100/s earned before the change (a burst at most), then nothing
+    assert len(env.store.claim("test-worker", ["polite"], 10)) <= 2
     assert env.store.claim("test-worker", ["polite"], 10) == []
     bad = env.rota("limits", "rate", "site", "fast")
     assert bad.exit_code != 0 and "rate 'fast' is not valid" in bad.stderr

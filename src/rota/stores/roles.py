@@ -209,8 +209,9 @@ class SteeringStore(ABC):
     def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
         """Cancel jobs; True for each job cancelled or asked to stop.
 
-        A scheduled or queued job becomes ``cancelled`` at once and frees its
-        unique key. A running job is marked: :meth:`JobStore.extend` answers
+        A scheduled or queued job becomes ``cancelled`` at once, with a
+        history entry ``{"event": "cancelled", "by": by, "at": now}``, and
+        frees its unique key. A running job is marked: :meth:`JobStore.extend` answers
         ``"cancel"`` for it from then on, and when its attempt ends (a
         :meth:`JobStore.finish` of any outcome, a :meth:`JobStore.release`,
         an expired lease) it becomes ``cancelled``, never retried, with a

@@ -24,9 +24,10 @@ class Steering(Database):
 
         def work(tx: Tx) -> list[bool]:
             now = tx.now()
+            entry = by_hand_entry("cancelled", now, by)
             applied = []
             for job_id in job_ids:
-                row = tx.execute("cancel_pending", (now, job_id)).fetchone()
+                row = tx.execute("cancel_pending", (now, entry, job_id)).fetchone()
                 if row is None:
                     marked = tx.execute("cancel_running", (now, by, job_id)).rowcount
                     applied.append(marked == 1)
@@ -44,7 +45,7 @@ class Steering(Database):
 
         def work(tx: Tx) -> list[bool]:
             now = tx.now()
-            entry = requeued_entry(now, by)
+            entry = by_hand_entry("requeued", now, by)
             applied = [_retry_one(tx, job_id, now, entry) for job_id in job_ids]
             tx.wake()
             return applied
@@ -67,7 +68,7 @@ class Steering(Database):
 
         def work(tx: Tx) -> int:
             now = tx.now()
-            entry = requeued_entry(now, by)
+            entry = by_hand_entry("requeued", now, by)
             # jobs without a unique key in one statement; the others one by one,
             # each only if no other job holds its key
             unkeyed = [*where, "has_no_unique_key"]
@@ -187,9 +188,10 @@ def _prune_idle_state(tx: Tx, now: float, limit: int) -> None:
     tx.execute("purge_idle_limits", (now, limit))
 
 
-def requeued_entry(now: float, by: str | None) -> bytes:
-    """The history entry of a job queued again by hand (its attempts count afresh)."""
-    return _json.dumps_record({"event": "requeued", "by": by, "at": now}, what="history entry")
+def by_hand_entry(event: str, now: float, by: str | None) -> bytes:
+    """The history entry of a job steered by hand outside any attempt:
+    ``requeued`` (its attempts count afresh) or ``cancelled`` before it ran."""
+    return _json.dumps_record({"event": event, "by": by, "at": now}, what="history entry")
 
 
 def _retry_one(tx: Tx, job_id: str, now: float, entry: bytes) -> bool:

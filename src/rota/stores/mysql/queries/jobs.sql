@@ -163,7 +163,9 @@ WHERE id = %s
 -- name: cancel_pending
 SELECT unique_key FROM jobs
 WHERE id = %s AND state IN ('scheduled', 'queued', 'parked') FOR UPDATE;
-UPDATE jobs SET state = 'cancelled', finished_at = %s
+UPDATE jobs SET state = 'cancelled', finished_at = %s,
+    history = JSON_ARRAY_APPEND(COALESCE(history, '[]'), '$',
+                                JSON_EXTRACT(CONVERT(%s USING utf8mb4), '$'))
 WHERE id = %s AND state IN ('scheduled', 'queued', 'parked')
 
 -- name: cancel_running

@@ -169,7 +169,8 @@ UPDATE jobs SET state = 'cancelled', finished_at = %s,
 WHERE id = %s
 
 -- name: cancel_pending
-UPDATE jobs SET state = 'cancelled', finished_at = %s
+UPDATE jobs SET state = 'cancelled', finished_at = %s,
+    history = coalesce(history, '[]'::jsonb) || jsonb_build_array(convert_from(%s, 'UTF8')::jsonb)
 WHERE id = %s AND state IN ('scheduled', 'queued', 'parked')
 RETURNING unique_key
 

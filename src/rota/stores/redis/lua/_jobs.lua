@@ -208,14 +208,16 @@ function L.remove_job(id, unique, finished_key)
   return job.state
 end
 
--- The history entry (JSON) of a failed or cancelled job queued again by
--- hand at now, by (nil for no one named): its attempts count afresh.
-function L.requeued_entry(now, by)
-  return string.format('{"event":"requeued","by":%s,"at":%s}', L.json_str(by), L.fmt(now))
+-- The history entry (JSON) of a job steered by hand at now, outside any
+-- attempt, by (nil for no one named): event 'requeued' (a failed or
+-- cancelled job queued again: its attempts count afresh) or 'cancelled'
+-- (before it ran).
+function L.by_hand_entry(event, now, by)
+  return string.format('{"event":"%s","by":%s,"at":%s}', event, L.json_str(by), L.fmt(now))
 end
 
 -- Queue a failed or cancelled job again with fresh attempt counts; it takes
--- its unique key back, and its history gains entry (L.requeued_entry).
+-- its unique key back, and its history gains entry (L.by_hand_entry).
 -- Returns the job's queue when applied; false for jobs in other states, and
 -- for a job whose unique key another job holds meanwhile (one job per key at
 -- a time), left as they were.

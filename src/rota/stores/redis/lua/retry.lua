@@ -15,7 +15,7 @@ if ARGV[1] ~= '' then check_str(ARGV[1], 'by') end
 check_names(2, 'job id')
 
 local now = L.now()
-local entry = L.requeued_entry(now, L.opt(ARGV[1]))
+local entry = L.by_hand_entry('requeued', now, L.opt(ARGV[1]))
 local reply, wake = {}, {}
 for i = 2, #ARGV do
   local queue = L.requeue(ARGV[i], now, S.finished, entry)

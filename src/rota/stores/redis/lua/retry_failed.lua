@@ -26,7 +26,7 @@ local queue, task, chunk, skip = L.opt(ARGV[1]), L.opt(ARGV[2]), tonumber(ARGV[3
 local source = queue and K.qstate(queue, 'failed') or K.state('failed')
 local ids = redis.call('ZRANGE', source, skip, skip + chunk - 1)
 local now = L.now()
-local entry = L.requeued_entry(now, L.opt(ARGV[5]))
+local entry = L.by_hand_entry('requeued', now, L.opt(ARGV[5]))
 local done, wake = 0, {}
 for _, id in ipairs(ids) do
   if not task or redis.call('HGET', K.job(id), 'task') == task then

@@ -135,7 +135,8 @@ UPDATE jobs SET state = 'cancelled', finished_at = ?,
 WHERE id = ?
 
 -- name: cancel_pending
-UPDATE jobs SET state = 'cancelled', finished_at = ?
+UPDATE jobs SET state = 'cancelled', finished_at = ?,
+    history = json_insert(coalesce(history, '[]'), '$[#]', json(?))
 WHERE id = ? AND state IN ('scheduled', 'queued', 'parked')
 RETURNING unique_key
 
