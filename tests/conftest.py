@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -63,10 +64,12 @@ def _wake_directories_removed(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Unload the store's Redis Functions library from the shared test Redis:
+    """Unload the store's Redis Functions library, and the flow rules' test
+    harness (tests/conformance/test_lua_flow.py), from the shared test Redis:
     every change to rota's Lua loads a library of another name, and a run
     still using this one loads it again on its next call. Under pytest-xdist
-    only the controller does it, once every test process is done."""
+    only the controller does it, once every test process is done (a test
+    process that unloaded a library would pull it from under the others)."""
     if hasattr(session.config, "workerinput") or "redis" not in available_backends():
         return
     import redis
@@ -74,10 +77,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from backends import REDIS_URL
     from rota.stores.redis import scripts
 
+    harness = Path(__file__).parent / "conformance" / "lua" / "flow_rules.lua"
+    libraries = (scripts.library(), scripts.build({"flow_rules": harness.read_text()}))
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
     try:
-        client.function_delete(scripts.library().name)
-    except redis.RedisError:  # the service gone, or the library never loaded
+        for library in libraries:
+            with contextlib.suppress(redis.ResponseError):  # never loaded
+                client.function_delete(library.name)
+    except redis.RedisError:  # the service gone
         pass
     finally:
         client.close()
