@@ -76,7 +76,8 @@ class Registry:
         Options: ``queue``, ``priority``, ``retries``, ``backoff=(base_s, max_s)``,
         ``timeout``, ``lease``, ``max_lost``, ``concurrency``, ``rate``, ``breaker``,
         ``unique``, ``unique_for``. The name defaults to the function's qualified
-        name, which is the same however the module is loaded.
+        name, which is the same however the module is loaded; ``rota.cmd`` is
+        reserved for the built-in task that runs command lines.
         """
         if isinstance(fn, str):  # @app.task("name"): the name would be taken for the function
             raise InvalidArgument(
@@ -88,6 +89,7 @@ class Registry:
             if not callable(func):
                 raise InvalidArgument(f"@app.task takes a function, not {func!r}")
             task_name = _validate.name(func.__qualname__ if name is None else name, "task name")
+            commands.refuse_reserved(task_name)
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 existing = self.tasks[task_name].fn
                 raise InvalidArgument(

@@ -64,6 +64,7 @@ __all__ = [
     "command_options_of",
     "guarded",
     "parse_command_line",
+    "refuse_reserved",
     "register",
     "run",
     "task_to_send",
@@ -706,10 +707,25 @@ def task_to_send(app: App, name: str) -> Task[Any, Any]:
     return CommandTask(COMMAND_TASK, TaskOptions.build(), app, _builtin_spec)
 
 
+def refuse_reserved(name: str) -> None:
+    """Refuse (:class:`InvalidArgument`) ``name`` for a task of the user's
+    when it is :data:`COMMAND_TASK`: a worker that had such a task would
+    claim command-line jobs without ``--commands`` and fail them."""
+    if name == COMMAND_TASK:
+        raise InvalidArgument(
+            f"the task name {COMMAND_TASK!r} is reserved for the built-in task that runs "
+            "the command lines it is sent (App(commands=True), rota worker --commands); "
+            "give this task another name"
+        )
+
+
 def register(app: App, name: str, spec: CommandSpec | None, options: dict[str, Any]) -> CommandTask:
-    """Add a command task to ``app``: ``spec`` fixed (``app.command``), or None
-    for the built-in task that runs the command line it is sent."""
+    """Add a command task to ``app``: ``spec`` fixed (``app.command``, under
+    any name but the reserved :data:`COMMAND_TASK`), or None for the built-in
+    task that runs the command line it is sent."""
     task_name = _validate.name(name, "task name")
+    if spec is not None:
+        refuse_reserved(task_name)
     if task_name in app.tasks:
         raise InvalidArgument(f"a task named {task_name!r} is already registered")
     spec_of = _builtin_spec if spec is None else _fixed_spec(spec)

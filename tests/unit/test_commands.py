@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,11 +14,12 @@ import pytest
 
 from helpers import wait_for
 from procs import alive
-from rota import App
+from rota import App, Registry
 from rota.commands import (
     COMMAND_TASK,
     CommandFailed,
     CommandSpec,
+    CommandTask,
     Tail,
     command_options_of,
     guarded,
@@ -77,6 +79,23 @@ def test_bad_command_lines_are_refused_with_what_to_fix(
 def test_command_lines_are_off_unless_enabled() -> None:
     assert COMMAND_TASK not in App("sqlite:///unused.db").tasks
     assert COMMAND_TASK in App("sqlite:///unused.db", commands=True).tasks
+
+
+def test_the_name_of_the_built_in_task_is_reserved() -> None:
+    reserved = re.escape("the task name 'rota.cmd' is reserved")
+    app = App("sqlite:///unused.db")
+    with pytest.raises(InvalidArgument, match=reserved):
+        app.command(COMMAND_TASK, ["echo"])
+    with pytest.raises(InvalidArgument, match=reserved):
+        app.task(name=COMMAND_TASK)(print)
+    library = Registry()
+    with pytest.raises(InvalidArgument, match=reserved):
+        library.task(name=COMMAND_TASK)(print)
+    assert app.tasks == library.tasks == {}
+    app.enable_commands()  # so the built-in is the one that runs command lines
+    builtin = app.get_task(COMMAND_TASK)
+    assert isinstance(builtin, CommandTask)
+    assert builtin.new_job((["echo", "hi"],), {}).task == COMMAND_TASK
 
 
 def test_a_bad_command_is_refused_at_registration_and_nothing_is_registered() -> None:
