@@ -112,6 +112,67 @@ def test_the_rate_follows_the_level(app: App) -> None:
     assert (override(app), rate_override(app)) == (None, None), "the ceiling: the jobs' own"
 
 
+def later(monkeypatch: pytest.MonkeyPatch, seconds: float = 1.1) -> None:
+    """Move the pacers' clock on, past their trust in their copy of the levels."""
+    then = time.monotonic() + seconds
+    monkeypatch.setattr("rota.crawl.pacing.time.monotonic", lambda: then)
+
+
+def test_a_host_cleared_by_hand_at_the_ceiling_gets_its_own_rate_back(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pacer = Pacer(app, 2, Adaptive(ramp_every=5), Resumes())
+    pacer.throttle(HOST, 1.0, rate=4.0)
+    pacer.resume(HOST, 1, 4.0)  # back at level 1 of 2: half its rate
+    assert (override(app), rate_override(app)) == (1, 2.0)
+    app.admin.set_limit(HOST, 0)  # rota limits set HOST 0
+    app.admin.clear_limit(HOST)  # rota limits clear HOST: the ceiling, level 2 of 2
+    assert (override(app), rate_override(app)) == (None, 2.0)
+    later(monkeypatch)
+    pacer.record(HOST, 200, 0.1, rate=4.0)
+    assert (override(app), rate_override(app)) == (None, None), "its own 4/s again"
+    for _ in range(10):  # stays so: nothing more to write
+        pacer.record(HOST, 200, 0.1, rate=4.0)
+    assert (override(app), rate_override(app)) == (None, None)
+
+
+def test_the_rate_follows_a_level_or_rate_set_by_hand_at_the_next_answer(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pacer = Pacer(app, 4, Adaptive(ramp_every=100), Resumes())
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (None, None)
+    app.admin.set_limit(HOST, 1)  # rota limits set HOST 1
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert rate_override(app) is None, "seen at the next read of the store, within a second"
+    later(monkeypatch)
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (1, 2.0), "level 1 of 4: a quarter of 8/s"
+    app.admin.set_rate(HOST, "5/s")  # the level decides the rate of a crawler's host
+    later(monkeypatch, 2.2)
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (1, 2.0)
+    app.admin.set_limit(HOST, 0)  # a hold: the rate is left as it is
+    later(monkeypatch, 3.3)
+    pacer.record(HOST, 200, 0.1, rate=8.0)
+    assert (override(app), rate_override(app)) == (0, 2.0)
+
+
+def test_without_adaptation_the_rate_follows_the_level_too(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pacer = Pacer(app, 2, None, Resumes())
+    pacer.record(HOST, 200, 0.1, rate=4.0)
+    app.admin.set_limit(HOST, 1)
+    later(monkeypatch)
+    pacer.record(HOST, 500, 0.1, rate=4.0)
+    assert (override(app), rate_override(app)) == (1, 2.0), "the level stays; the rate follows"
+    app.admin.clear_limit(HOST)
+    later(monkeypatch, 2.2)
+    pacer.record(HOST, 200, 0.1, rate=4.0)
+    assert (override(app), rate_override(app)) == (None, None)
+
+
 def test_without_adaptation_only_pauses_move_the_level(app: App) -> None:
     resumes = Resumes()
     pacer = Pacer(app, 3, None, resumes)

@@ -19,6 +19,11 @@ decide at once write the same or neighbouring levels; the next decision
 starts from what the store holds. The crawler owns the overrides of its
 hosts' keys: a level set by hand is moved by the next change, except a
 hold of 0, which no change moves (a throttle then sends no resume job).
+The rate override is brought back in line with the level in force at the
+host's next answer whenever the two disagree: after an operator changed
+the level (``rota limits clear HOST`` gives a host at its ceiling its own
+rate back), or the rate (one set by hand does not last), or a process
+died between the two writes of a change.
 
 The store has no read of one key's limits, so a read is of every key
 (``store.limits()``): its cost grows with the number of keys the store
@@ -28,6 +33,7 @@ knows, once a second per worker process that is fetching.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +66,7 @@ class Pacer:
         self._lock = threading.Lock()
         self._health: dict[str, Health] = {}
         self._levels: dict[str, int] = {}
+        self._paced: dict[str, float] = {}  # the store's rate overrides, read with the levels
         self._rates: dict[str, float] = {}  # each host's own rate, as its fetches said
         self._read_at = -_FRESH
 
@@ -68,8 +75,9 @@ class Pacer:
     ) -> Event:
         """Take one response (``status`` None: none came) that took
         ``seconds``; move the host's level if it calls for it. ``rate`` is
-        the host's own rate (fetches a second at the ceiling). A throttle is
-        :meth:`throttle`'s, not this method's."""
+        the host's own rate (fetches a second at the ceiling). A level that
+        stays puts the rate override back in line with it when the two
+        disagree. A throttle is :meth:`throttle`'s, not this method's."""
         with self._lock:
             self._know_rate(host, rate)
             health = self._health.get(host, Health())
@@ -84,8 +92,15 @@ class Pacer:
                 level = self._level(host, fresh=True)
                 new, after = adapt.next_level(level, self._ceiling, event, health, self._config)
             self._health[host] = after
-        if self._adaptive and new != level:
+            moves = self._adaptive and new != level
+            astray = not moves and self._astray(host, level)
+            if astray:  # seen on a copy up to a second old: look again at the store
+                level = self._level(host, fresh=True)
+                astray = self._astray(host, level)
+        if moves:
             self._set(host, new, f"{event.value} response")
+        elif astray:
+            self._align(host, level)
         return event
 
     def throttle(self, host: str, retry_after: float | None, rate: float | None = None) -> float:
@@ -127,19 +142,56 @@ class Pacer:
         if rate is not None:
             self._rates[host] = rate
 
+    def _pace(self, own: float, level: int) -> float | None:
+        """The rate override of a host at ``level`` whose own rate is
+        ``own``: its share of it below the ceiling, None (its own) at it."""
+        return None if level >= self._ceiling else own * max(level, 1) / self._ceiling
+
+    def _astray(self, host: str, level: int) -> bool:
+        """Whether the rate override of ``host``, as this process's copy has
+        it, is not the one ``level`` implies (the lock is held). Unknown
+        while the host's own rate is, and while it is paused (0: none of
+        its fetches starts, whatever the rate)."""
+        own = self._rates.get(host)
+        if own is None or level <= 0:
+            return False
+        held, paced = self._paced.get(host), self._pace(own, level)
+        if held is None or paced is None:
+            return held is not paced
+        return not math.isclose(held, paced, rel_tol=1e-9)
+
+    def _align(self, host: str, level: int) -> None:
+        """Set the rate override of ``host`` to what its ``level`` implies
+        (its level stays as it is)."""
+        paced = self._pace(self._rates[host], level)
+        self._app.store.set_rate(host, paced)
+        with self._lock:
+            self._keep_rate(host, paced)
+        pace = "its own rate" if paced is None else f"{paced:.3g} a second"
+        log.info("host %s: rate back in line with its level %d: %s", host, level, pace)
+
     def _set(self, host: str, level: int, why: str) -> None:
         value = None if level >= self._ceiling else level
         self._app.store.set_limit(host, value)
         own = self._rates.get(host)
         paced = None
         if own is not None:  # else the rate stays as it is until a fetch tells it
-            paced = None if value is None else own * max(level, 1) / self._ceiling
+            paced = self._pace(own, level)
             self._app.store.set_rate(host, paced)
         with self._lock:
             self._levels[host] = level
+            if own is not None:
+                self._keep_rate(host, paced)
         shown = "the ceiling" if value is None else str(level)
         pace = f", {paced:.3g} a second" if paced is not None else ""
         log.info("host %s: %s; at most %s fetch(es) at once%s", host, why, shown, pace)
+
+    def _keep_rate(self, host: str, paced: float | None) -> None:
+        """Note in this process's copy the rate override just written."""
+        if paced is None:
+            self._paced.pop(host, None)
+        else:
+            self._paced[host] = paced
 
     def _level(self, host: str, *, fresh: bool = False) -> int:
         """The level in force for ``host`` (the lock is held): from this
@@ -147,10 +199,8 @@ class Pacer:
         or when it is a second old."""
         now = time.monotonic()
         if fresh or now - self._read_at >= _FRESH:
-            self._levels = {
-                info.key: info.override
-                for info in self._app.store.limits()
-                if info.override is not None
-            }
+            infos = self._app.store.limits()
+            self._levels = {i.key: i.override for i in infos if i.override is not None}
+            self._paced = {i.key: i.rate_override for i in infos if i.rate_override is not None}
             self._read_at = now
         return min(self._levels.get(host, self._ceiling), self._ceiling)
