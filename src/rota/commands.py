@@ -75,6 +75,8 @@ log = logging.getLogger("rota.commands")
 
 #: The name of the built-in task that runs the command line it is sent.
 COMMAND_TASK = "rota.cmd"
+#: The highest exit code a process can have (``ok_codes`` are 0 to this).
+MAX_EXIT_CODE = 255
 DEFAULT_OUTPUT_CAP = 65536
 MAX_OUTPUT_CAP = 16 * 1024 * 1024
 _STDERR_LINES = 10
@@ -199,7 +201,7 @@ def _env(value: object) -> tuple[tuple[str, str], ...]:
 def _ok_codes(value: object) -> tuple[int, ...]:
     if not isinstance(value, list | tuple) or not value:
         raise InvalidArgument(f"ok_codes must be a non-empty list of exit codes, not {value!r}")
-    return tuple(_validate.integer(code, "ok_codes item", 0, 255) for code in value)
+    return tuple(_validate.integer(code, "ok_codes item", 0, MAX_EXIT_CODE) for code in value)
 
 
 def extra_args(value: object) -> tuple[str, ...]:

@@ -1101,7 +1101,7 @@ def test_command_lines_take_a_directory_an_environment_and_ok_codes(env: Env) ->
     for words, message in (
         (["--env", "A", "--", "true"], "'A' is not NAME=VALUE"),
         (["--ok-codes", "zero", "--", "true"], "'zero' is not a list of exit codes"),
-        (["--ok-codes", "0,300", "--", "true"], "ok_codes item must be"),
+        (["--ok-codes", "0,300", "--", "true"], "300 is not an exit code: they are 0 to 255"),
         (["--cwd", "", "--", "true"], "cwd must be a directory path"),
         (["--app", env.app, "--task", "add", "--cwd", "/", "--", "1", "2"], "go with a command"),
     ):

@@ -171,7 +171,27 @@ ADD = ["schedules", "add", "s", "--every", "60"]
         ),
         (
             ["schedules", "add", "s", "--every", "0", "--", "true"],
-            ["'--every'", "interval greater than zero"],
+            ["Invalid value for '--every': interval must be above 0, got '0'"],
+        ),
+        (
+            ["schedules", "add", "s", "--every", "-1m", "--", "true"],
+            ["Invalid value for '--every': interval must not be negative, got '-1m'"],
+        ),
+        (
+            [*ADD, "--ok-codes", "0,256", "--", "true"],
+            ["Invalid value for '--ok-codes': 256 is not an exit code: they are 0 to 255"],
+        ),
+        (
+            ["send", "--ok-codes", "256", "--cmd", "--", "true"],
+            ["Invalid value for '--ok-codes': 256 is not an exit code: they are 0 to 255"],
+        ),
+        (
+            ["send", "--ok-codes=-1", "--cmd", "--", "true"],
+            ["Invalid value for '--ok-codes': -1 is not an exit code: they are 0 to 255"],
+        ),
+        (
+            ["send", "--ok-codes", "0,abc", "--cmd", "--", "true"],
+            ["Invalid value for '--ok-codes': '0,abc' is not a list of exit codes such as 0,2"],
         ),
         (
             ["schedules", "add", "s", "--every", "soon", "--", "true"],

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from rota.commands import MAX_EXIT_CODE
+
 __all__ = ["command_options", "given_command_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -28,11 +30,17 @@ def _ok_codes(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     if value is None:
         return None
     try:
-        return [int(code) for code in value.split(",")]
+        codes = [int(code) for code in value.split(",")]
     except ValueError:
         raise click.BadParameter(
             f"{value!r} is not a list of exit codes such as 0,2", ctx, param
         ) from None
+    for code in codes:
+        if not 0 <= code <= MAX_EXIT_CODE:
+            raise click.BadParameter(
+                f"{code} is not an exit code: they are 0 to {MAX_EXIT_CODE}", ctx, param
+            )
+    return codes
 
 
 def command_options(f: F) -> F:

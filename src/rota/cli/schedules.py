@@ -24,7 +24,6 @@ from rota.cli._support import (
     CliState,
     backoff_callback,
     console,
-    duration_callback,
     fmt_when,
     name_callback,
     note,
@@ -397,7 +396,11 @@ def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="The time zone of --cron.",
 )
 @click.option(
-    "--every", "interval", metavar="SECONDS", callback=duration_callback, help="Fire every N s."
+    "--every",
+    "interval",
+    metavar="SECONDS",
+    callback=positive_duration_callback,
+    help="Fire every N s: 30, 90s, 15m, 1d.",
 )
 @click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
 @click.option(
