@@ -223,7 +223,10 @@ def test_rota_run_with_commands_retries_a_failed_command_schedule(
         "sh", "-c", 'echo tick >> "$0"; [ "$(wc -l < "$0")" -ne 1 ]', str(target),
     )  # fmt: skip
     assert added.wait(timeout=30) == 0, processes.output(added)
-    run = processes.rota("run", f"{source}:app", "--url", url, "--no-web", "--commands")
+    run = processes.rota(
+        "run", f"{source}:app", "--url", url, "--no-web", "--commands",
+        "-Q", "default", "-c", "2", "-m", "threads", "--worker-host", "web-9",
+    )  # fmt: skip
     ran = processes.rota("schedules", "run-now", "tick", "--url", url)
     assert ran.wait(timeout=30) == 0, processes.output(ran)
     [job_id] = re.findall(r"^[0-9a-f]{32}$", processes.output(ran), re.MULTILINE)
@@ -239,4 +242,6 @@ def test_rota_run_with_commands_retries_a_failed_command_schedule(
     finally:
         store.close()
     assert target.read_text() == "tick\ntick\n"
+    started = "queues default, concurrency 2, mode threads, host web-9\n"
+    assert started in processes.output(run), "the short options and the host, as rota worker says"
     _stop(run)

@@ -29,17 +29,27 @@ from rota.stores import redact_url
 @click.argument("app_spec", metavar="[APP]", required=False)
 @click.option(
     "--queues",
+    "-Q",
     default="all",
     show_default=True,
     help="Comma-separated queues to work on; 'all' (the default) for every queue of the "
     "app's tasks.",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Jobs run at once by the worker, at most (as rota worker --concurrency).",
+)
 @click.option(
     "--mode",
+    "-m",
     type=click.Choice(["threads", "processes", "async"]),
     default="threads",
     show_default=True,
+    help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
 )
 @click.option(
     "--host",
@@ -109,7 +119,7 @@ def run(
         note(f"dashboard: {_start_dashboard(app, host, port, token)}")
     note(
         f"rota run: store {redact_url(app.url)}, queues {','.join(names)}, "
-        f"concurrency {concurrency}, mode {mode}"
+        f"concurrency {concurrency}, mode {mode}, host {worker.host}"
     )
     worker.run()
 
