@@ -426,6 +426,11 @@ def test_the_crawler_registers_its_tasks_and_its_worker_hooks(app: App) -> None:
         ({"robots_ttl": "30d"}, r"robots_ttl .* must not be longer than the app's retention"),
         ({"adapt": "yes"}, "adapt takes True, False or rota.crawl.Adaptive"),
         ({"user_agent": " "}, "user_agent must be a non-empty string"),
+        ({"user_agent": "bad\nua"}, r"user_agent must be printable ASCII .* has '\\n'"),
+        ({"user_agent": "bot/1\r\n"}, r"without control characters such as CR or LF: .* '\\r'"),
+        ({"user_agent": "bot\x00"}, r"user_agent must be printable ASCII .* has '\\x00'"),
+        ({"user_agent": "bot\t1"}, r"user_agent must be printable ASCII .* has '\\t'"),
+        ({"user_agent": "caf\u00e9-bot"}, r"user_agent must be printable ASCII .* has '\u00e9'"),
         ({"allow": ["("]}, "allow pattern"),
         ({"timeout": -1}, "timeout must not be negative"),
         ({"max_bytes": 0}, "max_bytes must be at least 1"),
@@ -438,6 +443,13 @@ def test_bad_settings_are_refused_and_register_nothing(
     with pytest.raises(InvalidArgument, match=message):
         Crawler(app, "news", **settings)
     assert app.tasks == {} and app._on_start == []
+
+
+def test_a_user_agent_is_any_printable_ascii_without_surrounding_spaces(app: App) -> None:
+    agent = "ShopBot/2.1 (+https://shop.example/bot; ops@shop.example) [a~z]"
+    crawler = Crawler(app, "shop", seeds="https://shop.example/", user_agent=f"  {agent} ")
+    assert crawler.settings.user_agent == agent
+    assert crawler.settings.agent == "ShopBot", "its product token, for robots.txt"
 
 
 def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:

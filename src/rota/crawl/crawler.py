@@ -56,9 +56,9 @@ class Crawler:
     - ``adapt``: True (default), False, or :class:`~rota.crawl.Adaptive`
       settings: each host's level of concurrency follows how it answers
       (see :mod:`rota.crawl.adapt`);
-    - ``user_agent``, ``timeout``, ``max_bytes`` (largest body read),
-      ``robots_ttl`` (how long a robots.txt is used), ``queue`` and
-      ``priority`` of the fetch jobs;
+    - ``user_agent`` (printable ASCII, no control characters), ``timeout``,
+      ``max_bytes`` (largest body read), ``robots_ttl`` (how long a
+      robots.txt is used), ``queue`` and ``priority`` of the fetch jobs;
     - ``seen``: a :class:`~rota.crawl.SeenSet` (a Bloom filter shared by the
       cluster, in the app's Redis or SQLite store) that discovered links
       pass first: one already in it is not sent, and the store holds a

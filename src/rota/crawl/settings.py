@@ -19,6 +19,22 @@ DEFAULT_USER_AGENT = f"rota-crawler/{__version__}"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 
+def _user_agent(value: object) -> str:
+    """``value`` without surrounding spaces, if it can be sent as the
+    ``User-Agent`` header: printable ASCII (letters, digits, punctuation and
+    spaces), so no CR, LF, tab or other control character, which would make
+    every request of the crawl fail; :class:`InvalidArgument` if not."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"user_agent must be a non-empty string, not {value!r}")
+    bad = next((char for char in value if not " " <= char <= "~"), None)
+    if bad is not None:
+        raise InvalidArgument(
+            f"user_agent must be printable ASCII (letters, digits, punctuation, spaces), "
+            f"without control characters such as CR or LF: {value!r} has {bad!r}"
+        )
+    return value.strip()
+
+
 def seed_urls(seeds: str | Iterable[str], what: str = "seeds") -> tuple[str, ...]:
     """Seeds (one URL or an iterable of them, the argument ``what``) in
     canonical form, each once; :class:`InvalidArgument` for anything else,
@@ -132,8 +148,6 @@ class Settings:
             adaptive = adapt
         else:
             raise InvalidArgument(f"adapt takes True, False or rota.crawl.Adaptive, not {adapt!r}")
-        if not isinstance(user_agent, str) or not user_agent.strip():
-            raise InvalidArgument(f"user_agent must be a non-empty string, not {user_agent!r}")
         return cls(
             name=name,
             seeds=urls,
@@ -153,7 +167,7 @@ class Settings:
             burst=burst,
             breaker=breaker,
             retries=_validate.integer(retries, "retries", 0, _validate.MAX_RETRIES),
-            user_agent=user_agent.strip(),
+            user_agent=_user_agent(user_agent),
             timeout=parse_duration(timeout, what="timeout", positive=True),
             max_bytes=_validate.integer(max_bytes, "max_bytes", 1, 2**31 - 1),
             robots_ttl=ttl,
