@@ -1194,7 +1194,7 @@ def test_send_cmd_without_an_app_sends_to_the_store_of_the_url(env: Env) -> None
         (["--cmd", "--"], "missing the command line"),
         ([], "missing APP and TASK"),
         (["--", "add", "1"], "module 'add' not found"),  # no --cmd: the first word is APP
-        (["--cmd", "echo", "hi"], "to send a command line without APP, put -- before it"),
+        (["--cmd", "echo", "hi"], "with --cmd, put -- before the command line"),
         ([env.app], "missing TASK"),
     ):
         refused = env.rota("send", *words)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 import click
@@ -23,12 +24,13 @@ from rota.cli._support import (
     url_option,
 )
 from rota.commands import COMMAND_TASK, command_call, task_to_send
-from rota.errors import InvalidArgument, JobFailed, SerializationError
+from rota.errors import JobFailed, SerializationError
 from rota.task import JobHandle
 
 __all__ = ["call_arguments", "parse_arg", "parse_json_call", "send"]
 
 _JSON_HINT = "'--json'"
+_COMMAND_USAGE = "rota send [APP] --cmd -- CMD ARGS..."
 
 
 def parse_arg(text: str) -> Any:
@@ -105,16 +107,21 @@ class _SendCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """The arguments, with an empty APP where ``--cmd`` comes with no word
-        before ``--`` that is not an option or an option's value."""
+        before ``--`` that is not an option or an option's value. The words
+        after APP and before ``--`` are noted (``rota.send.before``): with
+        ``--cmd`` there must be none."""
+        ctx.meta["rota.send.dashes"] = "--" in args
         if "--" in args:
             cut = args.index("--")
             try:
                 given, _, _ = self.make_parser(ctx).parse_args(args[:cut])
             except click.UsageError:
                 given = {}  # (the parse below reports it)
+            task_name, words = given.get("task_name"), given.get("args")
+            before = [task_name] if isinstance(task_name, str) else []
+            ctx.meta["rota.send.before"] = before + list(words if isinstance(words, tuple) else ())
             if given.get("command") and not isinstance(given.get("app_spec"), str):
                 args = [*args[:cut], "", *args[cut:]]
-        ctx.meta["rota.send.dashes"] = "--" in args
         words = list(args)  # (click's parse consumes its list)
         try:
             return super().parse_args(ctx, args)
@@ -253,16 +260,7 @@ def send(
         if command_timeout is not None or any(v is not None for v in settings.values()):
             raise click.UsageError("--cmd-timeout, --cwd, --env and --ok-codes go with --cmd")
         call_args, call_kwargs = call_arguments(args, json_call)
-    try:
-        app = cli.app_or_bare(app_spec or None)
-    except InvalidArgument as exc:
-        if command and not click.get_current_context().meta.get("rota.send.dashes"):
-            # `rota send --cmd echo hi`: "echo" was read as APP
-            raise InvalidArgument(
-                f"{exc}; to send a command line without APP, put -- before it: "
-                f"rota send --cmd -- {app_spec} ..."
-            ) from None
-        raise
+    app = cli.app_or_bare(app_spec or None)
     # (a command line is sent from any app; only workers that run them have rota.cmd)
     task = task_to_send(app, task_name)
     given = {
@@ -290,11 +288,23 @@ def send(
 
 
 def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> None:
-    """Refuse a send that lacks APP, TASK or the command line."""
-    if command and task_name is None:
-        raise click.UsageError("missing the command line: rota send [APP] --cmd -- CMD ARGS...")
-    if not command and (not app_spec or task_name is None):
-        raise click.UsageError("missing APP and TASK" if not app_spec else "missing TASK")
+    """Refuse a send that lacks APP, TASK or the command line, and one of a
+    command line with words before ``--`` other than APP."""
+    if not command:
+        if not app_spec or task_name is None:
+            raise click.UsageError("missing APP and TASK" if not app_spec else "missing TASK")
+        return
+    if task_name is None:
+        raise click.UsageError(f"missing the command line: {_COMMAND_USAGE}")
+    meta = click.get_current_context().meta
+    if not meta.get("rota.send.dashes"):  # `rota send --cmd echo hi`: "echo" is read as APP
+        raise click.UsageError(f"with --cmd, put -- before the command line: {_COMMAND_USAGE}")
+    before = meta.get("rota.send.before") or []
+    if before:  # `rota send APP add --cmd -- echo` would run "add echo"
+        raise click.UsageError(
+            f"with --cmd, only APP comes before --, not also {shlex.join(before)}: "
+            f"the whole command line goes after -- ({_COMMAND_USAGE})"
+        )
 
 
 def _print_result(handle: JobHandle[Any], timeout: float | None) -> None:
