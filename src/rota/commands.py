@@ -63,6 +63,7 @@ __all__ = [
     "command_line_of",
     "command_options_of",
     "guarded",
+    "is_fixed_command",
     "parse_command_line",
     "refuse_reserved",
     "register",
@@ -600,6 +601,13 @@ class CommandTask(Task[..., dict[str, Any]]):
         """Check the call, then encode it as :meth:`Task.new_job` does."""
         self.spec_of(args, kwargs)
         return super().new_job(args, kwargs, delay=delay, run_at=run_at, job_id=job_id)
+
+
+def is_fixed_command(task: object) -> bool:
+    """True for a task of :meth:`rota.App.command`, whose calls take only
+    ``extra_args`` (words appended to its argv); False for ``rota.cmd`` and
+    for other tasks."""
+    return isinstance(task, CommandTask) and task.spec_of is not _builtin_spec
 
 
 def _builtin_spec(args: tuple[Any, ...], kwargs: dict[str, Any]) -> CommandSpec:

@@ -4,6 +4,7 @@ add ... -- CMD`` (click's CliRunner against a real SQLite store)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -84,3 +85,32 @@ def test_send_cmd_refuses_words_between_app_and_the_dashes(cli: Cli) -> None:
     assert sent.exit_code == 0, sent.output
     job = cli.store.get_job(sent.stdout.strip())
     assert job is not None and job.args == [["echo", "add"]]
+
+
+def test_the_words_after_a_command_tasks_name_are_its_extra_args(cli: Cli) -> None:
+    sent = cli.run("send", cli.app, "report", "a", "1", "--", "--day", "2026-11-27")
+    assert sent.exit_code == 0, sent.output
+    job = cli.store.get_job(sent.stdout.strip())
+    assert job is not None and (job.task, job.args) == ("report", [])
+    assert job.kwargs == {"extra_args": ["a", "1", "--day", "2026-11-27"]}, "words, not JSON"
+    bare = cli.store.get_job(cli.run("send", cli.app, "report").stdout.strip())
+    assert bare is not None and (bare.args, bare.kwargs) == ([], {})
+    by_json = cli.run("send", cli.app, "report", "--json", '{"kwargs": {"extra_args": ["b"]}}')
+    job = cli.store.get_job(by_json.stdout.strip())
+    assert job is not None and job.kwargs == {"extra_args": ["b"]}
+    other = cli.store.get_job(cli.run("send", cli.app, "add", "1", "2").stdout.strip())
+    assert other is not None and other.args == [1, 2], "other tasks still read JSON"
+
+    added = cli.run(
+        "schedules", "add", "rep", "--every", "1h", "--app", cli.app, "--task", "report",
+        "--", "1", "--two",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    assert added.stdout.strip() == (
+        'added schedule rep: every hour: task report(extra_args=["1","--two"])'
+    )
+    stored = cli.store.get_schedule("rep")
+    assert stored is not None
+    assert json.loads(stored.payload) == {"args": [], "kwargs": {"extra_args": ["1", "--two"]}}
+    both = cli.run("send", cli.app, "report", "a", "--json", "[]")
+    assert both.exit_code == 2 and "as ARGS or with --json, not both" in both.output

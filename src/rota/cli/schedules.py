@@ -31,7 +31,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
-from rota.cli.send import call_arguments
+from rota.cli.send import task_call
 from rota.commands import (
     COMMAND_TASK,
     CommandSpec,
@@ -408,7 +408,8 @@ def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "task_name",
     metavar="TASK",
     help="Run TASK of --app instead of a command line; the words after -- are its "
-    "arguments, each read as JSON when it parses (as for rota send).",
+    "arguments, each read as JSON when it parses, or the words a task of app.command "
+    "appends to its command line (as for rota send).",
 )
 @click.option("--app", "app_spec", metavar="APP", help="The app that defines --task.")
 @click.option(
@@ -585,11 +586,13 @@ def _task_schedule(
     app_spec: str | None,
     json_call: str | None,
 ) -> _Call:
-    """APP, its task ``task_name`` and the call of ``words`` (or ``--json``)."""
+    """APP, its task ``task_name`` and the call of ``words`` (or ``--json``;
+    see :func:`rota.cli.send.task_call`)."""
     if app_spec is None:
         raise click.UsageError("--task needs --app, the app that defines it")
-    args, kwargs = call_arguments(words, json_call)
-    return cli.load_app(app_spec), task_name, args, kwargs
+    app = cli.load_app(app_spec)
+    args, kwargs = task_call(app.tasks.get(task_name), words, json_call)
+    return app, task_name, args, kwargs
 
 
 def _iso(text: str) -> datetime:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from rota import _json, _validate
+from rota import _json, _validate, commands
 from rota.cli._command_options import command_options, given_command_options
 from rota.cli._support import (
     CliError,
@@ -25,9 +25,9 @@ from rota.cli._support import (
 )
 from rota.commands import COMMAND_TASK, command_call, task_to_send
 from rota.errors import JobFailed, SerializationError
-from rota.task import JobHandle
+from rota.task import JobHandle, Task
 
-__all__ = ["call_arguments", "parse_arg", "parse_json_call", "send"]
+__all__ = ["call_arguments", "parse_arg", "parse_json_call", "send", "task_call"]
 
 _JSON_HINT = "'--json'"
 _COMMAND_USAGE = "rota send [APP] --cmd -- CMD ARGS..."
@@ -236,7 +236,9 @@ def send(
     """Send a job running TASK of APP and print its id.
 
     Each of ARGS is read as JSON when it parses (3, true, [1,2], '"3"'),
-    else as a string. Put -- before arguments that start with a dash.
+    else as a string; the ARGS of a task made with app.command are words
+    appended to its command line, as they are. Put -- before arguments that
+    start with a dash.
     With --wait, the result follows the id once the job has finished.
 
     With --cmd, the words after -- are a command line that a worker
@@ -256,13 +258,13 @@ def send(
     if command:
         call_args, call_kwargs = command_call([task_name, *args], command_timeout, **settings)
         task_name = COMMAND_TASK
-    else:
-        if command_timeout is not None or any(v is not None for v in settings.values()):
-            raise click.UsageError("--cmd-timeout, --cwd, --env and --ok-codes go with --cmd")
-        call_args, call_kwargs = call_arguments(args, json_call)
+    elif command_timeout is not None or any(v is not None for v in settings.values()):
+        raise click.UsageError("--cmd-timeout, --cwd, --env and --ok-codes go with --cmd")
     app = cli.app_or_bare(app_spec or None)
     # (a command line is sent from any app; only workers that run them have rota.cmd)
     task = task_to_send(app, task_name)
+    if not command:
+        call_args, call_kwargs = task_call(task, args, json_call)
     given = {
         "queue": queue,
         "priority": priority,
@@ -305,6 +307,18 @@ def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> 
             f"with --cmd, only APP comes before --, not also {shlex.join(before)}: "
             f"the whole command line goes after -- ({_COMMAND_USAGE})"
         )
+
+
+def task_call(
+    task: Task[Any, Any] | None, words: tuple[str, ...], json_call: str | None
+) -> tuple[list[Any], dict[str, Any]]:
+    """The call of ``task`` from ARGS or ``--json``: for a task of
+    ``app.command``, ARGS are the words it appends to its command line
+    (``extra_args``, taken as they are); for any other (or an unknown one,
+    None), as :func:`call_arguments` reads them."""
+    if commands.is_fixed_command(task) and json_call is None:
+        return [], {"extra_args": list(words)} if words else {}
+    return call_arguments(words, json_call)
 
 
 def _print_result(handle: JobHandle[Any], timeout: float | None) -> None:
