@@ -114,3 +114,29 @@ def test_the_words_after_a_command_tasks_name_are_its_extra_args(cli: Cli) -> No
     assert json.loads(stored.payload) == {"args": [], "kwargs": {"extra_args": ["1", "--two"]}}
     both = cli.run("send", cli.app, "report", "a", "--json", "[]")
     assert both.exit_code == 2 and "as ARGS or with --json, not both" in both.output
+
+
+def test_a_command_line_without_app_or_url_goes_only_to_a_rota_db_that_exists(cli: Cli) -> None:
+    here = cli.tmp / "rota.db"
+    for words in (
+        ["send", "--cmd", "--", "true"],
+        ["schedules", "add", "s", "--every", "1h", "--", "true"],
+    ):
+        refused = cli.run(*words, url=False)
+        assert refused.exit_code == 1, refused.output
+        assert f"Error: no store given and no {here}: pass --url or set ROTA_URL" in refused.output
+        assert not here.exists(), "no store no worker reads"
+    made = open_store(f"sqlite:///{here}")  # as a worker or rota run makes it
+    try:
+        sent = cli.run("send", "--cmd", "--", "true", url=False)
+        assert sent.exit_code == 0, sent.output
+        assert made.get_job(sent.stdout.strip()) is not None
+        added = cli.run("schedules", "add", "s", "--every", "1h", "--", "true", url=False)
+        assert added.exit_code == 0 and made.get_schedule("s") is not None, added.output
+    finally:
+        made.close()
+    elsewhere = cli.tmp / "new.db"  # a URL given is a store asked for: made if need be
+    given = cli.runner.invoke(
+        main, ["send", "--cmd", "--", "true"], env={"ROTA_URL": f"sqlite:///{elsewhere}"}
+    )
+    assert given.exit_code == 0 and elsewhere.exists(), given.output

@@ -31,7 +31,7 @@ from rota.cli._support import (
     positive_duration_callback,
     url_option,
 )
-from rota.cli.send import task_call
+from rota.cli.send import command_app, task_call
 from rota.commands import (
     COMMAND_TASK,
     CommandSpec,
@@ -576,7 +576,7 @@ def _command_schedule(
         CommandSpec.build(*args, **kwargs)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
-    return cli.store_app(must_exist=False), COMMAND_TASK, args, kwargs
+    return command_app(cli), COMMAND_TASK, args, kwargs
 
 
 def _task_schedule(

@@ -4,6 +4,7 @@ from the command line."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from rota import _json, _validate, commands
+from rota.app import App
 from rota.cli._command_options import command_options, given_command_options
 from rota.cli._support import (
     CliError,
@@ -24,10 +26,11 @@ from rota.cli._support import (
     url_option,
 )
 from rota.commands import COMMAND_TASK, command_call, task_to_send
-from rota.errors import JobFailed, SerializationError
+from rota.errors import JobFailed, SerializationError, StoreError
+from rota.stores import require_file
 from rota.task import JobHandle, Task
 
-__all__ = ["call_arguments", "parse_arg", "parse_json_call", "send", "task_call"]
+__all__ = ["call_arguments", "command_app", "parse_arg", "parse_json_call", "send", "task_call"]
 
 _JSON_HINT = "'--json'"
 _COMMAND_USAGE = "rota send [APP] --cmd -- CMD ARGS..."
@@ -246,7 +249,8 @@ def send(
     --ok-codes set where it runs, what it adds to the environment and which
     exit codes are a success):
     rota send --cmd -- python crawl.py --site x sends it to the store of
-    --url (or ROTA_URL); rota send APP --cmd -- ... to APP's.
+    --url (or ROTA_URL; without either, to ./rota.db if it exists); rota
+    send APP --cmd -- ... to APP's.
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout goes with --wait")
@@ -260,7 +264,7 @@ def send(
         task_name = COMMAND_TASK
     elif command_timeout is not None or any(v is not None for v in settings.values()):
         raise click.UsageError("--cmd-timeout, --cwd, --env and --ok-codes go with --cmd")
-    app = cli.app_or_bare(app_spec or None)
+    app = cli.load_app(app_spec) if app_spec else command_app(cli)
     # (a command line is sent from any app; only workers that run them have rota.cmd)
     task = task_to_send(app, task_name)
     if not command:
@@ -307,6 +311,26 @@ def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> 
             f"with --cmd, only APP comes before --, not also {shlex.join(before)}: "
             f"the whole command line goes after -- ({_COMMAND_USAGE})"
         )
+
+
+def command_app(cli: CliState) -> App:
+    """The app without tasks that a command line is sent or scheduled through
+    without APP: on the store of ``--url`` (or ``ROTA_URL``), created if need
+    be. Without either, the default store, ``./rota.db``, only if it exists:
+    a fleet that forgot its ``ROTA_URL`` gets an error rather than a new
+    store no worker reads (a worker or ``rota run`` creates it)."""
+    app = cli.store_app(must_exist=False)
+    if cli.url:
+        return app
+    try:
+        require_file(app.url)
+    except StoreError:
+        path = os.path.abspath(app.url.removeprefix("sqlite:///"))
+        raise CliError(
+            f"no store given and no {path}: pass --url or set ROTA_URL to the store the "
+            "workers use (a worker or `rota run` creates ./rota.db)"
+        ) from None
+    return app
 
 
 def task_call(
