@@ -16,6 +16,7 @@ retry a job that ends the one before), nothing left running.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -213,3 +214,31 @@ def test_a_store_that_cannot_be_reached_fails_the_start(
     )
     assert proc.wait(60) == 1, processes.output(proc)
     assert "cannot be reached" in processes.output(proc)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("ROTA_PER_HOST=abc", "ROTA_PER_HOST must be an integer, not 'abc'"),
+        ("ROTA_LEASE=soon", "ROTA_LEASE 'soon' is not a duration"),
+    ],
+)
+def test_a_bad_rota_setting_given_with_s_stops_the_crawl_naming_it(
+    tmp_path: Path, setting: str, message: str
+) -> None:
+    database = tmp_path / "rota.db"
+    env = os.environ | {"ROTA_URL": f"sqlite:///{database}", "SEEDS": "http://127.0.0.1:9/"}
+    done = subprocess.run(
+        [SCRAPY, "runspider", SPIDER, "-s", setting],
+        env=env | {"FETCHED": str(tmp_path / "fetched")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"rota.errors.InvalidArgument: {message}"), done.stderr
+    assert "Engine slot not assigned" not in done.stderr
+    assert "Spider opened" not in done.stderr, "refused before the spider opens"
+    assert not database.exists(), "the store was never opened"

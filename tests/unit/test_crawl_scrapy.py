@@ -13,7 +13,15 @@ from scrapy.http import FormRequest, JsonRequest
 from scrapy.utils.test import get_crawler
 
 from rota import App, _validate
-from rota.crawl.scrapy import DupeFilter, Scheduler, UnstorableRequest, host_of, options, settings
+from rota.crawl.scrapy import (
+    DupeFilter,
+    Finish,
+    Scheduler,
+    UnstorableRequest,
+    host_of,
+    options,
+    settings,
+)
 from rota.crawl.scrapy.frontier import Politeness, SharedFrontier
 from rota.crawl.scrapy.stored import PRIVATE, decode, encode
 from rota.crawl.urls import canonical, host_key
@@ -228,8 +236,12 @@ def test_bad_rota_settings_are_refused_naming_the_setting(
 ) -> None:
     crawler = get_crawler(Shop, given)
     with pytest.raises(InvalidArgument, match=message):
-        Scheduler.from_crawler(crawler)  # before the spider opens
-        DupeFilter.from_crawler(crawler)  # ROTA_DUPEFILTER_SIZE is the dupefilter's
+        Finish.from_crawler(crawler)  # built with the engine, before the spider opens
+    with pytest.raises(InvalidArgument, match=message):
+        Scheduler.from_crawler(crawler)
+    if "ROTA_DUPEFILTER_SIZE" in given:  # the dupefilter's own
+        with pytest.raises(InvalidArgument, match=message):
+            DupeFilter.from_crawler(crawler)
 
 
 def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:

@@ -10,6 +10,13 @@ callback that raises ends the job ``failed`` with the error. As a
 downloader middleware (order 50, before ``RetryMiddleware`` gives up on
 the way out), it ends ``failed`` the job of a request whose download
 failed for good or that a middleware dropped (``IgnoreRequest``).
+
+It also checks the ``ROTA_*`` settings when Scrapy builds it, with its
+engine, before the spider opens: a bad one stops the crawl there with the
+:class:`~rota.errors.InvalidArgument` that names it, as Scrapy's own
+components refuse theirs. (The scheduler reads them again once the spider
+opens, too late for Scrapy to report its refusal as the crawl's error: its
+cleanup fails on the half-opened engine and hides it.)
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from rota.crawl.scrapy import options
 from rota.crawl.scrapy.scheduler import request_done
 
 if TYPE_CHECKING:
@@ -31,6 +39,8 @@ class Finish:
     """Ends the job of each claimed request when Scrapy is done with it."""
 
     def __init__(self, crawler: Crawler) -> None:
+        # a bad ROTA_* setting is refused now, with the engine: see the module's docstring
+        options.read(crawler.settings)
         self.signals = crawler.signals
 
     @classmethod

@@ -20,7 +20,7 @@ from rota.stores import check_url
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["Options", "integer", "read", "store_url"]
+__all__ = ["Options", "dupefilter_size", "integer", "read", "store_url"]
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -37,11 +37,13 @@ class Options:
     unique_for: float
     filter_start: bool
     poll: float
+    dupefilter_size: int
 
 
 def read(settings: BaseSettings) -> Options:
     """The ``ROTA_*`` settings of a crawl (see the scheduler's docstring for
-    each one's meaning and default)."""
+    each one's meaning and default, and :class:`rota.crawl.scrapy.DupeFilter`'s
+    for ``ROTA_DUPEFILTER_SIZE``)."""
     per_host = integer(settings, "ROTA_PER_HOST", 2)
     burst = integer(settings, "ROTA_BURST", 1)
     url = _text(settings, "ROTA_URL")
@@ -54,7 +56,13 @@ def read(settings: BaseSettings) -> Options:
         unique_for=_duration(settings, "ROTA_UNIQUE_FOR", _validate.MAX_DURATION),
         filter_start=_boolean(settings, "ROTA_FILTER_START", True),
         poll=max(0.01, _duration(settings, "ROTA_POLL", 0.2, positive=True)),
+        dupefilter_size=dupefilter_size(settings),
     )
+
+
+def dupefilter_size(settings: BaseSettings) -> int:
+    """``ROTA_DUPEFILTER_SIZE``: how many fingerprints a process remembers."""
+    return integer(settings, "ROTA_DUPEFILTER_SIZE", 100_000)
 
 
 def store_url(value: object, what: str) -> str:

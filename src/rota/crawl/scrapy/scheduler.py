@@ -49,7 +49,8 @@ class Scheduler:
     done; for good), ``ROTA_FILTER_START`` (True: start requests are sent
     once, though Scrapy makes them ``dont_filter``) and ``ROTA_POLL`` (0.2 s).
     A bad value of any of them is refused (:class:`~rota.errors.InvalidArgument`
-    naming the setting) before the spider opens."""
+    naming the setting) before the spider opens, by the
+    :class:`~rota.crawl.scrapy.Finish` middleware, which the crawl needs anyway."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -246,7 +247,7 @@ class DupeFilter:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.size = options.integer(crawler.settings, "ROTA_DUPEFILTER_SIZE", 100_000)
+        self.size = options.dupefilter_size(crawler.settings)
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._logged = False
 
