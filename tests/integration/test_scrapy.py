@@ -221,6 +221,8 @@ def test_a_store_that_cannot_be_reached_fails_the_start(
     [
         ("ROTA_PER_HOST=abc", "ROTA_PER_HOST must be an integer, not 'abc'"),
         ("ROTA_LEASE=soon", "ROTA_LEASE 'soon' is not a duration"),
+        ("ROTA_NAME=a b", "ROTA_NAME must not contain '/' or spaces: 'a b'"),
+        ("ROTA_QUEUE=", "ROTA_QUEUE must be a non-empty string, not ''"),
     ],
 )
 def test_a_bad_rota_setting_given_with_s_stops_the_crawl_naming_it(

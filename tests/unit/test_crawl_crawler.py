@@ -453,8 +453,17 @@ def test_a_user_agent_is_any_printable_ascii_without_surrounding_spaces(app: App
 
 
 def test_bad_names_parse_callbacks_and_start_urls_are_refused(app: App) -> None:
-    with pytest.raises(InvalidArgument, match="crawler name has no '/' or spaces"):
-        Crawler(app, "my site")
+    for name in ("my site", "my/site"):
+        with pytest.raises(
+            InvalidArgument, match=f"^crawler name must not contain '/' or spaces: '{name}'$"
+        ):
+            Crawler(app, name)
+    with pytest.raises(InvalidArgument, match=r"^crawler name must be a non-empty string, not ''$"):
+        Crawler(app, "")
+    with pytest.raises(
+        InvalidArgument, match=r"^crawler name 'a+'\.\.\. is 193 characters; at most 192"
+    ):
+        Crawler(app, "a" * 193)
     with pytest.raises(InvalidArgument, match=r"a crawler needs a rota\.App"):
         Crawler("sqlite:///x.db", "site")  # type: ignore[arg-type]
     crawler = Crawler(app, "site", adapt=Adaptive(ramp_every=5))

@@ -178,6 +178,9 @@ def test_settings_name_the_scheduler_dupefilter_and_middleware() -> None:
         ({"url": "notaurl"}, "url: store URL 'notaurl' has no scheme"),
         ({"url": 5}, "url must be a store URL .a string., not 5"),
         ({"name": ""}, "name must be a non-empty string"),
+        ({"name": "a b"}, r"^name must not contain '/' or spaces: 'a b'$"),
+        ({"name": "a/b"}, r"^name must not contain '/' or spaces: 'a/b'$"),
+        ({"name": "a" * 193}, r"^name 'a+'\.\.\. is 193 characters; at most 192 are allowed"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_argument(kwargs: dict[str, Any], message: str) -> None:
@@ -205,11 +208,11 @@ def test_settings_given_with_scrapy_s_are_read_from_text() -> None:
         "ROTA_FILTER_START": "False",
         "ROTA_POLL": "0.5",
     }
-    read = options.read(get_crawler(Shop, given).settings)
-    assert (read.url, read.name, read.queue) == ("sqlite:///shop.db", "shop", None)
+    read = options.read(get_crawler(Shop, given).settings, "shop")
+    assert (read.url, read.name, read.queue) == ("sqlite:///shop.db", "shop", "scrapy-shop")
     assert read.politeness == Politeness(per_host=3, rate=5.0, burst=2)
     assert (read.lease, read.unique_for, read.filter_start, read.poll) == (120, 604800, False, 0.5)
-    default = options.read(get_crawler(Shop, {}).settings)
+    default = options.read(get_crawler(Shop, {}).settings, "shop")
     assert (default.url, default.lease, default.filter_start, default.poll) == (None, 30, True, 0.2)
     assert default.politeness == Politeness() and default.unique_for == _validate.MAX_DURATION
 
@@ -227,7 +230,14 @@ def test_settings_given_with_scrapy_s_are_read_from_text() -> None:
         ({"ROTA_FILTER_START": "maybe"}, r"^ROTA_FILTER_START must be True or False"),
         ({"ROTA_URL": "notaurl"}, r"^ROTA_URL: store URL 'notaurl' has no scheme"),
         ({"ROTA_URL": 5}, r"^ROTA_URL must be a store URL \(a string\), not 5$"),
-        ({"ROTA_NAME": " "}, r"^ROTA_NAME"),
+        ({"ROTA_NAME": " "}, r"^ROTA_NAME must be a non-empty string, not ' '$"),
+        ({"ROTA_NAME": ""}, r"^ROTA_NAME must be a non-empty string, not ''$"),
+        ({"ROTA_NAME": "a b"}, r"^ROTA_NAME must not contain '/' or spaces: 'a b'$"),
+        ({"ROTA_NAME": "a/b"}, r"^ROTA_NAME must not contain '/' or spaces: 'a/b'$"),
+        ({"ROTA_NAME": 5}, r"^ROTA_NAME must be a non-empty string, not 5$"),
+        ({"ROTA_QUEUE": ""}, r"^ROTA_QUEUE must be a non-empty string, not ''$"),
+        ({"ROTA_QUEUE": " q"}, r"^ROTA_QUEUE ' q' must not have control characters or surrounding"),
+        ({"ROTA_QUEUE": "q\n"}, r"^ROTA_QUEUE 'q\\n' must not have control characters"),
         ({"ROTA_DUPEFILTER_SIZE": "big"}, r"^ROTA_DUPEFILTER_SIZE must be an integer"),
     ],
 )
@@ -242,6 +252,23 @@ def test_bad_rota_settings_are_refused_naming_the_setting(
     if "ROTA_DUPEFILTER_SIZE" in given:  # the dupefilter's own
         with pytest.raises(InvalidArgument, match=message):
             DupeFilter.from_crawler(crawler)
+
+
+class Spaced(scrapy.Spider):
+    name = "my shop"
+
+
+def test_the_crawl_is_the_spiders_name_unless_rota_name_says_otherwise() -> None:
+    read = options.of(get_crawler(Shop, {"ROTA_QUEUE": "shop pages"}))
+    assert (read.name, read.queue) == ("shop", "shop pages")
+    read = options.of(get_crawler(Spaced, {"ROTA_NAME": "my-shop"}))
+    assert (read.name, read.queue) == ("my-shop", "scrapy-my-shop")
+    message = (
+        r"^the spider's name \(the crawl's, ROTA_NAME being unset\) must not contain '/' or "
+        r"spaces: 'my shop'$"
+    )
+    with pytest.raises(InvalidArgument, match=message):
+        Finish.from_crawler(get_crawler(Spaced, {}))
 
 
 def test_the_dupefilter_remembers_the_last_fingerprints_it_met() -> None:

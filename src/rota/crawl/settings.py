@@ -12,11 +12,30 @@ from rota.crawl.robots import Rules, agent_token
 from rota.crawl.urls import MAX_URL_LENGTH, Scope, canonical
 from rota.errors import InvalidArgument
 
-__all__ = ["DEFAULT_USER_AGENT", "Settings"]
+__all__ = ["DEFAULT_USER_AGENT", "MAX_CRAWL_NAME", "Settings", "crawl_name"]
 
 DEFAULT_USER_AGENT = f"rota-crawler/{__version__}"
 #: Largest body read of one page, by default.
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+#: The longest name of a crawl: its task names (``NAME.recrawl``, a Scrapy
+#: crawl's ``NAME.request``) add up to 8 characters to it.
+MAX_CRAWL_NAME = _validate.MAX_NAME_LENGTH - 8
+
+
+def crawl_name(value: object, what: str) -> str:
+    """``value`` if it can name a crawl (a :class:`~rota.crawl.Crawler`'s or a
+    Scrapy crawl's, the prefix of its task names): a non-empty string of at
+    most :data:`MAX_CRAWL_NAME` printable characters, without ``/`` or
+    spaces; :class:`InvalidArgument` naming ``what`` if not."""
+    name = _validate.name(value, what)
+    if len(name) > MAX_CRAWL_NAME:
+        raise InvalidArgument(
+            f"{what} {name[:40]!r}... is {len(name)} characters; at most {MAX_CRAWL_NAME} "
+            "are allowed (its task names add to it)"
+        )
+    if "/" in name or " " in name:
+        raise InvalidArgument(f"{what} must not contain '/' or spaces: {name!r}")
+    return name
 
 
 def _user_agent(value: object) -> str:
@@ -119,9 +138,7 @@ class Settings:
     ) -> Settings:
         """Settings from a crawler's arguments; :class:`InvalidArgument` names
         the first bad one."""
-        _validate.name(name, "crawler name")
-        if "/" in name or " " in name:
-            raise InvalidArgument(f"a crawler name has no '/' or spaces: {name!r}")
+        crawl_name(name, "crawler name")
         urls = seed_urls(seeds)
         per_host = _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
         if breaker is None:  # the default: 5 failures, at least per_host

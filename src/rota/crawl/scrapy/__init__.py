@@ -31,6 +31,7 @@ from rota.crawl.scrapy.middleware import Finish
 from rota.crawl.scrapy.options import store_url
 from rota.crawl.scrapy.scheduler import DupeFilter, Scheduler
 from rota.crawl.scrapy.stored import UnstorableRequest
+from rota.crawl.settings import crawl_name
 
 __all__ = ["DupeFilter", "Finish", "Scheduler", "UnstorableRequest", "host_of", "settings"]
 
@@ -80,7 +81,7 @@ def _check(
     if url is not None:
         store_url(url, "url")
     if name is not None:
-        _validate.name(name, "name")
+        crawl_name(name, "name")
     _validate.integer(per_host, "per_host", 1, _validate.MAX_LIMIT)
     _validate.integer(burst, "burst", 1, _validate.MAX_LIMIT)
     if rate is not None:

@@ -40,7 +40,7 @@ class Finish:
 
     def __init__(self, crawler: Crawler) -> None:
         # a bad ROTA_* setting is refused now, with the engine: see the module's docstring
-        options.read(crawler.settings)
+        options.of(crawler)
         self.signals = crawler.signals
 
     @classmethod

@@ -13,25 +13,28 @@ from typing import TYPE_CHECKING
 from rota import _validate
 from rota._time import parse_duration
 from rota.crawl.scrapy.frontier import Politeness
+from rota.crawl.settings import crawl_name
 from rota.errors import InvalidArgument
 from rota.limits import Rate
 from rota.stores import check_url
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-__all__ = ["Options", "dupefilter_size", "integer", "read", "store_url"]
+__all__ = ["Options", "dupefilter_size", "integer", "of", "read", "store_url"]
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """What the scheduler is told by the ``ROTA_*`` settings (None: unset)."""
+    """What the scheduler is told by the ``ROTA_*`` settings (``url`` None:
+    unset; ``name`` and ``queue`` are the crawl's, defaults applied)."""
 
     url: str | None
-    name: str | None
-    queue: str | None
+    name: str
+    queue: str
     politeness: Politeness
     lease: float
     unique_for: float
@@ -40,17 +43,29 @@ class Options:
     dupefilter_size: int
 
 
-def read(settings: BaseSettings) -> Options:
-    """The ``ROTA_*`` settings of a crawl (see the scheduler's docstring for
-    each one's meaning and default, and :class:`rota.crawl.scrapy.DupeFilter`'s
-    for ``ROTA_DUPEFILTER_SIZE``)."""
+def of(crawler: Crawler) -> Options:
+    """The ``ROTA_*`` settings of ``crawler``'s crawl (:func:`read`)."""
+    spider = getattr(crawler, "spider", None)  # made before the engine; None in a bare Crawler
+    return read(crawler.settings, getattr(spider or crawler.spidercls, "name", None))
+
+
+def read(settings: BaseSettings, spider: object) -> Options:
+    """The ``ROTA_*`` settings of a crawl of the spider named ``spider``
+    (see the scheduler's docstring for each one's meaning and default, and
+    :class:`rota.crawl.scrapy.DupeFilter`'s for ``ROTA_DUPEFILTER_SIZE``).
+    The crawl's name (``ROTA_NAME``, else the spider's) follows the rules of
+    a :class:`~rota.crawl.Crawler`'s name; ``ROTA_QUEUE`` those of a queue.
+    A setting given empty is refused, not taken for unset, but for
+    ``ROTA_URL`` and ``ROTA_RATE`` (``-s ROTA_RATE=`` sets no rate)."""
     per_host = integer(settings, "ROTA_PER_HOST", 2)
     burst = integer(settings, "ROTA_BURST", 1)
     url = _text(settings, "ROTA_URL")
+    name = _crawl_name(settings, spider)
+    queue = settings.get("ROTA_QUEUE")
     return Options(
         url=None if url is None else store_url(url, "ROTA_URL"),
-        name=_name(settings, "ROTA_NAME"),
-        queue=_name(settings, "ROTA_QUEUE"),
+        name=name,
+        queue=f"scrapy-{name}" if queue is None else _validate.name(queue, "ROTA_QUEUE"),
         politeness=Politeness(per_host, _rate(settings, burst), burst),
         lease=_duration(settings, "ROTA_LEASE", 30.0, positive=True),
         unique_for=_duration(settings, "ROTA_UNIQUE_FOR", _validate.MAX_DURATION),
@@ -127,6 +142,9 @@ def _text(settings: BaseSettings, name: str) -> object:
     return None if value is None or value == "" else value
 
 
-def _name(settings: BaseSettings, name: str) -> str | None:
-    value = _text(settings, name)
-    return None if value is None else _validate.name(value, name)
+def _crawl_name(settings: BaseSettings, spider: object) -> str:
+    """``ROTA_NAME``, else the spider's name, if it can name a crawl."""
+    value = settings.get("ROTA_NAME")
+    if value is not None:
+        return crawl_name(value, "ROTA_NAME")
+    return crawl_name(spider, "the spider's name (the crawl's, ROTA_NAME being unset)")

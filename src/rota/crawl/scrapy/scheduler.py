@@ -56,7 +56,7 @@ class Scheduler:
         self.crawler = crawler
         self.settings = crawler.settings
         self.stats = crawler.stats
-        self.options = options.read(self.settings)
+        self.options = options.of(crawler)
         self.poll = self.options.poll
         self.filter_start = self.options.filter_start
         self.spider: Spider | None = None
@@ -80,7 +80,6 @@ class Scheduler:
 
         s, o = self.settings, self.options
         self.spider = spider
-        name = o.name or spider.name
         app = App(o.url, lease=o.lease)
         try:
             app.store.now()  # a store that cannot be reached fails the start: exit code 1
@@ -89,8 +88,8 @@ class Scheduler:
             raise
         self.frontier = SharedFrontier(
             app,
-            name,
-            queue=o.queue or f"scrapy-{name}",
+            o.name,
+            queue=o.queue,
             politeness=o.politeness,
             unique_for=o.unique_for,
             concurrency=s.getint("CONCURRENT_REQUESTS"),
