@@ -496,6 +496,20 @@ def test_start_refuses_urls_whose_links_the_crawl_would_not_follow(app: App) -> 
         wide.start()
 
 
+def test_start_refuses_an_empty_list_of_urls_whatever_the_seeds(app: App) -> None:
+    multi = Crawler(app, "multi", seeds=["https://news.example/", "https://blog.example/"])
+    wide = Crawler(app, "wide", domains=["example.org"])
+    given = r"^urls is empty: give start\(\) at least one URL of crawler '{}' to fetch"
+    for crawler, rest in (
+        (multi, r", or none at all \(start\(\)\) to send its seeds$"),
+        (wide, "$"),
+    ):
+        for empty in ([], (), iter([])):
+            with pytest.raises(InvalidArgument, match=given.format(crawler.name) + rest):
+                crawler.start(empty)
+    assert app.store.queues() == [], "nothing was sent"
+
+
 def test_many_seeds_go_out_in_admit_jobs_of_at_most_500_urls_each(app: App) -> None:
     crawler = Crawler(app, "big", domains=["big.example", "other.example"])
     seeds = [f"https://big.example/item/{n}" for n in range(1200)]

@@ -183,8 +183,11 @@ class Crawler:
         seen-set, only the seeds new to it are sent: it holds them for good). Returns the
         admit jobs' handles; :class:`InvalidArgument` for a URL that is not an
         absolute http(s) URL, or whose host is outside the crawl's scope (not
-        a seed's host, nor under ``domains``), before anything is sent."""
+        a seed's host, nor under ``domains``), or for an empty ``urls``,
+        before anything is sent."""
         seeds = self.settings.seeds if urls is None else self._in_scope(seed_urls(urls, "urls"))
+        if not seeds and urls is not None:
+            raise InvalidArgument(_no_urls(self.name, bool(self.settings.seeds)))
         if not seeds:
             raise InvalidArgument(
                 f"crawler {self.name!r} has no seeds: pass seeds= to Crawler (or domains=, "
@@ -214,6 +217,12 @@ class Crawler:
 
 
 _JOBS = ("fetch", "admit", "recrawl", "robots", "resume")
+
+
+def _no_urls(name: str, seeded: bool) -> str:
+    """Why ``start(urls)`` refuses an empty ``urls`` of crawler ``name``."""
+    text = f"urls is empty: give start() at least one URL of crawler {name!r} to fetch"
+    return text + (", or none at all (start()) to send its seeds" if seeded else "")
 
 
 def _pattern(match: str | None) -> re.Pattern[str] | None:
