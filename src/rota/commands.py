@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMAND_TASK",
+    "HIDDEN",
     "CommandFailed",
     "CommandSpec",
     "CommandTask",
@@ -68,6 +69,7 @@ __all__ = [
     "refuse_reserved",
     "register",
     "run",
+    "shown_kwargs",
     "task_to_send",
     "terminate_all",
 ]
@@ -76,6 +78,8 @@ log = logging.getLogger("rota.commands")
 
 #: The name of the built-in task that runs the command line it is sent.
 COMMAND_TASK = "rota.cmd"
+#: What a display shows in place of the value of a command's environment variable.
+HIDDEN = "***"
 #: The highest exit code a process can have (``ok_codes`` are 0 to this).
 MAX_EXIT_CODE = 255
 DEFAULT_OUTPUT_CAP = 65536
@@ -690,6 +694,18 @@ def command_options_of(task: str, kwargs: object) -> str:
     }
     parts = [say(kwargs[key]) for key, say in shown.items() if kwargs.get(key) is not None]
     return ", ".join(part for part in parts if part)
+
+
+def shown_kwargs(task: str, kwargs: Any) -> Any:
+    """The keyword arguments of a call of ``task`` as a display shows them:
+    for ``rota.cmd``, each value of ``env`` replaced by :data:`HIDDEN` and
+    the names kept, since the values may be secrets (a stored ``env`` that
+    is not a dict is hidden whole); else ``kwargs`` as they are. ``kwargs``
+    itself is left as it is."""
+    if task != COMMAND_TASK or not isinstance(kwargs, dict) or kwargs.get("env") is None:
+        return kwargs
+    env = kwargs["env"]
+    return kwargs | {"env": dict.fromkeys(env, HIDDEN) if isinstance(env, dict) else HIDDEN}
 
 
 def parse_command_line(text: str) -> list[str]:

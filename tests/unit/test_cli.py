@@ -1093,11 +1093,21 @@ def test_command_lines_take_a_directory_an_environment_and_ok_codes(env: Env) ->
     }
     shown = env.rota("schedules", "show", "report").stdout
     assert "command options  ok codes 0 2, cwd /srv/app, env A TOKEN\n" in shown
-    assert "x=y" not in shown.split("arguments")[0], "env values only in the raw arguments"
-    sent = env.rota("send", "--cmd", "--ok-codes", "3", "--env", "B=2", "--", "true")
+    arguments = shown.split("\narguments\n")[1].split("\njob options\n")[0]
+    assert json.loads(arguments)["kwargs"] == {
+        "cwd": "/srv/app",
+        "env": {"A": "***", "TOKEN": "***"},  # the names only: the values may be secrets
+        "ok_codes": [0, 2],
+    }
+    assert "x=y" not in shown
+    sent = env.rota("send", "--cmd", "--ok-codes", "3", "--env", "B=s3cret", "--", "true")
     assert sent.exit_code == 0, sent.output
     job = env.store.get_job(sent.stdout.strip())
-    assert job is not None and job.kwargs == {"env": {"B": "2"}, "ok_codes": [3]}
+    assert job is not None and job.kwargs == {"env": {"B": "s3cret"}, "ok_codes": [3]}
+    job_shown = env.rota("jobs", "show", job.id).stdout
+    kwargs = job_shown.split("\nkwargs\n")[1].split("\n\n")[0]
+    assert json.loads(kwargs) == {"env": {"B": "***"}, "ok_codes": [3]}
+    assert "s3cret" not in job_shown
     for words, message in (
         (["--env", "A", "--", "true"], "'A' is not NAME=VALUE"),
         (["--ok-codes", "zero", "--", "true"], "'zero' is not a list of exit codes"),

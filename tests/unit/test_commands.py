@@ -24,6 +24,7 @@ from rota.commands import (
     command_options_of,
     guarded,
     run,
+    shown_kwargs,
 )
 from rota.errors import InvalidArgument
 from rota.scheduling import every
@@ -269,3 +270,13 @@ def test_a_command_calls_options_read_as_one_line_with_env_names_only() -> None:
     )
     assert command_options_of(COMMAND_TASK, {"timeout": "abc"}) == "timeout 'abc'"  # as stored
     assert command_options_of(COMMAND_TASK, {}) == command_options_of("add", options) == ""
+
+
+def test_a_command_calls_env_is_shown_with_its_names_only() -> None:
+    call = {"env": {"TOKEN": "s3cr3t", "A": "1"}, "timeout": 5}
+    assert shown_kwargs(COMMAND_TASK, call) == {"env": {"TOKEN": "***", "A": "***"}, "timeout": 5}
+    assert call["env"] == {"TOKEN": "s3cr3t", "A": "1"}, "the call itself is left as it is"
+    assert shown_kwargs(COMMAND_TASK, {"env": "TOKEN=s3cr3t"}) == {"env": "***"}  # as stored
+    for kwargs in ({"timeout": 5}, {"env": None}, [1], None):
+        assert shown_kwargs(COMMAND_TASK, kwargs) == kwargs
+    assert shown_kwargs("deploy", call) is call, "another task's env is its own argument"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
 
 import pytest
 from starlette.testclient import TestClient
@@ -10,7 +12,7 @@ from starlette.testclient import TestClient
 from helpers import wait_for
 from rota.models import JobState, Schedule, WorkerInfo
 from rota.scheduling import every
-from web.support import Demo, csrf_of, expect_error, fail_all, work
+from web.support import OPERATOR, VIEWER, Demo, bearer, csrf_of, expect_error, fail_all, work
 
 STATES = "'scheduled', 'queued', 'running', 'succeeded', 'failed' or 'cancelled'"
 
@@ -460,3 +462,30 @@ def test_me_and_unknown_api_path(client: TestClient) -> None:
     assert client.get("/api/me").json() == {"role": "operator"}
     expect_error(client.get("/api/nothing-here"), 404, "Not Found")
     expect_error(client.post("/api/stats"), 405, "Method Not Allowed")
+
+
+def test_operators_read_a_commands_environment_and_viewers_its_names_only(
+    secured: Callable[[], TestClient], demo: Demo
+) -> None:
+    demo.app.admin.add_schedule(
+        "envs",
+        "rota.cmd",
+        every(86400),
+        args=[["sh", "-c", "echo $API_TOKEN"]],
+        kwargs={"env": {"API_TOKEN": "s3cret"}, "timeout": 60},
+    )
+    job_id = demo.app.admin.run_schedule_now("envs")
+    work(demo.store)  # (the export has the jobs that succeeded)
+    c = secured()
+    for token, value in ((OPERATOR, "s3cret"), (VIEWER, "***")):
+        kwargs = {"env": {"API_TOKEN": value}, "timeout": 60}
+        headers = bearer(token)
+        assert c.get(f"/api/jobs/{job_id}", headers=headers).json()["kwargs"] == kwargs
+        assert [j["kwargs"] for j in c.get("/api/jobs", headers=headers).json()["jobs"]] == [kwargs]
+        assert c.get("/api/schedules/envs", headers=headers).json()["kwargs"] == kwargs
+        assert [s["kwargs"] for s in c.get("/api/schedules", headers=headers).json()] == [kwargs]
+        exported = c.get("/api/export", headers=headers)
+        assert json.loads(exported.text)["kwargs"] == kwargs, exported.text
+        assert c.get("/api/schedules/envs", headers=headers).json()["command_options"] == (
+            "timeout 60 s, env API_TOKEN"
+        )

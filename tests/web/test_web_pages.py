@@ -318,6 +318,30 @@ def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Dem
     assert f'<span class="mono">{line}</span> <span class="muted">(command)</span>' in listing
 
 
+def test_pages_show_a_commands_environment_with_its_names_only(
+    client: TestClient, demo: Demo
+) -> None:
+    demo.app.admin.add_schedule(
+        "envs",
+        "rota.cmd",
+        rota.every(86400),
+        args=[["sh", "-c", "echo $API_TOKEN"]],
+        kwargs={"env": {"API_TOKEN": "s3cret"}},
+    )
+    schedule_page = html_module.unescape(client.get("/schedules/envs").text)
+    assert '<dd id="command-options">env API_TOKEN</dd>' in schedule_page
+    job_id = demo.app.admin.run_schedule_now("envs")
+    job_page = html_module.unescape(client.get(f"/jobs/{job_id}").text)
+    kwargs = job_page.split('<pre class="json" id="kwargs">', 1)[1].split("</pre>", 1)[0]
+    assert _json.loads(kwargs) == {"env": {"API_TOKEN": "***"}}
+    for path in ("/schedules/envs", f"/jobs/{job_id}", "/jobs", "/schedules"):
+        assert "s3cret" not in client.get(path).text, path
+    [stored] = demo.store.schedules()
+    assert _json.loads(stored.payload)["kwargs"] == {"env": {"API_TOKEN": "s3cret"}}
+    job = demo.store.get_job(job_id)
+    assert job is not None and job.kwargs == {"env": {"API_TOKEN": "s3cret"}}, "run with it"
+
+
 def test_a_command_jobs_page_shows_its_command_line_and_exit_code(
     client: TestClient, demo: Demo
 ) -> None:

@@ -31,7 +31,7 @@ from rota.cli._support import (
     summary,
     url_option,
 )
-from rota.commands import command_line_of
+from rota.commands import command_line_of, shown_kwargs
 from rota.diagnose import job_problem
 from rota.errors import Conflict, InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
@@ -231,7 +231,7 @@ def job_details(job: Job, now: float, waiting: str | None = None) -> Group:
         _section("args"),
         pretty_json(job.args),
         _section("kwargs"),
-        pretty_json(job.kwargs),
+        pretty_json(shown_kwargs(job.task, job.kwargs)),  # a command's env values: names only
     ]
     if job.state is JobState.SUCCEEDED or job.result is not None:
         parts += [_section("result"), pretty_json(job.result)]

@@ -38,6 +38,7 @@ from rota.commands import (
     command_call,
     command_line,
     command_options_of,
+    shown_kwargs,
 )
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, InvalidSchedule, NotFound
@@ -238,6 +239,8 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     grace = "none" if s.grace is None else f"{s.grace:g} s"
     call: Any = _json.loads(s.payload)
     options = command_options_of(s.task, call.get("kwargs") if isinstance(call, dict) else None)
+    if isinstance(call, dict) and "kwargs" in call:  # a command's env values: names only
+        call = call | {"kwargs": shown_kwargs(s.task, call["kwargs"])}
     rows: list[tuple[str, str | Text]] = [
         ("name", s.name),
         ("task", s.task),

@@ -18,7 +18,7 @@ from rota.errors import Conflict, InvalidArgument, NotFound
 from rota.models import AuditEntry, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
-from rota.web._auth import Identity
+from rota.web._auth import Identity, Role
 from rota.web._deps import api_operator, api_viewer, context
 from rota.web._export import ExportFormat, export_chunks, export_filename
 
@@ -122,6 +122,14 @@ def _admin(request: Request) -> Admin:
 
 
 Acting = Annotated[Identity, Depends(api_operator)]
+Reading = Annotated[Identity, Depends(api_viewer)]
+
+
+def _for(identity: Identity, item: _ops.Shown) -> _ops.Shown:
+    """A job or schedule as ``identity`` reads it: whole for an operator or
+    an admin, who may need a command's environment to redefine it; with the
+    values of that environment hidden for a viewer (see :func:`_ops.masked`)."""
+    return item if identity.role >= Role.OPERATOR else _ops.masked(item)
 
 
 # -- who am I, stats ---------------------------------------------------------
@@ -204,10 +212,13 @@ def list_jobs(
     cursor: Annotated[
         str | None, Query(max_length=100, description="next_cursor of the previous page")
     ] = None,
+    *,
+    identity: Reading,
 ) -> JobPage:
     """Filter by queue, task, state, schedule and a text search over the arguments.
-    Pass ``next_cursor`` back as ``cursor`` for the next page."""
-    return _ops.list_jobs(
+    Pass ``next_cursor`` back as ``cursor`` for the next page. A viewer reads
+    the ``env`` of a command job with its values hidden (``"***"``)."""
+    page = _ops.list_jobs(
         _store(request),
         queue=queue,
         task=task,
@@ -217,6 +228,7 @@ def list_jobs(
         limit=limit,
         cursor=cursor,
     )
+    return JobPage(tuple(_for(identity, job) for job in page.jobs), page.next_cursor)
 
 
 @act.post("/jobs/retry-failed", summary="Retry every failed job of a queue and/or task")
@@ -232,14 +244,16 @@ def retry_failed(
 
 
 @read.get("/jobs/{job_id}", summary="One job with arguments, result, error and history")
-def get_job(request: Request, job_id: Name) -> _ops.JobView:
+def get_job(request: Request, job_id: Name, identity: Reading) -> _ops.JobView:
     """Everything the store knows about the job, including lost attempts. The
     id may be a unique prefix of six or more characters (409 when several
     jobs match). A succeeded job has no error: the errors of its earlier
     attempts are in its history. ``retry`` is the job's retry policy:
     ``backoff`` as [base, max] seconds, the errors it is limited to
-    (``retry_on``, null for any) and those it never retries (``no_retry_on``)."""
-    return _ops.job_view(_ops.current_error_only(_ops.get_job(_store(request), job_id)))
+    (``retry_on``, null for any) and those it never retries (``no_retry_on``).
+    A viewer reads the ``env`` of a command job with its values hidden."""
+    job = _ops.current_error_only(_ops.get_job(_store(request), job_id))
+    return _for(identity, _ops.job_view(job))
 
 
 @act.post("/jobs/{job_id}/retry", summary="Retry a failed or cancelled job")
@@ -269,15 +283,16 @@ def delete_job(request: Request, job_id: Name, identity: Acting) -> Done:
 
 
 @read.get("/schedules", summary="Schedules with their triggers in words")
-def list_schedules(request: Request) -> list[_ops.ScheduleView]:
-    """Name, task, trigger, next and last fire, and the last job's state."""
-    return _ops.schedules(_store(request))
+def list_schedules(request: Request, identity: Reading) -> list[_ops.ScheduleView]:
+    """Name, task, trigger, next and last fire, and the last job's state. A
+    viewer reads the ``env`` of a command schedule with its values hidden."""
+    return [_for(identity, view) for view in _ops.schedules(_store(request))]
 
 
 @read.get("/schedules/{name:path}", summary="One schedule")
-def get_schedule(request: Request, name: Name) -> _ops.ScheduleView:
+def get_schedule(request: Request, name: Name, identity: Reading) -> _ops.ScheduleView:
     """As in the list; 404 for a name no schedule has."""
-    return _ops.schedule(_store(request), name)
+    return _for(identity, _ops.schedule(_store(request), name))
 
 
 @act.post("/schedules/{name:path}/pause", summary="Pause a schedule")
@@ -409,12 +424,15 @@ def audit(
 )
 def export(
     request: Request,
+    identity: Reading,
     format: ExportFormat = ExportFormat.JSONL,
     queue: OptionalName = None,
     task: OptionalName = None,
 ) -> StreamingResponse:
-    """Every succeeded job of a queue and/or task (all when neither is given)."""
-    chunks = export_chunks(_store(request), format, queue, task)
+    """Every succeeded job of a queue and/or task (all when neither is given);
+    for a viewer, the values of a command job's ``env`` are hidden."""
+    hidden = identity.role < Role.OPERATOR
+    chunks = export_chunks(_store(request), format, queue, task, masked=hidden)
     filename = export_filename(format, queue, task)
     return StreamingResponse(
         chunks,

@@ -21,7 +21,7 @@ from rota._time import shown_utc
 from rota._users import SESSION_MAX_AGE
 from rota._wording import attempt_text, call_text, lag_text, retry_text, snooze_reason
 from rota.app import App
-from rota.commands import command_line_of
+from rota.commands import command_line_of, shown_kwargs
 from rota.models import Job
 from rota.scheduling.history import run_time
 from rota.stores import Store, redact_url
@@ -134,12 +134,18 @@ def _num(value: float | None) -> str:
 
 
 def _call_preview(item: Any, width: int = 120) -> str:
-    return call_text(item.args, item.kwargs, width)
+    return call_text(item.args, shown_kwargs(item.task, item.kwargs), width)
 
 
 def _job_command(job: Job) -> str:
     """The command line a ``rota.cmd`` job runs, else ``""``."""
     return command_line_of(job.task, job.args)
+
+
+def _job_kwargs(job: Job) -> Any:
+    """A job's keyword arguments as its page shows them: a command's
+    environment with its names only."""
+    return shown_kwargs(job.task, job.kwargs)
 
 
 def _templates() -> Jinja2Templates:
@@ -163,6 +169,7 @@ def _templates() -> Jinja2Templates:
         snooze_reason=snooze_reason,
         run_time=run_time,
         command_line=_job_command,
+        shown_kwargs=_job_kwargs,
     )
     return Jinja2Templates(env=env, context_processors=[_base_context])
 

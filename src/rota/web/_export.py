@@ -14,6 +14,7 @@ from enum import StrEnum
 from rota import export
 from rota.models import Job
 from rota.stores.base import Store
+from rota.web import _ops
 
 __all__ = ["ExportFormat", "export_chunks", "export_filename"]
 
@@ -38,11 +39,13 @@ class ExportFormat(StrEnum):
 
 
 def export_chunks(
-    store: Store, fmt: ExportFormat, queue: str | None, task: str | None
+    store: Store, fmt: ExportFormat, queue: str | None, task: str | None, *, masked: bool = False
 ) -> Iterator[bytes]:
-    """The export file of the succeeded jobs of a queue and/or task, in chunks."""
+    """The export file of the succeeded jobs of a queue and/or task, in
+    chunks; ``masked``: with the values of a command job's environment
+    hidden (see :func:`rota.web._ops.masked`)."""
     rows = store.iter_results(queue=queue or None, task=task or None, batch=1000)
-    yield from _chunks(fmt, rows)
+    yield from _chunks(fmt, map(_ops.masked, rows) if masked else rows)
 
 
 def _chunks(fmt: ExportFormat, jobs: Iterator[Job]) -> Iterator[bytes]:

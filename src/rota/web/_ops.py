@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from math import inf
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rota import _json
 from rota._wording import options_retry_text, read_policy, shown_options, still_running
 from rota.admin import Actor
-from rota.commands import command_line_of, command_options_of
+from rota.commands import command_line_of, command_options_of, shown_kwargs
 from rota.diagnose import LOST_AFTER, is_overdue
 from rota.errors import Conflict, JobNotFound, NotFound
 from rota.models import (
@@ -80,6 +80,7 @@ __all__ = [
     "limits",
     "list_jobs",
     "live",
+    "masked",
     "minute_points",
     "overview",
     "queues",
@@ -371,6 +372,17 @@ def job_view(job: Job) -> JobView:
     """``job`` with its retry policy read, for the API."""
     values = {name: getattr(job, name) for name in Job.__dataclass_fields__}
     return JobView(**values | {"retry": read_policy(job.retry)})
+
+
+#: A job (or a job view) or a schedule view: what :func:`masked` takes.
+Shown = TypeVar("Shown", bound=Job | ScheduleView)
+
+
+def masked(item: Shown) -> Shown:
+    """``item`` with the values of its command's environment hidden, the
+    names kept (see :func:`rota.commands.shown_kwargs`): what pages show,
+    and what the API gives a viewer."""
+    return replace(item, kwargs=shown_kwargs(item.task, item.kwargs))
 
 
 def current_error_only(job: Job) -> Job:
