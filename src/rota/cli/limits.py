@@ -21,6 +21,7 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
+from rota.errors import NotFound
 from rota.models import LimitInfo
 
 __all__ = ["limits", "limits_table"]
@@ -135,8 +136,15 @@ def clear(cli: CliState, key: str) -> None:
 @url_option
 @pass_state
 def reset(cli: CliState, key: str) -> None:
-    """Close the circuit breaker of KEY, so its jobs run again now."""
-    if cli.store_app().admin.reset_breaker(key, by=cli_actor()):
+    """Close the circuit breaker of KEY, so its jobs run again now (a key the
+    store does not know is an error, as for the other limit commands)."""
+    app = cli.store_app()
+    if app.admin.reset_breaker(key, by=cli_actor()):
         click.echo(f"closed the breaker of {key}")
+    elif not any(info.key == key for info in app.limits.list()):
+        raise NotFound(
+            f"limit key {key!r} not found: no job with it was claimed and no limit was set "
+            "on it (rota limits list shows the keys)"
+        )
     else:
         note(f"the breaker of {key} was not open; nothing changed")
