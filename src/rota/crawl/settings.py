@@ -208,8 +208,8 @@ class Settings:
     def host_burst(self, rules: Rules | None) -> int:
         """A host's burst: the crawler's ``burst``, or 1 when its robots.txt
         asks for a ``Crawl-delay`` (or ``Request-rate``), whether or not that
-        is slower than ``rate``: the delay is a minimum gap between two
-        requests."""
+        is slower than ``rate``: the delay is the least gap between two
+        claims of its fetches (each request leaves a little after its claim)."""
         return 1 if rules is not None and rules.delay() else self.burst
 
     def is_seed(self, url: str) -> bool:
