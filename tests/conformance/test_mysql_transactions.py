@@ -21,6 +21,7 @@ from conformance.support import claim  # noqa: E402
 from rota import App  # noqa: E402
 from rota.errors import InvalidArgument  # noqa: E402
 from rota.stores.mysql import store as mysql_store  # noqa: E402
+from rota.stores.mysql._tx import Q  # noqa: E402
 
 
 def _server(database: str | None) -> dict[str, Any]:
@@ -169,3 +170,20 @@ def test_the_retention_pass_folds_the_wake_ups_of_committed_sends(app: App, busi
     finally:
         conn.close()
         look.close()
+
+
+def test_the_claim_reads_the_ready_index_whatever_the_statistics(app: App, driver: Any) -> None:
+    """The claim's candidates come from the ready index, in claim order, and
+    never from an intersection of two other indexes: MariaDB picks one once
+    most jobs are finished or scheduled, and its scan waits on a job that a
+    caller's open transaction inserted, SKIP LOCKED notwithstanding, which
+    holds up every claim until that transaction ends."""
+    app.tasks["ship"].send(1)
+    conn = _connect(urlsplit(app.url).path.lstrip("/").split("?")[0], autocommit=True)
+    try:
+        cursor = conn.cursor()
+        cursor.execute("EXPLAIN " + Q["ready_candidates"], ("default", "host", 300, 16, 0))
+        plan = cursor.fetchall()[0]
+    finally:
+        conn.close()
+    assert "jobs_ready" in str(plan) and "intersect" not in str(plan), plan

@@ -294,6 +294,32 @@ def test_an_open_transaction_that_sent_a_job_holds_up_no_other_send(caller: Call
         conn.close()
 
 
+def test_an_open_transaction_that_sent_a_job_holds_up_no_claim(caller: Caller) -> None:
+    """Workers claim the queue's other jobs, and another queue's, while the
+    caller's transaction that sent a job is open: the claim skips the row
+    it inserted rather than wait for its commit."""
+    app, store = caller.app, caller.app.store
+    ship = app.tasks["ship"]
+    queued = [ship.send(2).id, ship.options(queue="other").send(3).id]
+    conn = caller.connect()
+    try:
+        caller.order(conn, 1)
+        pending = ship.send(1, connection=conn)
+        claimed: list[list[str]] = []
+        worker = threading.Thread(
+            target=lambda: claimed.append([c.id for c in claim(store, ["default", "other"], 10)]),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(10)
+        assert claimed, "a claim waited for the caller's transaction"
+        assert sorted(claimed[0]) == sorted(queued)
+        conn.commit()
+        assert [c.id for c in claim(store, limit=10)] == [pending.id]
+    finally:
+        conn.close()
+
+
 def test_a_connection_that_reads_dicts_can_send_in_its_transaction(caller: Caller) -> None:
     conn, cursor_of = caller.dict_reading()
     try:

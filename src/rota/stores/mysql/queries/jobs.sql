@@ -57,8 +57,12 @@ UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= UNIX_TI
 -- name: ready_candidates
 -- Nothing from a paused queue; a job sent to a host only for a claim of that
 -- host, or once the host's workers on the queue are gone for the grace
--- (rota.models.HostScope).
-SELECT seq, priority, vtime, limits, id FROM jobs
+-- (rota.models.HostScope). The ready index is forced: it reads the queue's
+-- jobs in claim order, and SKIP LOCKED skips the rows it meets. A plan that
+-- intersects two other indexes (MariaDB picks one once most jobs are
+-- finished or scheduled) waits on a job a caller's open transaction inserted,
+-- SKIP LOCKED notwithstanding, and holds up every claim until it commits.
+SELECT seq, priority, vtime, limits, id FROM jobs FORCE INDEX (jobs_ready)
 WHERE state = 'queued' AND queue = %s
   AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
   AND (host IS NULL OR host = %s
