@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 from rota.app import App
-from rota.errors import InvalidArgument
+from rota.errors import InvalidArgument, StoreError
 
 __all__ = ["DEFAULT_ATTRIBUTE", "AppImportError", "load_app"]
 
@@ -105,7 +105,8 @@ def _put_cwd_on_path() -> None:
 
 class AppImportError(InvalidArgument):
     """The app's module was found but raised while it was imported; the
-    original exception is the ``__cause__``."""
+    original exception is the ``__cause__``. A :class:`StoreError` raised
+    by the store the module opened is raised as it is."""
 
 
 def _import_module(name: str) -> ModuleType:
@@ -126,6 +127,11 @@ def _import_module(name: str) -> ModuleType:
             f"importing {name!r} failed: {type(exc).__name__}: {exc.msg} "
             f"({exc.filename}, line {exc.lineno}){line}"
         ) from exc
+    except StoreError:
+        # the store the module opened as it was imported (App.schedule at
+        # import) refused it or cannot be reached: the store's error, not
+        # the module's
+        raise
     except Exception as exc:
         first = str(exc).strip().splitlines()
         text = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rota._loader import AppImportError
 from rota.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -97,10 +96,8 @@ def load_app_waiting(load: Callable[[], App]) -> App | None:
     while True:
         try:
             app = load()
-        except AppImportError as error:
-            if not isinstance(error.__cause__, StoreUnavailable):
-                raise
-            pause = tries.failed(error.__cause__)
+        except StoreUnavailable as error:
+            pause = tries.failed(error)
         else:
             tries.answered()
             return app

@@ -133,16 +133,20 @@ def _refusing(kind: str, tmp_path: Path, private_redis: type[PrivateRedis]) -> t
     return url, "refused the connection: connection failed: "
 
 
+@pytest.mark.parametrize("app", ["counting", "defining"])
 @pytest.mark.parametrize("kind", ["redis", "postgres", "sqlite"])
 def test_a_store_that_refuses_ends_the_start_at_once(
     kind: str,
+    app: str,
     processes: Processes,
     app_path: Callable[[str], str],
     tmp_path: Path,
     private_redis: type[PrivateRedis],
 ) -> None:
+    """Also for a module that writes its schedules as it is imported: the
+    store's refusal is the error, not an import that failed."""
     url, words = _refusing(kind, tmp_path, private_redis)
-    proc = processes.rota("worker", app_path("counting"), "--url", url)
+    proc = processes.rota("worker", app_path(app), "--url", url)
     try:
         code = proc.wait(15)
     except subprocess.TimeoutExpired:
@@ -152,3 +156,4 @@ def test_a_store_that_refuses_ends_the_start_at_once(
     assert words in output
     assert WAITING not in output
     assert "a-wrong-one" not in output
+    assert "importing" not in output
