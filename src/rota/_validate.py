@@ -367,3 +367,9 @@ def _foreign(value: Any) -> str:
 
 def _a(noun: str) -> str:
     return ("an " if noun[:1] in "aeiouAEIO" else "a ") + noun
+
+
+def type_name(value: object) -> str:
+    """``value``'s class as a message names it: ``a module.Class``."""
+    kind = type(value)
+    return _a(f"{kind.__module__}.{kind.__qualname__}")

@@ -613,7 +613,13 @@ def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
                 "connection= takes a connection or a session with its transaction, not an "
                 "Engine: `with engine.begin() as conn: task.send(..., connection=conn)`"
             )
-        return None  # not a connection: left as an argument (and refused as not JSON)
+        if _takes_connection(fn):
+            return None  # the task's own argument (and refused as not JSON)
+        raise InvalidArgument(
+            "connection= takes an open database connection (psycopg, mysqlclient, PyMySQL, "
+            "Connector/Python) or a SQLAlchemy Connection or Session, not "
+            f"{_validate.type_name(value)}"
+        )
     del kwargs["connection"]
     return connection
 

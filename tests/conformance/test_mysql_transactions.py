@@ -107,7 +107,8 @@ def test_connections_a_send_cannot_use_are_refused(app: App, business: str, driv
         app.tasks["ship"].send(1, connection=conn)
     other = sqlite3.connect(":memory:")
     with pytest.raises(
-        InvalidArgument, match=r"mysqlclient .* PyMySQL or MySQL Connector/Python .* not Connection"
+        InvalidArgument,
+        match=r"mysqlclient .* PyMySQL or MySQL Connector/Python .* not a sqlite3\.Connection",
     ):
         app.tasks["ship"].send(1, connection=other)
     other.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 import rota
 from rota import App, Breaker, JobState, Limit, Rate, Registry
 from rota._time import parse_duration
-from rota.errors import InvalidArgument, UnknownTask
+from rota.errors import InvalidArgument, SerializationError, UnknownTask
 
 EXPECTED_EXPORTS = {
     "App",
@@ -354,4 +355,25 @@ def test_connection_none_means_no_transaction_unless_the_task_takes_one() -> Non
     copied = copy.send(42, connection=None)
     assert shipped.job().kwargs == {}
     assert copied.job().kwargs == {"connection": None}
+    app.close()
+
+
+def test_connection_that_is_no_connection_is_refused_unless_the_task_takes_one() -> None:
+    app = App("sqlite:///:memory:")
+
+    @app.task
+    def ship(order_id: int) -> int:
+        return order_id
+
+    @app.task
+    def copy(order_id: int, connection: object = None) -> int:
+        return order_id
+
+    cursor = sqlite3.connect(":memory:").cursor()
+    for value, named in [(cursor, "a sqlite3.Cursor"), (object(), "a builtins.object")]:
+        with pytest.raises(InvalidArgument, match=f"connection= takes an open database .*{named}$"):
+            ship.send(1, connection=value)
+    with pytest.raises(SerializationError, match=r"kwargs\['connection'\] is a Cursor, not JSON"):
+        copy.send(1, connection=cursor)  # the task's own argument
+    assert app.store.queues() == []
     app.close()

@@ -22,6 +22,7 @@ from typing import Any
 
 import MySQLdb
 
+from rota import _validate
 from rota.errors import InvalidArgument
 from rota.stores.mysql._tx import MySQLTx, Q, error_code
 from rota.stores.sql.tx import Changed, Cursor, Params
@@ -44,7 +45,7 @@ def caller_tx(connection: Any) -> MySQLTx:
     else:
         raise InvalidArgument(
             f"connection must be a mysqlclient (MySQLdb), PyMySQL or MySQL Connector/Python "
-            f"connection, not {type(connection).__name__} (with SQLAlchemy: a Session or "
+            f"connection, not {_validate.type_name(connection)} (with SQLAlchemy: a Session or "
             "Connection of an engine on mysql+mysqldb://, mysql+pymysql:// or "
             "mysql+mysqlconnector://)"
         )

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
+from rota import _validate
 from rota.errors import InvalidArgument, StoreError
 from rota.models import ANY_HOST, ClaimedJob, EnqueueResult, HostScope, NewJob
 from rota.stores import _checks
@@ -167,7 +168,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
             )
         if not isinstance(connection, psycopg.Connection):
             raise InvalidArgument(
-                f"connection must be a psycopg connection, not {type(connection).__name__}"
+                f"connection must be a psycopg connection, not {_validate.type_name(connection)}"
             )
         if connection.closed:
             raise InvalidArgument(
