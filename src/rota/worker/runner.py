@@ -119,8 +119,11 @@ def awaiting_task(job: ClaimedJob, result: Result, now: float) -> Result:
         _awaited_tasks.add(job.task)
         _worker_log.warning(
             "task %r is not registered in this worker: its jobs wait for a worker that has "
-            "it, each failing %s after its send",
+            "it, %s at a time, each failing %s after its send (the workers of a queue "
+            "should all have its tasks: give the task a queue of its own, or start this "
+            "worker with them)",
             job.task,
+            format_duration(UNKNOWN_TASK_RETRY),
             format_duration(UNKNOWN_TASK_PATIENCE),
         )
     error = f"{result.error} (waiting for a worker that has it)"
