@@ -276,11 +276,14 @@ class Admin:
 
     def reset_breaker(self, key: str, *, by: Actor | None = None) -> bool:
         """Close the open circuit breaker of ``key``; False (and nothing
-        recorded) if it was not open."""
+        recorded) if it was not open; :class:`NotFound` for a key the store
+        does not know."""
         actor = self._allow(by, "operator")
         closed = self._store.reset_breaker(_validate.name(key, "limit key"))
         if closed:
             self._record(actor, "limit.reset_breaker", key)
+        elif not any(info.key == key for info in self._store.limits()):
+            raise _unknown_key(key)
         return closed
 
     # -- schedules -------------------------------------------------------------

@@ -163,6 +163,7 @@ def test_clearing_the_limit_of_an_unknown_key_is_not_found_and_changes_nothing(
         lambda: app.admin.set_limit("nope", None),
         lambda: app.admin.set_rate("nope", None),
         lambda: app.limits.clear("nope"),
+        lambda: app.admin.reset_breaker("nope"),
     ):
         with pytest.raises(NotFound, match="limit key 'nope' not found"):
             clear()

@@ -21,7 +21,6 @@ from rota.cli._support import (
     pass_state,
     url_option,
 )
-from rota.errors import NotFound
 from rota.models import LimitInfo
 
 __all__ = ["limits", "limits_table"]
@@ -138,13 +137,7 @@ def clear(cli: CliState, key: str) -> None:
 def reset(cli: CliState, key: str) -> None:
     """Close the circuit breaker of KEY, so its jobs run again now (a key the
     store does not know is an error, as for the other limit commands)."""
-    app = cli.store_app()
-    if app.admin.reset_breaker(key, by=cli_actor()):
+    if cli.store_app().admin.reset_breaker(key, by=cli_actor()):
         click.echo(f"closed the breaker of {key}")
-    elif not any(info.key == key for info in app.limits.list()):
-        raise NotFound(
-            f"limit key {key!r} not found: no job with it was claimed and no limit was set "
-            "on it (rota limits list shows the keys)"
-        )
     else:
         note(f"the breaker of {key} was not open; nothing changed")
