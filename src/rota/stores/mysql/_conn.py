@@ -451,7 +451,7 @@ class MySQLConnections(Database):
                 raise store_error(exc, self.where) from exc
         if version is None:
             raise StoreError(
-                f"the read replica at {self.where} has no rota store in database "
+                f"the MySQL server at {self.where} has no rota store in database "
                 f"{self._connect_args['database']}: the read URL must reach a replica of the "
                 "store's own server (read_url=, ROTA_READ_URL, --read-url)"
             )

@@ -79,7 +79,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
         }
         return cls(
             connect,
-            where=f"{host}:{port}/{database}",
+            where=f"{host}:{port}/{database}" + (" (the read replica)" if replica else ""),
             pool_size=int(pool_size),
             wake_poll=_bounded(options, "wake_poll", 0.1, 0.005, 5.0),
             create=create,

@@ -208,7 +208,7 @@ class PgConnections(Database):
             raise store_error(exc, self.where) from exc
         if applied.version is None:
             raise StoreError(
-                f"the read replica at {self.where} has no rota store in schema {self.schema} "
+                f"the PostgreSQL server at {self.where} has no rota store in schema {self.schema} "
                 f"(the schema {applied.lacking} there): the read URL must reach a replica of "
                 "the store's own database (read_url=, ROTA_READ_URL, --read-url)"
             )

@@ -67,6 +67,8 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         # as libpq reads it: a host, port or database may be a query option
         host, port, dbname = (fields.get(k) for k in ("host", "port", "dbname"))
         where = f"{host or 'localhost'}:{port or 5432}" + (f"/{dbname}" if dbname else "")
+        if replica:  # so that its errors say which of the two failed
+            where += " (the read replica)"
         return cls(
             conninfo,
             schema=options.get("schema", "rota"),
