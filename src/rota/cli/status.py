@@ -199,7 +199,7 @@ def _watch_interval(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option(
     "--watch",
     "-w",
-    "every",
+    "interval",
     is_flag=False,
     flag_value=f"{DEFAULT_WATCH:g}",
     default=None,
@@ -210,16 +210,16 @@ def _watch_interval(ctx: click.Context, param: click.Parameter, value: str | Non
 @url_option
 @read_url_option
 @pass_state
-def status(cli: CliState, every: float | None) -> None:
+def status(cli: CliState, interval: float | None) -> None:
     """Queues, workers online and throughput."""
     app = cli.store_app()
     out = console()
-    if every is None:
+    if interval is None:
         out.print(store_line(app), soft_wrap=True)  # first: the store may fail to answer
         out.print(status_view(app), soft_wrap=True)
         return
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
-        _watch(app, out, every)
+        _watch(app, out, interval)
 
 
 def _watch(app: App, out: Console, every: float) -> None:

@@ -57,7 +57,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
         try:
             fields = psycopg.conninfo.conninfo_to_dict(conninfo)  # libpq's own check of the rest
         except psycopg.ProgrammingError as exc:
-            raise InvalidArgument(f"bad PostgreSQL URL: {exc}") from None
+            raise InvalidArgument(f"bad PostgreSQL URL: {str(exc).strip()}") from None
         try:
             pool_size = int(options.get("pool_size", "8"))
         except ValueError:
