@@ -83,7 +83,7 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("host", "pid", "queues", "mode", "concurrency", "running"):
         table.add_column(column, justify="right" if column in ("pid", "running") else "left")
-    for column in ("stuck", "cpu", "mem", "load", "errors", "heartbeat", "state"):
+    for column in ("stuck", "host cpu", "host mem", "load", "errors", "heartbeat", "state"):
         table.add_column(column, justify="right" if column != "state" else "left")
     for info in infos:
         lost = now - info.heartbeat_at > LOST_AFTER  # its last counts are stale: its jobs moved on
@@ -95,9 +95,9 @@ def workers_table(infos: Sequence[WorkerInfo], now: float) -> Table:
             str(info.concurrency),
             "-" if lost else str(info.running),
             str(info.stuck),
-            _percent(info.cpu_percent),
-            _percent(info.mem_percent),
-            _percent(None if info.load is None else info.load * 100),
+            _percent(None if lost else info.cpu_percent),
+            _percent(None if lost else info.mem_percent),
+            _percent(None if lost or info.load is None else info.load * 100),
             str(info.errors),
             f"{format_duration(now - info.heartbeat_at)} ago",
             worker_state(info, now),
