@@ -151,6 +151,42 @@ def commands_option(f: F) -> F:
     )(f)
 
 
+def slot_options(f: F) -> F:
+    """``--queues``/``-Q``, ``--concurrency``/``-c`` and ``--mode``/``-m``:
+    what a worker takes and how it runs it (``rota worker``, ``rota run``)."""
+    options = [
+        click.option(
+            "--queues",
+            "-Q",
+            default="all",
+            show_default=True,
+            help="Comma-separated queues to take jobs from; 'all' (the default) for every "
+            "queue of the app's tasks, and 'default'.",
+        ),
+        click.option(
+            "--concurrency",
+            "-c",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Jobs run at once by the worker, at most: in threads mode fewer run while "
+            "short jobs would only take turns on the interpreter's lock.",
+        ),
+        click.option(
+            "--mode",
+            "-m",
+            type=click.Choice(["threads", "processes", "async"]),
+            default="threads",
+            show_default=True,
+            help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async "
+            "(async def tasks).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def _set_read_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value:
         ctx.ensure_object(CliState).read_url = value

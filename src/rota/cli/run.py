@@ -18,6 +18,7 @@ from rota.cli._support import (
     pass_state,
     require_app_or_commands,
     resolve_queues,
+    slot_options,
     url_option,
 )
 from rota.cli.web import address, listening_socket
@@ -27,30 +28,7 @@ from rota.stores import redact_url
 
 @click.command()
 @click.argument("app_spec", metavar="[APP]", required=False)
-@click.option(
-    "--queues",
-    "-Q",
-    default="all",
-    show_default=True,
-    help="Comma-separated queues to work on; 'all' (the default) for every queue of the "
-    "app's tasks.",
-)
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Jobs run at once by the worker, at most (as rota worker --concurrency).",
-)
-@click.option(
-    "--mode",
-    "-m",
-    type=click.Choice(["threads", "processes", "async"]),
-    default="threads",
-    show_default=True,
-    help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
-)
+@slot_options
 @click.option(
     "--host",
     default="127.0.0.1",

@@ -16,6 +16,7 @@ from rota.cli._support import (
     pass_state,
     require_app_or_commands,
     resolve_queues,
+    slot_options,
     url_option,
 )
 from rota.diagnose import HEARTBEAT_MAX, LOST_AFTER
@@ -59,31 +60,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 @click.command()
 @click.argument("app_spec", metavar="[APP]", required=False)
-@click.option(
-    "--queues",
-    "-Q",
-    default="all",
-    show_default=True,
-    help="Comma-separated queues to take jobs from; 'all' (the default) for every queue "
-    "of the app's tasks, and 'default'.",
-)
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Jobs run at once by this worker, at most: in threads mode fewer run while "
-    "short jobs would only take turns on the interpreter's lock.",
-)
-@click.option(
-    "--mode",
-    "-m",
-    type=click.Choice(["threads", "processes", "async"]),
-    default="threads",
-    show_default=True,
-    help="Threads (I/O-bound), processes (CPU-bound, hard timeouts) or async (async def tasks).",
-)
+@slot_options
 @click.option(
     "--prefetch",
     type=click.IntRange(min=0),
