@@ -464,6 +464,33 @@ def test_me_and_unknown_api_path(client: TestClient) -> None:
     expect_error(client.post("/api/stats"), 405, "Method Not Allowed")
 
 
+def test_a_viewers_search_does_not_find_a_job_by_a_hidden_value(
+    secured: Callable[[], TestClient], demo: Demo
+) -> None:
+    demo.app.admin.add_schedule(
+        "envs",
+        "rota.cmd",
+        every(86400),
+        args=[["sh", "-c", "echo $DB_PASSWORD"]],
+        kwargs={"env": {"DB_PASSWORD": "hunter2secret"}},
+    )
+    job_id = demo.app.admin.run_schedule_now("envs")
+    c = secured()
+
+    def found(token: str, search: str) -> list[str]:
+        answer = c.get("/api/jobs", params={"search": search}, headers=bearer(token))
+        return [job["id"] for job in answer.json()["jobs"]]
+
+    for search in ("hunter2", '"DB_PASSWORD":"hunt', "secret"):
+        assert found(OPERATOR, search) == [job_id]
+        assert found(VIEWER, search) == [], search
+    for search in ("DB_PASSWORD", "echo $DB"):  # what a viewer is shown
+        assert found(VIEWER, search) == [job_id]
+    for search, shown in (("hunter2", False), ("DB_PASSWORD", True)):  # pages hide it too
+        page = c.get("/jobs", params={"search": search}, headers=bearer(VIEWER))
+        assert page.status_code == 200 and (job_id in page.text) is shown
+
+
 def test_operators_read_a_commands_environment_and_viewers_its_names_only(
     secured: Callable[[], TestClient], demo: Demo
 ) -> None:

@@ -227,6 +227,7 @@ def list_jobs(
         search=search,
         limit=limit,
         cursor=cursor,
+        masking=identity.role < Role.OPERATOR,
     )
     return JobPage(tuple(_for(identity, job) for job in page.jobs), page.next_cursor)
 

@@ -338,8 +338,12 @@ def list_jobs(
     search: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    masking: bool = False,
 ) -> JobPage:
-    """One page of jobs, newest first; empty filters mean any."""
+    """One page of jobs, newest first; empty filters mean any. ``masking``:
+    for a reader shown a command's environment with its values hidden
+    (:func:`masked`), whose search must not find a job by those values
+    either (a page may then hold fewer jobs than ``limit``)."""
     query = JobQuery(
         queue=queue or None,
         task=task or None,
@@ -347,7 +351,20 @@ def list_jobs(
         schedule=schedule or None,
         search=search or None,
     )
-    return store.list_jobs(query, limit=limit, cursor=cursor or None)
+    page = store.list_jobs(query, limit=limit, cursor=cursor or None)
+    if not (masking and search):
+        return page
+    found = tuple(job for job in page.jobs if _found_when_masked(job, search))
+    return JobPage(found, page.next_cursor)
+
+
+def _found_when_masked(job: Job, search: str) -> bool:
+    """Whether ``search`` is in ``job``'s call with its hidden values hidden,
+    encoded as it was stored."""
+    shown = shown_kwargs(job.task, job.kwargs)
+    if shown is job.kwargs:  # nothing hidden: the store's match stands
+        return True
+    return search.encode() in _json.dumps_call(tuple(job.args), shown, cap=None)
 
 
 def get_job(store: Store, job_id: str) -> Job:

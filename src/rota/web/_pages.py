@@ -191,6 +191,7 @@ def jobs_page(
         search=search,
         limit=int(limit),
         cursor=cursor,
+        masking=True,  # pages show a command's environment with its values hidden
     )
     kept = {k: v for k, v in filters.items() if v}
     if limit != "50":
