@@ -131,20 +131,27 @@ class Admin:
         self._record(actor, "queue.pause", name)
 
     def resume_queue(self, name: str, *, by: Actor | None = None) -> None:
-        """Let workers claim from queue ``name`` again."""
+        """Let workers claim from queue ``name`` again; :class:`NotFound`
+        for a queue the store does not know (a mistyped name is not a
+        queue resumed)."""
         actor = self._allow(by, "operator")
-        self._store.resume_queue(_validate.name(name, "queue"))
+        self._queue(_validate.name(name, "queue"))
+        self._store.resume_queue(name)
         self._record(actor, "queue.resume", name)
 
     def set_queue_mode(self, name: str, mode: str, *, by: Actor | None = None) -> None:
         """Set queue ``name`` to ``"running"``, ``"paused"`` or ``"debug"`` (it
-        runs, and pauses itself at its first failed job)."""
+        runs, and pauses itself at its first failed job). A queue may be
+        paused or put in debug mode before its first job; ``"running"`` for
+        a queue the store does not know is :class:`NotFound`."""
         actor = self._allow(by, "operator")
         _validate.name(name, "queue")
         if mode not in QUEUE_MODES:
             raise InvalidArgument(
                 f"queue mode must be one of {', '.join(QUEUE_MODES)}, not {mode!r}"
             )
+        if mode == "running":
+            self._queue(name)
         setter = getattr(self._store, "set_queue_mode", None)
         if setter is None:
             raise InvalidArgument(f"the {self._store.kind} store has no queue modes")
@@ -164,7 +171,7 @@ class Admin:
         for info in self._store.queues():
             if info.name == name:
                 return info
-        raise NotFound(f"queue {name!r} not found (it has no jobs and was never paused)")
+        raise NotFound(f"queue {name!r} not found (it has no jobs and is not paused)")
 
     # -- jobs ------------------------------------------------------------------
 

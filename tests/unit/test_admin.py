@@ -81,6 +81,19 @@ def test_queue_actions_apply_and_are_audited_with_the_actor(app: rota.App) -> No
     assert len(log(app)) == 3
 
 
+def test_resuming_a_queue_the_store_does_not_know_is_not_found(app: rota.App) -> None:
+    for resume in (
+        lambda: app.admin.resume_queue("nosuch"),
+        lambda: app.admin.set_queue_mode("nosuch", "running"),
+    ):
+        with pytest.raises(NotFound, match="queue 'nosuch' not found"):
+            resume()
+    assert log(app) == [] and app.store.queues() == []
+    app.admin.set_queue_mode("later", "debug")  # ahead of its first job, as a pause
+    app.admin.set_queue_mode("later", "running")
+    assert [e.action for e in log(app)] == ["queue.mode", "queue.mode"]
+
+
 def test_set_queue_mode_checks_the_mode(app: rota.App) -> None:
     with pytest.raises(InvalidArgument, match="running, paused, debug"):
         app.admin.set_queue_mode("math", "sleepy")
