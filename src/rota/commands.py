@@ -569,7 +569,11 @@ def _signal_name(number: int) -> str:
 
 
 def _short(line: str) -> str:
-    return repr(line if len(line) <= 80 else line[:77] + "...")
+    """A command line as a message quotes it: whole (its first 77
+    characters and ``...`` past 80), between quotes it does not hold."""
+    shown = line if len(line) <= 80 else line[:77] + "..."
+    quote = next((q for q in ('"', "'") if q not in shown), "`")
+    return f"{quote}{shown}{quote}"
 
 
 # -- tasks ---------------------------------------------------------------------------

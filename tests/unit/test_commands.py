@@ -186,6 +186,19 @@ def test_a_failure_names_the_code_and_the_last_lines_of_stderr() -> None:
     assert "line20\n" not in message
 
 
+@pytest.mark.parametrize(
+    ("argv", "quoted"),
+    [
+        (["sh", "-c", "exit 3"], "\"sh -c 'exit 3'\""),
+        (["sh", "-c", 'echo "a b"; exit 3'], "`sh -c 'echo \"a b\"; exit 3'`"),
+    ],
+)
+def test_a_failure_quotes_the_command_line_as_it_reads(argv: list[str], quoted: str) -> None:
+    with pytest.raises(CommandFailed) as failed:
+        run(CommandSpec.build(argv))
+    assert str(failed.value).startswith(f"command {quoted} exited with code 3")
+
+
 def test_a_missing_program_is_a_failure_that_names_it() -> None:
     with pytest.raises(CommandFailed, match="cannot start no-such-program-here: No such file"):
         run(CommandSpec.build(["no-such-program-here"]))
