@@ -461,12 +461,13 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
         with _running_lock:
             _running.discard(group)
         _close_watch(watch)  # (a guard still running then stops its group)
+    ended = time.monotonic()  # the command's duration: its group is gone
     # a process that left the group (setsid) may hold a pipe: give the readers
     # the grace, all together, then leave them to it
-    deadline = time.monotonic() + spec.grace + 1.0
+    deadline = ended + spec.grace + 1.0
     for reader in readers:
         reader.join(max(0.0, deadline - time.monotonic()))
-    return _outcome(spec, group, tails, time.monotonic() - started)
+    return _outcome(spec, group, tails, ended - started)
 
 
 def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:

@@ -199,6 +199,15 @@ def test_a_failure_quotes_the_command_line_as_it_reads(argv: list[str], quoted: 
     assert str(failed.value).startswith(f"command {quoted} exited with code 3")
 
 
+def test_the_duration_is_the_commands_own_not_the_wait_for_a_process_that_left_it() -> None:
+    # the escaped sleep holds the pipes open for 1.5 s: its output is waited for
+    spec = CommandSpec.build(["sh", "-c", "setsid sleep 1.5 & echo bye"], grace=1.0)
+    started = time.monotonic()
+    result = run(spec)
+    assert time.monotonic() - started >= 1.0
+    assert result["stdout"] == "bye\n" and result["duration"] < 0.5, result
+
+
 def test_a_missing_program_is_a_failure_that_names_it() -> None:
     with pytest.raises(CommandFailed, match="cannot start no-such-program-here: No such file"):
         run(CommandSpec.build(["no-such-program-here"]))
