@@ -198,6 +198,7 @@ def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:
     assert _rows(page.text, "limits") == ["flaky-api", "site"]
     breaker_row = page.text.split('data-key="flaky-api"', 1)[1].split("</tr>", 1)[0]
     assert '<span class="badge breaker-open">open</span>' in breaker_row
+    assert '<span class="muted">1 failure</span>' in breaker_row
     csrf = csrf_of(page.text)
     client.post("/limits/site/set", data={"csrf": csrf, "concurrency": "7"})
     assert {i.key: i.override for i in demo.store.limits()}["site"] == 7
