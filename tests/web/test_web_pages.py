@@ -177,15 +177,53 @@ def test_queues_page_pause_resume_purge(client: TestClient, demo: Demo) -> None:
 
     confirm = client.get("/queues/crawl/purge")
     assert '<strong id="pending">3</strong>' in confirm.text
-    unconfirmed = client.post("/queues/crawl/purge", data={"csrf": csrf})
+    assert '<input type="hidden" name="pending" value="3">' in confirm.text
+    unconfirmed = client.post("/queues/crawl/purge", data={"csrf": csrf, "pending": "3"})
     assert "purge was not confirmed" in client.get(unconfirmed.headers["location"]).text
     assert len(demo.store.list_jobs(JobQuery()).jobs) == 3
-    client.post("/queues/crawl/purge", data={"csrf": csrf, "confirm": "crawl"})
+    purged = client.post(
+        "/queues/crawl/purge", data={"csrf": csrf, "confirm": "crawl", "pending": "3"}
+    )
+    assert purged.status_code == 303
     assert demo.store.list_jobs(JobQuery()).jobs == ()
+    assert "Purged 3 pending jobs from queue crawl." in client.get("/queues").text
     assert client.get("/queues/nowhere/purge").status_code == 404
 
     client.post("/queues/pause", data={"csrf": csrf, "name": "later"})
     assert {q.name: q.paused for q in demo.store.queues()}["later"] is True
+
+
+def test_a_purge_confirmed_for_fewer_jobs_than_the_queue_now_has_deletes_nothing(
+    client: TestClient, demo: Demo
+) -> None:
+    demo.fetch.send("a")
+    confirm = client.get("/queues/crawl/purge")
+    assert "Yes, delete 1 pending job<" in confirm.text
+    demo.fetch.send_many([(page,) for page in "bcdef"])  # arrive while it is read
+    form = {"csrf": csrf_of(confirm.text), "confirm": "crawl", "pending": "1"}
+
+    again = client.post("/queues/crawl/purge", data=form)
+    assert again.status_code == 409
+    changed = re.search(r'id="purge-changed"[^>]*>([^<]*)<', again.text)
+    assert changed is not None and changed.group(1) == (
+        "Queue crawl changed since you were asked: it has 6 pending jobs now, not 1."
+        " Nothing was purged."
+    )
+    assert '<strong id="pending">6</strong>' in again.text
+    assert "Yes, delete 6 pending jobs<" in again.text
+    assert len(demo.store.list_jobs(JobQuery()).jobs) == 6
+    assert demo.store.audit(limit=10)[0] == []
+
+    no_count = client.post("/queues/crawl/purge", data=form | {"pending": ""})
+    assert no_count.status_code == 409, "a form without the count it showed is asked again"
+    assert len(demo.store.list_jobs(JobQuery()).jobs) == 6
+
+    done = client.post("/queues/crawl/purge", data=form | {"pending": "6"})
+    assert done.status_code == 303
+    assert demo.store.list_jobs(JobQuery()).jobs == ()
+    assert "Purged 6 pending jobs from queue crawl." in client.get("/queues").text
+    [entry] = demo.store.audit(limit=10)[0]
+    assert (entry.action, entry.details) == ("queue.purge", {"count": 6})
 
 
 def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:

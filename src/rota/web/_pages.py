@@ -18,7 +18,7 @@ from rota.admin import Admin
 from rota.diagnose import diagnose, job_problem
 from rota.errors import InvalidArgument, JobNotFound
 from rota.export import FIELDS
-from rota.models import JobState, parse_state
+from rota.models import JobState, QueueInfo, parse_state
 from rota.scheduling.history import schedule_runs, upcoming_fires
 from rota.stores.base import MAX_LOG_PAGE, Store
 from rota.web import _ops
@@ -46,7 +46,9 @@ def _admin(request: Request) -> Admin:
     return context(request).app.admin
 
 
-def _render(request: Request, name: str, identity: Identity, **values: Any) -> Response:
+def _render(
+    request: Request, name: str, identity: Identity, *, status: int = 200, **values: Any
+) -> Response:
     values.setdefault("now", _store(request).now())
     values.update(
         identity=identity,
@@ -54,7 +56,7 @@ def _render(request: Request, name: str, identity: Identity, **values: Any) -> R
         states=_STATES,
         here=_here(request),
     )
-    return context(request).templates.TemplateResponse(request, name, values)
+    return context(request).templates.TemplateResponse(request, name, values, status_code=status)
 
 
 def _here(request: Request) -> str:
@@ -292,22 +294,72 @@ async def pause_ahead_action(request: Request, identity: Operator) -> Response:
     return await _act(request, run, "/queues")
 
 
-@router.get("/queues/{name:path}/purge")
-def purge_page(request: Request, identity: Viewer, name: str) -> Response:
-    """Ask before purging."""
-    if identity.role < Role.OPERATOR:
-        raise Forbidden("purging a queue needs the operator role")
-    store = _store(request)
-    queue = next((q for q in _ops.queues(store) if q.name == name), None)
+def _pending(request: Request, name: str) -> tuple[QueueInfo, int]:
+    """Queue ``name`` and how many pending (scheduled or queued) jobs it
+    has, read from the primary store: the purge they confirm works there."""
+    queue = next((q for q in _ops.queues(context(request).app.store) if q.name == name), None)
     if queue is None:
         raise _ops.NotFound(f"queue {name!r} not found")
-    pending = sum(queue.counts.get(s, 0) for s in (JobState.SCHEDULED, JobState.QUEUED))
-    return _render(request, "purge.html", identity, queue=queue, pending=pending)
+    return queue, sum(queue.counts.get(s, 0) for s in (JobState.SCHEDULED, JobState.QUEUED))
+
+
+@router.get("/queues/{name:path}/purge")
+def purge_page(request: Request, identity: Viewer, name: str) -> Response:
+    """Ask before purging, saying how many jobs it deletes."""
+    if identity.role < Role.OPERATOR:
+        raise Forbidden("purging a queue needs the operator role")
+    queue, pending = _pending(request, name)
+    return _render(request, "purge.html", identity, queue=queue, pending=pending, changed="")
+
+
+@router.post("/queues/{name:path}/purge")
+async def purge_action(request: Request, identity: Operator, name: str) -> Response:
+    """Purge the queue if it still has the number of pending jobs its
+    confirmation showed (the form's ``pending``); if that changed, purge
+    nothing and ask again with the new number (409). (Jobs sent in the
+    moment between that count and the purge are purged with the rest.)"""
+    form = await request.form()
+    shown = str(form.get("pending") or "")
+    if form.get("confirm") != name:
+        flash(request, "error", "purge was not confirmed")
+        return RedirectResponse("/queues", status_code=303)
+
+    def run() -> tuple[QueueInfo, int, int | None]:
+        queue, pending = _pending(request, name)
+        if shown != str(pending):
+            return queue, pending, None
+        return queue, pending, _admin(request).purge_queue(name, by=_ops.actor(request, identity))
+
+    try:
+        queue, pending, purged = await run_in_threadpool(run)
+    except (_ops.NotFound, InvalidArgument, errors.Forbidden) as exc:
+        flash(request, "error", str(exc))
+        return RedirectResponse("/queues", status_code=303)
+    if purged is None:
+        changed = _changed_text(name, pending, shown)
+        values = {"queue": queue, "pending": pending, "changed": changed}
+        return _render(request, "purge.html", identity, status=409, **values)
+    flash(request, "ok", f"Purged {_pending_jobs(purged)} from queue {name}.")
+    return RedirectResponse("/queues", status_code=303)
+
+
+def _pending_jobs(count: int) -> str:
+    """``1 pending job``, ``6 pending jobs``."""
+    return f"{count} pending job{'' if count == 1 else 's'}"
+
+
+def _changed_text(name: str, pending: int, shown: str) -> str:
+    """Why a purge was asked again: the queue's pending count is not the one confirmed."""
+    was = f", not {shown}" if shown.isdigit() else ""
+    return (
+        f"Queue {name} changed since you were asked: it has {_pending_jobs(pending)} now{was}."
+        " Nothing was purged."
+    )
 
 
 @router.post("/queues/{name:path}/{verb}")
 async def queue_action(request: Request, identity: Operator, name: str, verb: str) -> Response:
-    """Pause, resume or (confirmed) purge a queue."""
+    """Pause a queue, resume it or set its mode."""
     form = await request.form()
 
     def run() -> str:
@@ -322,10 +374,6 @@ async def queue_action(request: Request, identity: Operator, name: str, verb: st
             mode = str(form.get("mode") or "")
             admin.set_queue_mode(name, mode, by=by)
             return f"Queue {name} set to {mode}."
-        if verb == "purge":
-            if form.get("confirm") != name:
-                raise InvalidArgument("purge was not confirmed")
-            return f"Purged {admin.purge_queue(name, by=by)} pending jobs from queue {name}."
         raise _ops.NotFound(f"no queue action {verb!r}; use pause, resume, mode or purge")
 
     return await _act(request, run, "/queues")
