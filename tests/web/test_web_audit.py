@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
+
 from starlette.testclient import TestClient
 
 from web.support import Demo
@@ -49,3 +53,17 @@ def test_the_audit_page_shows_who_did_what(client: TestClient, demo: Demo) -> No
     assert page.status_code == 200
     assert "limit.set" in page.text and "spiders" in page.text and "127.0.0.1" in page.text
     assert 'href="/audit"' in page.text
+
+
+def test_the_audit_page_shows_details_as_plain_json(client: TestClient, demo: Demo) -> None:
+    sent = client.post("/api/jobs", json={"task": "rota.cmd", "args": [["echo", "it's", "<b>&"]]})
+    assert sent.status_code == 201, sent.text
+    page = client.get("/audit").text
+    row = page.split('data-action="job.send"', 1)[1].split("</tr>", 1)[0]
+    cells = re.findall(r'<td class="mono">([^<]*)</td>', row)
+    line = """echo 'it'"'"'s' '<b>&'"""  # the command line, quoted as a shell reads it
+    assert html.unescape(cells[-1]) == (
+        f'command={json.dumps(line)} delay=0.0 duplicate=false task="rota.cmd"'
+    )
+    assert "\\u0027" not in page and "\\u003c" not in page
+    assert "&lt;b&gt;&amp;" in cells[-1], "escaped for HTML by the page, once"

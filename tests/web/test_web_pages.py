@@ -315,7 +315,7 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     assert "<h1>Schedule crawl/refresh" in html
     assert '<span class="badge running">active</span>' in html
     assert f'<dd class="trigger">{trigger.describe()}</dd>' in html
-    assert "a fire is skipped" in html and '<span class="tag">queue="crawl"</span>' in html
+    assert "a fire is skipped" in html and '<span class="tag">queue=&#34;crawl&#34;</span>' in html
     assert '<dd id="retries">up to 2, backoff 2 s doubling to 60 s</dd>' in html
     assert "max_attempts=" not in html and "retry=" not in html  # said in words instead
     upcoming = re.findall(r'<li><time datetime="([^"]+)"', html.split('id="upcoming"', 1)[1])

@@ -6,7 +6,8 @@ token, answered with a redirect (303) and a one-line flash message.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -407,6 +408,17 @@ async def limit_action(request: Request, identity: Operator, key: str, verb: str
 # -- schedules, workers, export ----------------------------------------------
 
 
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text to show in a page, which escapes it for HTML
+    (Jinja's ``tojson`` escapes quotes as ``\\u0027``: it is for scripts)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _details_text(details: Mapping[str, Any]) -> str:
+    """An audit entry's details as ``key=JSON`` pairs, by key."""
+    return " ".join(f"{key}={_json_text(value)}" for key, value in sorted(details.items()))
+
+
 @router.get("/schedules")
 def schedules_page(request: Request, identity: Viewer) -> Response:
     """Schedules with their triggers in words, next and last fire."""
@@ -420,12 +432,18 @@ def schedule_page(request: Request, identity: Viewer, name: str) -> Response:
     view = _ops.schedule(store, name)
     runs = schedule_runs(store, name)
     now = store.now()
+    options = [
+        (key, _json_text(value))
+        for key, value in sorted(view.job_options.items())
+        if value not in (None, [], {}) and key not in ("retry", "max_attempts")
+    ]
     return _render(
         request,
         "schedule.html",
         identity,
         now=now,
         s=view,
+        options=options,
         runs=runs,
         runs_chart=runs_chart(runs.jobs, now),
         upcoming=upcoming_fires(view.trigger, view.next_fire, view.enabled),
@@ -479,7 +497,7 @@ def audit_page(
         request,
         "audit.html",
         identity,
-        entries=entries,
+        rows=[(entry, _details_text(entry.details)) for entry in entries],
         f=kept,
         cursor=cursor,
         first_query=kept,
