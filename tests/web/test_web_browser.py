@@ -322,3 +322,16 @@ def test_a_job_without_output_shows_no_empty_panel(cluster: Cluster, page: Any) 
     _log_in(page, cluster.base, VIEWER, f"/jobs/{handle.id}")
     expect(page.locator("#job-log-status")).to_have_text("No output.")
     expect(page.locator("#job-log")).to_be_hidden()
+
+
+def test_a_job_not_started_says_so_while_its_page_follows_it(cluster: Cluster, page: Any) -> None:
+    handle = cluster.side.send_in(3600, 1)
+    _log_in(page, cluster.base, VIEWER, f"/jobs/{handle.id}")
+    status = page.locator("#job-log-status")
+    said = "The job has not started: it is due in 60 min. Its output shows here as it runs."
+    expect(status).to_have_text(said)
+    for _ in range(2):  # the script asks for output every second: the words stay
+        with page.expect_response(lambda answer: answer.url.endswith("/logs?after=0")):
+            pass
+    expect(status).to_have_text(said)
+    expect(page).to_have_title(f"Job {handle.id[:12]} · side.ping · rota")

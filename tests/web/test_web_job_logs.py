@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as html_module
+import re
 from collections.abc import Callable
 
 from starlette.testclient import TestClient
@@ -38,7 +39,10 @@ def test_the_page_shows_each_attempts_output_and_follows_only_while_running(
     handle = demo.add.send(1, 2)
     html = client.get(f"/jobs/{handle.id}").text
     assert 'id="job-log"' in html and 'data-follow="yes"' in html
-    assert "No output yet." in html
+    assert _status(html) == (
+        "The job has not started: it waits for a worker (due now)."
+        " Its output shows here as it runs."
+    )
     demo.store.append_logs(
         [
             LogChunk(handle.id, 1, "stdout", "<b>printed</b>\n"),
@@ -56,6 +60,39 @@ def test_the_page_shows_each_attempts_output_and_follows_only_while_running(
     assert 'class="joblog-stderr"' in panel
     ended = client.get(f"/api/jobs/{handle.id}/logs").json()
     assert ended["ended"] is True and len(ended["chunks"]) == 2
+
+
+def _status(page: str) -> str:
+    """The words under the job page's output panel."""
+    status = page.split('id="job-log-status">', 1)[1].split("</p>", 1)[0]
+    return html_module.unescape(re.sub(r"<[^>]+>", "", status))
+
+
+def test_the_status_line_says_a_job_not_started_has_not_and_when_it_is_due(
+    client: TestClient, demo: Demo
+) -> None:
+    later = demo.add.send_in(48 * 60, 1, 2)
+    page = client.get(f"/jobs/{later.id}").text
+    assert _status(page) == (
+        "The job has not started: it is due in 48 min. Its output shows here as it runs."
+    )
+    assert 'data-follow="yes"' in page, "followed: its output shows once it starts"
+
+    retried = demo.fetch.options(retries=2).send("/a")
+    [job] = demo.store.claim("w1", ["crawl"], 1)
+    demo.store.append_logs([LogChunk(job.id, 1, "stdout", "one\n")])
+    assert demo.store.finish(
+        [Outcome(job.id, job.token, ok=False, error="ValueError: x", retry_in=600)]
+    ) == [True]
+    assert _status(client.get(f"/jobs/{retried.id}").text) == (
+        "Attempt 2 has not started: it is due in 10 min."
+    )
+
+    running = demo.add.send(5, 6)
+    demo.store.claim("w1", ["default"], 1)
+    assert _status(client.get(f"/jobs/{running.id}").text) == (
+        "No output yet. Following while the job runs."
+    )
 
 
 def test_the_page_of_an_ended_job_shows_a_log_longer_than_a_page_whole(

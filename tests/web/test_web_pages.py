@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as html_module
 import logging
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -575,3 +576,25 @@ def test_count_ticks_are_whole_numbers() -> None:
     assert count_ticks(5) == [0, 1, 2, 3, 4, 5]
     assert count_ticks(20) == [0, 4, 8, 12, 16, 20]
     assert count_ticks(50) == [0, 10, 20, 30, 40, 50]
+
+
+def _title(page: str) -> str:
+    found = re.search(r"<title>([^<]*)</title>", page)
+    assert found is not None, "page has no title"
+    return html_module.unescape(found.group(1))
+
+
+def test_pages_of_one_thing_are_titled_after_it(
+    client: TestClient, demo: Demo, secured: Callable[[], TestClient]
+) -> None:
+    job = demo.add.send(1, 2)
+    assert _title(client.get(f"/jobs/{job.id}").text) == f"Job {job.id[:12]} · math.add · rota"
+    _stored_schedule(demo, rota.every(60))
+    assert _title(client.get("/schedules/crawl/refresh").text) == "Schedule crawl/refresh · rota"
+    edit = client.get("/schedules/crawl/refresh/edit").text
+    assert _title(edit) == "Edit schedule crawl/refresh · rota"
+    assert _title(client.get("/schedules/new").text) == "New schedule · rota"
+    demo.fetch.send("a")
+    assert _title(client.get("/queues/crawl/purge").text) == "Purge queue crawl · rota"
+    assert _title(client.get("/jobs").text) == "Jobs · rota", "a list keeps its tab's name"
+    assert _title(secured().get("/login").text) == "Log in · rota"

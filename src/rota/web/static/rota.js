@@ -12,10 +12,13 @@
   });
 
   // The job page's output panel: while the job runs, ask for the lines after
-  // the last one shown every second, until the job has ended.
+  // the last one shown every second, until the job has ended. The status line
+  // keeps what the page said (a job not started says when it is due) until
+  // output arrives.
   var jobLog = document.getElementById("job-log");
   if (jobLog && jobLog.getAttribute("data-follow") === "yes") {
     var logStatus = document.getElementById("job-log-status");
+    var logSaid = logStatus.innerHTML;
     var logLast = Number(jobLog.getAttribute("data-last")) || 0;
     var logAttempt = null;
     var logUrl = "/api/jobs/" + encodeURIComponent(jobLog.getAttribute("data-job")) + "/logs";
@@ -59,7 +62,12 @@
             logStatus.appendChild(outcome);
             logStatus.appendChild(document.createTextNode("."));
           } else {
-            logStatus.textContent = "Following while the job runs.";
+            if (body.chunks.length) {
+              logSaid = "Following while the job runs.";
+            }
+            if (logStatus.innerHTML !== logSaid) {  // (after a pause, say it again)
+              logStatus.innerHTML = logSaid;
+            }
             window.setTimeout(followLog, 1000);
           }
         })
