@@ -415,6 +415,8 @@ def test_workers_page(client: TestClient, demo: Demo) -> None:
             mem_percent=51.25,
             holding_back=True,
             load=0.375,
+            processed=43,
+            failed=27,
         )
     )
     html = client.get("/workers").text
@@ -422,6 +424,9 @@ def test_workers_page(client: TestClient, demo: Demo) -> None:
     row = html.split('data-worker="node-7:991"', 1)[1].split("</tr>", 1)[0]
     for text in ("node-7", "991", "5 / 16", "93%", "51.25%", "37.5%", "holding back"):
         assert text in row
+    header = re.search(r'<th class="num" title="([^"]*)">Succeeded / failed</th>', html)
+    assert header is not None and "those that succeeded / those that failed" in header.group(1)
+    assert '<td class="num" title="43 attempts succeeded, 27 failed">43 / 27</td>' in row
     gauges = re.findall(r'<meter class="gauge" min="0" max="([\d.]+)".*? value="([\d.]+)"', row)
     assert gauges == [("16", "5"), ("100", "93.0"), ("100", "51.25"), ("100", "37.5")]
 
