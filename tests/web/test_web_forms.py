@@ -447,6 +447,27 @@ def test_api_create_and_patch_a_schedule(client: TestClient, demo: Demo) -> None
     assert stored.trigger["expr"] == "*/5 * * * *"
 
 
+def test_api_patch_with_no_field_leaves_the_schedule_unchanged_and_unaudited(
+    client: TestClient, demo: Demo
+) -> None:
+    demo.app.admin.add_schedule("tick", "math.add", every(60), args=[1, 2])
+    before, audited = demo.store.schedules(), demo.store.audit()[0]
+    answer = client.patch("/api/schedules/tick", json={})
+    assert answer.status_code == 200, answer.text
+    [stored] = before
+    assert answer.json() == {
+        "ok": True,
+        "message": "schedule 'tick' is unchanged",
+        "name": "tick",
+        "next_fire": stored.next_fire,
+        "enabled": True,
+    }
+    assert demo.store.schedules() == before
+    assert demo.store.audit()[0] == audited, "as the form saved unchanged: nothing audited"
+    expect_error(client.patch("/api/schedules/ghost", json={}), 404, "schedule 'ghost' not found")
+    expect_error(client.patch("/api/schedules/%20tick", json={}), 400, "surrounding spaces")
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "message"),
     [

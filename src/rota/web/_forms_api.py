@@ -13,7 +13,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from rota import _validate
 from rota._validate import MAX_NAME_LENGTH
+from rota.errors import NotFound
 from rota.models import Schedule
 from rota.web import _ops
 from rota.web._api import _errors
@@ -135,9 +137,21 @@ def add_schedule(
 def update_schedule(
     request: Request, identity: Operator, name: Name, body: Annotated[ScheduleChanges, Body()]
 ) -> Saved:
-    """Only the fields given change (``"grace": null`` removes the grace time)."""
+    """Only the fields given change (``"grace": null`` removes the grace time).
+    With no field given the schedule is unchanged: nothing is written or
+    audited, as when the dashboard's form is saved unchanged."""
     changes = body.model_dump(exclude_unset=True)
+    if not changes:
+        return _saved(_stored(request, name), "is unchanged")
     stored = context(request).app.admin.update_schedule(
         name, by=_ops.actor(request, identity), **changes
     )
     return _saved(stored, "updated")
+
+
+def _stored(request: Request, name: str) -> Schedule:
+    """Schedule ``name`` as the primary store holds it (:class:`NotFound` if none)."""
+    found = context(request).app.store.get_schedule(_validate.name(name, "schedule name"))
+    if found is None:
+        raise NotFound(f"schedule {name!r} not found")
+    return found
