@@ -20,6 +20,7 @@ from rota._time import parse_duration
 from rota.commands import COMMAND_TASK, parse_command_line
 from rota.errors import InvalidArgument, RotaError, UnknownTask
 from rota.scheduling.triggers import Trigger, at, cron, every, time_zone
+from rota.web import _json_shapes as shapes
 
 __all__ = [
     "OPTION_FIELDS",
@@ -102,14 +103,17 @@ def text(form: Mapping[str, Any], name: str) -> str:
 
 
 def json_field(form: Mapping[str, Any], name: str, empty: Any) -> Any:
-    """The JSON value typed in field ``name`` (``empty`` when left blank)."""
+    """The JSON value typed in field ``name`` (``empty`` when left blank), of
+    the JSON type that field takes (``args`` an array, ``kwargs`` an object)."""
     raw = text(form, name)
     if not raw:
         return empty
     try:
-        return _json.parse(raw, what=name)
+        value = _json.parse(raw, what=name)
+        shapes.check({name: value})
     except RotaError as exc:
         raise FieldError(name, str(exc)) from None
+    return value
 
 
 def call(form: Mapping[str, Any]) -> tuple[str, list[Any]]:
@@ -135,7 +139,7 @@ def call_kwargs(form: Mapping[str, Any]) -> Any:
     """The keyword arguments a form names: its ``kwargs``, with, for a
     command line, the ``cmd_timeout`` typed (``90``, ``"15m"``) as the
     command's ``timeout`` in seconds."""
-    kwargs = json_field(form, "kwargs", {})
+    kwargs = json_field(form, "kwargs", {}) or {}  # an object, or null: none
     raw = text(form, "cmd_timeout")
     if not raw:
         return kwargs
@@ -145,8 +149,6 @@ def call_kwargs(form: Mapping[str, Any]) -> Any:
         seconds = parse_duration(_typed(raw), what="command timeout", positive=True)
     except RotaError as exc:
         raise FieldError("cmd_timeout", str(exc)) from None
-    if not isinstance(kwargs, dict):
-        return kwargs  # refused as it is, beside its own field
     if "timeout" in kwargs:
         raise FieldError(
             "cmd_timeout",

@@ -3,7 +3,8 @@ schedule. Operators only; every call goes to ``app.admin``.
 
 Bad input answers 400 (``invalid_argument``, ``serialization_error``,
 ``invalid_schedule``) or 404 (``unknown_task``) with the same message the
-forms show, and writes nothing.
+forms show, and writes nothing. A value of the wrong JSON type is refused
+in JSON's words (``_json_shapes``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rota import _validate
 from rota._validate import MAX_NAME_LENGTH
 from rota.errors import NotFound
 from rota.models import Schedule
+from rota.web import _json_shapes as shapes
 from rota.web import _ops
 from rota.web._api import _errors
 from rota.web._auth import Identity
@@ -105,6 +107,7 @@ def _saved(schedule: Schedule, verb: str) -> Saved:
 def send_job(request: Request, identity: Operator, body: Annotated[SendBody, Body()]) -> Sent:
     """Validated as ``Task.send``: JSON arguments only (no NaN or infinity),
     option bounds, payload size. 404 for a task the app does not register."""
+    shapes.check(body.model_dump(include={"args", "kwargs", "options"}))
     handle = context(request).app.admin.send(
         body.task,
         body.args,
@@ -127,6 +130,8 @@ def add_schedule(
     """The schedule's next fire is its trigger's first fire from now; redefining
     a schedule with the same trigger keeps its timing."""
     fields = body.model_dump(exclude_unset=True, exclude={"name", "task", "trigger"})
+    name = _validate.name(body.name, "schedule name")
+    shapes.check({"trigger": body.trigger, **fields}, where=f"schedule {name!r}")
     stored = context(request).app.admin.add_schedule(
         body.name, body.task, body.trigger, by=_ops.actor(request, identity), **fields
     )
@@ -141,8 +146,10 @@ def update_schedule(
     With no field given the schedule is unchanged: nothing is written or
     audited, as when the dashboard's form is saved unchanged."""
     changes = body.model_dump(exclude_unset=True)
+    stored = _stored(request, name)  # a bad name, then an unknown one, before the fields
     if not changes:
-        return _saved(_stored(request, name), "is unchanged")
+        return _saved(stored, "is unchanged")
+    shapes.check(changes, where=f"schedule {name!r}")
     stored = context(request).app.admin.update_schedule(
         name, by=_ops.actor(request, identity), **changes
     )
