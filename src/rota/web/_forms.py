@@ -10,11 +10,14 @@ field (status 400) and nothing written; a good one redirects (303).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 
 from rota import _json
 from rota._time import shown_utc
@@ -43,7 +46,6 @@ router = APIRouter()
 pages = APIRouter(include_in_schema=False)
 
 Viewer = Annotated[Identity, Depends(page_viewer)]
-Operator = Annotated[Identity, Depends(page_operator)]
 T = TypeVar("T")
 
 #: Errors that mean "this input is refused": shown beside the form's fields.
@@ -63,9 +65,48 @@ SCHEDULE_FIELDS = (
 )
 
 
+#: How many times the app's payload cap a form field may take as sent:
+#: percent-encoding takes up to three bytes for one, so a field whose text
+#: fits the cap is read, and rota's own check of the payload answers for it.
+FIELD_ROOM = 3
+#: The fields that carry a job's arguments, where a payload over the cap is said.
+ARGUMENT_FIELDS = ("args", "kwargs", "command")
+
+
 def _operator_page(identity: Identity) -> None:
     if identity.role < Role.OPERATOR:
         raise Forbidden("this form needs the operator role")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A form an operator posted, or (``form`` None) why it could not be read."""
+
+    identity: Identity
+    form: FormData | None
+    refused: str = ""
+
+
+async def _submitted(request: Request) -> Submitted:
+    """The posted form, read with room for fields as large as a job's payload
+    (Starlette's parser stops at 1 MiB unless told), and checked as every
+    page form is (operator role, CSRF token). A form with a field too large
+    even for that is not read; the caller shows its page again, saying so."""
+    cap = context(request).app.payload_cap
+    try:
+        form = await request.form(max_part_size=FIELD_ROOM * cap)
+    except HTTPException as exc:  # a field over that, or more fields than any form has
+        identity = context(request).auth.identify(request)
+        _operator_page(identity)
+        refused = (
+            f"The form was not read, so nothing was saved: {str(exc.detail).rstrip('.')}"
+            f" (a job's arguments may take up to {cap} bytes, the app's payload cap)."
+        )
+        return Submitted(identity, None, refused)
+    return Submitted(await page_operator(request), form)  # it reads the form read here
+
+
+Posted = Annotated[Submitted, Depends(_submitted)]
 
 
 def _render(
@@ -83,14 +124,18 @@ def _render(
 
 
 async def _attempt(
-    action: Callable[[], T], fields: tuple[str, ...]
+    action: Callable[[], T], form: Mapping[str, Any], fields: tuple[str, ...]
 ) -> tuple[T | None, dict[str, str]]:
     """Run ``action`` in a thread; a refusal becomes ``{field: message}``
-    (with every field refused when the form's own syntax is)."""
+    (with every field refused when the form's own syntax is, and a payload
+    over the cap beside the largest of the fields that carry it)."""
     try:
         return await run_in_threadpool(action), {}
     except parse.FieldErrors as exc:
         return None, exc.errors
+    except PayloadTooLarge as exc:
+        largest = max(ARGUMENT_FIELDS, key=lambda name: len(parse.text(form, name)))
+        return None, {largest: str(exc)}
     except REFUSED as exc:
         return None, {parse.field_of(exc, fields): str(exc)}
 
@@ -102,18 +147,25 @@ def _form_values(form: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, 
 # -- send a job --------------------------------------------------------------------
 
 
+def _new_send(task: str = "") -> dict[str, str]:
+    """The send form's fields before anything is typed."""
+    return dict.fromkeys(SEND_FIELDS, "") | {"task": task, "args": "[]", "kwargs": "{}"}
+
+
 @pages.get("/send")
 def send_page(request: Request, identity: Viewer, task: str = "") -> Response:
     """The form that sends a job of a registered task."""
     _operator_page(identity)
-    values = dict.fromkeys(SEND_FIELDS, "") | {"task": task, "args": "[]", "kwargs": "{}"}
-    return _render(request, "send.html", identity, values=values)
+    return _render(request, "send.html", identity, values=_new_send(task))
 
 
 @pages.post("/send")
-async def send_action(request: Request, identity: Operator) -> Response:
+async def send_action(request: Request, posted: Posted) -> Response:
     """Send the job; on success go to its page."""
-    form = await request.form()
+    identity, form = posted.identity, posted.form
+    if form is None:
+        errors = {"": posted.refused}
+        return _render(request, "send.html", identity, 413, values=_new_send(), errors=errors)
     admin = context(request).app.admin
     by = _ops.actor(request, identity)
 
@@ -135,7 +187,7 @@ async def send_action(request: Request, identity: Operator) -> Response:
         )
         return handle.id, handle.duplicate
 
-    sent, errors = await _attempt(send, SEND_FIELDS)
+    sent, errors = await _attempt(send, form, SEND_FIELDS)
     if sent is None:
         values = _form_values(form, SEND_FIELDS)
         return _render(request, "send.html", identity, 400, values=values, errors=errors)
@@ -292,9 +344,14 @@ def new_schedule_page(request: Request, identity: Viewer, task: str = "") -> Res
 
 
 @pages.post("/schedules/new")
-async def new_schedule_action(request: Request, identity: Operator) -> Response:
+async def new_schedule_action(request: Request, posted: Posted) -> Response:
     """Preview the next fires (``intent=preview``) or create the schedule."""
-    form = await request.form()
+    identity, form = posted.identity, posted.form
+    if form is None:
+        errors = {"": posted.refused}
+        return _schedule_page(
+            request, identity, _NEW_SCHEDULE, editing=False, status=413, errors=errors
+        )
     values = _form_values(form, SCHEDULE_FIELDS)
     if parse.text(form, "intent") == "preview":
         return _schedule_page(request, identity, values, editing=False)
@@ -310,7 +367,7 @@ async def new_schedule_action(request: Request, identity: Operator) -> Response:
         fields = _schedule_fields(form)
         return admin.add_schedule(name, by=by, **fields)
 
-    stored, errors = await _attempt(add, SCHEDULE_FIELDS)
+    stored, errors = await _attempt(add, form, SCHEDULE_FIELDS)
     if stored is None:
         return _schedule_page(request, identity, values, editing=False, status=400, errors=errors)
     flash(request, "ok", f"Schedule {stored.name} created.")
@@ -334,9 +391,13 @@ def edit_schedule_page(request: Request, identity: Viewer, name: str) -> Respons
 
 
 @pages.post("/schedules/{name:path}/edit")
-async def edit_schedule_action(request: Request, identity: Operator, name: str) -> Response:
+async def edit_schedule_action(request: Request, posted: Posted, name: str) -> Response:
     """Preview the next fires (``intent=preview``) or save the changed fields."""
-    form = await request.form()
+    identity, form = posted.identity, posted.form
+    if form is None:
+        stored = _stored_form(_existing(request, name))
+        errors = {"": posted.refused}
+        return _schedule_page(request, identity, stored, editing=True, status=413, errors=errors)
     values = _form_values(form, SCHEDULE_FIELDS) | {"name": name}
     if parse.text(form, "intent") == "preview":
         return _schedule_page(request, identity, values, editing=True)
@@ -353,7 +414,7 @@ async def edit_schedule_action(request: Request, identity: Operator, name: str) 
             admin.update_schedule(name, by=by, **changes)
         return sorted(changes)
 
-    changed, errors = await _attempt(update, SCHEDULE_FIELDS)
+    changed, errors = await _attempt(update, form, SCHEDULE_FIELDS)
     if changed is None:
         return _schedule_page(request, identity, values, editing=True, status=400, errors=errors)
     if changed:
