@@ -32,7 +32,7 @@ def test_job_page_history_names_worker_and_host(client: TestClient, demo: Demo) 
     history = client.get(f"/jobs/{handle.id}").text.split('id="history"', 1)[1]
     row = history.split("<tbody>", 1)[1].split("</tr>", 1)[0]
     assert '<span class="state state-succeeded">succeeded</span>' in row
-    assert '<td class="mono">box-a-7-aaaaaa</td><td>box-a</td>' in row
+    assert '<td class="mono long">box-a-7-aaaaaa</td><td class="long">box-a</td>' in row
 
 
 def test_workers_page_shows_stuck_threads(client: TestClient, demo: Demo) -> None:

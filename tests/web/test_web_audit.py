@@ -60,7 +60,7 @@ def test_the_audit_page_shows_details_as_plain_json(client: TestClient, demo: De
     assert sent.status_code == 201, sent.text
     page = client.get("/audit").text
     row = page.split('data-action="job.send"', 1)[1].split("</tr>", 1)[0]
-    cells = re.findall(r'<td class="mono">([^<]*)</td>', row)
+    cells = re.findall(r'<td class="mono[a-z ]*">([^<]*)</td>', row)
     line = """echo 'it'"'"'s' '<b>&'"""  # the command line, quoted as a shell reads it
     assert html.unescape(cells[-1]) == (
         f'command={json.dumps(line)} delay=0.0 duplicate=false task="rota.cmd"'

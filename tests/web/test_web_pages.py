@@ -97,7 +97,7 @@ def test_job_page_shows_error_traceback_and_lost_attempts(client: TestClient, de
     assert "Traceback (most recent call last)" in html
     history = html.split('id="history"', 1)[1]
     assert '<span class="state state-lost">lost</span>' in history
-    assert '<td class="mono">vanished-worker</td>' in history
+    assert '<td class="mono long">vanished-worker</td>' in history
     assert '<span class="state state-failed">failed</span>' in history
     assert "1 lost" in html
     assert re.search(r'<pre class="json" id="args">\[\s*6,\s*7\s*\]</pre>', html)

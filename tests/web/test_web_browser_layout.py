@@ -1,0 +1,91 @@
+"""The pages' layout in real headless Chromium (see test_web_browser.py for the
+server, worker and browser fixtures): short cells keep their words whole on a
+wide screen, and on a narrow one the header keeps its links in its bar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import wait_for
+from web.support import OPERATOR, bearer
+from web.test_web_browser import Cluster, _log_in, browser, cluster, expect, page
+
+pytestmark = pytest.mark.browser
+
+__all__ = ["browser", "cluster", "page"]  # fixtures used here by name
+
+#: The lines an element's text is laid out on: its text nodes' boxes, a new
+#: line where a box starts below the bottom of the line before.
+LINES = """el => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const boxes = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) if (r.width > 0) boxes.push(r);
+  }
+  boxes.sort((a, b) => a.top - b.top);
+  let lines = 0, bottom = -Infinity;
+  for (const r of boxes) {
+    if (r.top >= bottom - 1) { lines += 1; bottom = r.bottom; }
+    else bottom = Math.max(bottom, r.bottom);
+  }
+  return lines;
+}"""
+
+
+def _lines(page: Any, selector: str) -> list[int]:
+    """How many lines the text of each element ``selector`` finds takes."""
+    counts: list[int] = page.eval_on_selector_all(selector, f"els => els.map({LINES})")
+    assert counts, f"nothing matches {selector}"
+    return counts
+
+
+def _columns(page: Any, table: str, headers: list[str], row: str) -> dict[str, str]:
+    """Selectors of the cells under each of ``headers`` in ``row`` of ``table``."""
+    names: list[str] = page.eval_on_selector_all(
+        f"#{table} thead th", "ths => ths.map(th => th.textContent.trim())"
+    )
+    return {h: f"#{table} {row} > td:nth-child({names.index(h) + 1})" for h in headers}
+
+
+def test_short_cells_keep_their_words_whole_at_1280_px(cluster: Cluster, page: Any) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    wait_for(lambda: bool(cluster.app.store.workers()), what="the worker's first heartbeat")
+    _log_in(page, cluster.base, OPERATOR, "/workers")
+    cells = _columns(page, "workers", ["PID", "Mode", "Status"], "tbody tr")
+    for header, selector in cells.items():
+        assert _lines(page, selector) == [1], f"{header} wraps: {page.inner_text(selector)!r}"
+    badge = page.eval_on_selector(
+        cells["Status"] + " .badge",
+        "b => [b.getBoundingClientRect().height, parseFloat(getComputedStyle(b).lineHeight)]",
+    )
+    assert abs(badge[0] - badge[1]) < 1, f"the status badge is one line high: {badge}"
+
+    for name in ("crawl", "default", "a-queue-with-a-rather-long-name"):
+        assert page.request.post(
+            f"{cluster.base}/api/queues/{name}/pause", headers=bearer(OPERATOR)
+        ).ok
+    page.goto(f"{cluster.base}/audit")
+    audit = _columns(page, "audit", ["Role", "Origin", "Address", "Action"], "tbody tr")
+    for header, selector in audit.items():
+        assert set(_lines(page, selector)) == {1}, f"{header} wraps"
+
+
+def test_the_header_wraps_in_its_bar_at_420_px(cluster: Cluster, page: Any) -> None:
+    page.set_viewport_size({"width": 420, "height": 800})
+    cluster.order.send(1)
+    cluster.app.admin.pause_queue("orders")
+    _log_in(page, cluster.base, OPERATOR, "/queues")
+    bar = page.locator("header.top").bounding_box()
+    assert bar is not None and bar["width"] == 420
+    for link in page.locator("header.top a, header.top .who > *").all():
+        box = link.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= bar["x"] + bar["width"] + 0.5, link.inner_text()
+        assert box["y"] + box["height"] <= bar["y"] + bar["height"] + 0.5, link.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") == 420, "the page is as wide"
+    expect(page.locator("#queues tr[data-queue=orders] .badge")).to_have_text("paused")
+    assert _lines(page, "#queues tr[data-queue=orders] .badge") == [1]
