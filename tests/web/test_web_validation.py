@@ -48,7 +48,7 @@ DEEP = "[" * 30_000 + "]" * 30_000
         ('{"concurrency": Infinity}', 422, "concurrency"),
         ("{}", 422, "concurrency: Field required"),
         ('{"concurrency": ' + DEEP + "}", 400, ""),
-        ("[1, 2", 422, "JSON decode error"),
+        ("[1, 2", 422, "the body is not JSON: Expecting ',' delimiter at character 5"),
     ],
 )
 def test_limit_bodies_are_strict(

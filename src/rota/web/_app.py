@@ -214,7 +214,7 @@ def _base_context(request: Request) -> dict[str, Any]:
 def _store_label(store: Store, url: str, read_url: str | None) -> str:
     """The store the pages show, and the replica they read from when there
     is one (``store``, the reader), with how far it trails."""
-    label = f"{store.kind} {redact_url(url)}"
+    label = redact_url(url)  # (its scheme names the kind of store)
     if read_url is None:
         return label
     return f"{label}, pages read from {redact_url(read_url)}{lag_text(store)}"

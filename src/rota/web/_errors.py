@@ -67,6 +67,11 @@ def _wants_json(request: Request) -> bool:
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for error in exc.errors():
+        if error.get("type") == "json_invalid":  # its loc is a position, not a field
+            position = error.get("loc", ("body", "?"))[-1]
+            reason = error.get("ctx", {}).get("error", "invalid")
+            parts.append(f"the body is not JSON: {reason} at character {position}")
+            continue
         where = [str(p) for p in error.get("loc", ()) if p not in ("query", "path", "body")]
         field = ".".join(where) or "request"
         parts.append(f"{field}: {error.get('msg', 'invalid')}")
