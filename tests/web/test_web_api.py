@@ -464,17 +464,18 @@ def test_me_and_unknown_api_path(client: TestClient) -> None:
     expect_error(client.post("/api/stats"), 405, "Method Not Allowed")
 
 
+def _command_job(demo: Demo, script: str, kwargs: dict[str, object]) -> str:
+    """The job of a command schedule ``envs`` run now: ``sh -c script``, with ``kwargs``."""
+    demo.app.admin.add_schedule(
+        "envs", "rota.cmd", every(86400), args=[["sh", "-c", script]], kwargs=kwargs
+    )
+    return str(demo.app.admin.run_schedule_now("envs"))
+
+
 def test_a_viewers_search_does_not_find_a_job_by_a_hidden_value(
     secured: Callable[[], TestClient], demo: Demo
 ) -> None:
-    demo.app.admin.add_schedule(
-        "envs",
-        "rota.cmd",
-        every(86400),
-        args=[["sh", "-c", "echo $DB_PASSWORD"]],
-        kwargs={"env": {"DB_PASSWORD": "hunter2secret"}},
-    )
-    job_id = demo.app.admin.run_schedule_now("envs")
+    job_id = _command_job(demo, "echo $DB_PASSWORD", {"env": {"DB_PASSWORD": "hunter2secret"}})
     c = secured()
 
     def found(token: str, search: str) -> list[str]:
@@ -494,14 +495,7 @@ def test_a_viewers_search_does_not_find_a_job_by_a_hidden_value(
 def test_operators_read_a_commands_environment_and_viewers_its_names_only(
     secured: Callable[[], TestClient], demo: Demo
 ) -> None:
-    demo.app.admin.add_schedule(
-        "envs",
-        "rota.cmd",
-        every(86400),
-        args=[["sh", "-c", "echo $API_TOKEN"]],
-        kwargs={"env": {"API_TOKEN": "s3cret"}, "timeout": 60},
-    )
-    job_id = demo.app.admin.run_schedule_now("envs")
+    job_id = _command_job(demo, "echo $API_TOKEN", {"env": {"API_TOKEN": "s3cret"}, "timeout": 60})
     work(demo.store)  # (the export has the jobs that succeeded)
     c = secured()
     for token, value in ((OPERATOR, "s3cret"), (VIEWER, "***")):
