@@ -521,7 +521,7 @@ def test_the_day_chart_counts_half_hours_of_the_last_day() -> None:
     assert sum(p.succeeded for p in points) == 14
     drawn = day_chart(points)
     assert drawn.bar_width == 10 and drawn.bars[1].x - drawn.bars[0].x == 12.5
-    assert drawn.bars[-1].title == "11:00-11:30 UTC: 2 succeeded, 1 failed attempts"
+    assert drawn.bars[-1].title == "11:00-11:30 UTC: 2 succeeded, 1 failed attempt"
     labels = [t.label for t in drawn.time_ticks]
     assert labels == ["12:00", "16:00", "20:00", "00:00", "04:00", "08:00"]
 

@@ -147,7 +147,8 @@ def chart(points: list[ChartPoint], minutes: int = 1, label_every: int = _LABEL_
                 ok_h=round(ok_h, 2),
                 fail_y=round(ok_y - fail_h, 2),
                 fail_h=round(fail_h, 2),
-                title=f"{span} UTC: {p.succeeded} succeeded, {p.failed_attempts} failed attempts",
+                title=f"{span} UTC: {p.succeeded} succeeded, {p.failed_attempts} failed "
+                + ("attempt" if p.failed_attempts == 1 else "attempts"),
             )
         )
         if p.minute % label_every == 0:

@@ -161,7 +161,8 @@
       var span = MINUTES === 1 ? hhmm(p.minute) : hhmm(p.minute) + "-" + hhmm(p.minute + MINUTES);
       var g = document.createElementNS(SVG, "g");
       g.appendChild(node("title", {}, span + " UTC: " + p.succeeded +
-        " succeeded, " + p.failed_attempts + " failed attempts"));
+        " succeeded, " + p.failed_attempts +
+        (p.failed_attempts === 1 ? " failed attempt" : " failed attempts")));
       g.appendChild(rect("ok", x, okY, okH));
       g.appendChild(rect("fail", x, okY - failH, failH));
       bars.appendChild(g);
