@@ -23,7 +23,7 @@ from conformance.support import (
     wait_expired,
     wait_until,
 )
-from rota.models import JobState, LeaseRef, Outcome
+from rota.models import ConcurrencyKey, JobState, LeaseRef, Outcome
 from rota.stores import Store
 
 
@@ -311,3 +311,61 @@ def test_renewals_and_finishes_of_the_same_jobs_at_once_never_deadlock(
     assert applied == [True] * 60
     retried = [r.getMessage() for r in caplog.records if "transaction again" in r.getMessage()]
     assert retried == []
+
+
+def test_a_finish_or_renewal_after_expiry_is_accepted_until_a_reaper_runs(store: Store) -> None:
+    """A lease that ran out is still the worker's until a reaper moves the
+    job on: its finish or renewal is taken, and the reaper then finds nothing."""
+    finished = enqueue_one(store, new_job("finished", lease=0.3))
+    renewed = enqueue_one(store, new_job("renewed", lease=0.3))
+    late = {job.id: job for job in claim(store, limit=2)}
+    wait_expired(store, finished)
+    wait_expired(store, renewed)
+
+    assert succeed(store, late[finished], "late")
+    assert store.extend([lease(late[renewed])]) == ["held"]
+    expires = get(store, renewed).lease_expires
+    assert expires is not None and expires > store.now()
+    assert store.recover() == []
+    done = get(store, finished)
+    assert (done.state, done.result, done.lost) == (JobState.SUCCEEDED, "late", 0)
+    assert [h["event"] for h in done.history] == ["succeeded"]
+    assert get(store, renewed).state is JobState.RUNNING
+    assert succeed(store, late[renewed])
+
+
+def test_reapers_racing_a_late_finisher_settle_each_job_once(url: str) -> None:
+    """Three reapers recover the same expired leases at once while their
+    worker reports them late: each job ends either finished or recovered,
+    by one reaper, with one entry for its attempt, and no slot left taken."""
+    total = 60
+    with open_stores(url, 4) as stores:
+        finisher, reapers = stores[0], stores[1:]
+        key = (ConcurrencyKey("spiders", total),)
+        finisher.enqueue([new_job(i, lease=0.3, concurrency=key) for i in range(total)])
+        claimed = claim(finisher, limit=total)
+        assert len(claimed) == total
+        for job in claimed:
+            wait_expired(finisher, job.id)
+
+        def race(index: int) -> list[str]:
+            if index < len(reapers):
+                return reapers[index].recover()
+            late = [job for job in claimed if succeed(finisher, job, "late")]
+            return [job.id for job in late]
+
+        *recovered, finished = run_threads(len(reapers) + 1, race)
+        reaped = [job_id for ids in recovered for job_id in ids]
+        assert len(reaped) == len(set(reaped)), "a job recovered by two reapers"
+        assert set(reaped).isdisjoint(finished), "a job both finished and recovered"
+        assert set(reaped) | set(finished) == {job.id for job in claimed}
+        for job in finisher.get_jobs([job.id for job in claimed]):
+            assert job is not None
+            events = [(h["event"], h["attempt"]) for h in job.history]
+            if job.id in finished:
+                assert (job.state, job.lost, events) == (JobState.SUCCEEDED, 0, [("succeeded", 1)])
+            else:
+                assert (job.state, job.lost, events) == (JobState.QUEUED, 1, [("lost", 1)])
+        assert finisher.recover() == []
+        spiders = {info.key: info for info in finisher.limits()}["spiders"]
+        assert spiders.running == 0
