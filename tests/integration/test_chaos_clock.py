@@ -6,8 +6,10 @@ on a machine whose clock is set wrong. The store's clock is the only clock
 for leases, rates, run times and schedules, so the skew must not show:
 rate-limited jobs start at the configured rate and jobs longer than their
 lease are never recovered as lost (an honest reaper runs throughout), a job
-sent with ``send_in(2)`` starts two seconds later, and an ``every(1)``
-schedule fires every second on time. All times are read from the store.
+sent with ``send_in(2)`` starts two seconds later, an ``every(1)``
+schedule fires every second on time, and a job of a task the worker lacks
+waits for a worker that has it (a clock an hour ahead does not make it
+look too old to wait). All times are read from the store.
 
 SQLite has no clock of its own: its store clock is the ``time.time()`` of
 whichever process calls it (``rota/stores/sqlite/store.py``, ``now()`` and
@@ -116,6 +118,9 @@ def test_skewed_clocks_do_not_show(
     sent_from = store.now()
     delayed = sender.tasks["step"].options(rate=None).send_in(DELAY, -1).id
     sent_until = store.now()
+    # a task only newer workers have: the worker's clock must not make it fail
+    # at once (an hour ahead is longer than a job waits for such a worker)
+    newer = sender.task(name="newer.only")(lambda: None).send().id
 
     env = skew | {"ROTA_TEST_LOG": str(tmp_path / "runs.log"), "ROTA_TEST_LEASE": str(LEASE)}
     processes.rota("worker", app_path("chaos"), "--url", url, "--concurrency", "16", env=env)
@@ -129,12 +134,20 @@ def test_skewed_clocks_do_not_show(
         if late and store.get_job(delayed).started_at is None:  # type: ignore[union-attr]
             raise AssertionError(f"the job sent with send_in({DELAY}) has not started")
         finished = jobs_of(store, "default", JobState.SUCCEEDED)
-        return len(finished) == PACED + 1 and len(jobs_of(store, "ticks")) > TICKS
+        waiting = (store.get_job(newer).error or "").endswith("(waiting for a worker that has it)")  # type: ignore[union-attr]
+        return len(finished) == PACED + 1 and len(jobs_of(store, "ticks")) > TICKS and waiting
 
-    wait_for(done, timeout=30, interval=0.1, what="the paced jobs, the delayed job and the ticks")
+    wait_for(
+        done,
+        timeout=30,
+        interval=0.1,
+        what="the paced jobs, the delayed job, the ticks and the waiting job",
+    )
     now = store.now()
 
     jobs = {job.id: job for job in jobs_of(store, "default")}
+    awaiting = jobs.pop(newer)
+    assert (awaiting.state, awaiting.attempt) == (JobState.SCHEDULED, 0), awaiting
     starts = sorted(jobs[job_id].started_at or 0.0 for job_id in paced)
     gaps = [b - a for a, b in pairwise(starts)]
     # The first fire may be a catch-up: its time can pass before the scheduler starts.

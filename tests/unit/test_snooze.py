@@ -148,20 +148,23 @@ def test_a_jobs_error_reads_as_a_snooze_when_no_failed_attempt_left_it() -> None
 def test_a_job_of_a_task_the_worker_does_not_know_waits_then_fails() -> None:
     """In a rolling deploy an older worker claims jobs of a task only newer
     workers have: the job waits for one, its attempt not counted, and fails
-    once it waited UNKNOWN_TASK_PATIENCE from its send."""
+    once it waited UNKNOWN_TASK_PATIENCE from its send, by the store's clock
+    (the claim's started_at), not the worker's."""
     job = ClaimedJob(
         id="j1", task="brand.new", queue="default", payload=b"{}", attempt=1, max_attempts=6,
         lost=0, token="tok", lease=30.0, timeout=None, enqueued_at=1_000.0, run_at=1_000.0,
         started_at=1_000.0,
     )  # fmt: skip
     unknown = runner.run_sync(App("sqlite:///:memory:"), job)
-    waiting = runner.to_outcome(job, runner.awaiting_task(job, unknown, 1_000.0 + 599))
+    claimed_later = dataclasses.replace(job, started_at=1_000.0 + 599)  # the store's clock
+    waiting = runner.to_outcome(job, runner.awaiting_task(claimed_later, unknown))
     assert (waiting.snooze, waiting.retry_in) == (True, runner.UNKNOWN_TASK_RETRY)
     assert waiting.error is not None and waiting.error.startswith("UnknownTask: unknown task")
     assert waiting.error.endswith("(waiting for a worker that has it)")
-    failed = runner.to_outcome(job, runner.awaiting_task(job, unknown, 1_000.0 + 600))
+    claimed_last = dataclasses.replace(job, started_at=1_000.0 + 600)
+    failed = runner.to_outcome(job, runner.awaiting_task(claimed_last, unknown))
     assert (failed.snooze, failed.retry_in) == (False, None)  # final: no retry either
     assert failed.error == unknown.error
     # any other error is left as it is
     other = runner.failure(OSError("reset"))
-    assert runner.awaiting_task(job, other, 1_000.0) is other
+    assert runner.awaiting_task(job, other) is other

@@ -101,13 +101,16 @@ _UNKNOWN_TASK = error_kind(UnknownTask)
 _awaited_tasks: set[str] = set()  # the unknown tasks this process said it waits for
 
 
-def awaiting_task(job: ClaimedJob, result: Result, now: float) -> Result:
+def awaiting_task(job: ClaimedJob, result: Result) -> Result:
     """``result``, or, for a job whose task this worker does not know sent
-    less than :data:`UNKNOWN_TASK_PATIENCE` ago, a snooze: the job waits
-    for a worker that knows its task, its attempt not counted."""
+    less than :data:`UNKNOWN_TASK_PATIENCE` before its claim, a snooze: the
+    job waits for a worker that knows its task, its attempt not counted.
+
+    Both times are the store's (a claim's ``started_at``), so a worker whose
+    own clock is off neither fails such jobs early nor keeps them late."""
     if result.kinds[:1] != (_UNKNOWN_TASK,):
         return result
-    if now - job.enqueued_at >= UNKNOWN_TASK_PATIENCE:
+    if job.started_at - job.enqueued_at >= UNKNOWN_TASK_PATIENCE:
         _worker_log.error(
             "job %s cannot run: no worker that claimed it in %s knew task %r",
             job.id,

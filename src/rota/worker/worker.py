@@ -373,8 +373,8 @@ class Worker:
             # a claim waits only while jobs wait for a slot (see _claim_turn)
             freed = max(len(self._flights.inflight), self._executor.busy()) <= self.concurrency
         try:
-            if not result.ok:  # (a success needs no look, nor the clock)
-                result = runner.awaiting_task(job, result, time.time())
+            if not result.ok:  # (a success needs no look)
+                result = runner.awaiting_task(job, result)
             outcome = runner.to_outcome(job, result)
         except Exception as exc:
             failed = runner.internal_failure(exc, "the worker's reporting")
