@@ -18,6 +18,7 @@ from conformance.support import (
     job_ids,
     new_job,
     succeed,
+    wait_expired,
     wait_until,
 )
 from rota import App, JobCancelled, JobFailed, JobNotFound, JobTimeout
@@ -156,6 +157,49 @@ def test_a_retry_of_every_failed_job_is_in_each_history(store: Store) -> None:
     assert store.retry([cancelled]) == [True]  # never ran: its cancel is its first entry
     events = [(h["event"], h["by"]) for h in get(store, cancelled).history]
     assert events == [("cancelled", None), ("requeued", None)]
+
+
+def _fail_every_attempt(store: Store, job_id: str, attempts: int) -> None:
+    """Fail attempts 1 to ``attempts`` of the job, each with a retry asked for:
+    every one but the last goes back to scheduled."""
+    for attempt in range(1, attempts + 1):
+        claimed = claim_within(store)[0]
+        assert (claimed.id, claimed.attempt) == (job_id, attempt)
+        assert fail(store, claimed, error=f"OSError: try {attempt}", retry_in=0.2)
+        job = get(store, job_id)
+        last = attempt == attempts
+        assert job.state is (JobState.FAILED if last else JobState.SCHEDULED), attempt
+        if not last:
+            wait_until(store, job.run_at)
+
+
+def test_a_job_retried_by_hand_gets_its_whole_retry_budget_again(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=5.0, max_attempts=3))
+    _fail_every_attempt(store, job_id, 3)
+    assert store.retry([job_id], by="alice") == [True]
+    job = get(store, job_id)
+    assert (job.state, job.attempt, job.max_attempts) == (JobState.QUEUED, 0, 3)
+
+    _fail_every_attempt(store, job_id, 3)  # 1 and 2 retried again, 3 is final
+    events = [(h["event"], h.get("attempt")) for h in get(store, job_id).history]
+    run = [("failed", 1), ("failed", 2), ("failed", 3)]
+    assert events == [*run, ("requeued", None), *run]
+
+
+def test_a_job_lost_max_lost_times_and_retried_may_be_lost_as_often_again(store: Store) -> None:
+    job_id = enqueue_one(store, new_job(lease=0.3, max_lost=1, max_attempts=3))
+    for _ in range(2):
+        claimed = claim_one(store)
+        assert (claimed.id, claimed.attempt, claimed.lost) == (job_id, 1, 0)
+        wait_expired(store, job_id)
+        assert store.recover() == [job_id]
+        job = get(store, job_id)
+        assert (job.state, job.error, job.lost) == (JobState.FAILED, "worker_lost", 1)
+        assert store.retry([job_id]) == [True]
+        job = get(store, job_id)
+        assert (job.state, job.attempt, job.lost) == (JobState.QUEUED, 0, 0)
+    events = [h["event"] for h in get(store, job_id).history]
+    assert events == ["lost", "requeued", "lost", "requeued"]
 
 
 def test_retry_only_applies_to_failed_or_cancelled_jobs(store: Store) -> None:
