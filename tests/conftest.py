@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from backends import available_backends, drop_store, store_url
+from backends import IN_CI, available_backends, drop_store, store_url
 from rota.stores import Store, open_store
 from rota.stores.sqlite._wakeups import wake_directory
 
@@ -88,3 +88,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         pass
     finally:
         client.close()
+
+
+def _failed_in_ci(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """In CI (``CI=true``) a skip is a failure: every store, driver and tool
+    a test needs is installed there, so a skip would hide a test users rely
+    on (an expected failure, ``xfail``, stays what it is)."""
+    if not (IN_CI and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+    report.outcome = "failed"
+    report.longrepr = f"skipped in CI, where nothing may skip: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    _failed_in_ci(outcome.get_result())  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    outcome = yield
+    _failed_in_ci(outcome.get_result())  # type: ignore[attr-defined]
