@@ -324,6 +324,43 @@ def test_rate_limit_is_shared_by_store_instances(url: str) -> None:
         assert got[0] == 3
 
 
+def test_a_burst_is_taken_once_by_claims_racing_on_many_store_instances(url: str) -> None:
+    """Eight machines claim at once, each several times, from a bucket of
+    three that barely refills: three jobs start in all."""
+    with open_stores(url, 8) as stores:
+        stores[0].enqueue([new_job(i, rate=(RateKey("site", 0.001, 3),)) for i in range(40)])
+
+        def claims(index: int) -> list[str]:
+            got: list[str] = []
+            for _ in range(5):
+                got += [job.id for job in claim(stores[index], limit=2, worker=f"w-{index}")]
+            return got
+
+        claimed = [job_id for got in run_threads(len(stores), claims) for job_id in got]
+        assert len(claimed) == 3 == len(set(claimed))
+        assert len(job_ids(stores[0], JobQuery(state=JobState.QUEUED))) == 37
+
+
+def test_claims_racing_on_many_store_instances_keep_to_the_rate(url: str) -> None:
+    rate, burst, window = 5.0, 3, 1.5
+    with open_stores(url, 8) as stores:
+        stores[0].enqueue([new_job(i, rate=(RateKey("site", rate, burst),)) for i in range(100)])
+        start = stores[0].now()
+
+        def claims(index: int) -> list[str]:
+            got: list[str] = []
+            while stores[index].now() < start + window:
+                got += [job.id for job in claim(stores[index], limit=3, worker=f"w-{index}")]
+                time.sleep(0.005)
+            return got
+
+        claimed = [job_id for got in run_threads(len(stores), claims) for job_id in got]
+        elapsed = stores[0].now() - start
+        assert len(claimed) == len(set(claimed))
+        assert len(claimed) <= rate * elapsed + burst
+        assert len(claimed) > burst  # the bucket refilled meanwhile
+
+
 def test_rate_limited_jobs_do_not_block_other_keys(store: Store) -> None:
     store.enqueue([new_job(i, rate=(RateKey("slow.example", 0.1, 1),)) for i in range(5)])
     free = [r.id for r in store.enqueue([new_job(i) for i in range(3)])]
