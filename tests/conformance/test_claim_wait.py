@@ -19,14 +19,16 @@ from conformance.support import (
     claim,
     claim_one,
     enqueue_one,
+    fail,
     get,
     new_job,
     succeed,
     wait_expired,
+    wait_until,
 )
 from helpers import wait_for
 from rota import InvalidArgument
-from rota.models import ClaimedJob, ConcurrencyKey, JobState
+from rota.models import BreakerKey, ClaimedJob, ConcurrencyKey, JobState, RateKey
 from rota.stores import Store, open_store
 from rota.stores.roles import claim_or_wait, stop_waiting
 
@@ -199,6 +201,54 @@ def test_a_waiting_worker_gets_no_job_its_limit_blocks(store: Store, url: str) -
         assert succeed(store, holder)
         wait_for(lambda: len(waiter.jobs) == 2)
         assert waiter.jobs[1].id == blocked_id
+    finally:
+        waiter.close()
+
+
+def _holds_only(waiter: Waiter, store: Store, sent: list[str]) -> None:
+    """The waiter holds exactly one of the jobs ``sent`` (the one their limit
+    lets through) through two whole waits; the others stay queued."""
+    wait_for(lambda: waiter.jobs)
+    rounds = waiter.rounds
+    wait_for(lambda: waiter.rounds >= rounds + 2)  # two whole waits since
+    (taken,) = waiter.jobs
+    assert taken.id in sent
+    states = {job_id: get(store, job_id).state for job_id in sent if job_id != taken.id}
+    assert set(states.values()) == {JobState.QUEUED}
+
+
+def test_a_waiting_worker_gets_only_the_one_job_a_rate_limit_lets_through(
+    store: Store, url: str
+) -> None:
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        rate = (RateKey("site", 0.001, 1),)
+        sent = [r.id for r in store.enqueue([new_job(i, queue="cw", rate=rate) for i in range(3)])]
+        _holds_only(waiter, store, sent)
+        assert waiter.jobs[0].id == sent[0]
+    finally:
+        waiter.close()
+
+
+def test_a_waiting_worker_gets_only_the_probe_of_a_half_open_breaker(
+    store: Store, url: str
+) -> None:
+    breaker = (BreakerKey("api", 1, 3.0),)
+    enqueue_one(store, new_job("failing", queue="cw", breaker=breaker))
+    assert fail(store, claim_one(store, "cw", worker="other"))  # the breaker opens
+    open_until = {info.key: info for info in store.limits()}["api"].open_until
+    assert open_until is not None
+    waiter = Waiter(url, "w", "cw", 4)
+    try:
+        assert waiter.blocked.wait(5.0)
+        rounds = waiter.rounds
+        sent = [enqueue_one(store, new_job(i, queue="cw", breaker=breaker)) for i in range(3)]
+        wait_for(lambda: waiter.rounds >= rounds + 2)  # a whole wait began after the sends
+        assert store.now() < open_until, "(the check came after the cooldown)"
+        assert waiter.jobs == [], "a job taken while the breaker is open"
+        wait_until(store, open_until)
+        _holds_only(waiter, store, sent)  # one probe at a time
     finally:
         waiter.close()
 
