@@ -32,11 +32,13 @@ def snooze(store: Store, job: ClaimedJob, seconds: float, why: str = "Snooze: no
 
 def test_a_snoozed_job_waits_then_runs_as_the_same_attempt(store: Store) -> None:
     job_id = enqueue_one(store, new_job(max_attempts=1))  # no retry left
+    sent_at = get(store, job_id).enqueued_at
     first = claim_one(store)
     assert snooze(store, first, 0.3, "TryLater: robots.txt of http://a is not read yet")
 
     job = get(store, job_id)
     assert job.state is JobState.SCHEDULED
+    assert job.enqueued_at == sent_at  # still the send's time: not a new send
     assert job.run_at == pytest.approx(store.now() + 0.3, abs=0.25)
     assert (job.attempt, job.history) == (0, ())
     assert (job.error, job.traceback) == ("TryLater: robots.txt of http://a is not read yet", None)
@@ -49,14 +51,17 @@ def test_a_snoozed_job_waits_then_runs_as_the_same_attempt(store: Store) -> None
     assert succeed(store, second, "done")
     done = get(store, job_id)
     assert done.state is JobState.SUCCEEDED
+    assert done.enqueued_at == sent_at
     assert [(h["event"], h["attempt"]) for h in done.history] == [("succeeded", 1)]
 
 
 def test_a_snooze_leaves_the_retries_as_they_were(store: Store) -> None:
     job_id = enqueue_one(store, new_job(max_attempts=2))
+    sent_at = get(store, job_id).enqueued_at
     assert fail(store, claim_one(store), retry_in=0.0)  # attempt 1 fails: one retry left
     wait_until(store, get(store, job_id).run_at)
     assert snooze(store, claim_one(store), 0.0)  # attempt 2 snoozes
+    assert get(store, job_id).enqueued_at == sent_at
     again = claim_one(store)
     assert again.attempt == 2
     assert fail(store, again, retry_in=0.0)  # attempt 2 fails: that was the last
