@@ -2,7 +2,8 @@
 created if missing and migrated once however many processes start at once;
 limits that hold under many concurrent claimers; transactions run again
 after a deadlock or a lost connection; wake-ups through a counter that only
-committed work bumps; text compared byte for byte; the database's clock."""
+committed work bumps; the database's clock (text compared byte for byte is
+checked on every store by test_uniqueness.py)."""
 
 from __future__ import annotations
 
@@ -199,16 +200,6 @@ def test_two_stores_in_two_databases_see_only_their_own_jobs(
     finally:
         other.close()
         drop_store("mysql", other_url)
-
-
-def test_text_is_compared_byte_for_byte(mstore: MySQLStore) -> None:
-    """Ids and keys that differ in case or trailing spaces are different
-    (MySQL's default collations would take them for one)."""
-    ids = [enqueue_one(mstore, new_job(job_id=i)) for i in ("job", "Job", "job ")]
-    assert sorted(j.id for j in mstore.get_jobs(ids) if j) == sorted(ids)
-    results = mstore.enqueue([new_job(unique_key=k) for k in ("key", "KEY", "key ")])
-    assert not any(r.duplicate for r in results)
-    assert mstore.enqueue([new_job(unique_key="key ")])[0].duplicate
 
 
 def test_a_value_too_long_for_its_column_is_refused_by_name(mstore: MySQLStore) -> None:

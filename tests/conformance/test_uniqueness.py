@@ -233,6 +233,26 @@ def test_retry_failed_queues_one_job_per_key(store: Store) -> None:
     assert send(store, unique("again")) == (queued.id, True)
 
 
+#: Keys (and ids) that a case-, space- or accent-insensitive collation would
+#: take for one: composed and decomposed é are different bytes too.
+LOOK_ALIKE = ("cafe", "Cafe", "CAFE", "cafe ", "caf\u00e9", "cafe\u0301", "CAF\u00c9")
+
+
+def test_keys_and_ids_are_compared_byte_for_byte(store: Store) -> None:
+    """Keys that differ only in case, a trailing space or an accent are
+    different keys, and so are such ids (MySQL's default collations would
+    take them for one)."""
+    results = store.enqueue([unique(i, key=key) for i, key in enumerate(LOOK_ALIKE)])
+    assert not any(r.duplicate for r in results)
+    for key, first in zip(LOOK_ALIKE, results, strict=True):
+        assert send(store, unique("again", key=key)) == (first.id, True)
+        assert get(store, first.id).unique_key == key
+    ids = [enqueue_one(store, new_job(job_id=f"job-{key}")) for key in LOOK_ALIKE]
+    jobs = store.get_jobs(ids)
+    assert [job.id if job else None for job in jobs] == ids
+    assert len(all_jobs(store)) == 2 * len(LOOK_ALIKE)
+
+
 def test_equal_keys_in_one_batch_behave_as_if_sent_in_turn(store: Store) -> None:
     jobs = [unique("a"), unique("b"), unique("c", key="other"), unique("d")]
     results = store.enqueue(jobs)
