@@ -151,8 +151,12 @@ class App(Registry):
         #: Open only a store that exists, when the store is first used (see
         #: ``open_store``'s ``must_exist``): a missing SQLite file, PostgreSQL
         #: schema or MySQL database is then an error naming it, not a new,
-        #: empty store. The CLI's commands that read or steer what is there set it.
+        #: empty store. The CLI's commands and the dashboard that read or
+        #: steer what is there set it.
         self.must_exist = False
+        #: Wait ``retry_for`` for a Redis server not reached yet (``open_store``'s
+        #: ``wait``); the CLI's one-shot commands turn it off to fail at once.
+        self.wait_for_store = True
         self._reader: Store | None = None
         self._store_lock = threading.Lock()
         self._on_start: list[Callable[[], object]] = []
@@ -269,7 +273,9 @@ class App(Registry):
             with self._store_lock:
                 if self._store is None:
                     url = self.url
-                    self._store = open_store(url, must_exist=self.must_exist)
+                    self._store = open_store(
+                        url, must_exist=self.must_exist, wait=self.wait_for_store
+                    )
                     self._opened_url = url
         return self._store
 

@@ -580,12 +580,12 @@ def test_an_outage_longer_than_retry_for_raises_store_unavailable(
         store.close()
 
 
-def test_a_store_that_must_exist_does_not_wait_for_a_server_never_reached(
+def test_a_store_opened_without_waiting_fails_at_once_on_a_server_never_reached(
     private_redis: RedisServer,
 ) -> None:
     url = f"{private_redis.url}?namespace=never"  # retry_for: 30 s
     private_redis.stop()
-    store = open_store(url, must_exist=True)
+    store = open_store(url, wait=False)
     try:
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match="is unreachable"):

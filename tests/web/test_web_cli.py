@@ -15,9 +15,17 @@ import httpx
 import pytest
 
 from helpers import wait_for
+from rota.stores import open_store
 from web.support import OPERATOR, VIEWER, free_port
 
 ROTA = [str(Path(sys.executable).parent / "rota")]
+
+
+def _store_url(tmp_path: Path) -> str:
+    """The URL of a SQLite store that exists (as a worker leaves it)."""
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    open_store(url).close()
+    return url
 
 
 def _env() -> dict[str, str]:
@@ -37,7 +45,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
             *ROTA,
             "web",
             "--url",
-            f"sqlite:///{tmp_path / 'rota.db'}",
+            _store_url(tmp_path),
             "--port",
             str(port),
             "--token",
@@ -97,7 +105,7 @@ def test_rota_web_serves_with_roles_and_never_prints_tokens(
 
 def test_rota_web_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*ROTA, "web", "--url", f"sqlite:///{tmp_path / 'r.db'}", "--host", "0.0.0.0"],
+        [*ROTA, "web", "--url", _store_url(tmp_path), "--host", "0.0.0.0"],
         env=_env(),
         capture_output=True,
         text=True,
@@ -133,7 +141,7 @@ def test_rota_web_on_a_port_in_use_says_so_and_exits_1(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [*ROTA, "web", "--url", f"sqlite:///{tmp_path / 'r.db'}", "--port", str(port)],
+            [*ROTA, "web", "--url", _store_url(tmp_path), "--port", str(port)],
             env=_env(),
             capture_output=True,
             text=True,
@@ -143,6 +151,23 @@ def test_rota_web_on_a_port_in_use_says_so_and_exits_1(tmp_path: Path) -> None:
     assert done.stderr == (
         f"Error: the dashboard cannot listen on 127.0.0.1:{port}: Address already in use\n"
     )
+
+
+def test_rota_web_without_an_app_refuses_a_store_that_does_not_exist(tmp_path: Path) -> None:
+    """A mistyped URL or the wrong directory: an error naming the store, not a
+    new, empty store on display (with an app, the app's store is created as
+    a worker creates it)."""
+    done = subprocess.run(
+        [*ROTA, "web", "--port", "0"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: no SQLite store at {tmp_path / 'rota.db'}"), done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_rota_run_refusing_a_public_dashboard_names_the_workers_option(tmp_path: Path) -> None:

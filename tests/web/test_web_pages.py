@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -468,6 +469,26 @@ def test_a_store_that_cannot_be_reached_is_a_503_that_the_log_explains(
         assert answer.json()["error"] == "store_unavailable"
     logged = [r.getMessage() for r in caplog.records]
     assert any("unreachable" in line and "127.0.0.1:1" in line for line in logged), logged
+    app.close()
+
+
+def test_a_store_that_does_not_exist_is_a_500_that_the_log_explains(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """``rota web --url`` opens only a store that exists: a PostgreSQL schema
+    or MySQL database found missing on a page's first read is an error whose
+    reason, which names the store, is in the log and not on the page."""
+    caplog.set_level(logging.ERROR, logger="rota.web")
+    app = rota.App(f"sqlite:///{tmp_path / 'gone.db'}")
+    app.must_exist = True
+    asgi = create_app(app, token=OPERATOR, secret=SECRET)
+    with TestClient(asgi, base_url=BASE, client=("127.0.0.1", 50000)) as operator:
+        answer = operator.get("/api/queues", headers=bearer(OPERATOR))
+    assert answer.status_code == 500
+    assert answer.json()["detail"] == "StoreError: the request failed; the dashboard's log says why"
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(f"no SQLite store at {tmp_path / 'gone.db'}" in line for line in logged), logged
+    assert not (tmp_path / "gone.db").exists()
     app.close()
 
 

@@ -82,25 +82,28 @@ class CliState:
     def app_or_bare(self, spec: str | None, *, wait_for_store: bool = False) -> App:
         """The app ``spec`` names or, without one, an app with no tasks on
         ``--url`` (or ``ROTA_URL``), whose store it may create: enough to
-        serve the dashboard, fire the stored schedules or run command lines."""
+        fire the stored schedules or run command lines."""
         if spec:
             return self.load_app(spec, wait_for_store=wait_for_store)
         return self.store_app(must_exist=False)
 
-    def store_app(self, *, must_exist: bool = True) -> App:
+    def store_app(self, *, must_exist: bool = True, wait: bool = False) -> App:
         """An app without tasks, for commands that only talk to the store.
 
         ``must_exist``: a store that does not exist (a missing SQLite file, a
         PostgreSQL schema or MySQL database without rota's tables) is refused
         with an error naming it, rather than created empty (a command run in
         the wrong directory, or with a mistyped URL, would otherwise read or
-        steer a new, empty store)."""
+        steer a new, empty store); a Redis server never reached then fails
+        the command at once, unless ``wait`` (a service, as the dashboard,
+        waits ``retry_for`` for it)."""
         from rota.stores import require_file
 
         app = App(self.url, read_url=self.read_url)
         if must_exist:
             require_file(app.url)
             app.must_exist = True
+            app.wait_for_store = wait
         self._track(app)
         return app
 

@@ -64,7 +64,8 @@ def web(
     """Serve the dashboard and the REST API (/api/, /metrics).
 
     APP is optional: the dashboard only needs the store, so `rota web --url
-    URL` works too; with APP its task names are offered in the filters.
+    URL` works too (on a store that exists: a worker creates it); with APP
+    its task names are offered in the filters.
     Binds 127.0.0.1 unless --host says otherwise, and refuses any other
     address without --token.
     """
@@ -74,7 +75,9 @@ def web(
     from rota.web._auth import is_loopback_host
 
     configure(log_level, quiet=False, log_format="text")  # rota's own lines, as a worker's
-    app = state.app_or_bare(app_spec)
+    # Without APP the dashboard opens only a store that exists: a mistyped
+    # URL or the wrong directory would otherwise show a new, empty store.
+    app = state.load_app(app_spec) if app_spec else state.store_app(wait=True)
     check_bind(host, token, users=not is_loopback_host(host) and bool(app.store.users()))
     asgi = create_app(app, token=token, viewer_token=viewer_token, secret=secret)
     sock = listening_socket(host, port)

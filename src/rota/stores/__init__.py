@@ -33,14 +33,15 @@ _REPLICATED = (*_POSTGRES, "mysql")
 _DEFAULT_SCHEMA = "rota"
 
 
-def open_store(url: str, *, must_exist: bool = False) -> Store:
+def open_store(url: str, *, must_exist: bool = False, wait: bool = True) -> Store:
     """Open the store a URL names, after :func:`check_url`. Backends whose
     extra is missing say what to install. ``must_exist``: refuse a SQLite
     file that does not exist, a PostgreSQL schema or a MySQL database
-    without rota's tables (:class:`StoreError`) rather than create it, and
-    fail at once on a Redis server that does not answer its first call
-    rather than wait ``retry_for`` for it, for commands that only read or
-    steer what is already there."""
+    without rota's tables (:class:`StoreError`) rather than create it, for
+    the commands and the dashboard that only read or steer what is already
+    there. ``wait=False``: fail at once on a Redis server that does not
+    answer its first call rather than wait ``retry_for`` for it, for a
+    command whose user is waiting for its answer."""
     scheme = check_url(url)
     if scheme not in _REPLICATED and read_url_of(url) is not None:
         raise _not_replicated(url, scheme)
@@ -73,7 +74,7 @@ def open_store(url: str, *, must_exist: bool = False) -> Store:
             ) from None
         raise
     redis_options = RedisOptions.parse(url)
-    if must_exist:
+    if not wait:
         redis_options = replace(redis_options, wait_at_first=False)
     store: Store = RedisStore(redis_options)
     return store

@@ -102,9 +102,12 @@ def install_error_handlers(api: FastAPI, templates: Jinja2Templates) -> None:
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             detail = "the store cannot be reached; the dashboard's log says which and why"
             return answer(request, status, code, detail)
-        if status >= 500:
-            log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
-            return answer(request, status, code, f"{type(exc).__name__}: the request failed")
+        if status >= 500:  # the reason may name the store: for the operator's log only
+            log.error(
+                "%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc
+            )
+            detail = f"{type(exc).__name__}: the request failed; the dashboard's log says why"
+            return answer(request, status, code, detail)
         return answer(request, status, code, str(exc))
 
     async def on_validation(request: Request, exc: Exception) -> Response:
