@@ -25,7 +25,7 @@ from backends import MYSQL_URL, drop_store, mysql_execute, store_url  # noqa: E4
 from conformance.support import claim, enqueue_one, new_job, worker_info  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from rota.cli import main  # noqa: E402
-from rota.errors import InvalidArgument, StoreError, ValueRefused  # noqa: E402
+from rota.errors import CommitInDoubt, InvalidArgument, StoreError, ValueRefused  # noqa: E402
 from rota.models import ConcurrencyKey, Outcome  # noqa: E402
 from rota.stores import Store, open_store  # noqa: E402
 from rota.stores.mysql import MySQLStore  # noqa: E402
@@ -346,7 +346,7 @@ def test_a_server_error_on_a_connection_the_server_then_ends_runs_the_work_again
 
 def test_a_commit_cut_off_is_reported_as_unknown(mstore: MySQLStore) -> None:
     lost = MySQLdb.OperationalError(2013, "Lost connection to server during query")
-    with pytest.raises(StoreError, match="whether the commit happened is not known"):
+    with pytest.raises(CommitInDoubt, match="whether the commit happened is not known"):
         mstore._pause_before_retry(lost, 1, committing=True)
     assert mstore._pause_before_retry(lost, 1, committing=False) == 0.0
 

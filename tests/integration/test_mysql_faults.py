@@ -11,7 +11,7 @@ must reconnect by itself and log an outage once, not once per call.
 A proxy also cuts a connection exactly at a commit, before it reaches the
 server or instead of its reply. Unlike PostgreSQL, MySQL cannot say
 afterwards whether a commit happened: the call fails with
-``StoreUnavailable`` saying so. A finish made again applies exactly when
+``CommitInDoubt`` (a ``StoreUnavailable``) saying so. A finish made again applies exactly when
 the first did not; a claim that did happen hands its job over once the
 lease nobody holds runs out, with that attempt recorded lost. Nothing is
 lost, and nothing runs twice.
@@ -46,7 +46,7 @@ from integration.crash_runs import (
 )
 from mariadb_server import IN_CI, MariaDB, mariadb_server
 from procs import Processes
-from rota.errors import StoreUnavailable
+from rota.errors import CommitInDoubt
 from rota.models import JobState, Outcome
 from rota.stores import Store, open_store
 
@@ -306,7 +306,7 @@ def test_a_finish_whose_commit_is_cut_off_counts_once(
     assert job is not None
     cutter.armed = cut
     done = Outcome(job.id, job.token, ok=True, result=b"42")
-    with pytest.raises(StoreUnavailable, match=UNKNOWN):
+    with pytest.raises(CommitInDoubt, match=UNKNOWN):  # what workers branch on
         cut_store.finish([done])
     assert cutter.cut.is_set()
 
@@ -323,7 +323,7 @@ def test_a_claim_whose_commit_is_cut_off_hands_the_job_over(
 ) -> None:
     job_id = cut_store.enqueue([new_job(7, lease=1.0)])[0].id
     cutter.armed = cut
-    with pytest.raises(StoreUnavailable, match=UNKNOWN):
+    with pytest.raises(CommitInDoubt, match=UNKNOWN):  # what workers branch on
         cut_store.claim(WORKER, ["default"], 1)
     assert cutter.cut.is_set()
 
