@@ -60,21 +60,51 @@ def require_strace() -> None:
 
 
 # Sends 20 jobs, claims them one call each, then reports each in a call of
-# its own; names each step on stderr as it begins (argv: the store's URL).
+# its own; then makes each other kind of write once (a schedule saved and
+# fired, a cancel, a retry by hand, a queue paused, a lost lease recovered).
+# Names each step on stderr as it begins (argv: the store's URL).
 _SYNC_SCRIPT = """
-import sys
+import sys, time
 from rota._ids import unique_ids
-from rota.models import NewJob, Outcome
+from rota.models import NewJob, Outcome, Schedule
 from rota.stores import open_store
+
+def job(queue, **fields):
+    return NewJob(unique_ids.next(), "t", queue, b"[]", **fields)
 
 store = open_store(sys.argv[1])
 sys.stderr.write("step:send\\n")
-store.enqueue([NewJob(unique_ids.next(), "t", "q", b"[]") for _ in range(20)])
+store.enqueue([job("q") for _ in range(20)])
+sys.stderr.write("step:setup\\n")
+doomed, cancelled, failed = job("lost", lease=0.2), job("cancel"), job("fail")
+store.enqueue([doomed, cancelled, failed])
+lost = store.claim("w", ["lost"], 1)[0]
+failing = store.claim("w", ["fail"], 1)[0]
+assert store.finish([Outcome(failing.id, failing.token, ok=False, error="E")]) == [True]
 sys.stderr.write("step:claim\\n")
 claimed = [store.claim("w", ["q"], 1)[0] for _ in range(20)]
 sys.stderr.write("step:finish\\n")
-for job in claimed:
-    assert store.finish([Outcome(job.id, job.token, ok=True, result=b"null")]) == [True]
+for claimed_job in claimed:
+    done = Outcome(claimed_job.id, claimed_job.token, ok=True, result=b"null")
+    assert store.finish([done]) == [True]
+sys.stderr.write("step:upsert_schedule\\n")
+every = {"type": "every", "interval": 60.0}
+store.upsert_schedule(Schedule("s", "t", every, b'{"args": [], "kwargs": {}}', next_fire=1000.0))
+sys.stderr.write("step:fire_schedule\\n")
+fire = job("q", schedule="s", fire_time=1000.0)
+assert store.fire_schedule("s", 1000.0, 1060.0, fire) == "fired"
+sys.stderr.write("step:cancel\\n")
+assert store.cancel([cancelled.id]) == [True]
+sys.stderr.write("step:retry\\n")
+assert store.retry([failed.id]) == [True]
+sys.stderr.write("step:pause_queue\\n")
+store.pause_queue("q")
+sys.stderr.write("step:wait\\n")
+deadline = time.monotonic() + 10
+while store.now() <= lost.started_at + lost.lease + 0.01 and time.monotonic() < deadline:
+    time.sleep(0.01)
+sys.stderr.write("step:recover\\n")
+assert store.recover() == [lost.id]
 sys.stderr.write("step:close\\n")
 store.close()
 """
@@ -112,10 +142,21 @@ def test_a_claim_is_not_synced_and_every_outcome_is(tmp_path: Path) -> None:
     assert synced["finish"] >= 20  # 20 outcomes
 
 
+#: The writes besides sends and outcomes that docs/guarantees.md says are synced.
+OTHER_WRITES = ("upsert_schedule", "fire_schedule", "cancel", "retry", "pause_queue", "recover")
+
+
+def test_schedules_operator_actions_and_recoveries_are_synced(tmp_path: Path) -> None:
+    require_strace()
+    synced = _syncs_per_step(tmp_path)
+    assert {step: synced[step] for step in OTHER_WRITES if synced[step] < 1} == {}
+
+
 def test_at_synchronous_normal_no_commit_is_synced(tmp_path: Path) -> None:
     require_strace()
     synced = _syncs_per_step(tmp_path, "?synchronous=normal")
     assert synced["send"] == synced["claim"] == synced["finish"] == 0
+    assert [synced[step] for step in OTHER_WRITES] == [0] * len(OTHER_WRITES)
 
 
 @pytest.mark.parametrize(
