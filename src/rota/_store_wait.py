@@ -65,10 +65,20 @@ def wait_for_store(
     whenever ``signals.wake()`` is called). Other errors are raised.
 
     Each try runs in a thread of its own, so that a signal ends the wait
-    even while the store's own call is still retrying (Redis retries each
-    call for its ``retry_for``).
+    even while the store's own call is still retrying. A Redis store opened
+    here does not wait ``retry_for`` for a server it has never reached, so
+    the tries come at this wait's pauses, each logged; once it answered,
+    the store rides out outages as always.
     """
-    tries = _Tries()
+    tries, waits = _Tries(), app.wait_for_store
+    app.wait_for_store = False
+    try:
+        return _wait(app, signals, stopping, tries)
+    finally:
+        app.wait_for_store = waits
+
+
+def _wait(app: App, signals: StopSignals, stopping: Callable[[], bool], tries: _Tries) -> bool:
     while True:
         outcome: list[BaseException | None] = []
         threading.Thread(
@@ -90,10 +100,15 @@ def load_app_waiting(load: Callable[[], App]) -> App | None:
     """``load()``, again while the app's module fails to import because its
     store cannot be reached (a module that defines its schedules with
     ``app.schedule(...)`` writes them as it is imported), with the pauses
-    of :func:`wait_for_store`; None after Ctrl-C. A SIGTERM keeps its
-    default action meanwhile: nothing runs yet."""
+    of :func:`wait_for_store` (the module's app does not wait ``retry_for``
+    for a Redis server it never reached, as :func:`wait_for_store`
+    explains); None after Ctrl-C. A SIGTERM keeps its default action
+    meanwhile: nothing runs yet."""
+    from rota.app import App
+
     tries = _Tries()
     while True:
+        App.wait_for_store = False
         try:
             app = load()
         except StoreUnavailable as error:
@@ -101,6 +116,8 @@ def load_app_waiting(load: Callable[[], App]) -> App | None:
         else:
             tries.answered()
             return app
+        finally:
+            App.wait_for_store = True
         try:
             time.sleep(pause)
         except KeyboardInterrupt:

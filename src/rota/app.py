@@ -115,6 +115,13 @@ class App(Registry):
     else the store URL's ``read_url`` option, else ``ROTA_READ_URL``.
     """
 
+    #: Whether a Redis store opened by this app waits ``retry_for`` for a
+    #: server it has not reached yet (``open_store``'s ``wait``). The CLI's
+    #: one-shot commands turn it off to fail at once; so does a worker's
+    #: start while it waits for its store with pauses of its own, for every
+    #: app (``App.wait_for_store``), those its module builds as it loads too.
+    wait_for_store: bool = True
+
     def __init__(
         self,
         url: str | None = None,
@@ -154,9 +161,6 @@ class App(Registry):
         #: empty store. The CLI's commands and the dashboard that read or
         #: steer what is there set it.
         self.must_exist = False
-        #: Wait ``retry_for`` for a Redis server not reached yet (``open_store``'s
-        #: ``wait``); the CLI's one-shot commands turn it off to fail at once.
-        self.wait_for_store = True
         self._reader: Store | None = None
         self._store_lock = threading.Lock()
         self._on_start: list[Callable[[], object]] = []
