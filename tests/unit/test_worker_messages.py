@@ -14,9 +14,10 @@ import pytest
 import rota.testing
 from helpers import wait_for
 from rota import App
-from rota.errors import CommitInDoubt
+from rota.errors import CommitInDoubt, StoreUnavailable
 from rota.worker import worker as worker_module
 from rota.worker.executors import died
+from rota.worker.side import start_side
 from rota.worker.worker import Worker
 
 
@@ -78,6 +79,41 @@ def test_an_outage_of_claims_is_one_error_and_one_line_when_it_ends(
     assert said == [
         (logging.ERROR, "claim failed; retrying every second", True),
         (logging.WARNING, "claims work again, after 5 failed", False),
+    ]
+    app.close()
+
+
+def test_a_store_outage_is_told_in_the_stores_words_on_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that cannot be reached is not a bug of the worker: the claim
+    loop and each side thread say so once, in one line, without a traceback
+    (an outage longer than retry_for printed one per thread)."""
+    app = App(f"sqlite:///{tmp_path / 'rota.db'}")
+    worker = Worker(app)
+    outage = "the Redis store at 10.0.0.5:6379 is unreachable: Timeout reading from socket"
+
+    def unreachable(*args: Any, **kwargs: Any) -> list[Any]:
+        raise StoreUnavailable(outage)
+
+    monkeypatch.setattr(worker_module, "claim_or_wait", unreachable)
+    worker._stopping.set()  # (no pause after a failure)
+    caplog.set_level(logging.INFO, logger="rota.worker")
+    for _ in range(3):
+        assert worker._claim(1) == []
+    done, tries = threading.Event(), []
+
+    def keeper() -> None:
+        tries.append(1)
+        if len(tries) == 3:
+            done.set()
+        raise StoreUnavailable(outage)
+
+    start_side(keeper, "rota-keeper", done).join(10)
+    said = [(r.levelno, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert said == [
+        (logging.WARNING, f"claim failed; retrying every second: {outage}", False),
+        (logging.WARNING, f"rota-keeper failed; restarting it with backoff: {outage}", False),
     ]
     app.close()
 

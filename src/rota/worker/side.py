@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from rota.errors import StoreUnavailable
+
 log = logging.getLogger("rota.worker")
 
 #: A side thread that ran this long before failing restarts after the first
@@ -19,7 +21,8 @@ MAX_BACKOFF = 30.0
 
 def start_side(target: Callable[[], None], name: str, done: threading.Event) -> threading.Thread:
     """Run ``target`` in a daemon thread named ``name``: when it raises, the
-    error is logged (the first of a series in full) and it runs again after
+    error is logged (the first of a series: in full, but a store outage in
+    the store's own words, on one line) and it runs again after
     a pause that doubles with each failure in a row, until ``done`` is set;
     when it returns, the thread ends."""
 
@@ -30,11 +33,13 @@ def start_side(target: Callable[[], None], name: str, done: threading.Event) -> 
             try:
                 target()
                 return
-            except Exception:
+            except Exception as exc:
                 if time.monotonic() - started > QUIET_RUN:
                     failures = 0  # a new outage, not the last one going on
                 failures += 1
-                if failures == 1:
+                if failures == 1 and isinstance(exc, StoreUnavailable):  # its words say it all
+                    log.warning("%s failed; restarting it with backoff: %s", name, exc)
+                elif failures == 1:
                     log.exception("%s failed; restarting it with backoff", name)
                 done.wait(min(MAX_BACKOFF, 0.5 * 2 ** min(failures, 6)))
 

@@ -73,7 +73,7 @@ from rota import _validate, commands
 from rota._signals import StopSignals
 from rota._store_wait import wait_for_store
 from rota.context import cancel_running
-from rota.errors import CommitInDoubt, InvalidArgument, JobCancelled
+from rota.errors import CommitInDoubt, InvalidArgument, JobCancelled, StoreUnavailable
 from rota.models import DEFAULT_HOST_GRACE, ClaimedJob, HostScope, LeaseRef, WorkerInfo
 from rota.stores.roles import claim_or_wait, stop_waiting
 from rota.worker import joblog, joblogs, load, runner
@@ -300,9 +300,13 @@ class Worker:
             log.warning("claim failed; retrying shortly: %s", exc)
             self._stopping.wait(1.0)
             return []
-        except Exception:
+        except Exception as exc:
             self._claim_failures += 1
-            if self._claim_failures == 1:  # an outage is told once, and its end
+            if self._claim_failures == 1 and isinstance(exc, StoreUnavailable):
+                log.warning(
+                    "claim failed; retrying every second: %s", exc
+                )  # told once, and its end
+            elif self._claim_failures == 1:
                 log.exception("claim failed; retrying every second")
             self._stopping.wait(1.0)
             return []
