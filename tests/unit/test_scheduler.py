@@ -390,3 +390,27 @@ def test_a_fire_skipped_for_overlap_is_logged_with_its_time(
         f"schedule o: the fire at {_iso(now - 30)} skipped: its previous job has not finished "
         "(overlap='skip')"
     ) in caplog.text
+
+
+def test_a_fire_skipped_for_overlap_queue_says_one_job_already_waits(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = math.floor(app.store.now())
+    start = now - 90  # fires at now - 90, now - 30, now + 30
+    app.schedule(
+        "q",
+        "refresh",
+        every(60, start=moment(start)[0]),
+        args=("a",),
+        overlap="queue",
+        misfire="all",
+    )
+    backdate(app, "q", now - 90)
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app).tick()
+    assert fire_times(app, "q") == [now - 90]  # it waits: the next fire is skipped
+    assert (
+        f"schedule q: the fire at {_iso(now - 30)} skipped: a job it sent still waits to run, "
+        "and overlap='queue' lets only one wait"
+    ) in caplog.text
+    assert "overlap='skip'" not in caplog.text

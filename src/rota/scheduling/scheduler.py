@@ -65,6 +65,13 @@ def _dropped_text(step: _Step) -> str:
     return f"{dropped}, all older than its grace; next fire: {after}"
 
 
+def _skipped_text(overlap: str) -> str:
+    """Why a fire was skipped under the schedule's ``overlap`` rule."""
+    if overlap == "queue":
+        return "a job it sent still waits to run, and overlap='queue' lets only one wait"
+    return f"its previous job has not finished (overlap={overlap!r})"
+
+
 def _definition(schedule: Schedule) -> Schedule:
     """``schedule`` without the fields firing changes: what its definition says."""
     return replace(
@@ -189,7 +196,7 @@ class Scheduler:
             if steps is None:
                 return
             try:
-                result, done = self._apply(store, name, steps)
+                result, done = self._apply(store, schedule, steps)
             except StoreUnavailable:
                 raise
             except RotaError:  # the store refused this schedule's job: skip it, not the rest
@@ -250,12 +257,15 @@ class Scheduler:
             run_at=fire + jitter_offset(schedule.name, fire, schedule.jitter),
         )
 
-    def _apply(self, store: Store, name: str, steps: list[_Step]) -> tuple[FireResult, int]:
+    def _apply(
+        self, store: Store, schedule: Schedule, steps: list[_Step]
+    ) -> tuple[FireResult, int]:
         """Run the steps in order; stop at a conflict. Returns the last result and
         how many steps applied."""
+        name = schedule.name
         result: FireResult = "conflict"
         for done, step in enumerate(steps):
-            result = self._fire_step(store, name, step)
+            result = self._fire_step(store, schedule, step)
             if result == "conflict":
                 self.counts["conflict"] += 1
                 log.debug(
@@ -264,8 +274,8 @@ class Scheduler:
                 return result, done
         return result, len(steps)
 
-    def _fire_step(self, store: Store, name: str, step: _Step) -> FireResult:
-        job = step.job
+    def _fire_step(self, store: Store, schedule: Schedule, step: _Step) -> FireResult:
+        name, job = schedule.name, step.job
         try:
             result = store.fire_schedule(name, step.expected, step.new_next, job)
         except InvalidArgument:
@@ -291,10 +301,10 @@ class Scheduler:
             log.debug("schedule %s fired at %s: job %s", name, _when(step.expected), job.id)
         elif result == "skipped":
             log.info(
-                "schedule %s: the fire at %s skipped: its previous job has not finished "
-                "(overlap='skip')",
+                "schedule %s: the fire at %s skipped: %s",
                 name,
                 _when(step.expected),
+                _skipped_text(schedule.overlap),
             )
         else:
             log.info("schedule %s: %s", name, _dropped_text(step))
