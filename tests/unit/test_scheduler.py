@@ -414,3 +414,47 @@ def test_a_fire_skipped_for_overlap_queue_says_one_job_already_waits(
         "and overlap='queue' lets only one wait"
     ) in caplog.text
     assert "overlap='skip'" not in caplog.text
+
+
+def test_the_log_of_fires_dropped_under_misfire_all_says_why_and_what_fires(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = math.floor(app.store.now())
+    start = now - 630  # fires at now - 630, ..., now - 30, now + 30
+
+    def define(name: str, grace: float | None) -> None:
+        app.schedule(
+            name,
+            "refresh",
+            every(60, start=moment(start)[0]),
+            args=("a",),
+            misfire="all",
+            grace=grace,
+        )
+        backdate(app, name, now - 270)  # due: now - 270, - 210, - 150, - 90, - 30
+
+    define("late", 100)  # three older than the grace
+    define("many", None)  # three over the catch-up limit of 2
+    define("both", 200)  # two older than the grace, then one over the limit
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app, max_catchup=2).tick()
+    for name in ("late", "many", "both"):
+        assert fire_times(app, name) == [now - 90, now - 30]
+    first = _iso(now - 270)
+    then = (
+        "the 2 due fire(s) after them fire one by one (misfire='all'), "
+        f"the first at {_iso(now - 90)}"
+    )
+    assert (
+        f"schedule late: dropped 3 missed fire(s), the first at {first} "
+        f"(older than its grace); {then}"
+    ) in caplog.text
+    assert (
+        f"schedule many: dropped 3 missed fire(s), the first at {first} "
+        f"(over the catch-up limit of 2); {then}"
+    ) in caplog.text
+    assert (
+        f"schedule both: dropped 3 missed fire(s), the first at {first} "
+        f"(2 older than its grace, 1 over the catch-up limit of 2); {then}"
+    ) in caplog.text
+    assert "coalesced" not in caplog.text

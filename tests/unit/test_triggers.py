@@ -519,6 +519,7 @@ def test_plan_all_is_bounded_by_max_catchup_keeping_the_newest() -> None:
     plan = plan_fires(every(60), T, T + 3630, misfire="all", max_catchup=10)
     assert plan.fires == tuple(T + 60 * k for k in range(51, 61))
     assert plan.dropped == 51
+    assert plan.late == 0  # none older than a grace: all over the catch-up limit
 
 
 def test_plan_all_drops_fires_older_than_grace() -> None:
@@ -526,6 +527,7 @@ def test_plan_all_drops_fires_older_than_grace() -> None:
     # cutoff is T + 3030: fires T+3060 .. T+3600 survive
     assert plan.fires == tuple(T + 60 * k for k in range(51, 61))
     assert plan.dropped == 51
+    assert plan.late == 51
     # a fire exactly at the cutoff is still within grace
     edge = plan_fires(every(60), T, T + 3600, misfire="all", grace=60)
     assert edge.fires == (T + 3540, T + 3600)
@@ -533,19 +535,19 @@ def test_plan_all_drops_fires_older_than_grace() -> None:
 
 def test_plan_coalesce_with_grace_fires_the_latest_if_recent() -> None:
     plan = plan_fires(every(60), T, T + 3630, grace=60)
-    assert plan == FirePlan(fires=(T + 3600,), dropped=60, next_fire=T + 3660)
+    assert plan == FirePlan(fires=(T + 3600,), dropped=60, next_fire=T + 3660, late=60)
 
 
 def test_plan_coalesce_with_grace_fires_nothing_if_the_latest_is_too_old() -> None:
     plan = plan_fires(every(hours=1), T, T + 1800, grace=60)
-    assert plan == FirePlan(fires=(), dropped=1, next_fire=T + 3600)
+    assert plan == FirePlan(fires=(), dropped=1, next_fire=T + 3600, late=1)
 
 
 def test_plan_one_shot_in_the_past_fires_once_within_grace() -> None:
     trigger = at(datetime(2026, 6, 1, 12))
     assert plan_fires(trigger, T, T + 10) == FirePlan((T,), 0, None)
     assert plan_fires(trigger, T, T + 10, grace=30) == FirePlan((T,), 0, None)
-    assert plan_fires(trigger, T, T + 10, grace=5) == FirePlan((), 1, None)
+    assert plan_fires(trigger, T, T + 10, grace=5) == FirePlan((), 1, None, late=1)
 
 
 def test_plan_ends_with_the_trigger() -> None:

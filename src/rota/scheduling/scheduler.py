@@ -53,16 +53,30 @@ def _when(t: float) -> str:
 
 
 def _dropped_text(step: _Step) -> str:
-    """What a step without a job did: ``dropped 4 missed fire(s), the first at
-    ...; coalesced into the fire at ...`` (the one fire sent for them; an
-    overlap rule may still skip it), or, all older than the grace, with the
-    fire to come."""
+    """What a step without a job did, worded per misfire policy.
+
+    ``dropped 4 missed fire(s), the first at ...`` and then: with
+    ``misfire="coalesce"``, ``coalesced into the fire at ...`` (the one fire
+    sent for them; an overlap rule may still skip it); with ``"all"``, why
+    they were dropped (older than the grace, over the catch-up limit) and the
+    due fires that follow, each its own fire; or, all older than the grace,
+    the fire to come."""
     dropped = f"dropped {step.dropped} missed fire(s), the first at {_when(step.expected)}"
-    if step.kept:
-        assert step.new_next is not None
+    if not step.kept:
+        after = "none" if step.new_next is None else _when(step.new_next)
+        return f"{dropped}, all older than its grace; next fire: {after}"
+    assert step.new_next is not None
+    if step.misfire == "coalesce":
         return f"{dropped}; coalesced into the fire at {_when(step.new_next)}"
-    after = "none" if step.new_next is None else _when(step.new_next)
-    return f"{dropped}, all older than its grace; next fire: {after}"
+    late, over = step.late, step.dropped - step.late
+    too_old, too_many = "older than its grace", f"over the catch-up limit of {step.limit}"
+    why = too_old if late else too_many
+    if late and over:  # both kinds: count each
+        why = f"{late} {too_old}, {over} {too_many}"
+    return (
+        f"{dropped} ({why}); the {step.sent} due fire(s) after them fire one by one "
+        f"(misfire='all'), the first at {_when(step.new_next)}"
+    )
 
 
 def _skipped_text(overlap: str) -> str:
@@ -90,15 +104,21 @@ def fire_job_id(name: str, fire_time: float) -> str:
 @dataclass(frozen=True, slots=True)
 class _Step:
     """One ``fire_schedule`` call: move next fire from ``expected`` to ``new_next``.
-    A step without a job drops ``dropped`` due fires, the first at ``expected``;
-    ``new_next`` is then the fire the next step sends, or with ``kept`` False
-    the schedule's next fire still to come."""
+    A step without a job drops ``dropped`` due fires, the first at ``expected``,
+    ``late`` of them older than the grace; ``new_next`` is then the first of
+    the ``sent`` fires the next steps send (``misfire`` says how they stand
+    for the dropped ones; ``limit`` is the catch-up limit), or with ``kept``
+    False the schedule's next fire still to come."""
 
     expected: float
     new_next: float | None
     job: NewJob | None
     dropped: int = 0
     kept: bool = False
+    late: int = 0
+    sent: int = 0
+    misfire: str = "coalesce"
+    limit: int = 0
 
 
 class StopFlag(Protocol):
@@ -243,7 +263,18 @@ class Scheduler:
             return [_Step(schedule.next_fire, plan.next_fire, None, plan.dropped)]
         steps = []
         if plan.fires[0] != schedule.next_fire:
-            steps.append(_Step(schedule.next_fire, plan.fires[0], None, plan.dropped, kept=True))
+            drop = _Step(
+                schedule.next_fire,
+                plan.fires[0],
+                None,
+                plan.dropped,
+                kept=True,
+                late=plan.late,
+                sent=len(plan.fires),
+                misfire=schedule.misfire,
+                limit=self.max_catchup,
+            )
+            steps.append(drop)
         for index, fire in enumerate(plan.fires):
             following = plan.fires[index + 1] if index + 1 < len(plan.fires) else plan.next_fire
             steps.append(_Step(fire, following, self._job(schedule, fire)))

@@ -364,6 +364,9 @@ class FirePlan:
     """Due fires not enqueued: coalesced into a later one, or older than the grace."""
     next_fire: float | None
     """The schedule's new next fire time (None: the trigger is exhausted)."""
+    late: int = 0
+    """Of the dropped fires, how many were older than the grace. The rest were
+    coalesced (``misfire="coalesce"``) or over ``max_catchup`` (``"all"``)."""
 
 
 def plan_fires(
@@ -405,7 +408,7 @@ def plan_fires(
         fires = trigger.last_fires(next_fire, now, keep)
     else:
         fires = [next_fire, *trigger.last_fires(next_fire, now, later)]
-    return FirePlan(tuple(fires), due - keep, trigger.next_fire(now))
+    return FirePlan(tuple(fires), due - keep, trigger.next_fire(now), late=stale)
 
 
 def jitter_offset(name: str, fire_time: float, jitter: float) -> float:
