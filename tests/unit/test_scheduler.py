@@ -16,7 +16,7 @@ import pytest
 
 from helpers import wait_for
 from rota import App, InvalidArgument, at, every
-from rota.errors import CommitInDoubt
+from rota.errors import CommitInDoubt, StoreUnavailable
 from rota.models import Job, JobQuery, JobState, Schedule
 from rota.scheduling import jitter_offset
 from rota.scheduling.scheduler import Scheduler, fire_job_id
@@ -307,16 +307,22 @@ def test_run_outlives_store_errors_and_still_stops(
         assert running.close() < 1.0
 
 
-def test_a_commit_in_doubt_is_logged_as_a_warning_without_a_traceback(
-    app: App, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("outage", [CommitInDoubt, StoreUnavailable])
+def test_an_outage_is_logged_as_a_warning_without_a_traceback(
+    app: App,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    outage: type[StoreUnavailable],
 ) -> None:
+    """A store server's crash (a commit in doubt) or one that cannot be
+    reached is expected: one line in the store's words, no traceback."""
     calls: list[int] = []
     read_version = app.store.schedule_changed_since
 
     def cut_off_once(version: int) -> int:
         calls.append(version)
         if len(calls) == 1:
-            raise CommitInDoubt("the connection was lost while the store committed")
+            raise outage("the connection was lost while the store committed")
         return read_version(version)
 
     monkeypatch.setattr(app.store, "schedule_changed_since", cut_off_once)

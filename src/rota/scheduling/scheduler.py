@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from rota.errors import CommitInDoubt, InvalidArgument, RotaError, StoreUnavailable
+from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.models import NewJob, Schedule
 from rota.scheduling.define import schedule_job
 from rota.scheduling.triggers import FirePlan, Trigger, jitter_offset, plan_fires, trigger_from_json
@@ -184,7 +184,7 @@ class Scheduler:
                 delay = min(_MAX_BACKOFF, 0.25 * 2 ** min(failures, 8))
                 if failures > 1:
                     log.warning("scheduler tick failed %d times in a row", failures)
-                elif isinstance(exc, CommitInDoubt):  # a store server's crash: expected
+                elif isinstance(exc, StoreUnavailable):  # an outage: the store's words say it
                     log.warning("scheduler tick failed; retrying with backoff: %s", exc)
                 else:
                     log.exception("scheduler tick failed; retrying with backoff")
