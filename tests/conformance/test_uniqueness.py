@@ -147,6 +147,24 @@ def test_after_delete_or_purge_the_key_is_free(store: Store) -> None:
     assert not send(store, unique(key="purged", queue="q"))[1]
 
 
+def test_a_succeeded_job_deleted_or_purged_keeps_its_key_for_unique_for(store: Store) -> None:
+    """The key outlives the job's record: a crawl may drop its finished jobs
+    long before it may fetch their URLs again. A duplicate then names a job
+    that is gone."""
+    deleted = enqueue_one(store, unique(key="deleted", unique_for=3600.0))
+    assert succeed(store, claim_one(store))
+    assert store.delete([deleted]) == [True]
+    assert send(store, unique(key="deleted")) == (deleted, True)
+    assert store.get_job(deleted) is None
+
+    purged = enqueue_one(store, unique(key="purged", unique_for=3600.0))
+    assert succeed(store, claim_one(store))
+    wait_until(store, get(store, purged).finished_at + 0.01)  # type: ignore[operator]
+    assert store.purge_finished(0.001) == 1
+    assert send(store, unique(key="purged")) == (purged, True)
+    assert store.get_job(purged) is None
+
+
 def test_retried_job_holds_its_key_again(store: Store) -> None:
     first = enqueue_one(store, unique())
     assert fail(store, claim_one(store))
