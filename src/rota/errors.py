@@ -127,13 +127,15 @@ class Snooze(RotaError):
     saying why it waits (``Snooze: <reason>``), and no history entry. Use it
     for a job that waits on something outside it (a file not there yet, a
     host asking for a pause), not for a failure: a job that snoozes every
-    time waits for ever.
+    time waits for ever. ``seconds`` must be above 0 (:class:`InvalidArgument`
+    else): a job snoozed for no time would be claimed again at once, over and
+    over.
     """
 
     def __init__(self, seconds: float | str | timedelta, reason: str = "") -> None:
         from rota._time import parse_duration  # here: rota._time imports this module
 
-        self.seconds = float(parse_duration(seconds, what="snooze seconds"))
+        self.seconds = float(parse_duration(seconds, what="snooze seconds", positive=True))
         self.reason = reason
         super().__init__(reason or f"snoozed for {self.seconds:g} s")
 

@@ -11,8 +11,10 @@ uniqueness, limits, attempts and history are the store's own:
 - a failed attempt with retries left runs again at once: the backoff is
   skipped, the attempt count and history are those a worker leaves;
 - a snoozed job (:class:`~rota.errors.Snooze`) runs again at once too, up
-  to :data:`SNOOZES_SKIPPED` times in one ``send``; after that it waits its
-  snooze, ``scheduled``, as a worker would leave it;
+  to :data:`SNOOZES_SKIPPED` times in one ``send``; its next snooze leaves it
+  ``scheduled`` for its delay, as a worker would, once the other runnable
+  jobs have run (it is not run again in that ``send``, however short the
+  delay);
 - ``current_job()`` works inside the task;
 - delayed jobs (``send_in``, ``send_at``) stay ``scheduled`` until due; they
   run when a later ``send`` or ``result(timeout=...)`` finds them due, or
@@ -44,7 +46,7 @@ from rota import _validate
 from rota._time import parse_duration
 from rota.app import App
 from rota.errors import InvalidArgument, JobTimeout
-from rota.models import HostScope, JobQuery, JobState, NewJob
+from rota.models import HostScope, JobQuery, JobState, NewJob, Outcome
 from rota.stores import open_store
 from rota.worker import runner
 from rota.worker.worker import Worker
@@ -77,24 +79,35 @@ class Inline:
         the jobs that job sends run after its attempt."""
         if getattr(self._local, "running", False):
             return 0
+        store = self.app.store
         self._local.running = True
         ran = 0
         snoozed: Counter[str] = Counter()
+        # snoozes past SNOOZES_SKIPPED, finished once the loop ends: their
+        # jobs stay claimed until then, so however short the snooze, the
+        # loop does not run them again (it ends)
+        waiting: list[Outcome] = []
         try:
-            store = self.app.store
             # every job runs here, whatever host it was sent to
             anywhere = HostScope(grace=0.0)
             while claimed := store.claim(self.worker_id, sorted(self._queues), 1, anywhere):
                 job = claimed[0]
                 outcome = runner.to_outcome(job, runner.run_sync(self.app, job))
+                ran += 1
                 if outcome.snooze:
                     snoozed[job.id] += 1
-                if outcome.retry_in is not None and snoozed[job.id] <= SNOOZES_SKIPPED:
+                    if snoozed[job.id] > SNOOZES_SKIPPED:
+                        waiting.append(outcome)
+                        continue
+                if outcome.retry_in is not None:
                     outcome = dataclasses.replace(outcome, retry_in=0.0)  # backoff skipped
                 store.finish([outcome])
-                ran += 1
         finally:
-            self._local.running = False
+            try:
+                if waiting:
+                    store.finish(waiting)
+            finally:
+                self._local.running = False
         return ran
 
 

@@ -35,6 +35,29 @@ def test_a_snooze_of_no_usable_duration_is_refused(seconds: object) -> None:
         Snooze(seconds, "not yet")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seconds", [0, 0.0, "0s", timedelta(0)])
+def test_a_snooze_of_no_time_is_refused(seconds: object) -> None:
+    """A job snoozed for 0 s would be claimed again at once, over and over (a
+    worker busy-looping on it), as timeouts and leases of 0 are refused."""
+    with pytest.raises(InvalidArgument, match=r"^snooze seconds must be above 0, got "):
+        Snooze(seconds, "not yet")  # type: ignore[arg-type]
+
+
+def test_a_worker_fails_a_job_that_snoozes_for_no_time(app: App) -> None:
+    runs: list[int] = []
+
+    @app.task(retries=0)
+    def impatient() -> None:
+        runs.append(1)
+        raise Snooze(0, "again")
+
+    handle = impatient.send()
+    rota.testing.run_until_idle(app, timeout=20)
+    job = handle.job()
+    assert (job.state, len(runs)) == (JobState.FAILED, 1)
+    assert job.error == "InvalidArgument: snooze seconds must be above 0, got 0"
+
+
 def test_a_snooze_takes_durations_as_every_rota_duration() -> None:
     assert [Snooze(d).seconds for d in (5, 2.5, "5m", timedelta(hours=1))] == [5, 2.5, 300, 3600]
 
@@ -107,6 +130,34 @@ def test_inline_a_job_that_always_snoozes_is_left_waiting(app: App) -> None:
     assert job.error == "Snooze: never"
     assert job.run_at > app.store.now() + 3000
     assert job.attempt == 0
+
+
+def test_inline_runs_a_job_that_snoozes_briefly_no_more_than_the_skips(app: App) -> None:
+    """However short its snooze, one send runs a job that keeps snoozing 1 +
+    SNOOZES_SKIPPED times, then leaves it scheduled: it does not run it again
+    each time it comes due (send would never return); the other jobs run."""
+    runs: list[int] = []
+
+    @app.task
+    def restless() -> None:
+        runs.append(1)
+        if len(runs) > 100:  # the loop did not end: fail, which ends it
+            raise RuntimeError("ran 100 times")
+        raise Snooze(1e-9, "again")  # due again at once: no later than now
+
+    @app.task
+    def other() -> str:
+        return "done"
+
+    with rota.testing.inline(app):
+        handle = restless.send()
+        assert len(runs) == 1 + rota.testing.SNOOZES_SKIPPED
+        job = handle.job()  # scheduled, read as queued: due
+        assert job.state in (JobState.SCHEDULED, JobState.QUEUED)
+        assert (job.attempt, job.error, job.history) == (0, "Snooze: again", ())
+        done = other.send()  # runs it, and the snoozing job again, as many times
+        assert len(runs) == 2 * (1 + rota.testing.SNOOZES_SKIPPED)
+        assert done.status() == "succeeded"
 
 
 def test_a_worker_runs_a_snoozed_job_again_after_its_delay(app: App) -> None:
