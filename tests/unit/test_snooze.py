@@ -116,6 +116,8 @@ def test_inline_a_snoozing_job_runs_again_without_using_a_retry(app: App) -> Non
     assert attempts == [1, 1, 1]
     assert (job.state, job.attempt) == (JobState.SUCCEEDED, 1)
     assert [(h["event"], h["attempt"]) for h in job.history] == [("succeeded", 1)]
+    # the snooze's reason stays after the success, as a worker leaves it (below)
+    assert (job.error, job.traceback) == ("Snooze: the file is not there yet", None)
 
 
 def test_inline_a_job_that_always_snoozes_is_left_waiting(app: App) -> None:
@@ -176,6 +178,9 @@ def test_a_worker_runs_a_snoozed_job_again_after_its_delay(app: App) -> None:
     assert ran[1] - ran[0] >= 0.45
     job = handle.job()
     assert [(h["event"], h["attempt"]) for h in job.history] == [("succeeded", 1)]
+    # kept after the success, as inline mode keeps it (Job's docstring; only
+    # `rota jobs show` and GET /api/jobs/ID leave a succeeded job's error out)
+    assert (job.error, job.traceback) == ("Snooze: not yet", None)
 
 
 def _shown(state: JobState, error: str | None, *failures: str) -> Job:
