@@ -30,7 +30,7 @@ from rota.limits import Rate
 from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
 from rota.retry import RetryPolicy
 from rota.scheduling.define import define_schedule, naming_schedule, schedule_job
-from rota.scheduling.triggers import Trigger, trigger_from_json
+from rota.scheduling.triggers import Trigger, trigger_from_input
 from rota.task import JobHandle, Task
 
 if TYPE_CHECKING:
@@ -378,7 +378,7 @@ class Admin:
     ) -> Schedule:
         _validate.name(name, "schedule name")
         if isinstance(trigger, Mapping):
-            trigger = trigger_from_json(trigger)
+            trigger = trigger_from_input(trigger)
         with naming_schedule(name):
             bound = self._task(task, options)
             for key in ("jitter", "grace"):

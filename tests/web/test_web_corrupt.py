@@ -89,3 +89,18 @@ def test_an_interval_over_100_years_is_an_invalid_schedule(client: TestClient, d
     assert answer.json()["error"] == "invalid_schedule"
     assert "every() interval of 1e+308 s is more than 100 years" in answer.json()["detail"]
     assert demo.store.schedules() == before
+
+
+def test_a_trigger_field_its_type_does_not_have_is_refused(client: TestClient, demo: Demo) -> None:
+    """``tz`` belongs to cron: on an ``every`` trigger it was dropped without a word."""
+    before = demo.store.schedules()
+    trigger = {"type": "every", "interval": 60, "tz": "Europe/Paris"}
+    answer = client.post(
+        "/api/schedules", json={"name": "e", "task": "math.add", "trigger": trigger}
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.json() == {
+        "error": "invalid_schedule",
+        "detail": "every trigger has no field 'tz'; its fields are interval, start, end",
+    }
+    assert demo.store.schedules() == before

@@ -35,6 +35,7 @@ __all__ = [
     "jitter_offset",
     "plan_fires",
     "time_zone",
+    "trigger_from_input",
     "trigger_from_json",
 ]
 
@@ -343,6 +344,29 @@ def trigger_from_json(data: Mapping[str, Any]) -> Trigger:
     except KeyError as exc:
         raise InvalidSchedule(f"{kind} trigger is missing {exc.args[0]!r} in {data!r}") from None
     raise InvalidSchedule(f"unknown trigger type {kind!r} in {data!r}; expected at, every or cron")
+
+
+#: The fields of each kind of trigger's JSON (:meth:`Trigger.to_json`).
+_FIELDS = {
+    "at": ("type", "time"),
+    "every": ("type", "interval", "start", "end"),
+    "cron": ("type", "expr", "tz"),
+}
+
+
+def trigger_from_input(data: Mapping[str, Any]) -> Trigger:
+    """:func:`trigger_from_json` of a trigger a caller wrote (the REST API,
+    ``app.admin``), refusing fields its type does not have: a ``tz`` on an
+    ``every`` trigger would otherwise be dropped without a word."""
+    kind = data.get("type") if isinstance(data, Mapping) else None
+    fields = _FIELDS.get(kind, ()) if isinstance(kind, str) else ()
+    unknown = sorted(set(data) - set(fields)) if fields else []
+    if unknown:
+        raise InvalidSchedule(
+            f"{kind} trigger has no field {', '.join(map(repr, unknown))}; "
+            f"its fields are {', '.join(fields[1:])}"
+        )
+    return trigger_from_json(data)
 
 
 def _number(value: Any, what: str) -> float:
