@@ -224,7 +224,7 @@ def test_bad_input_exit_codes(procs: RotaCommands) -> None:
     assert missing.returncode == 2
     assert missing.stderr.strip() == "Error: app file 'nowhere.py' not found"
     unknown = procs.run("send", "rotaintapp:app", "nope")
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert unknown.stderr.startswith("Error: unknown task 'nope' (registered: add, chain, nap)")
     bad_mode = procs.run("worker", "rotaintapp.py:app", "--mode", "fibers")
     assert bad_mode.returncode == 2

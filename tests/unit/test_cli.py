@@ -218,12 +218,38 @@ def test_send_options_override_the_task(env: Env) -> None:
 
 def test_send_unknown_task(env: Env) -> None:
     result = env.rota("send", env.app, "nope", "1")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, as docs/guarantees.md section 7 says
     assert result.stdout == ""
     assert result.stderr.strip() == (
         "Error: unknown task 'nope' (registered: add, fetch, fragile, once, polite, tools.echo); "
         "register it with @app.task(name='nope') in the module the worker loads"
     )
+    assert env.store.queues() == []
+
+
+def test_send_bad_input_exits_2_with_one_line_whatever_refuses_it(env: Env) -> None:
+    small = env.tmp / "smallapp.py"
+    small.write_text(
+        textwrap.dedent(f"""
+        import rota
+
+        app = rota.App("sqlite:///{env.tmp / "small.db"}", payload_cap=64)
+
+        @app.task()
+        def echo(text):
+            return text
+        """)
+    )
+    for words, message in (
+        (["nope"], "unknown task 'nope' (registered: echo)"),  # UnknownTask
+        (["echo", "x" * 100], "payload is "),  # PayloadTooLarge
+        (["echo", "1e999"], "args[0] is inf, not JSON"),  # SerializationError
+        (["echo"], "missing a required argument: 'text'"),  # InvalidArgument
+    ):
+        result = env.rota("send", f"{small}:app", *words)
+        assert result.exit_code == 2, (words, result.output)
+        assert message in result.stderr, (words, result.stderr)
+        assert "Traceback" not in result.output
     assert env.store.queues() == []
 
 
@@ -1191,7 +1217,7 @@ def test_send_cmd_with_a_timeout_of_the_command(env: Env) -> None:
         refused = env.rota("send", env.app, *words)
         assert refused.exit_code == 2 and message in refused.output, refused.output
     typo = env.rota("send", env.app, "ad", "1", "2")
-    assert typo.exit_code == 1 and "did you mean 'add'?" in typo.output, typo.output
+    assert typo.exit_code == 2 and "did you mean 'add'?" in typo.output, typo.output
 
 
 def test_send_cmd_without_an_app_sends_to_the_store_of_the_url(env: Env) -> None:
@@ -1246,7 +1272,7 @@ def test_schedules_add_a_task_of_an_app_with_its_arguments(env: Env) -> None:
         refused = env.rota("schedules", "add", "bad", "--every", "60", *words)
         assert refused.exit_code == 2 and message in refused.output, (words, refused.output)
     unknown = env.rota("schedules", "add", "bad", "--every", "9", "--app", env.app, "--task", "x")
-    assert unknown.exit_code == 1 and "unknown task 'x'" in unknown.output
+    assert unknown.exit_code == 2 and "unknown task 'x'" in unknown.output
     assert env.store.get_schedule("bad") is None
 
 

@@ -41,7 +41,14 @@ import click
 from rota import __version__
 from rota._loader import AppImportError
 from rota.cli._support import CliError, CliState, CliUsageError, redact_text
-from rota.errors import InvalidArgument, RotaError
+from rota.errors import (
+    InvalidArgument,
+    InvalidSchedule,
+    PayloadTooLarge,
+    RotaError,
+    SerializationError,
+    UnknownTask,
+)
 from rota.stores.base import is_service_notice
 
 __all__ = ["COMMANDS", "Entry", "main"]
@@ -122,6 +129,11 @@ def _unavailable(name: str, entry: Entry, error: ImportError) -> click.Command:
     )
 
 
+#: rota's errors of bad input (docs/guarantees.md, section 7): like click's
+#: usage errors, one line and exit code 2. Any other RotaError exits 1.
+_BAD_INPUT = (InvalidArgument, SerializationError, PayloadTooLarge, UnknownTask, InvalidSchedule)
+
+
 class RotaGroup(click.Group):
     """The root group: lazy subcommands and one-line errors."""
 
@@ -162,7 +174,7 @@ class RotaGroup(click.Group):
                 f"{exc}\n(--traceback or ROTA_DEBUG=1 shows the full traceback)"
             ) from None
         except RotaError as exc:
-            error = CliUsageError if isinstance(exc, InvalidArgument) else CliError
+            error = CliUsageError if isinstance(exc, _BAD_INPUT) else CliError
             raise error(str(exc)) from None
 
 
