@@ -517,7 +517,10 @@ class Limits:
         self._app.admin.set_rate(key, rate)
 
     def reset_breaker(self, key: str) -> bool:
-        """Close an open circuit breaker by hand; False if it was not open."""
+        """Close the circuit breaker of ``key`` by hand: True if it was open
+        (or half-open); False, with nothing changed, if it was not open;
+        :class:`~rota.errors.NotFound` for a key the store does not know (no
+        job with it was claimed and no limit was set on it)."""
         return self._app.admin.reset_breaker(key)
 
     def list(self) -> list[LimitInfo]:

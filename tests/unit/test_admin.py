@@ -165,6 +165,7 @@ def test_limits_are_validated_in_one_place(app: rota.App) -> None:
     app.admin.clear_limit("spiders", by=ANN)
     assert last(app).action == "limit.clear"
     assert app.admin.reset_breaker("spiders") is False
+    assert app.limits.reset_breaker("spiders") is False
     assert last(app).action == "limit.clear", "a breaker that was not open: nothing recorded"
 
 
@@ -177,6 +178,7 @@ def test_clearing_the_limit_of_an_unknown_key_is_not_found_and_changes_nothing(
         lambda: app.admin.set_rate("nope", None),
         lambda: app.limits.clear("nope"),
         lambda: app.admin.reset_breaker("nope"),
+        lambda: app.limits.reset_breaker("nope"),
     ):
         with pytest.raises(NotFound, match="limit key 'nope' not found"):
             clear()

@@ -419,13 +419,24 @@ def test_limits_set_clear_and_breaker_reset(client: TestClient, demo: Demo) -> N
     breaker = {i["key"]: i for i in client.get("/api/limits").json()}["flaky-api"]
     assert breaker["breaker"] == "open"
     assert breaker["open_until"] > demo.store.now()
-    assert (
-        client.post("/api/limits/flaky-api/reset").json()["message"]
-        == "breaker of 'flaky-api' reset"
+    reset = client.post("/api/limits/flaky-api/reset")
+    assert (reset.status_code, reset.json()) == (
+        200,
+        {"ok": True, "message": "breaker of 'flaky-api' reset", "was_open": True},
     )
     breaker = {i["key"]: i for i in client.get("/api/limits").json()}["flaky-api"]
     assert breaker["breaker"] == "closed"
-    expect_error(client.post("/api/limits/flaky-api/reset"), 409, "is not open")
+    audited = len(demo.store.audit()[0])
+    again = client.post("/api/limits/flaky-api/reset")  # not open: not an error, no change
+    assert (again.status_code, again.json()) == (
+        200,
+        {
+            "ok": True,
+            "message": "the breaker of 'flaky-api' was not open; nothing changed",
+            "was_open": False,
+        },
+    )
+    assert len(demo.store.audit()[0]) == audited, "nothing changed, nothing recorded"
     expect_error(client.post("/api/limits/no-key/reset"), 404, "limit key 'no-key' not found")
 
 

@@ -248,6 +248,10 @@ def test_limits_on_the_queues_page(client: TestClient, demo: Demo) -> None:
     assert {i.key: i.override for i in demo.store.limits()}["site"] is None
     client.post("/limits/flaky-api/reset", data={"csrf": csrf})
     assert {i.key: i.open_until for i in demo.store.limits()}["flaky-api"] is None
+    again = client.post("/limits/flaky-api/reset", data={"csrf": csrf})
+    assert "The breaker of flaky-api was not open; nothing changed." in (
+        client.get(again.headers["location"]).text
+    )
 
 
 def _stored_schedule(demo: Demo, trigger: Trigger, **fields: Any) -> None:

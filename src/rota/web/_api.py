@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
 from rota._validate import MAX_LIMIT, MAX_NAME_LENGTH
 from rota.admin import Admin
-from rota.errors import Conflict, InvalidArgument
+from rota.errors import InvalidArgument
 from rota.models import AuditEntry, JobPage, JobState, QueueInfo
 from rota.stores.base import Store
 from rota.web import _ops
@@ -63,6 +63,13 @@ class Counted(Done):
     """An action that applied to ``count`` jobs."""
 
     count: int
+
+
+class BreakerReset(Done):
+    """A breaker reset: ``was_open`` False when the breaker was closed
+    already (nothing changed; not an error)."""
+
+    was_open: bool
 
 
 class Enqueued(Done):
@@ -377,12 +384,14 @@ def clear_limit(request: Request, key: Name, identity: Acting) -> Done:
     return Done(message=f"limit override of {key!r} cleared")
 
 
-@act.post("/limits/{key:path}/reset", summary="Close an open circuit breaker")
-def reset_breaker(request: Request, key: Name, identity: Acting) -> Done:
-    """409 when the breaker is not open."""
+@act.post("/limits/{key:path}/reset", summary="Close a key's circuit breaker if it is open")
+def reset_breaker(request: Request, key: Name, identity: Acting) -> BreakerReset:
+    """``was_open`` says whether it was open; a breaker not open is left as it
+    is (200, nothing recorded). 404 for a key the store does not know."""
     if not _admin(request).reset_breaker(key, by=_ops.actor(request, identity)):
-        raise Conflict(f"the breaker of {key!r} is not open")
-    return Done(message=f"breaker of {key!r} reset")
+        message = f"the breaker of {key!r} was not open; nothing changed"
+        return BreakerReset(message=message, was_open=False)
+    return BreakerReset(message=f"breaker of {key!r} reset", was_open=True)
 
 
 # -- audit --------------------------------------------------------------------

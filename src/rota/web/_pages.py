@@ -398,7 +398,7 @@ async def limit_action(request: Request, identity: Operator, key: str, verb: str
             return f"Limit override of {key} cleared."
         if verb == "reset":
             if not admin.reset_breaker(key, by=by):
-                raise _ops.Conflict(f"the breaker of {key!r} is not open")
+                return f"The breaker of {key} was not open; nothing changed."
             return f"Breaker of {key} reset."
         raise _ops.NotFound(f"no limit action {verb!r}; use set, clear or reset")
 
