@@ -13,8 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 from helpers import wait_for
+from rota.cli import main
 from rota.stores import open_store
 from web.support import OPERATOR, VIEWER, free_port
 
@@ -28,9 +30,13 @@ def _store_url(tmp_path: Path) -> str:
     return url
 
 
+def _env_names() -> tuple[str, ...]:
+    return ("ROTA_URL", "ROTA_WEB_TOKEN", "ROTA_WEB_VIEWER_TOKEN", "ROTA_WEB_SECRET")
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("ROTA_URL", "ROTA_WEB_TOKEN", "ROTA_WEB_VIEWER_TOKEN", "ROTA_WEB_SECRET"):
+    for name in _env_names():
         env.pop(name, None)
     return env
 
@@ -181,3 +187,45 @@ def test_rota_run_refusing_a_public_dashboard_names_the_workers_option(tmp_path:
     assert done.returncode == 2
     assert "refusing to serve the dashboard on 'web-3' without a login" in done.stderr
     assert "(--worker-host names the worker's host)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (
+            ["web", "--viewer-token", VIEWER],
+            {},
+            "--viewer-token (ROTA_WEB_VIEWER_TOKEN) needs an operator token as well "
+            "(--token or ROTA_WEB_TOKEN)",
+        ),
+        (
+            ["web"],
+            {"ROTA_WEB_VIEWER_TOKEN": VIEWER},
+            "--viewer-token (ROTA_WEB_VIEWER_TOKEN) needs an operator token as well "
+            "(--token or ROTA_WEB_TOKEN)",
+        ),
+        (
+            ["web", "--token", OPERATOR, "--viewer-token", OPERATOR],
+            {},
+            "--token (ROTA_WEB_TOKEN) and --viewer-token (ROTA_WEB_VIEWER_TOKEN) must differ",
+        ),
+        (
+            ["web", "--token", OPERATOR, "--viewer-token", "short"],
+            {},
+            "--viewer-token (ROTA_WEB_VIEWER_TOKEN) must be at least 8 characters long",
+        ),
+        (
+            ["run", "--commands"],
+            {"ROTA_WEB_TOKEN": "short"},
+            "--token (ROTA_WEB_TOKEN) must be at least 8 characters long",
+        ),
+    ],
+)
+def test_rota_web_names_bad_tokens_by_their_options_not_python_arguments(
+    tmp_path: Path, argv: list[str], env: dict[str, str], message: str
+) -> None:
+    runner = CliRunner(env={name: None for name in _env_names()} | env)
+    result = runner.invoke(main, ["--url", _store_url(tmp_path), *argv], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"Error: {message}\n"
+    assert "viewer_token" not in result.stderr and "token=" not in result.stderr

@@ -79,6 +79,10 @@ def run(
     from rota.worker import Worker
 
     configure("info", quiet, log_format)
+    if not no_web:
+        from rota.web._auth import CLI_TOKEN_NAMES, check_tokens
+
+        check_tokens(token, None, CLI_TOKEN_NAMES)
     require_app_or_commands(app_spec, allow_commands)
     app = state.app_or_bare(app_spec)
     if allow_commands:

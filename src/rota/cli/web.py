@@ -72,8 +72,9 @@ def web(
     import uvicorn
 
     from rota.web import check_bind, create_app
-    from rota.web._auth import is_loopback_host
+    from rota.web._auth import CLI_TOKEN_NAMES, check_tokens, is_loopback_host
 
+    check_tokens(token, viewer_token, CLI_TOKEN_NAMES)  # named as given here, not as kwargs
     configure(log_level, quiet=False, log_format="text")  # rota's own lines, as a worker's
     # Without APP the dashboard opens only a store that exists: a mistyped
     # URL or the wrong directory would otherwise show a new, empty store.

@@ -55,13 +55,16 @@ if TYPE_CHECKING:
     from rota.models import User
 
 __all__ = [
+    "CLI_TOKEN_NAMES",
     "Auth",
     "Forbidden",
     "Identity",
     "LoginLimiter",
     "Role",
+    "TokenNames",
     "Unauthorized",
     "check_bind",
+    "check_tokens",
     "is_loopback_host",
     "parse_host",
 ]
@@ -172,6 +175,42 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class TokenNames:
+    """How :func:`check_tokens` names the two tokens to the one who gave
+    them: ``create_app``'s keyword arguments, or the command line's options."""
+
+    token: str = "token"
+    viewer: str = "viewer_token"
+    give_token: str = "token=..."
+    """How to give an operator token."""
+
+
+#: The tokens of ``rota web`` and ``rota run``: options and environment variables.
+CLI_TOKEN_NAMES = TokenNames(
+    token="--token (ROTA_WEB_TOKEN)",
+    viewer="--viewer-token (ROTA_WEB_VIEWER_TOKEN)",
+    give_token="--token or ROTA_WEB_TOKEN",
+)
+
+
+def check_tokens(
+    token: str | None, viewer_token: str | None, names: TokenNames = TokenNames()
+) -> None:
+    """Refuse (:class:`InvalidArgument`) tokens the dashboard cannot use: a
+    viewer token without an operator token, the same token for both roles,
+    a token under 8 characters. The message calls them by ``names``."""
+    if viewer_token and not token:
+        raise InvalidArgument(
+            f"{names.viewer} needs an operator token as well ({names.give_token})"
+        )
+    if token and viewer_token and hmac.compare_digest(token, viewer_token):
+        raise InvalidArgument(f"{names.token} and {names.viewer} must differ")
+    for name, value in ((names.token, token), (names.viewer, viewer_token)):
+        if value is not None and len(value) < 8:
+            raise InvalidArgument(f"{name} must be at least 8 characters long")
+
+
 def check_bind(host: str, token: str | None, users: bool = False) -> None:
     """Refuse to serve a non-loopback address without a login: an operator
     token, or user accounts (``users``: the store has at least one)."""
@@ -227,13 +266,7 @@ class Auth:
         app: App | None = None,
         limiter: LoginLimiter | None = None,
     ) -> None:
-        if viewer_token and not token:
-            raise InvalidArgument("viewer_token needs an operator token as well (token=...)")
-        if token and viewer_token and hmac.compare_digest(token, viewer_token):
-            raise InvalidArgument("token and viewer_token must differ")
-        for name, value in (("token", token), ("viewer_token", viewer_token)):
-            if value is not None and len(value) < 8:
-                raise InvalidArgument(f"{name} must be at least 8 characters long")
+        check_tokens(token, viewer_token)
         self._tokens: list[tuple[str, Role]] = []
         if token:
             self._tokens.append((token, Role.OPERATOR))
