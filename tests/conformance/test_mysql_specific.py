@@ -126,7 +126,8 @@ def test_read_only_commands_refuse_a_missing_database_and_create_nothing(
         assert result.exit_code == 1, result.output
         assert result.stderr.startswith(
             f"Error: no MySQL store at 127.0.0.1:3306/{database} (the database does not "
-            "exist): check --url and ROTA_URL; a worker or `rota send` creates it"
+            "exist): check --url and ROTA_URL; a worker, `rota run` or `rota send APP TASK` "
+            "creates it"
         )
         assert server_rows(f"{MYSQL_URL}/mysql", f"SHOW DATABASES LIKE '{database}'") == []
     finally:

@@ -269,7 +269,7 @@ def test_read_only_commands_refuse_a_schema_without_a_store_and_create_nothing(
     assert result.stderr.startswith(
         f"Error: no PostgreSQL store in schema {schema} at 127.0.0.1:5432/postgres (the "
         "schema does not exist): check --url, ROTA_URL and the URL's schema= option; "
-        "a worker or `rota send` creates it"
+        "a worker, `rota run` or `rota send APP TASK` creates it"
     )
     assert pg_execute(pg_url, "SELECT FROM pg_namespace WHERE nspname = %s", (schema,)) == 0
 

@@ -282,6 +282,37 @@ def test_read_only_commands_refuse_a_missing_sqlite_file(
     assert list(tmp_path.iterdir()) == []  # nothing created
 
 
+def test_the_hint_of_a_missing_store_names_only_commands_that_create_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status = rota_cli("status", cwd=tmp_path)  # no --url, no ROTA_URL: ./rota.db
+    assert status.exit_code == 1
+    assert status.stderr.rstrip().endswith(
+        "; a worker, `rota run` or `rota send APP TASK` creates it"
+    ), status.stderr
+    # `rota send --cmd` without APP does not: it sends to ./rota.db only if it exists
+    refused = rota_cli("send", "--cmd", "--", "echo", "hi", cwd=tmp_path)
+    assert refused.exit_code == 1 and "no store given" in refused.stderr, refused.output
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "hintapp.py").write_text(
+        textwrap.dedent("""
+        import rota
+
+        app = rota.App()  # the default store, ./rota.db
+
+        @app.task()
+        def add(a, b):
+            return a + b
+        """)
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "hintapp", raising=False)
+    sent = rota_cli("send", "hintapp.py:app", "add", "1", "2", cwd=tmp_path)
+    assert sent.exit_code == 0, sent.output
+    sys.modules.pop("hintapp", None)
+    assert rota_cli("status", cwd=tmp_path).exit_code == 0
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [

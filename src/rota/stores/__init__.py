@@ -8,7 +8,7 @@ from dataclasses import replace
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from rota.errors import InvalidArgument, StoreError
-from rota.stores.base import Store
+from rota.stores.base import STORE_CREATORS, Store
 
 __all__ = [
     "Store",
@@ -202,7 +202,7 @@ def require_file(url: str) -> None:
     if path != ":memory:" and not os.path.isfile(path):
         raise StoreError(
             f"no SQLite store at {os.path.abspath(path)} (from {url}): check --url, "
-            "ROTA_URL or the current directory; a worker or `rota send` creates it"
+            f"ROTA_URL or the current directory; {STORE_CREATORS}"
         )
 
 

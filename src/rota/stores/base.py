@@ -51,6 +51,7 @@ __all__ = [
     "MAX_LOG_PAGE",
     "MIN_PREFIX",
     "SERVICE_NOTICE",
+    "STORE_CREATORS",
     "AuditStore",
     "FireResult",
     "InspectionStore",
@@ -80,6 +81,12 @@ __all__ = [
 #: the store server's setup: one-shot CLI commands leave it out, so it is not
 #: repeated on every ``rota jobs list``.
 SERVICE_NOTICE = "rota_service_notice"
+
+
+#: What creates a store that does not exist yet, for the errors of commands
+#: that only read or steer one. Not ``rota send --cmd`` without APP: it sends
+#: to the default ./rota.db only if it exists.
+STORE_CREATORS = "a worker, `rota run` or `rota send APP TASK` creates it"
 
 
 def is_service_notice(record: logging.LogRecord) -> bool:

@@ -26,6 +26,7 @@ from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import Cursor as TupleCursor
 
 from rota.errors import CommitInDoubt, InvalidArgument, StoreError, StoreUnavailable
+from rota.stores.base import STORE_CREATORS
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.mysql._tx import (
     PACKAGE,
@@ -522,7 +523,7 @@ class MySQLConnections(Database):
         the commands that only read or steer what is there."""
         return StoreError(
             f"no MySQL store at {self.where} (the database {found}): check --url and "
-            "ROTA_URL; a worker or `rota send` creates it"
+            f"ROTA_URL; {STORE_CREATORS}"
         )
 
     def _no_access(self, exc: Exception) -> StoreError:

@@ -30,6 +30,7 @@ import psycopg_pool
 from psycopg import errors as pg_errors
 
 from rota.errors import CommitInDoubt, InvalidArgument, StoreError
+from rota.stores.base import STORE_CREATORS
 from rota.stores.postgres._outages import (
     IN_CALL,
     RETRY_FOR,
@@ -493,8 +494,8 @@ class PgConnections(Database):
         only read or steer what is there."""
         return StoreError(
             f"no PostgreSQL store in schema {self.schema} at {self.where} (the schema "
-            f"{applied.lacking}): check --url, ROTA_URL and the URL's schema= option; a worker or "
-            "`rota send` creates it"
+            f"{applied.lacking}): check --url, ROTA_URL and the URL's schema= option; "
+            f"{STORE_CREATORS}"
         )
 
     def _cannot_migrate(self, applied: _Applied, exc: psycopg.Error) -> StoreError:
