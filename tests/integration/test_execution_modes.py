@@ -61,6 +61,29 @@ def test_processes_mode_survives_a_child_that_dies(
     assert isinstance(sender.tasks["pid"].send().result(timeout=30), int)
 
 
+@pytest.mark.parametrize("mode", ["threads", "processes", "async"])
+def test_a_task_that_raises_system_exit_or_keyboard_interrupt_fails_as_its_own_error(
+    mode: str, url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
+) -> None:
+    """User code, not a crash of the worker: the job fails with the exception
+    and its traceback, no internal error is logged, and the same slot (the
+    same child process) runs the next job."""
+    worker = start_worker(processes, app_path, url, "--mode", mode, "--concurrency", "1")
+    before = sender.tasks["pid"].send().result(timeout=30)
+    exits = sender.tasks["aexits" if mode == "async" else "exits"]
+    calls = [(exits, (3,), "SystemExit: 3", "raise SystemExit(code)")]
+    calls.append((sender.tasks["interrupted"], (), "KeyboardInterrupt: from the task", "raise"))
+    for task, args, error, line in calls:
+        handle = task.send(*args)
+        with pytest.raises(JobFailed):
+            handle.result(timeout=30)
+        job = handle.job()
+        assert job.error == error
+        assert job.traceback is not None and f"    {line}" in job.traceback
+    assert sender.tasks["pid"].send().result(timeout=30) == before
+    assert "internal error" not in processes.output(worker)
+
+
 def test_async_mode_cancels_a_coroutine_at_its_timeout(
     url: str, sender: App, processes: Processes, app_path: Callable[[str], str]
 ) -> None:

@@ -3,8 +3,12 @@ is: a precise final failure, and the slot that ran it lives on."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import queue
+import signal
 import sys
+import threading
 
 import pytest
 
@@ -13,7 +17,7 @@ from rota import App
 from rota.context import cancel_running, current_job
 from rota.models import ClaimedJob
 from rota.worker import runner
-from rota.worker.executors import ThreadExecutor
+from rota.worker.executors import AsyncExecutor, ThreadExecutor
 from rota.worker.runner import Result
 
 app = App("sqlite:///:memory:")
@@ -69,18 +73,80 @@ def test_an_internal_failure_never_raises_even_for_an_unprintable_error() -> Non
         runner.failure(Unprintable())
 
 
-def test_a_thread_slot_survives_a_task_that_exits_and_runs_the_next_job() -> None:
+@app.task(name="interrupt", retries=3)
+def interrupt() -> None:
+    raise KeyboardInterrupt("from the task")
+
+
+@app.task(name="leave_async", retries=3, timeout=30)
+async def leave_async() -> None:
+    await asyncio.sleep(0)
+    raise SystemExit(4)
+
+
+def _is_the_tasks_failure(result: Result, error: str, line: str) -> None:
+    """``result`` is a failure of the task's own: retryable, not internal, its traceback kept."""
+    assert (result.ok, result.error, result.retryable, result.internal) == (
+        False,
+        error,
+        True,
+        False,
+    )
+    assert result.traceback is not None and line in result.traceback
+
+
+@pytest.mark.parametrize("executor", [ThreadExecutor, AsyncExecutor])
+def test_a_slot_fails_a_task_that_exits_as_its_own_error_and_runs_the_next_job(
+    executor: type[ThreadExecutor | AsyncExecutor], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task's SystemExit or KeyboardInterrupt is user code failing, not an
+    internal error of the worker (which it logs and counts); an ``async def``
+    task with a timeout that lets one out does not stop the executor's loop."""
     done: queue.SimpleQueue[tuple[str, Result]] = queue.SimpleQueue()
-    pool = ThreadExecutor(app, 1, lambda j, r: done.put((j.id, r)))
-    pool.start(Claims([[job("exits", task="leave", payload=b"{}"), job("after")]]))
+    pool = executor(app, 1, lambda j, r: done.put((j.id, r)))
+    exits = [
+        job("exits", task="leave", payload=b"{}"),
+        job("interrupted", task="interrupt", payload=b"{}"),
+        job("exits_async", task="leave_async", payload=b"{}"),
+    ]
+    pool.start(Claims([[exits[0]], [exits[1]], [exits[2]], [job("after")]]))
     try:
-        first, second = done.get(timeout=10), done.get(timeout=10)
+        results = dict(done.get(timeout=10) for _ in range(4))
     finally:
         pool.stop()
-    assert first[0] == "exits" and first[1].internal and not first[1].retryable
-    assert first[1].error == "internal error in a thread slot: SystemExit: 2"
-    assert second == ("after", Result(True, result=b"1"))
+    _is_the_tasks_failure(results["exits"], "SystemExit: 2", "sys.exit(2)")
+    _is_the_tasks_failure(
+        results["interrupted"], "KeyboardInterrupt: from the task", "raise KeyboardInterrupt"
+    )
+    _is_the_tasks_failure(results["exits_async"], "SystemExit: 4", "raise SystemExit(4)")
+    assert results["after"] == Result(True, result=b"1")
     assert pool.busy() == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_run_sync_lets_a_keyboard_interrupt_out_only_where_a_ctrl_c_may_have_raised_it() -> None:
+    """In the main thread of a process where SIGINT raises KeyboardInterrupt
+    (inline mode in a test run), it may be a Ctrl-C, and goes on up; in any
+    other thread, or where SIGINT is handled (a worker's child process), it
+    is the task's own and fails the attempt. SystemExit never goes up."""
+    leave_job = job("exits", task="leave", payload=b"{}")
+    _is_the_tasks_failure(runner.run_sync(app, leave_job), "SystemExit: 2", "sys.exit(2)")
+    interrupt_job = job("interrupted", task="interrupt", payload=b"{}")
+    with pytest.raises(KeyboardInterrupt, match="from the task"):
+        runner.run_sync(app, interrupt_job)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        result = runner.run_sync(app, interrupt_job)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    _is_the_tasks_failure(result, "KeyboardInterrupt: from the task", "raise KeyboardInterrupt")
+    in_thread: list[Result] = []
+    thread = threading.Thread(target=lambda: in_thread.append(runner.run_sync(app, interrupt_job)))
+    thread.start()
+    thread.join(10)
+    _is_the_tasks_failure(
+        in_thread[0], "KeyboardInterrupt: from the task", "raise KeyboardInterrupt"
+    )
 
 
 @app.task(name="cancel_self")

@@ -90,6 +90,22 @@ def test_retries_exhausted_fail_as_a_worker_leaves_them(inline_app: App) -> None
     assert job.error == "ConnectionError: attempt 3 failed"
 
 
+def test_a_task_that_exits_fails_its_job_and_send_returns(inline_app: App) -> None:
+    """A task's SystemExit (a sys.exit() in code it calls) fails the job as a
+    worker fails it, instead of ending the test process from send()."""
+
+    @inline_app.task(name="quits", retries=1)
+    def quits() -> None:
+        raise SystemExit(3)
+
+    handle = quits.send()
+    with pytest.raises(JobFailed, match=r"^job \S+ failed: SystemExit: 3"):
+        handle.result()
+    job = handle.job()
+    assert (job.error, job.attempt) == ("SystemExit: 3", 2)  # retried as any error
+    assert job.traceback is not None and "raise SystemExit(3)" in job.traceback
+
+
 def test_children_run_after_the_parent(inline_app: App) -> None:
     """docs/testing.md"""
     crawl.send("https://example.com", 2)

@@ -11,8 +11,10 @@ import functools
 import inspect
 import logging
 import random
+import threading
 import traceback
 from dataclasses import dataclass
+from signal import SIGINT, default_int_handler, getsignal
 from typing import TYPE_CHECKING, Any
 
 from rota import _json, _payload
@@ -144,6 +146,42 @@ def failure(exc: BaseException, *, retryable: bool = True) -> Result:
     )
 
 
+#: What a task may raise that is no :class:`Exception`, and fails its attempt
+#: as any error does: its own ``sys.exit()`` or ``raise KeyboardInterrupt``.
+TASK_EXITS = (SystemExit, KeyboardInterrupt)
+
+
+class TaskExit(Exception):
+    """A task's :data:`TASK_EXITS` exception, carried through asyncio as an
+    ordinary one (:func:`contained`): let out of a coroutine, it would stop
+    the event loop running it."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(exc)
+        self.exc = exc
+
+
+async def contained(awaitable: Any) -> Any:
+    """Await ``awaitable``; a :data:`TASK_EXITS` exception comes out as :class:`TaskExit`."""
+    try:
+        return await awaitable
+    except TASK_EXITS as exc:
+        raise TaskExit(exc) from None
+
+
+def may_be_ctrl_c(exc: BaseException) -> bool:
+    """Whether ``exc``, caught from a task, may be a Ctrl-C rather than the
+    task's own: a KeyboardInterrupt in the main thread of a process where
+    SIGINT raises one (inline mode in a test run). Never in a worker: its
+    slots are other threads, it takes SIGINT as a stop request, and its
+    child processes let SIGINT pass."""
+    return (
+        isinstance(exc, KeyboardInterrupt)
+        and threading.current_thread() is threading.main_thread()
+        and getsignal(SIGINT) is default_int_handler
+    )
+
+
 def internal_failure(exc: BaseException, where: str) -> Result:
     """The final failure of an attempt that the worker's own code (``where``)
     could not finish; logged with its traceback. Never raises, even for an
@@ -170,7 +208,9 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
     """Run a job's task in the calling thread. A coroutine gets a loop of its
     own and is cancelled when the job's cancel signal is set (a cancel, or in
     threads mode its timeout); a cancelled job's attempt then ends as
-    :class:`JobCancelled`, not retried."""
+    :class:`JobCancelled`, not retried. A task's ``SystemExit`` or
+    ``KeyboardInterrupt`` fails its attempt as any error would (unless it
+    :func:`may_be_ctrl_c`: then it goes on up)."""
     try:
         fn, args, kwargs, ctx = prepare(app, job)
     except (UnknownTask, CorruptJob) as exc:
@@ -184,6 +224,12 @@ def run_sync(app: App, job: ClaimedJob) -> Result:
         if not ctx.cancelled:
             return failure(exc)  # the task's own: a failure like any other
         return failure(JobCancelled(job.id), retryable=False)
+    except TaskExit as exc:
+        return failure(exc.exc)
+    except TASK_EXITS as exc:
+        if may_be_ctrl_c(exc):
+            raise
+        return failure(exc)
     except Exception as exc:
         return failure(exc)
     finally:
@@ -202,7 +248,7 @@ async def _await(awaitable: Any, signal: CancelSignal) -> Any:
             loop.call_soon_threadsafe(task.cancel)
 
     signal.add(cancel)
-    return await awaitable
+    return await contained(awaitable)
 
 
 def to_outcome(job: ClaimedJob, result: Result) -> Outcome:

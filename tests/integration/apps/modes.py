@@ -65,6 +65,26 @@ async def asnoozy(path: str, runs: int) -> list[int]:
 
 
 @app.task()
+def exits(code: int) -> None:
+    """Raises SystemExit, as ``sys.exit(code)`` in a script the task calls does."""
+    raise SystemExit(code)
+
+
+@app.task(timeout=30)
+async def aexits(code: int) -> None:
+    """An ``async def`` version of :func:`exits` (with a timeout: a coroutine
+    that asyncio runs as a task of its own)."""
+    await asyncio.sleep(0)
+    raise SystemExit(code)
+
+
+@app.task()
+def interrupted() -> None:
+    """Raises KeyboardInterrupt, as a library's Ctrl-C handling may."""
+    raise KeyboardInterrupt("from the task")
+
+
+@app.task()
 def crash() -> None:
     """Kills the process running it, as a segfaulting extension would."""
     os._exit(3)

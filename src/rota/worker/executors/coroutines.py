@@ -183,12 +183,15 @@ class AsyncExecutor(Executor):
         token = set_current(ctx)
         try:
             if inspect.iscoroutinefunction(fn):
-                value = await asyncio.wait_for(fn(*args, **kwargs), job.timeout)
+                call = runner.contained(fn(*args, **kwargs))
+                value = await asyncio.wait_for(call, job.timeout)
             else:
-                value = await asyncio.to_thread(fn, *args, **kwargs)
+                value = await runner.contained(asyncio.to_thread(fn, *args, **kwargs))
             return runner.encode(value)
         except TimeoutError:
             return runner.failure(JobTimeout(f"timed out after {job.timeout} s; cancelled"))
+        except runner.TaskExit as exc:  # the task's SystemExit: a failure like any other
+            return runner.failure(exc.exc)
         except Exception as exc:
             return runner.failure(exc)
         finally:
