@@ -415,7 +415,7 @@ class App(Registry):
                 task,
                 trigger,
                 args=args,
-                kwargs=kwargs or {},
+                kwargs=kwargs,
                 jitter=jitter,
                 misfire=misfire,
                 grace=grace,

@@ -278,6 +278,13 @@ def test_get_schedule_finds_by_name(app: App) -> None:
         ({"args": "home"}, InvalidArgument, "args must be a tuple or a list, not str"),
         ({"args": {"site": 1}}, InvalidArgument, "args must be a tuple or a list, not dict"),
         ({"kwargs": [("a", 1)]}, InvalidArgument, "kwargs must be a dict, not list"),
+        ({"args": ()}, InvalidArgument, "task 'refresh' cannot take this call: missing a"),
+        ({"kwargs": {"deep": 2}}, InvalidArgument, "cannot take this call: got an unexpected"),
+        (
+            {"task": "crawl", "args": ("no-host",)},
+            InvalidArgument,
+            "key function '<lambda>' raised IndexError",
+        ),
         ({"kwargs": {1: "a"}}, InvalidArgument, "kwargs keys must be strings, not 1"),
         ({"args": (object(),)}, SerializationError, "must be JSON-serializable"),
         ({"kwargs": {"site": {1, 2}}}, SerializationError, "must be JSON-serializable"),
@@ -291,8 +298,16 @@ def test_bad_definitions_raise_precise_errors_and_write_nothing(
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
         define_schedule(app, "bad", **call)
     if error is not UnknownTask:
-        assert "schedule 'bad'" in str(info.value)
+        assert str(info.value).startswith("schedule 'bad': ")
     assert app.store.schedules() == []
+
+
+@pytest.mark.parametrize("kwargs", [[], (), "", 0, [("site", "a")]])
+def test_kwargs_that_are_no_mapping_are_refused_even_when_empty(app: App, kwargs: Any) -> None:
+    with pytest.raises(InvalidArgument, match=r"^schedule 'bad': kwargs must be a dict, not "):
+        app.schedule("bad", "refresh", every(60), args=("a",), kwargs=kwargs)
+    assert app.store.schedules() == []
+    assert app.schedule("good", "refresh", every(60), args=("a",), kwargs=None).name == "good"
 
 
 @pytest.mark.parametrize(

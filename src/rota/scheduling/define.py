@@ -275,6 +275,8 @@ def _template_job(
         return task.new_job(tuple(args), dict(kwargs))
     except SerializationError as exc:
         raise SerializationError(f"schedule {name!r}: {exc}") from None
+    except InvalidArgument as exc:  # a call the task cannot take, a key function's refusal
+        raise InvalidArgument(f"schedule {name!r}: {exc}") from exc.__cause__
 
 
 def _keys(cls: Any, raw: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
