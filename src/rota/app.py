@@ -6,6 +6,7 @@ import inspect
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
@@ -48,14 +49,18 @@ class Registry:
     """A set of tasks. Libraries declare tasks on a registry; apps include it.
 
     Each app that includes a registry gets its own copy of every task, bound
-    to it (see :meth:`App.include`). The objects ``@registry.task`` returns
-    send through the app that included the registry last, as a module-level
-    task declared on one app would; code that may run beside several apps
-    sends with ``app.get_task(name).send(...)``.
+    to it (see :meth:`App.include`), those declared on the registry after the
+    include too. The objects ``@registry.task`` returns send through the app
+    that included the registry last, as a module-level task declared on one
+    app would; code that may run beside several apps sends with
+    ``app.get_task(name).send(...)``.
     """
 
     def __init__(self) -> None:
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: The apps that included this registry, the latest last (weakly:
+        #: an app dropped is forgotten).
+        self._includers: list[weakref.ref[App]] = []
 
     def _bound_app(self) -> App | None:
         return None
@@ -97,10 +102,34 @@ class Registry:
                     f"{func.__module__}); give one of them name=..."
                 )
             task: Task[P, R] = Task(func, task_name, task_options, self._bound_app())
+            self._refuse_in_includers(task_name, task, set())
             self.tasks[task_name] = task
+            for app in self._including_apps():  # declared after an include: joins too
+                app._add_included(self, task_name, task)
             return task
 
         return register(fn) if fn is not None else register
+
+    def _including_apps(self) -> list[App]:
+        """The apps that included this registry and still exist, the latest last."""
+        self._includers = [ref for ref in self._includers if ref() is not None]
+        return [app for ref in self._includers if (app := ref()) is not None]
+
+    def _refuse_in_includers(self, name: str, task: Task[Any, Any], seen: set[int]) -> None:
+        """Raise :class:`InvalidArgument` if an app that includes this registry
+        (or includes an app that does) has another task named ``name``."""
+        for app in self._including_apps():
+            if id(app) in seen:
+                continue
+            seen.add(id(app))
+            known = app.tasks.get(name)
+            if known is None:
+                app._refuse_in_includers(name, task, seen)
+            elif (known.fn, known.opts) != (task.fn, task.opts):
+                raise InvalidArgument(
+                    f"a task named {name!r} is already registered in {app!r}, "
+                    f"which includes this registry"
+                )
 
 
 class App(Registry):
@@ -356,16 +385,29 @@ class App(Registry):
         bound to it. Including a registry again is harmless; a task of another
         function or other options under a name already registered raises
         :class:`InvalidArgument`, and nothing is added.
+
+        Tasks declared on ``registry`` after this call join this app too (a
+        module of the library imported later); one whose name this app
+        already has for another task is refused where it is declared.
         """
         for name, task in registry.tasks.items():
             known = self.tasks.get(name)
             if known is not None and (known.fn, known.opts) != (task.fn, task.opts):
                 raise InvalidArgument(f"a task named {name!r} is already registered")
         for name, task in registry.tasks.items():
-            if name not in self.tasks:
-                self.tasks[name] = task.bind(self)
-            if registry._bound_app() is None:
-                task._app = self  # the declared object follows the latest include
+            self._add_included(registry, name, task)
+        kept = [ref for ref in registry._includers if ref() is not self]
+        registry._includers = [*kept, weakref.ref(self)]  # the latest last
+
+    def _add_included(self, registry: Registry, name: str, task: Task[Any, Any]) -> None:
+        """Add ``registry``'s ``task`` to this app as a bound copy (and so to
+        the apps that include this one)."""
+        if name not in self.tasks:
+            bound = self.tasks[name] = task.bind(self)
+            for app in self._including_apps():
+                app._add_included(self, name, bound)
+        if registry._bound_app() is None:
+            task._app = self  # the declared object follows the latest include
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered under ``name``, or :class:`UnknownTask`."""

@@ -140,6 +140,54 @@ def test_a_registry_in_two_apps_leaves_each_app_its_own_tasks() -> None:
     assert send_email.send("f@x").app is prod
 
 
+def test_tasks_declared_on_a_registry_after_an_include_join_the_app() -> None:
+    registry = Registry()
+    first, last = App("sqlite:///:memory:"), App("sqlite:///:memory:")
+    first.include(registry)
+    last.include(registry)
+
+    @registry.task(name="late")
+    def late(x: int) -> int:
+        return x + 1
+
+    for app in (first, last):
+        bound = app.get_task("late")
+        assert bound is not late and bound.app is app and bound.fn is late.fn
+        assert app.admin.send("late", [1]).app is app
+    # the declared object sends through the app that included the registry last
+    assert late.send(1).app is last
+    assert [q.counts for q in last.store.queues()] == [{JobState.QUEUED: 2}]
+    first.include(registry)
+    assert late.send(2).app is first
+
+
+def test_a_late_task_whose_name_an_including_app_has_is_refused_where_declared() -> None:
+    registry = Registry()
+    app = App("sqlite:///:memory:")
+    app.task(name="taken")(lambda: 1)
+    outer = App("sqlite:///:memory:")
+    outer.include(app)
+    outer.task(name="also_taken")(lambda: 2)
+    app.include(registry)
+    for name in ("taken", "also_taken"):  # in the app that includes it, or one that includes that
+        with pytest.raises(InvalidArgument, match=rf"a task named '{name}' is already registered"):
+            registry.task(name=name)(lambda: 3)
+        assert name not in registry.tasks
+    assert app.get_task("taken")() == 1 and "also_taken" not in app.tasks
+
+
+def test_tasks_declared_later_on_an_included_app_join_the_including_app() -> None:
+    first = App("sqlite:///:memory:")
+    second = App("sqlite:///:memory:")
+    second.include(first)
+
+    @first.task(name="later")
+    def later() -> None: ...
+
+    assert later.app is first and first.get_task("later") is later
+    assert second.get_task("later").app is second
+
+
 def test_including_an_app_leaves_that_apps_tasks_bound_to_it() -> None:
     first = App("sqlite:///:memory:", commands=True)
 
