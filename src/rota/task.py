@@ -347,9 +347,10 @@ class Task(Generic[P, R]):
 
         ``connection=conn``, an open database connection (a psycopg one on a
         PostgreSQL store, a mysqlclient, PyMySQL or Connector/Python one on a
-        MySQL store, or a SQLAlchemy ``Session`` or ``Connection`` over one),
-        is not an argument of the job: the job is stored in that connection's open
-        transaction, committed or rolled back with it."""
+        MySQL store, a SQLAlchemy ``Session`` or ``Connection`` over one, or
+        Django's ``connection`` in ``transaction.atomic()``), is not an argument
+        of the job: the job is stored in that connection's open transaction,
+        committed or rolled back with it."""
         connection = _transaction_of(kwargs, self.fn)
         return self._send_one(self.new_job(args, kwargs), connection)
 
@@ -617,7 +618,7 @@ def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
             return None  # the task's own argument (and refused as not JSON)
         raise InvalidArgument(
             "connection= takes an open database connection (psycopg, mysqlclient, PyMySQL, "
-            "Connector/Python) or a SQLAlchemy Connection or Session, not "
+            "Connector/Python), a SQLAlchemy Connection or Session, or Django's, not "
             f"{_validate.type_name(value)}"
         )
     del kwargs["connection"]
@@ -631,9 +632,12 @@ def _is_engine(value: object) -> bool:
 
 
 def _dbapi_connection(value: object) -> Any:
-    """The database connection ``value`` is, or that SQLAlchemy wraps in it
-    (a pooled connection; a ``Connection``; a ``Session``: its connection,
-    in its transaction); None when it is none of these."""
+    """The database connection ``value`` is, or that SQLAlchemy or Django
+    wraps in it (a pooled connection; a ``Connection``; a ``Session``: its
+    connection, in its transaction; Django's: see :func:`_django_connection`);
+    None when it is none of these."""
+    if _is_django(value):
+        return _django_connection(value)
     found = getattr(value, "dbapi_connection", None)  # a pooled connection's
     if found is None:
         if callable(getattr(value, "cursor", None)):
@@ -645,3 +649,41 @@ def _dbapi_connection(value: object) -> Any:
         except Exception:  # a closed Connection or Session: not a connection to send in
             return None
     return found if callable(getattr(found, "cursor", None)) else None
+
+
+def _is_django(value: object) -> bool:
+    """Whether ``value`` is a Django database connection (a ``DatabaseWrapper``,
+    ``connections["alias"]``, or ``django.db.connection``, the proxy to the
+    default one), told by its shape: rota does not import Django."""
+    return callable(getattr(value, "ensure_connection", None)) and isinstance(
+        getattr(value, "settings_dict", None), dict
+    )
+
+
+def _django_connection(wrapper: Any) -> Any:
+    """The driver's connection under a Django ``wrapper``, in the transaction
+    of the caller's ``transaction.atomic()`` block. Refused, saying why: one
+    in autocommit mode (outside any atomic block), as rota refuses a driver's
+    connection in autocommit, since its jobs would be stored at once; an
+    atomic block marked for rollback, where Django runs no statement; one on
+    psycopg2, which no store takes."""
+    name = f"Django's connection {wrapper.alias!r}"
+    if wrapper.get_autocommit():  # (it connects first)
+        raise InvalidArgument(
+            f"connection is {name} in autocommit mode (outside transaction.atomic()), where "
+            "the job would be stored at once: send inside `with transaction.atomic():`, or "
+            "without connection="
+        )
+    if wrapper.needs_rollback:
+        raise InvalidArgument(
+            f"connection is {name} in an atomic block marked for rollback (a statement in it "
+            "raised an error, or set_rollback(True)): send in an atomic block that can commit"
+        )
+    driver = wrapper.connection
+    if type(driver).__module__.startswith("psycopg2"):
+        raise InvalidArgument(
+            f"connection is {name} on psycopg2, but rota sends in a transaction of psycopg 3 "
+            "only: Django 4.2 and later use psycopg 3 when it is installed (rota[postgres] "
+            "installs it)"
+        )
+    return driver
