@@ -47,7 +47,10 @@ def key_caller(spec: Callable[..., Any], task_fn: Callable[..., Any]) -> Callabl
     - a key function that takes ``*args`` and ``**kwargs``, or whose
       parameters bind the task's own, gets the call as it is;
     - one whose parameters are all named like the task's gets those arguments
-      by name (``lambda depth: ...`` on ``fetch(url, depth)``);
+      by name (``lambda depth: ...`` on ``fetch(url, depth)``); with
+      ``**kwargs`` it gets every argument of the call by name, defaults filled
+      in (``lambda **kw: ...`` on ``fetch(url, depth=1)`` sent as
+      ``fetch.send(u)`` gets ``url=u, depth=1``);
     - else it gets the task's first arguments by position (``lambda u: ...``
       on ``fetch(url, depth)`` gets ``url``).
 
@@ -64,7 +67,8 @@ def key_caller(spec: Callable[..., Any], task_fn: Callable[..., Any]) -> Callabl
         return _whole_call(spec)
     named = [p for p in params if p.kind not in _VARIADIC]
     if all(p.name in task_names and p.kind is not kinds.POSITIONAL_ONLY for p in named):
-        return _by_name(spec, task_sig, [p.name for p in named])
+        takes_all = kinds.VAR_KEYWORD in {p.kind for p in params}
+        return _by_name(spec, task_sig, None if takes_all else [p.name for p in named])
     required = [p for p in named if p.default is p.empty]
     takes_rest = kinds.VAR_POSITIONAL in {p.kind for p in params}
     if all(p.kind is not kinds.KEYWORD_ONLY for p in required) and (
@@ -104,11 +108,20 @@ def _bound(task_sig: inspect.Signature, call: Call) -> inspect.BoundArguments:
 
 
 def _by_name(
-    spec: Callable[..., Any], task_sig: inspect.Signature, names: list[str]
+    spec: Callable[..., Any], task_sig: inspect.Signature, names: list[str] | None
 ) -> Callable[[Call], Any]:
+    """Call ``spec`` with the arguments ``names`` of a call (None: all of them,
+    those a task's ``**kwargs`` gathered as they were given)."""
+
     def call_key(call: Call) -> Any:
         arguments = _bound(task_sig, call).arguments
-        return spec(**{name: arguments[name] for name in names if name in arguments})
+        if names is not None:
+            return spec(**{name: arguments[name] for name in names if name in arguments})
+        given: dict[str, Any] = {}
+        for name, value in arguments.items():
+            kind = task_sig.parameters[name].kind
+            given.update(value if kind is inspect.Parameter.VAR_KEYWORD else {name: value})
+        return spec(**given)
 
     return call_key
 

@@ -428,6 +428,41 @@ def test_key_functions_get_arguments_by_name(tmp_path: Path) -> None:
     app.close()
 
 
+def test_a_key_function_with_kwargs_gets_every_argument_by_name(tmp_path: Path) -> None:
+    """``**kw`` gets the whole call bound to the task's parameters, defaults
+    filled in, so that f(1, 2), f(1, b=2) and f(1, 2, c=3) give one key, as
+    unique=True hashes them; beside named parameters, it gets the rest."""
+    app = _app(tmp_path)
+    seen: list[dict[str, object]] = []
+
+    def limit_key(**kw: object) -> str:
+        seen.append(kw)
+        return "-".join(f"{k}{v}" for k, v in sorted(kw.items()))
+
+    @app.task(
+        concurrency=rota.Limit(key=limit_key, limit=1),
+        rate=rota.Rate("5/s", key=lambda a, **kw: f"a{a}-{sorted(kw)}"),
+        unique=lambda **kw: f"u{sorted(kw.items())}",
+    )
+    def combine(a: int, b: int, c: int = 3) -> None:
+        return None
+
+    first = combine.send(1, 2)
+    assert seen == [{"a": 1, "b": 2, "c": 3}]
+    job = app.store.get_job(first.id)
+    assert job is not None and job.limit_keys == ("a1-b2-c3", "a1-['b', 'c']")
+    assert job.unique_key == f"{combine.name}:u[('a', 1), ('b', 2), ('c', 3)]"
+    assert combine.send(1, b=2).duplicate and combine.send(1, 2, c=3).duplicate
+
+    @app.task(concurrency=rota.Limit(key=limit_key, limit=1))
+    def gather(a: int, *rest: int, opt: int = 1, **extra: int) -> None:
+        return None
+
+    gather.send(1, 2, 3, z=9)
+    assert seen[-1] == {"a": 1, "rest": (2, 3), "opt": 1, "z": 9}
+    app.close()
+
+
 def test_a_key_function_that_fits_no_call_is_refused_at_decoration(tmp_path: Path) -> None:
     app = _app(tmp_path)
     with pytest.raises(InvalidArgument, match=r"key function <lambda>\(a, b, c\) cannot take"):
