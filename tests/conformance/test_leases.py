@@ -48,6 +48,17 @@ def test_claim_gives_a_token_and_a_lease(store: Store) -> None:
     assert claim(store) == []  # a running job is not claimed twice
 
 
+def test_a_claimed_jobs_lease_and_timeout_are_floats(store: Store) -> None:
+    """Whole numbers included: a JobTimeout read "timed out after 1 s" from
+    SQLite, which gave back 1.0 as 1, and "1.0 s" from the other stores."""
+    enqueue_one(store, new_job(lease=5.0, timeout=1.0))
+    claimed = claim_one(store)
+    assert (type(claimed.lease), type(claimed.timeout)) == (float, float)
+    assert (claimed.lease, claimed.timeout) == (5.0, 1.0)
+    enqueue_one(store, new_job(lease=5.0))
+    assert claim_one(store).timeout is None
+
+
 def test_each_claim_gets_a_fresh_token(store: Store) -> None:
     enqueue_one(store, new_job(lease=5.0))
     first = claim_one(store)

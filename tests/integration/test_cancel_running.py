@@ -104,7 +104,7 @@ def test_threads_mode_tells_a_task_over_its_timeout_to_stop(
     worker("--concurrency", "1")
     marker = tmp_path / "cancelled"
     handle = sender.tasks["polite_timed"].send(str(marker), LONG)
-    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1 s"):
         handle.result(timeout=30)
     assert written(marker, timeout=PROMPT, what="the on_cancel callback") == handle.id
     ended = Path(f"{marker}.end")
@@ -131,7 +131,7 @@ def test_threads_mode_cancels_an_async_task_at_its_timeout(
     worker("--concurrency", "1")
     marker = tmp_path / "cancelled"
     handle = sender.tasks["anoting_timed"].send(str(marker), LONG)
-    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1(\.0)? s"):
+    with pytest.raises(JobFailed, match=r"JobTimeout: timed out after 1 s"):
         handle.result(timeout=30)
     assert written(marker, timeout=PROMPT, what="the CancelledError") == "CancelledError"
     assert handle.job().state is JobState.FAILED

@@ -4,6 +4,7 @@ is: a precise final failure, and the slot that ran it lives on."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import queue
 import signal
@@ -172,3 +173,20 @@ def test_an_attempt_is_reachable_by_its_token_while_it_runs_and_forgotten_after(
     if ok:
         assert result.result == b"true", "the task saw its own cancel"
     assert cancel_running("t") is False, "nothing of the attempt is left to cancel"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "how", "error"),
+    [
+        (1, "", "timed out after 1 s"),
+        (1.0, "", "timed out after 1 s"),
+        (0.5, "cancelled", "timed out after 0.5 s; cancelled"),
+        (90.0, "child process killed", "timed out after 90 s; child process killed"),
+    ],
+)
+def test_a_timeout_reads_the_same_whatever_the_store_gave_back(
+    timeout: float, how: str, error: str
+) -> None:
+    late = dataclasses.replace(job("late"), timeout=timeout)
+    assert str(runner.timed_out(late, how)) == error
+    assert runner.failure(runner.timed_out(late, how)).error == f"JobTimeout: {error}"

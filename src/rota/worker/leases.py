@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rota.context import cancel_running
-from rota.errors import JobTimeout
 from rota.models import ClaimedJob, LeaseRef
 from rota.worker import runner
 from rota.worker.executors.base import Executor
@@ -135,7 +134,7 @@ class LeaseKeeper:
                 else:
                     next_due = min(next_due, due)
         for flight in late:
-            error = JobTimeout(f"timed out after {flight.job.timeout} s")
+            error = runner.timed_out(flight.job)
             abandoned = self._executor.abandon(flight.job)
             if not abandoned and claim_of(flight.job) in self._flights.inflight:
                 log.warning(

@@ -27,7 +27,7 @@ from rota.context import (
     track_attempt,
     untrack_attempt,
 )
-from rota.errors import CorruptJob, JobCancelled, Snooze, UnknownTask
+from rota.errors import CorruptJob, JobCancelled, JobTimeout, Snooze, UnknownTask
 from rota.models import ClaimedJob, Outcome
 from rota.retry import RetryPolicy, error_kind
 from rota.worker import joblogs
@@ -180,6 +180,13 @@ def may_be_ctrl_c(exc: BaseException) -> bool:
         and threading.current_thread() is threading.main_thread()
         and getsignal(SIGINT) is default_int_handler
     )
+
+
+def timed_out(job: ClaimedJob, how: str = "") -> JobTimeout:
+    """The error of an attempt of ``job`` that ran past its timeout, worded
+    the same whatever the store and the mode (``timed out after 1 s``, then
+    ``; how`` it was stopped, when given)."""
+    return JobTimeout(f"timed out after {job.timeout:g} s" + (f"; {how}" if how else ""))
 
 
 def internal_failure(exc: BaseException, where: str) -> Result:

@@ -463,8 +463,8 @@ def _claimed_jobs(rows: list[Any], ids: list[str], now: float) -> list[ClaimedJo
             max_attempts=r[5],
             lost=r[6],
             token=r[7],
-            lease=r[8],
-            timeout=r[9],
+            lease=float(r[8]),  # SQLite gives back 5.0 stored as 5
+            timeout=None if r[9] is None else float(r[9]),
             enqueued_at=r[10],
             run_at=r[11],
             started_at=now,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rota.context import set_current
-from rota.errors import CorruptJob, JobCancelled, JobTimeout, UnknownTask
+from rota.errors import CorruptJob, JobCancelled, UnknownTask
 from rota.models import ClaimedJob
 from rota.worker import runner
 from rota.worker.executors.base import Executor, OnDone
@@ -189,7 +189,7 @@ class AsyncExecutor(Executor):
                 value = await runner.contained(asyncio.to_thread(fn, *args, **kwargs))
             return runner.encode(value)
         except TimeoutError:
-            return runner.failure(JobTimeout(f"timed out after {job.timeout} s; cancelled"))
+            return runner.failure(runner.timed_out(job, "cancelled"))
         except runner.TaskExit as exc:  # the task's SystemExit: a failure like any other
             return runner.failure(exc.exc)
         except Exception as exc:

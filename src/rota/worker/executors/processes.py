@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from rota.commands import COMMAND_TASK, end_groups, stop_groups_under
-from rota.errors import InvalidArgument, JobCancelled, JobTimeout
+from rota.errors import InvalidArgument, JobCancelled
 from rota.models import ClaimedJob
 from rota.worker import joblogs, runner
 from rota.worker.executors.base import Executor, OnDone
@@ -267,9 +267,7 @@ class _ProcessSlot:
                 # child, not to the one just killed (each would fail there)
                 return job, result, self.kill() if stopped else []
             else:
-                result = runner.failure(
-                    JobTimeout(f"timed out after {job.timeout} s; child process killed")
-                )
+                result = runner.failure(runner.timed_out(job, "child process killed"))
         except (EOFError, OSError):
             proc.join(1)  # (its exit code, when it ended by itself)
             if self._cancelled:
