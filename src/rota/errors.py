@@ -19,6 +19,7 @@ __all__ = [
     "JobTimeout",
     "NotFound",
     "PayloadTooLarge",
+    "ResultTimeout",
     "RotaError",
     "SerializationError",
     "Snooze",
@@ -141,7 +142,26 @@ class Snooze(RotaError):
 
 
 class JobTimeout(RotaError, TimeoutError):
-    """Waiting for a job's result, or the job's own run, took longer than allowed."""
+    """A job ran longer than its task's ``timeout`` (the attempt fails with
+    it; its caller's ``result()`` raises :class:`JobFailed`), or a wait took
+    longer than allowed: for a result wait, the subclass :class:`ResultTimeout`."""
+
+
+class ResultTimeout(JobTimeout):
+    """``JobHandle.result(timeout=...)`` stopped waiting: the job had not
+    finished when the caller's ``timeout`` ran out. The job itself is left as
+    it is (still queued, scheduled or running) and may finish later.
+
+    A builtin :class:`TimeoutError`, as a result wait raises elsewhere
+    (Celery, :mod:`concurrent.futures`), and a :class:`JobTimeout`, which
+    ``result()`` raised before it, so ``except JobTimeout`` still catches it.
+    Catch it to tell "I stopped waiting" from a task that ran over its own
+    ``timeout``, which ``result()`` reports as :class:`JobFailed` (error
+    ``JobTimeout: ...``)."""
+
+    def __init__(self, job_id: str, message: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
 
 
 class StoreError(RotaError):

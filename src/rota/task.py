@@ -22,8 +22,8 @@ from rota.errors import (
     JobCancelled,
     JobFailed,
     JobNotFound,
-    JobTimeout,
     PayloadTooLarge,
+    ResultTimeout,
     SerializationError,
 )
 from rota.limits import (
@@ -235,9 +235,12 @@ class JobHandle(Generic[R]):
     def result(self, timeout: float | str | None = None) -> R:
         """Wait for the job to finish and return its result.
 
-        Raises :class:`JobFailed` (with the remote traceback), :class:`JobCancelled`,
-        or :class:`JobTimeout` when ``timeout`` (seconds, or a duration such
-        as ``"5s"``) passes first. In inline mode (:mod:`rota.testing`) jobs
+        Raises :class:`JobFailed` (with the remote traceback; a task that ran
+        over its own ``timeout`` fails with ``JobTimeout: ...``),
+        :class:`JobCancelled`, or :class:`ResultTimeout` (a
+        :class:`TimeoutError` and a :class:`JobTimeout`) when ``timeout``
+        (seconds, or a duration such as ``"5s"``) passes first: the wait ends,
+        the job goes on. In inline mode (:mod:`rota.testing`) jobs
         that become runnable while it waits run in this thread, and no
         ``timeout`` means no waiting.
         """
@@ -259,7 +262,7 @@ class JobHandle(Generic[R]):
             if job.state is JobState.CANCELLED:
                 raise JobCancelled(self.id)
             if deadline is not None and time.monotonic() >= deadline:
-                raise JobTimeout(self._timeout_message(job, timeout))
+                raise ResultTimeout(self.id, self._timeout_message(job, timeout))
             wait = pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic()))
             time.sleep(wait)
             pause = min(pause * 1.5, 0.25)

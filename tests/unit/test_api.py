@@ -30,6 +30,7 @@ EXPECTED_EXPORTS = {
     "PayloadTooLarge",
     "Rate",
     "Registry",
+    "ResultTimeout",
     "RotaError",
     "SerializationError",
     "Snooze",
