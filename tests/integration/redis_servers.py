@@ -1,11 +1,12 @@
-"""Redis servers a test owns (``redis-server`` on a free port, stopped at
-teardown) and a TCP proxy in front of one that the test can make hold or
+"""Redis servers a test owns (``redis-server`` on a free port, stalled and
+resumed at will, stopped at teardown) and a TCP proxy in front of one that the test can make hold or
 cut replies."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -67,6 +68,17 @@ class PrivateRedis:
         if "--requirepass" in self.args:
             return self.args[self.args.index("--requirepass") + 1]
         return None
+
+    def pause(self) -> None:
+        """SIGSTOP: the server stalls; connections are still accepted (by the
+        kernel) and requests wait unread until :meth:`resume`."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: the server runs again, first what it was sent meanwhile."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -58,8 +58,12 @@ class RedisBase:
     def _request_id(self) -> str:
         """A fresh id under which a batch's reply is remembered, so a call repeated
         after a lost connection returns the first reply instead of acting twice.
-        It says how long Redis keeps the reply: as long as calls keep retrying."""
-        return f"{int(self.options.retry_for) + 30}/{unique_ids.next()}"
+        It says how long Redis keeps the reply (:meth:`_remembered_for`)."""
+        return f"{self._remembered_for()}/{unique_ids.next()}"
+
+    def _remembered_for(self) -> int:
+        """Seconds Redis keeps a batch's reply: as long as calls keep retrying, and 30 more."""
+        return int(self.options.retry_for) + 30
 
     @guarded
     def now(self) -> float:

@@ -190,10 +190,12 @@ class _Outage:
 
 class _Budget(threading.local):
     """This thread's current store call: when it gives up waiting for Redis
-    (``deadline``, monotonic; ``None`` outside a call) and its budget."""
+    (``deadline``, monotonic; ``None`` outside a call), its budget, and
+    whether a command of it was written whole to a connection (``sent``)."""
 
     deadline: float | None = None
     budget: float = 0.0
+    sent: bool = False
 
 
 _call = _Budget()
@@ -279,10 +281,21 @@ class Reconnect:
         if _call.deadline is not None:  # within another operation of this thread
             return self._attempts(operation)
         _call.deadline, _call.budget = time.monotonic() + self.budget, self.budget
+        _call.sent = False
         try:
             return self._attempts(operation)
         finally:
             _call.deadline = None
+
+
+def request_sent() -> bool:
+    """Whether this thread's latest store call (:meth:`Reconnect.call`) wrote
+    a command whole to a connection, so that Redis may have run it although
+    the call failed. False when every attempt failed before that (connection
+    refused, handshake cut): the server never saw the command. True is not
+    proof that it did: a connection the server had already dropped takes a
+    write too, and the server never reads it."""
+    return _call.sent
 
 
 def _allowance(default: float | None) -> float | None:
@@ -434,6 +447,7 @@ class Lane:
                 conn.send_command(*args)
             else:
                 conn.send_packed_command([_pack(args)])
+            _call.sent = True
             reply = conn.read_response() if block is None else self._blocked_reply(conn, block)
         except ResponseError:
             self._idle.append(conn)  # the reply was read in full

@@ -9,6 +9,14 @@ gets the remembered reply instead of running again. Script calls ride out
 outages in ``_run``; only verbs that also talk to Redis otherwise (blocking
 waits, pipelines) are wrapped in ``guarded``.
 
+A call that gives up (``StoreUnavailable`` after ``retry_for``) may still
+run on the server: Redis runs what it has read once it resumes, with no one
+left to read the reply. So a store instance keeps the claim (per worker) and
+the finish and release batches whose calls gave up, and its next call of
+that verb sends them again first, under their request ids: the remembered
+reply comes back if the server ran them, else they run now. A send that gave
+up after its request was written raises ``CommitInDoubt`` instead.
+
 Workers wait on per-queue signal lists with BLPOP on a separate connection:
 scripts that make work claimable push tokens (capped), and the wait is cut
 short at the next delayed job's run time or when a sub-queue parked by a
@@ -17,12 +25,15 @@ rate limit or an open breaker may pass again.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rota._ids import unique_ids
+from rota.errors import CommitInDoubt, RotaError, StoreUnavailable
 from rota.models import (
     ANY_HOST,
     ClaimedJob,
@@ -38,7 +49,7 @@ from rota.stores.base import LeaseStatus, Store, WaitingClaims
 from rota.stores.redis import _codec
 from rota.stores.redis._audit import Audit
 from rota.stores.redis._base import RedisBase, guarded
-from rota.stores.redis._conn import MAX_BLOCK, RedisOptions
+from rota.stores.redis._conn import MAX_BLOCK, RedisOptions, request_sent
 from rota.stores.redis._logs import Logs
 from rota.stores.redis._reads import Reads
 from rota.stores.redis._steer import Steering
@@ -47,6 +58,35 @@ from rota.stores.redis._users import Users
 _RECOVER_BATCH = 1000
 #: extend.lua's reply per lease.
 _LEASE_STATUS: tuple[LeaseStatus, ...] = ("lost", "held", "cancel")
+
+_Item = Outcome | LeaseRef
+_Key = tuple[str, str]  # an outcome's or a lease's (job id, token)
+
+
+def _key(item: _Item) -> _Key:
+    return item.job_id, item.token
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    """The batches of one script (finish or release) whose calls gave up with
+    :class:`StoreUnavailable`, each its arguments (request id first) and its
+    items' keys, to be sent again before the next call of that script; and
+    the answers they got then, kept ``until`` (monotonic) Redis forgets them."""
+
+    script: str
+    batches: list[tuple[list[bytes | str], list[_Key]]] = field(default_factory=list)
+    answers: dict[_Key, bool] = field(default_factory=dict)
+    until: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True, slots=True)
+class _UnsettledClaim:
+    """A worker's claim that gave up: its arguments and when it began (monotonic)."""
+
+    args: list[str]
+    began: float
 
 
 @dataclass(slots=True)
@@ -73,6 +113,25 @@ class _Idle:
         )
 
 
+def _outcome_args(o: Outcome) -> list[bytes | str]:
+    """finish.lua's arguments for one outcome."""
+    has = (o.result is not None, o.error is not None, o.traceback is not None)
+    return [
+        o.job_id,
+        o.token,
+        f"{o.ok:d}{has[0]:d}{has[1]:d}{has[2]:d}{o.snooze:d}",
+        o.result or b"",
+        o.error or "",
+        o.traceback or "",
+        _codec.opt(None if o.retry_in is None else float(o.retry_in)),
+        "\n".join(o.kinds),
+    ]
+
+
+def _lease_args(lease: LeaseRef) -> list[bytes | str]:
+    return [lease.job_id, lease.token]
+
+
 class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingClaims):
     """A :class:`~rota.stores.base.Store` on Redis (``redis://host:port/db?namespace=N``).
 
@@ -91,6 +150,10 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         self._idle: _Idle | None = None
         # a registration whose wait on the inbox failed, perhaps losing a delivery
         self._cut: _Idle | None = None
+        # calls that gave up, perhaps to run on the server later (see the module's doc)
+        self._claims: dict[str, _UnsettledClaim] = {}  # by worker id
+        self._finishes = _Unsettled("finish")
+        self._releases = _Unsettled("release")
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
@@ -108,7 +171,17 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         args: list[bytes | str] = [self._request_id(), str(len(jobs))]
         for job in jobs:
             args += _codec.new_job_args(job)
-        reply = self._run("enqueue", args)
+        try:
+            reply = self._run("enqueue", args)
+        except StoreUnavailable as exc:
+            if not request_sent():  # refused or cut before the request: not stored
+                raise
+            what = f"{len(jobs)} jobs ({jobs[0].id}, ...)" if len(jobs) > 1 else f"job {jobs[0].id}"
+            raise CommitInDoubt(
+                f"{exc}; the request had reached the server, so the {what} may have been stored "
+                "(Redis runs what it has received when it answers again): look before sending "
+                "again, or give the task a unique key, which makes a second send a duplicate"
+            ) from exc
         return [
             EnqueueResult(reply[i].decode(), duplicate=reply[i + 1] == b"1")
             for i in range(0, len(reply), 2)
@@ -127,7 +200,33 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         if limit <= 0 or not queues:
             return []
         self._idle = None
+        if jobs := self._replay_claim(worker_id, limit):
+            return jobs
         return self._claim(worker_id, list(dict.fromkeys(queues)), limit, 0.0, host=host)[0]
+
+    def _replay_claim(self, worker_id: str, limit: int) -> list[ClaimedJob]:
+        """The jobs of ``worker_id``'s claim that gave up, if it has one: sent
+        again with its request id, it returns what Redis claimed when it ran
+        that claim late (whose leases hold), or runs now. Jobs past ``limit``
+        are released (all of them for a worker that leaves: ``limit`` 0).
+        :attr:`_idle` is forgotten: a claim that runs ends the worker's idle
+        registration."""
+        unsettled = self._claims.pop(worker_id, None)
+        if unsettled is None:
+            return []
+        self._idle = None
+        try:
+            reply = self._run("claim", unsettled.args)
+            jobs = _codec.claimed_jobs(reply[2:])
+            jobs = self._still_held(jobs, time.monotonic() - unsettled.began)
+        except StoreUnavailable:
+            self._claims[worker_id] = unsettled  # still unsettled
+            raise
+        if len(jobs) > limit:  # the worker has fewer free slots now
+            with contextlib.suppress(StoreUnavailable):  # kept, sent with the next release
+                self.release([LeaseRef(job.id, job.token) for job in jobs[limit:]])
+            del jobs[limit:]
+        return jobs
 
     def _claim(
         self,
@@ -144,7 +243,12 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         token = token or unique_ids.next()
         args = [worker_id, str(limit), token, self._request_id(), repr(idle_for)]
         args += [host.name, repr(host.grace), *queues]
-        reply = self._run("claim", args)
+        began = time.monotonic()
+        try:
+            reply = self._run("claim", args)
+        except StoreUnavailable:
+            self._claims[worker_id] = _UnsettledClaim(args, began)
+            raise
         at = float(reply[0])
         for queue in queues:
             self._claimed_at[queue] = at
@@ -170,8 +274,8 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         _checks.claim(worker_id, queues, limit, host)
         if limit <= 0 or not queues:
             return []
-        if (cut := self._cut) is not None and (jobs := self._reclaim(cut)):
-            return self._still_held(jobs, time.monotonic() - cut.since)
+        if jobs := self._left_over(worker_id, limit):
+            return jobs
         names = list(dict.fromkeys(queues))
         inbox = self.keys.inbox(worker_id)
         deadline = time.monotonic() + timeout
@@ -204,6 +308,13 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
             if self._is_news(*popped):
                 self._idle = None  # claim again
         return []
+
+    def _left_over(self, worker_id: str, limit: int) -> list[ClaimedJob]:
+        """Jobs that failed calls left for the worker: those handed to a
+        registration whose wait was cut, else those of a claim that gave up."""
+        if (cut := self._cut) is not None and (jobs := self._reclaim(cut)):
+            return self._still_held(jobs, time.monotonic() - cut.since)
+        return self._replay_claim(worker_id, limit)
 
     def _still_held(self, jobs: list[ClaimedJob], waited: float) -> list[ClaimedJob]:
         """The handed ``jobs`` whose leases still hold. A job waited in the
@@ -256,29 +367,64 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         if not outcomes:
             return []
         _checks.outcomes(outcomes)
-        args: list[bytes | str] = [self._request_id()]
-        for o in outcomes:
-            has = (o.result is not None, o.error is not None, o.traceback is not None)
-            flags = f"{o.ok:d}{has[0]:d}{has[1]:d}{has[2]:d}{o.snooze:d}"
-            args += [
-                o.job_id,
-                o.token,
-                flags,
-                o.result or b"",
-                o.error or "",
-                o.traceback or "",
-                _codec.opt(None if o.retry_in is None else float(o.retry_in)),
-                "\n".join(o.kinds),
-            ]
-        return [bool(x) for x in self._run("finish", args)]
+        return self._batch(self._finishes, outcomes, _outcome_args)
 
     def release(self, leases: Sequence[LeaseRef]) -> list[bool]:
         if not leases:
             return []
         _checks.leases(leases)
-        args = [self._request_id()]
-        args += [part for lease in leases for part in (lease.job_id, lease.token)]
-        return [bool(x) for x in self._run("release", args)]
+        return self._batch(self._releases, leases, _lease_args)
+
+    def _batch(
+        self,
+        unsettled: _Unsettled,
+        items: Sequence[_Item],
+        parts: Callable[[Any], list[bytes | str]],
+    ) -> list[bool]:
+        """Run ``unsettled.script`` on ``items`` (``parts`` gives each one's
+        arguments): one flag per item. After calls that gave up, their batches
+        go first, again under their own request ids; an item that was in one
+        of them takes the answer it got there (the server may have run it
+        late), for as long as Redis remembers it; the others go in a new batch."""
+        if not (unsettled.batches or unsettled.answers):
+            return self._new_batch(unsettled, items, parts)
+        with unsettled.lock:  # one thread at a time settles them
+            if time.monotonic() > unsettled.until:  # Redis has forgotten those replies too
+                unsettled.answers = {}
+            answers = unsettled.answers
+            while unsettled.batches:
+                args, keys = unsettled.batches[0]
+                try:
+                    reply = self._run(unsettled.script, args)
+                    answers.update(zip(keys, map(bool, reply), strict=True))
+                except StoreUnavailable:
+                    raise
+                except RotaError:  # refused now: its items reported again go in a new batch
+                    pass
+                del unsettled.batches[0]
+                unsettled.until = time.monotonic() + self._remembered_for()
+            rest = [item for item in items if _key(item) not in answers]
+            fresh = dict(zip(map(_key, rest), self._new_batch(unsettled, rest, parts), strict=True))
+            return [answers[k] if k in answers else fresh[k] for k in map(_key, items)]
+
+    def _new_batch(
+        self,
+        unsettled: _Unsettled,
+        items: Sequence[_Item],
+        parts: Callable[[Any], list[bytes | str]],
+    ) -> list[bool]:
+        """``items`` in one call of ``unsettled.script``, kept there when it gives up."""
+        if not items:
+            return []
+        args: list[bytes | str] = [self._request_id()]
+        for item in items:
+            args += parts(item)
+        try:
+            reply = self._run(unsettled.script, args)
+        except StoreUnavailable:
+            unsettled.batches.append((args, list(map(_key, items))))
+            raise
+        return [bool(x) for x in reply]
 
     def recover(self) -> list[str]:
         recovered: list[str] = []
@@ -336,6 +482,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
 
     def remove_worker(self, worker_id: str) -> None:
         self._forget_idle(worker_id)
+        self._replay_claim(worker_id, 0)  # what a claim that gave up took goes back
         self._run("remove_worker", [worker_id])
 
     def _forget_idle(self, worker_id: str) -> None:
