@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota import _json, _validate
+from rota._connections import dbapi_connection, transaction_of
 from rota._ids import unique_ids
 from rota._time import parse_duration, to_epoch
 from rota.diagnose import job_problem
@@ -354,14 +355,14 @@ class Task(Generic[P, R]):
         Django's ``connection`` in ``transaction.atomic()``), is not an argument
         of the job: the job is stored in that connection's open transaction,
         committed or rolled back with it."""
-        connection = _transaction_of(kwargs, self.fn)
+        connection = self._transaction_of(kwargs)
         return self._send_one(self.new_job(args, kwargs), connection)
 
     def send_in(self, seconds: float, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue a job that becomes runnable ``seconds`` from now (store clock);
         ``connection=`` as for :meth:`send`."""
         delay = parse_duration(seconds, what="send_in delay")
-        connection = _transaction_of(kwargs, self.fn)
+        connection = self._transaction_of(kwargs)
         return self._send_one(self.new_job(args, kwargs, delay=delay), connection)
 
     def send_at(self, when: datetime, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
@@ -369,7 +370,7 @@ class Task(Generic[P, R]):
         most 100 years from now (a past time runs as soon as it can);
         ``connection=`` as for :meth:`send`."""
         run_at = _send_at_time(when)
-        connection = _transaction_of(kwargs, self.fn)
+        connection = self._transaction_of(kwargs)
         return self._send_one(self.new_job(args, kwargs, run_at=run_at), connection)
 
     def send_many(
@@ -393,8 +394,14 @@ class Task(Generic[P, R]):
             except (InvalidArgument, SerializationError) as exc:
                 raise type(exc)(f"send_many item {index}: {exc}") from None
         if connection is not None:  # a SQLAlchemy session or connection: what it wraps
-            connection = _dbapi_connection(connection) or connection
+            connection = dbapi_connection(connection) or connection
         return self._handles(self.app._enqueue(jobs, connection))
+
+    def _transaction_of(self, kwargs: dict[str, Any]) -> Any:
+        """:func:`~rota._connections.transaction_of` for a call of this task."""
+        if "connection" not in kwargs:
+            return None
+        return transaction_of(kwargs, functools.partial(_takes_connection, self.fn))
 
     def _send_one(self, job: NewJob, connection: Any = None) -> JobHandle[R]:
         return self._handles(self.app._enqueue([job], connection))[0]
@@ -595,98 +602,3 @@ def _send_at_time(when: datetime) -> float:
     if early is not None:
         raise InvalidArgument(early)
     return at
-
-
-def _transaction_of(kwargs: dict[str, Any], fn: Callable[..., Any]) -> Any:
-    """Take a ``connection`` keyword that holds a database connection out of
-    a call's keyword arguments and return it (None when there is none). No
-    job argument can be a connection: it is not JSON. ``connection=None``
-    (``conn if in_transaction else None``) means no transaction, unless the
-    task's function ``fn`` takes a ``connection`` argument."""
-    value = kwargs.get("connection")
-    if value is None:
-        if "connection" in kwargs and not _takes_connection(fn):
-            del kwargs["connection"]
-        return None
-    if isinstance(value, str | bytes | int | float | list | dict | tuple):
-        return None
-    connection = _dbapi_connection(value)
-    if connection is None:
-        if _is_engine(value) and not _takes_connection(fn):
-            raise InvalidArgument(
-                "connection= takes a connection or a session with its transaction, not an "
-                "Engine: `with engine.begin() as conn: task.send(..., connection=conn)`"
-            )
-        if _takes_connection(fn):
-            return None  # the task's own argument (and refused as not JSON)
-        raise InvalidArgument(
-            "connection= takes an open database connection (psycopg, mysqlclient, PyMySQL, "
-            "Connector/Python), a SQLAlchemy Connection or Session, or Django's, not "
-            f"{_validate.type_name(value)}"
-        )
-    del kwargs["connection"]
-    return connection
-
-
-def _is_engine(value: object) -> bool:
-    """Whether ``value`` is a SQLAlchemy ``Engine`` (a pool of connections,
-    none of them in a transaction of the caller's)."""
-    return type(value).__name__ == "Engine" and callable(getattr(value, "begin", None))
-
-
-def _dbapi_connection(value: object) -> Any:
-    """The database connection ``value`` is, or that SQLAlchemy or Django
-    wraps in it (a pooled connection; a ``Connection``; a ``Session``: its
-    connection, in its transaction; Django's: see :func:`_django_connection`);
-    None when it is none of these."""
-    if _is_django(value):
-        return _django_connection(value)
-    found = getattr(value, "dbapi_connection", None)  # a pooled connection's
-    if found is None:
-        if callable(getattr(value, "cursor", None)):
-            return value  # the driver's own (psycopg's, mysqlclient's)
-        try:
-            if callable(getattr(value, "get_bind", None)):
-                value = value.connection()  # type: ignore[attr-defined]  # a Session's
-            found = getattr(getattr(value, "connection", None), "dbapi_connection", None)
-        except Exception:  # a closed Connection or Session: not a connection to send in
-            return None
-    return found if callable(getattr(found, "cursor", None)) else None
-
-
-def _is_django(value: object) -> bool:
-    """Whether ``value`` is a Django database connection (a ``DatabaseWrapper``,
-    ``connections["alias"]``, or ``django.db.connection``, the proxy to the
-    default one), told by its shape: rota does not import Django."""
-    return callable(getattr(value, "ensure_connection", None)) and isinstance(
-        getattr(value, "settings_dict", None), dict
-    )
-
-
-def _django_connection(wrapper: Any) -> Any:
-    """The driver's connection under a Django ``wrapper``, in the transaction
-    of the caller's ``transaction.atomic()`` block. Refused, saying why: one
-    in autocommit mode (outside any atomic block), as rota refuses a driver's
-    connection in autocommit, since its jobs would be stored at once; an
-    atomic block marked for rollback, where Django runs no statement; one on
-    psycopg2, which no store takes."""
-    name = f"Django's connection {wrapper.alias!r}"
-    if wrapper.get_autocommit():  # (it connects first)
-        raise InvalidArgument(
-            f"connection is {name} in autocommit mode (outside transaction.atomic()), where "
-            "the job would be stored at once: send inside `with transaction.atomic():`, or "
-            "without connection="
-        )
-    if wrapper.needs_rollback:
-        raise InvalidArgument(
-            f"connection is {name} in an atomic block marked for rollback (a statement in it "
-            "raised an error, or set_rollback(True)): send in an atomic block that can commit"
-        )
-    driver = wrapper.connection
-    if type(driver).__module__.startswith("psycopg2"):
-        raise InvalidArgument(
-            f"connection is {name} on psycopg2, but rota sends in a transaction of psycopg 3 "
-            "only: Django 4.2 and later use psycopg 3 when it is installed (rota[postgres] "
-            "installs it)"
-        )
-    return driver
