@@ -375,8 +375,15 @@ def test_the_log_of_fires_older_than_the_grace_names_the_next_fire(
     ) in caplog.text
 
 
-def test_a_fire_skipped_for_overlap_is_logged_with_its_time(
-    app: App, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("overlap", "why"),
+    [
+        ("skip", "its previous job has not finished (overlap='skip')"),
+        ("queue", "a job it sent still waits to run, and overlap='queue' lets only one wait"),
+    ],
+)
+def test_a_fire_skipped_for_overlap_is_logged_with_its_time_and_rule(
+    app: App, caplog: pytest.LogCaptureFixture, overlap: str, why: str
 ) -> None:
     now = math.floor(app.store.now())
     start = now - 90  # fires at now - 90, now - 30, now + 30
@@ -385,41 +392,16 @@ def test_a_fire_skipped_for_overlap_is_logged_with_its_time(
         "refresh",
         every(60, start=moment(start)[0]),
         args=("a",),
-        overlap="skip",
+        overlap=overlap,
         misfire="all",
     )
     backdate(app, "o", now - 90)
     with caplog.at_level(logging.INFO, logger="rota.scheduler"):
         Scheduler(app).tick()
-    assert fire_times(app, "o") == [now - 90]  # queued, not finished: the next fire skips
-    assert (
-        f"schedule o: the fire at {_iso(now - 30)} skipped: its previous job has not finished "
-        "(overlap='skip')"
-    ) in caplog.text
-
-
-def test_a_fire_skipped_for_overlap_queue_says_one_job_already_waits(
-    app: App, caplog: pytest.LogCaptureFixture
-) -> None:
-    now = math.floor(app.store.now())
-    start = now - 90  # fires at now - 90, now - 30, now + 30
-    app.schedule(
-        "q",
-        "refresh",
-        every(60, start=moment(start)[0]),
-        args=("a",),
-        overlap="queue",
-        misfire="all",
-    )
-    backdate(app, "q", now - 90)
-    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
-        Scheduler(app).tick()
-    assert fire_times(app, "q") == [now - 90]  # it waits: the next fire is skipped
-    assert (
-        f"schedule q: the fire at {_iso(now - 30)} skipped: a job it sent still waits to run, "
-        "and overlap='queue' lets only one wait"
-    ) in caplog.text
-    assert "overlap='skip'" not in caplog.text
+    # queued, not finished (and waiting): the next fire is skipped
+    assert fire_times(app, "o") == [now - 90]
+    assert f"schedule o: the fire at {_iso(now - 30)} skipped: {why}" in caplog.text
+    assert caplog.text.count("overlap=") == 1  # its own rule only
 
 
 def test_the_log_of_fires_dropped_under_misfire_all_says_why_and_what_fires(
