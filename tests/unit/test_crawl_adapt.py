@@ -154,7 +154,11 @@ def test_retry_after_is_seconds_or_an_http_date() -> None:
         ({"slow_factor": float("nan")}, "slow_factor must be a number from 1"),
         ({"smoothing": 0}, "smoothing must be a number above 0"),
         ({"pause": 0}, "pause must be above 0"),
-        ({"pause": "10m", "max_pause": "1m"}, "max_pause .60 s. is below pause .600 s."),
+        ({"pause": "10m", "max_pause": "1m"}, r"max_pause \(60 s\) is below pause \(600 s\)$"),
+        (
+            {"max_pause": "4s"},
+            r"max_pause \(4 s\) is below pause \(5 s, its default: give pause= too\)$",
+        ),
         ({"slow_margin": "soon"}, "slow_margin 'soon' is not a duration"),
     ],
 )

@@ -52,6 +52,10 @@ class Event(StrEnum):
     THROTTLED = "throttled"
 
 
+#: A host's first pause when it throttles without a Retry-After (seconds).
+_PAUSE = 5.0
+
+
 @dataclass(frozen=True, slots=True)
 class Adaptive:
     """How fast a host's level moves (see the module's docstring).
@@ -64,7 +68,7 @@ class Adaptive:
     ramp_every: int = 20
     slow_factor: float = 2.0
     slow_margin: float | str = 0.25
-    pause: float | str = 5.0
+    pause: float | str = _PAUSE
     max_pause: float | str = "1h"
     smoothing: float = 0.3
 
@@ -80,7 +84,8 @@ class Adaptive:
         first = parse_duration(self.pause, what="pause", positive=True)
         longest = parse_duration(self.max_pause, what="max_pause", positive=True)
         if longest < first:
-            raise InvalidArgument(f"max_pause ({longest:g} s) is below pause ({first:g} s)")
+            hint = ", its default: give pause= too" if self.pause == _PAUSE else ""
+            raise InvalidArgument(f"max_pause ({longest:g} s) is below pause ({first:g} s{hint})")
         object.__setattr__(self, "slow_margin", margin)
         object.__setattr__(self, "pause", first)
         object.__setattr__(self, "max_pause", longest)
