@@ -348,6 +348,38 @@ def test_jobs_list_filters(env: Env) -> None:
     assert empty.stderr.strip() == "no jobs match"
 
 
+def test_jobs_list_reads_on_past_empty_pages_that_have_a_cursor(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store that scans only so many jobs per page (Redis: SCAN_CAP) answers
+    # a rare match with empty pages that carry a cursor: not the end.
+    sent = env.send("add", "1", "2")
+    real = type(env.store).list_jobs
+    calls: list[str | None] = []
+
+    def scanning(self: Store, query: JobQuery, limit: int = 50, cursor: str | None = None) -> Any:
+        calls.append(cursor)
+        if cursor is None or cursor.startswith("scan"):
+            n = 0 if cursor is None else int(cursor[4:])
+            if n < 3:
+                return type(real(self, query, limit=limit))((), f"scan{n + 1}")
+            return real(self, query, limit=limit)
+        return real(self, query, limit=limit, cursor=cursor)
+
+    monkeypatch.setattr(type(env.store), "list_jobs", scanning)
+    found = env.rota("jobs", "list", "--task", "add")
+    assert found.exit_code == 0, found.output
+    assert [line.split()[0] for line in found.stdout.splitlines()[1:]] == [sent]
+    assert calls == [None, "scan1", "scan2", "scan3"]
+
+    monkeypatch.setattr(rota.cli.jobs, "_SCAN_BUDGET", 0.0)  # out of time at once
+    stopped = env.rota("jobs", "list", "--task", "add")
+    assert stopped.exit_code == 0
+    assert stopped.stdout == ""
+    assert "no match in the jobs scanned so far" in stopped.stderr
+    assert "the scan goes on: add --cursor scan1 to the same command" in stopped.stderr
+
+
 def test_jobs_list_pages_with_a_cursor(env: Env) -> None:
     sent = [env.send("add", str(i), "0") for i in range(3)]
     first = env.rota("jobs", "list", "--limit", "2")

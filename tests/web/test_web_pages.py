@@ -73,6 +73,31 @@ def test_jobs_page_filters_and_pages(client: TestClient, demo: Demo) -> None:
     assert "https://example.com/needle" in found.text
 
 
+def test_an_empty_jobs_page_with_a_cursor_says_the_scan_goes_on(
+    client: TestClient, demo: Demo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store that scans only so many jobs per page (Redis) answers a rare
+    # match with empty pages that carry a cursor: not the end.
+    handle = demo.add.send(1, 1)
+    real = demo.store.list_jobs
+
+    def scanning(query: JobQuery, limit: int = 50, cursor: str | None = None) -> Any:
+        if cursor is None:
+            return type(real(query, limit=limit))((), "scanned-part")
+        return real(query, limit=limit)
+
+    monkeypatch.setattr(demo.store, "list_jobs", scanning)
+    page = client.get("/jobs", params={"task": "math.add"})
+    assert page.status_code == 200
+    assert _rows(page.text, "jobs") == []
+    assert "No jobs match." not in page.text
+    assert "No match in the jobs scanned so far" in page.text
+    nxt = re.search(r'href="(/jobs\?[^"]+)" rel="next"', page.text)
+    assert nxt
+    second = client.get(nxt.group(1).replace("&amp;", "&"))
+    assert _rows(second.text, "jobs") == [handle.id]
+
+
 def test_jobs_page_bad_input_is_a_clear_error_page(client: TestClient) -> None:
     bad_state = client.get("/jobs", params={"state": "done"})
     assert bad_state.status_code == 400

@@ -42,6 +42,10 @@ __all__ = ["jobs"]
 
 #: Seconds between two looks at a followed job's log.
 _FOLLOW_POLL = 0.25
+#: Seconds ``jobs list`` goes on reading pages that came back empty with a
+#: cursor (a store may scan only so many jobs per call) before it stops and
+#: prints the cursor to go on from.
+_SCAN_BUDGET = 10.0
 #: States after which a job writes no more output.
 FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
@@ -145,12 +149,27 @@ def list_jobs(
     limit: int,
     cursor: str | None,
 ) -> None:
-    """List jobs, newest first, one page at a time."""
+    """List jobs, newest first, one page at a time.
+
+    A store may look at only so many jobs per page (Redis: 20,000), so a rare
+    match can be far down: pages that found nothing are read on for up to
+    10 s, then the cursor to go on from is printed."""
     store = cli.store_app().reader
     query = JobQuery(queue=queue, task=task, state=state, schedule=schedule, search=search or None)
     page = store.list_jobs(query, limit=limit, cursor=cursor)
+    deadline = time.monotonic() + _SCAN_BUDGET
+    # An empty page with a cursor is not the end: the store scanned its share
+    # of jobs and found no match in them; the next page scans on.
+    while not page.jobs and page.next_cursor is not None and time.monotonic() < deadline:
+        page = store.list_jobs(query, limit=limit, cursor=page.next_cursor)
     if not page.jobs:
-        note("no jobs match" if cursor is None else "no more jobs")
+        if page.next_cursor is not None:
+            note(
+                f"no match in the jobs scanned so far ({_SCAN_BUDGET:g} s); the scan goes on: "
+                f"add --cursor {page.next_cursor} to the same command"
+            )
+        else:
+            note("no jobs match" if cursor is None else "no more jobs")
         return
     console().print(jobs_table(page.jobs, store.now()))
     if page.next_cursor is not None:

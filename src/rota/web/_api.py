@@ -223,7 +223,9 @@ def list_jobs(
     identity: Reading,
 ) -> JobPage:
     """Filter by queue, task, state, schedule and a text search over the arguments.
-    Pass ``next_cursor`` back as ``cursor`` for the next page. A viewer reads
+    Pass ``next_cursor`` back as ``cursor`` for the next page; the end is a
+    null ``next_cursor``: a page may be empty and still have one (a store may
+    scan only so many jobs per page), so read on. A viewer reads
     the ``env`` of a command job with its values hidden (``"***"``)."""
     page = _ops.list_jobs(
         _store(request),
