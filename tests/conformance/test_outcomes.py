@@ -24,6 +24,7 @@ from conformance.support import (
 from rota import App, JobCancelled, JobFailed, JobNotFound, JobTimeout
 from rota.models import JobQuery, JobState
 from rota.stores import Store
+from rota.stores.base import steering_progress
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -237,6 +238,37 @@ def test_retry_failed_by_queue_and_by_task(store: Store) -> None:
     assert get(store, b_x).state is JobState.QUEUED
     assert store.retry_failed() == 0
     assert get(store, ok).state is JobState.SUCCEEDED
+
+
+def test_retry_failed_queues_each_job_once_while_jobs_fail_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Redis works in parts (1,000 jobs each); here 4, so a worker fails the
+    # retried jobs again between parts. A store that works in one
+    # transaction reports once, after it.
+    monkeypatch.setattr("rota.stores.redis._steer._CHUNK", 4)
+    ids = [enqueue_one(store, new_job(i, lease=5.0, max_attempts=1)) for i in range(10)]
+    for _ in ids:
+        assert fail(store, claim_one(store))
+    parts: list[int] = []
+    late: list[str] = []
+
+    def worker_fails_them_again(count: int) -> None:
+        parts.append(count)
+        for job in store.claim("w", ["default"], 100):
+            assert fail(store, job)
+        if not late:  # a job sent and failed after the command began
+            late.append(enqueue_one(store, new_job("late", lease=5.0, max_attempts=1)))
+            assert fail(store, claim_one(store))
+
+    with steering_progress(worker_fails_them_again):
+        assert store.retry_failed(by="op") == 10
+    assert sum(parts) == 10
+    for job_id in ids:
+        job = get(store, job_id)
+        assert [h["event"] for h in job.history].count("requeued") == 1, job.history
+    assert get(store, late[0]).state is JobState.FAILED
+    assert [h["event"] for h in get(store, late[0]).history] == ["failed"]
 
 
 def test_retry_failed_without_filters_retries_everything_failed(store: Store) -> None:

@@ -42,6 +42,8 @@ from rota.stores.roles import (
     UserStore,
     WaitingClaims,
     claim_or_wait,
+    report_progress,
+    steering_progress,
     stop_waiting,
 )
 
@@ -73,6 +75,8 @@ __all__ = [
     "dropped_bytes",
     "dropped_note",
     "is_service_notice",
+    "report_progress",
+    "steering_progress",
     "stop_waiting",
 ]
 

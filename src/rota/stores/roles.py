@@ -13,7 +13,9 @@ those of :mod:`rota.stores.base`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Literal
 
 from rota.errors import AmbiguousJobId, JobNotFound
@@ -201,9 +203,42 @@ class JobStore(ABC):
         never took."""
 
 
+_progress: ContextVar[Callable[[int], object] | None] = ContextVar(
+    "rota_steering_progress", default=None
+)
+
+
+@contextmanager
+def steering_progress(callback: Callable[[int], object]) -> Iterator[None]:
+    """While in this block, the bulk steering verbs of this thread or task
+    (:meth:`SteeringStore.retry_failed`, :meth:`SteeringStore.purge_queue`)
+    call ``callback(n)`` after each part of their work that is applied for
+    good, ``n`` the jobs that part changed: a caller interrupted half-way
+    knows what was done (``app.admin`` audits it)."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def report_progress(count: int) -> None:
+    """Called by a store's bulk steering verb after each part it applied
+    (committed), with how many jobs that part changed (see
+    :func:`steering_progress`)."""
+    callback = _progress.get()
+    if callback is not None and count:
+        callback(count)
+
+
 class SteeringStore(ABC):
     """Operator actions on jobs, queues and flow-control keys (called through
-    ``app.admin``)."""
+    ``app.admin``).
+
+    :meth:`retry_failed` and :meth:`purge_queue` may touch very many jobs; a
+    store may apply them in parts (Redis: 1,000 jobs per part), each part for
+    good, and reports each part to :func:`report_progress` (a store that
+    applies them in one transaction reports once, after it commits)."""
 
     @abstractmethod
     def cancel(self, job_ids: Sequence[str], by: str | None = None) -> list[bool]:
@@ -236,7 +271,9 @@ class SteeringStore(ABC):
     ) -> int:
         """Retry every failed job of a queue and/or task, as :meth:`retry`
         (jobs whose unique key another job holds stay failed); return how
-        many were queued."""
+        many were queued. The jobs are those failed when the call began: one
+        that is sent or fails (again) while it runs is left failed, so each
+        job is queued at most once and the count is of distinct jobs."""
 
     @abstractmethod
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
@@ -252,7 +289,8 @@ class SteeringStore(ABC):
 
     @abstractmethod
     def purge_queue(self, queue: str) -> int:
-        """Delete every pending job of ``queue``; return how many."""
+        """Delete every pending job of ``queue``; return how many. Jobs
+        sent while it runs may be kept."""
 
     @abstractmethod
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rota.models import EnqueueResult, NewJob, Schedule
 from rota.stores import _checks
-from rota.stores.base import FireResult, check_mode
+from rota.stores.base import FireResult, check_mode, report_progress
 from rota.stores.redis import _codec
 from rota.stores.redis._base import RedisBase, guarded
 
@@ -41,13 +41,18 @@ class Steering(RedisBase):
         _checks.optional_text(queue, "queue")
         _checks.optional_text(task, "task")
         _checks.optional_text(by, "by")
-        total, skip = 0, 0
+        # The first chunk fixes the set of jobs (sent and failed before it);
+        # each chunk goes on after the last sequence looked at, so a job
+        # retried in one chunk that fails again is not seen by the next.
+        total, after, seq_bound, time_bound = 0, "", "", ""
         while True:
-            done, looked = self._run(
-                "retry_failed", [queue or "", task or "", str(_CHUNK), str(skip), by or ""]
+            done, looked, last, seq, until = self._run(
+                "retry_failed",
+                [queue or "", task or "", str(_CHUNK), after, by or "", seq_bound, time_bound],
             )
             total += int(done)
-            skip += int(looked) - int(done)
+            report_progress(int(done))
+            after, seq_bound, time_bound = last.decode(), seq.decode(), until.decode()
             if int(looked) < _CHUNK:
                 return total
 
@@ -78,6 +83,7 @@ class Steering(RedisBase):
         while True:
             removed, seq, more = self._run("purge_queue", [queue, bound, str(_CHUNK)])
             total += int(removed)
+            report_progress(int(removed))
             bound = seq.decode()
             if not int(more):
                 return total

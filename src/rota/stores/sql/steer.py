@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rota import _json
 from rota.stores import _checks
-from rota.stores.base import check_mode
+from rota.stores.base import check_mode, report_progress
 from rota.stores.sql.limits import UNPARK_ALL, LimitBook
 from rota.stores.sql.tx import Database, Tx
 from rota.stores.sql.uniques import unique_holder
@@ -79,7 +79,9 @@ class Steering(Database):
             tx.wake()
             return count
 
-        return self._transact(work)
+        done = self._transact(work)
+        report_progress(done)  # one transaction: all of it, once committed
+        return done
 
     def delete(self, job_ids: Sequence[str]) -> list[bool]:
         _checks.job_ids(job_ids)
@@ -119,7 +121,9 @@ class Steering(Database):
             tx.executemany("release_unique", [(k, i) for k, i in keys if k is not None])
             return len(keys)
 
-        return self._transact(work)
+        done = self._transact(work)
+        report_progress(done)  # one transaction: all of it, once committed
+        return done
 
     def purge_finished(self, older_than: float, limit: int = 10_000) -> int:
         _checks.retention(older_than, limit)
