@@ -17,7 +17,7 @@ every right.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,11 @@ from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, 
 from rota.retry import RetryPolicy
 from rota.scheduling.define import define_schedule, naming_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_input
+from rota.stores.roles import steering_progress
 from rota.task import JobHandle, Task
+
+#: A callback given the count of jobs done so far by a bulk action.
+Progress = Callable[[int], object]
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -158,13 +162,48 @@ class Admin:
         setter(name, mode)
         self._record(actor, "queue.mode", name, mode=mode)
 
-    def purge_queue(self, name: str, *, by: Actor | None = None) -> int:
+    def purge_queue(
+        self, name: str, *, by: Actor | None = None, progress: Progress | None = None
+    ) -> int:
         """Delete every pending (scheduled or queued) job of queue ``name``;
-        return how many. :class:`NotFound` for a queue with no jobs."""
+        return how many. :class:`NotFound` for a queue with no jobs.
+
+        A store may delete in parts, each for good: ``progress(done)`` is
+        called after each with the count so far, and a call interrupted
+        half-way (Ctrl-C) audits what it did, with ``interrupted: true``."""
         actor = self._allow(by, "operator")
         self._queue(_validate.name(name, "queue"))
-        count = self._store.purge_queue(name)
-        self._record(actor, "queue.purge", name, count=count)
+        return self._in_parts(
+            actor, "queue.purge", name, lambda: self._store.purge_queue(name), progress
+        )
+
+    def _in_parts(
+        self,
+        actor: Actor,
+        action: str,
+        target: str,
+        work: Callable[[], int],
+        progress: Progress | None,
+    ) -> int:
+        """Run a bulk steering verb of the store, keeping count of the parts
+        it applied; audit the whole, or on an exception what was done."""
+        done = 0
+
+        def applied(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                progress(done)
+
+        finished = False
+        try:
+            with steering_progress(applied):
+                count = work()
+            finished = True
+        finally:
+            if not finished and done:  # interrupted after some parts
+                self._record(actor, action, target, count=done, interrupted=True)
+        self._record(actor, action, target, count=count)
         return count
 
     def _queue(self, name: str) -> QueueInfo:
@@ -236,20 +275,31 @@ class Admin:
         return full
 
     def retry_failed(
-        self, queue: str | None = None, task: str | None = None, *, by: Actor | None = None
+        self,
+        queue: str | None = None,
+        task: str | None = None,
+        *,
+        by: Actor | None = None,
+        progress: Progress | None = None,
     ) -> int:
         """Retry every failed job of ``queue`` and/or ``task`` (of every queue
         and task when both are None); return how many. A job whose unique key
-        another job holds now stays failed (see :meth:`retry_job`)."""
+        another job holds now stays failed (see :meth:`retry_job`). Jobs that
+        fail while it runs are left failed. ``progress`` and an interrupted
+        call: as :meth:`purge_queue`."""
         actor = self._allow(by, "operator")
         if queue is not None:
             _validate.name(queue, "queue")
         if task is not None:
             _validate.name(task, "task name")
-        count = self._store.retry_failed(queue=queue, task=task, by=actor.name)
         target = " ".join(f"{k}={v}" for k, v in (("queue", queue), ("task", task)) if v) or "*"
-        self._record(actor, "job.retry_failed", target, count=count)
-        return count
+        return self._in_parts(
+            actor,
+            "job.retry_failed",
+            target,
+            lambda: self._store.retry_failed(queue=queue, task=task, by=actor.name),
+            progress,
+        )
 
     # -- limits ----------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from rota.cli._support import redact_text, resolve_queues, summary
 from rota.cli.status import LOST_AFTER, worker_state
 from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, LogChunk, Outcome, WorkerInfo
 from rota.stores import Store, open_store
-from rota.stores.base import MAX_LOG_PAGE
+from rota.stores.base import MAX_LOG_PAGE, report_progress
 
 APP_SOURCE = """
     import rota
@@ -766,7 +766,10 @@ def test_queues_purge_asks_first(env: Env) -> None:
     env.send("add", "1", "3", "--in", "1h")
     declined = env.rota("queues", "purge", "default", input="n\n")
     assert declined.exit_code == 1
-    assert "Delete every pending job of queue 'default'? [y/N]" in declined.stderr
+    assert (
+        "Delete every pending job of queue 'default': 2 job(s) (1 scheduled, 1 queued)? [y/N]"
+        in declined.stderr
+    )
     assert "Aborted" in declined.stderr
     assert _queue_rows(env)["default"][2:4] == ["1", "1"]
     accepted = env.rota("queues", "purge", "default", input="y\n")
@@ -777,6 +780,53 @@ def test_queues_purge_asks_first(env: Env) -> None:
     assert forced.stdout == "purged 1 pending job(s) from queue default\n"
     assert "[y/N]" not in forced.stderr
     assert "default" not in _queue_rows(env), "an emptied queue is no longer listed"
+
+
+def _interrupt_after_a_part(verb: str, done: int) -> Callable[..., int]:
+    """A store verb that applies a part of ``done`` jobs, then is interrupted."""
+
+    def interrupted(*args: Any, **kwargs: Any) -> int:
+        report_progress(done)
+        raise KeyboardInterrupt
+
+    interrupted.__name__ = verb
+    return interrupted
+
+
+def test_an_interrupted_purge_says_what_it_did_and_audits_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        env.send("add", "1", str(i))
+    monkeypatch.setattr(type(env.store), "purge_queue", _interrupt_after_a_part("purge_queue", 2))
+    stopped = env.rota("queues", "purge", "default", "--yes")
+    assert stopped.exit_code == 130
+    assert stopped.stdout == ""
+    assert (
+        "interrupted: purged 2 of 3 pending job(s) from queue default (audited); the rest are left"
+        in stopped.stderr
+    )
+    entries, _ = env.store.audit(action="queue.purge")
+    assert [(e.target, e.details) for e in entries] == [
+        ("default", {"count": 2, "interrupted": True})
+    ]
+
+
+def test_an_interrupted_retry_of_failed_jobs_says_what_it_did_and_audits_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        env.send("add", "1", str(i))
+    work(env.store, "default", boom)
+    monkeypatch.setattr(type(env.store), "retry_failed", _interrupt_after_a_part("retry_failed", 1))
+    stopped = env.rota("jobs", "retry", "--failed")
+    assert stopped.exit_code == 130
+    assert (
+        "interrupted: retried 1 of 3 failed job(s) (audited); the rest stay failed"
+        in stopped.stderr
+    )
+    entries, _ = env.store.audit(action="job.retry_failed")
+    assert [(e.target, e.details) for e in entries] == [("*", {"count": 1, "interrupted": True})]
 
 
 # -- limits ------------------------------------------------------------------------------------

@@ -5,17 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
-
 from rota import export
-from rota.cli._support import console
+from rota.cli._progress import counting
 from rota.models import Job, JobState
 from rota.stores import Store
 
@@ -44,19 +35,15 @@ def write(
 
 def write_with_progress(fmt: str, jobs: Iterable[Job], out: IO[str], total: int | None) -> int:
     """:func:`write`, with a progress bar on stderr when it is a terminal."""
-    err = console(stderr=True)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("exporting"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        disable=not err.is_terminal,
-    )
-    with progress:
-        bar = progress.add_task("export", total=total)
-        return write(fmt, jobs, out, lambda: progress.advance(bar))
+    done = 0
+    with counting("exporting", total) as show:
+
+        def each() -> None:
+            nonlocal done
+            done += 1
+            show(done)
+
+        return write(fmt, jobs, out, each)
 
 
 def expected_total(store: Store, queue: str | None, task: str | None) -> int | None:

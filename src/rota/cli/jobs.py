@@ -18,6 +18,7 @@ from rota._wording import attempt_text, retry_text, snooze_reason, still_running
 from rota.admin import Actor
 from rota.app import App
 from rota.cli._actor import cli_actor
+from rota.cli._progress import counted
 from rota.cli._support import (
     CliError,
     CliState,
@@ -396,6 +397,10 @@ def retry(
 ) -> None:
     """Queue failed or cancelled jobs again, with fresh attempt counts.
 
+    --failed retries the jobs failed when it starts (not those that fail
+    again meanwhile), showing a count on stderr; on Ctrl-C the jobs retried
+    so far stay queued (a store may work in parts) and are audited.
+
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     if failed and job_ids:
         raise click.UsageError("give job ids or --failed, not both")
@@ -405,7 +410,21 @@ def retry(
         raise click.UsageError("--queue and --task go with --failed")
     app = cli.store_app()
     if failed:
-        count = app.admin.retry_failed(queue=queue, task=task, by=cli_actor())
+        total = None
+        if task is None:
+            total = sum(
+                info.counts.get(JobState.FAILED, 0)
+                for info in app.store.queues()
+                if queue is None or info.name == queue
+            )
+        count = counted(
+            "retrying",
+            total,
+            lambda show: app.admin.retry_failed(
+                queue=queue, task=task, by=cli_actor(), progress=show
+            ),
+            "retried {done}{of} failed job(s) (audited); the rest stay failed",
+        )
         click.echo(f"retried {count} failed job(s)")
         return
     _steer(app, job_ids, app.admin.retry_job, "retry", "retried")

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rota.cli._actor import cli_actor
+from rota.cli._progress import counted
 from rota.cli._support import (
     CliState,
     console,
@@ -93,12 +94,32 @@ def resume(cli: CliState, queue: str) -> None:
 @url_option
 @pass_state
 def purge(cli: CliState, queue: str, yes: bool) -> None:
-    """Delete every scheduled and queued job of QUEUE (running jobs are left alone)."""
-    admin = cli.store_app().admin
-    if not yes:
-        click.confirm(f"Delete every pending job of queue {queue!r}?", abort=True, err=True)
-    count = admin.purge_queue(queue, by=cli_actor())
+    """Delete every scheduled and queued job of QUEUE (running jobs are left alone).
+
+    Shows a count on stderr as it goes. On Ctrl-C the jobs deleted so far
+    stay deleted (a store may delete in parts, Redis 1,000 at a time) and are
+    audited; the command says how many."""
+    app = cli.store_app()
+    info = next((q for q in app.store.queues() if q.name == queue), None)
+    scheduled, queued = (0, 0) if info is None else _pending(info)
+    if not yes and info is not None:  # (no such queue: the purge says so)
+        click.confirm(
+            f"Delete every pending job of queue {queue!r}: {scheduled + queued} job(s) "
+            f"({scheduled} scheduled, {queued} queued)?",
+            abort=True,
+            err=True,
+        )
+    count = counted(
+        "purging",
+        scheduled + queued,
+        lambda show: app.admin.purge_queue(queue, by=cli_actor(), progress=show),
+        f"purged {{done}}{{of}} pending job(s) from queue {queue} (audited); the rest are left",
+    )
     click.echo(f"purged {count} pending job(s) from queue {queue}")
+
+
+def _pending(info: QueueInfo) -> tuple[int, int]:
+    return info.counts.get(JobState.SCHEDULED, 0), info.counts.get(JobState.QUEUED, 0)
 
 
 @queues.command("mode")
