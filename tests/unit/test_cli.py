@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import rota.cli
+import rota.cli._export
 from rota import _json
 from rota._loader import load_app
 from rota._time import format_duration
@@ -684,6 +685,38 @@ def test_jobs_export_csv_to_a_file(env: Env) -> None:
     assert json.loads(rows[2]["args"]) == [1, 2]
     assert rows[2]["result"] == "3"
     assert rows[2]["schedule"] == ""
+
+
+def test_jobs_export_to_a_file_it_cannot_write_is_one_line_before_any_read(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_read(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("read before the file was opened")
+
+    monkeypatch.setattr(type(env.store), "iter_results", no_read)
+    result = env.rota("jobs", "export", "-f", "csv", "-o", "/nonexistent/dir/x.csv")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: cannot write /nonexistent/dir/x.csv: No such file or directory\n"
+    )
+
+
+def test_an_interrupted_export_removes_the_incomplete_file(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _finished(env)
+    target = env.tmp / "out.json"
+
+    def interrupted(fmt: str, jobs: Any, out: Any, total: int | None) -> int:
+        out.write("[\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rota.cli._export, "write_with_progress", interrupted)
+    result = env.rota("jobs", "export", "-f", "json", "-o", str(target))
+    assert result.exit_code == 130
+    assert result.stderr.strip() == f"interrupted: removed the incomplete {target}"
+    assert not target.exists()
 
 
 def test_jobs_export_shows_progress_on_a_terminal(env: Env) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -485,21 +487,45 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
     "-o",
     type=click.Path(dir_okay=False, writable=True, allow_dash=True),
     default="-",
-    help="Write to this file instead of standard output (with a progress bar).",
+    help="Write to this file instead of standard output (with a progress bar); "
+    "an export that stops half-way (Ctrl-C, an error) removes it.",
 )
 @url_option
 @read_url_option
 @pass_state
 def export(cli: CliState, queue: str | None, task: str | None, fmt: str, output: str) -> None:
-    """Export the results of succeeded jobs, newest first."""
+    """Export the results of succeeded jobs, newest first.
+
+    With -o, the file is opened before anything is read, and an export that
+    does not finish (Ctrl-C, an error) removes the incomplete file and says
+    so: a file that is there holds the whole export."""
     from rota.cli import _export
 
-    store = cli.store_app().reader
-    results = store.iter_results(queue=queue, task=task)
     if output == "-":
-        _export.write(fmt, results, sys.stdout)
+        store = cli.store_app().reader
+        _export.write(fmt, store.iter_results(queue=queue, task=task), sys.stdout)
         return
-    total = _export.expected_total(store, queue, task)
-    with open(output, "w", encoding="utf-8", newline="") as out:
-        count = _export.write_with_progress(fmt, results, out, total)
+    try:
+        out = open(output, "w", encoding="utf-8", newline="")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
+    count = None
+    try:
+        with out:
+            store = cli.store_app().reader
+            total = _export.expected_total(store, queue, task)
+            results = store.iter_results(queue=queue, task=task)
+            count = _export.write_with_progress(fmt, results, out, total)
+    except KeyboardInterrupt:
+        _remove(output)
+        note(f"interrupted: removed the incomplete {output}")
+        sys.exit(130)
+    finally:
+        if count is None:
+            _remove(output)
     note(f"exported {count} result(s) to {output}")
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
