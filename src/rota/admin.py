@@ -27,7 +27,7 @@ from rota._time import parse_duration
 from rota.commands import COMMAND_TASK, command_line_of, task_to_send
 from rota.errors import Conflict, Forbidden, InvalidArgument, JobNotFound, NotFound
 from rota.limits import Rate
-from rota.models import QUEUE_MODES, AuditEntry, JobState, QueueInfo, Schedule, User
+from rota.models import QUEUE_MODES, AuditEntry, Job, JobState, QueueInfo, Schedule, User
 from rota.retry import RetryPolicy
 from rota.scheduling.define import define_schedule, naming_schedule, schedule_job
 from rota.scheduling.triggers import Trigger, trigger_from_input
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from rota.app import App
     from rota.stores.base import Store
 
-__all__ = ["ORIGINS", "ROLES", "Actor", "Admin"]
+__all__ = ["ORIGINS", "ROLES", "Actor", "Admin", "cancel_refusal"]
 
 #: Roles, weakest first: a role may do what the ones before it may.
 ROLES = ("viewer", "operator", "admin")
@@ -249,6 +249,20 @@ class Admin:
         self._record(actor, "job.retry", full)
         return full
 
+    def cancel_jobs(self, job_ids: Sequence[str], *, by: Actor | None = None) -> list[bool]:
+        """Cancel jobs by full id in one store call, as :meth:`cancel_job`
+        each; True for each cancelled or asked to stop (each audited), False
+        for one unknown or in a state that cannot be cancelled."""
+        actor = self._allow(by, "operator")
+        for job_id in job_ids:
+            if not isinstance(job_id, str) or not job_id:
+                raise InvalidArgument(f"job id must be a non-empty string, not {job_id!r}")
+        applied = self._store.cancel(list(job_ids), by=actor.name)
+        for job_id, done in zip(job_ids, applied, strict=True):
+            if done:
+                self._record(actor, "job.cancel", job_id)
+        return applied
+
     def cancel_job(self, job_id: str, *, by: Actor | None = None) -> str:
         """Cancel a job; return its full id. A scheduled or queued job is
         cancelled at once; a running one is stopped by its worker within about
@@ -256,12 +270,7 @@ class Admin:
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
         if not self._store.cancel([full], by=actor.name)[0]:
-            state = self._state_of(full)
-            if state == JobState.RUNNING.value:
-                raise Conflict(f"job {full} runs and was already asked to stop")
-            raise Conflict(
-                f"job {full} is {state}; only scheduled, queued or running jobs can be cancelled"
-            )
+            raise cancel_refusal(full, self._store.get_job(full))
         self._record(actor, "job.cancel", full)
         return full
 
@@ -612,4 +621,16 @@ def _unknown_key(key: str) -> NotFound:
     return NotFound(
         f"limit key {key!r} not found: no job with it was claimed and no limit was set on it "
         "(rota limits list shows the keys)"
+    )
+
+
+def cancel_refusal(job_id: str, job: Job | None) -> JobNotFound | Conflict:
+    """Why a cancel of ``job_id`` (now ``job``, None if gone) did not apply."""
+    if job is None:
+        return JobNotFound(job_id)
+    if job.state is JobState.RUNNING:
+        return Conflict(f"job {job_id} runs and was already asked to stop")
+    return Conflict(
+        f"job {job_id} is {job.state.value}; only scheduled, queued or running jobs can be "
+        "cancelled"
     )

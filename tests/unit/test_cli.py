@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import signal
 import sys
 import textwrap
 import time
@@ -373,7 +375,7 @@ def test_jobs_list_reads_on_past_empty_pages_that_have_a_cursor(
     assert [line.split()[0] for line in found.stdout.splitlines()[1:]] == [sent]
     assert calls == [None, "scan1", "scan2", "scan3"]
 
-    monkeypatch.setattr(rota.cli.jobs, "_SCAN_BUDGET", 0.0)  # out of time at once
+    monkeypatch.setattr("rota.cli.jobs._SCAN_BUDGET", 0.0)  # out of time at once
     stopped = env.rota("jobs", "list", "--task", "add")
     assert stopped.exit_code == 0
     assert stopped.stdout == ""
@@ -813,6 +815,39 @@ def test_queues_purge_asks_first(env: Env) -> None:
     assert forced.stdout == "purged 1 pending job(s) from queue default\n"
     assert "[y/N]" not in forced.stderr
     assert "default" not in _queue_rows(env), "an emptied queue is no longer listed"
+
+
+def test_an_interrupted_cancel_reports_the_jobs_it_cancelled(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [env.send("add", "1", str(i)) for i in range(5)]
+    monkeypatch.setattr("rota.cli.jobs._BATCH", 2)
+    real_cancel, real_get_jobs = type(env.store).cancel, type(env.store).get_jobs
+    batches: list[int] = []
+    sent: list[int] = []
+
+    def cancel(self: Store, job_ids: Any, by: str | None = None) -> list[bool]:
+        batches.append(len(job_ids))
+        return real_cancel(self, job_ids, by=by)
+
+    def get_jobs(self: Store, job_ids: Any) -> Any:  # Ctrl-C just after the 2nd cancel
+        if len(batches) == 2 and not sent:
+            sent.append(signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_get_jobs(self, job_ids)
+
+    monkeypatch.setattr(type(env.store), "cancel", cancel)
+    monkeypatch.setattr(type(env.store), "get_jobs", get_jobs)
+    stopped = env.rota("jobs", "cancel", *ids)
+    assert stopped.exit_code == 130
+    assert batches == [2, 2]  # one store call per batch of ids
+    assert stopped.stdout.splitlines() == [f"cancelled {job_id}" for job_id in ids[:4]]
+    assert stopped.stderr.strip() == (
+        "interrupted: 4 of 5 done (4 cancelled); the rest were left as they were"
+    )
+    assert [state_of(env, job_id) for job_id in ids] == [JobState.CANCELLED] * 4 + [JobState.QUEUED]
+    entries, _ = env.store.audit(action="job.cancel")
+    assert sorted(e.target for e in entries) == sorted(ids[:4])
 
 
 def _interrupt_after_a_part(verb: str, done: int) -> Callable[..., int]:

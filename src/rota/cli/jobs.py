@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -17,8 +19,7 @@ from rich.text import Text
 
 from rota._time import format_duration
 from rota._wording import attempt_text, retry_text, snooze_reason, still_running
-from rota.admin import Actor
-from rota.app import App
+from rota.admin import cancel_refusal
 from rota.cli._actor import cli_actor
 from rota.cli._progress import counted
 from rota.cli._support import (
@@ -347,37 +348,91 @@ def logs(
 # -- retry, cancel, delete ---------------------------------------------------------
 
 
-def _resolve(store: Store, ids: Sequence[str]) -> list[str]:
-    """Full ids for ``ids`` (each an id or a unique prefix of one). An ambiguous
-    prefix stops everything before any change; an id no job has is kept as
-    given, to be reported as not found."""
-    full = []
+#: Jobs per store call of ``jobs cancel`` (one call per id costs ~2 ms).
+_BATCH = 500
+
+
+def _resolve(store: Store, ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Full ids for ``ids`` (each an id or a unique prefix of one), once each,
+    and why each that matched no job did not (when the store said). An
+    ambiguous prefix stops everything before any change; an id no job has is
+    kept as given, to be reported as not found."""
+    full, reasons = [], {}
     for job_id in ids:
         try:
             full.append(store.resolve_job_id(job_id))
-        except JobNotFound:
+        except JobNotFound as exc:
             full.append(job_id)
-    return full
+            if exc.reason:
+                reasons[job_id] = exc.reason
+    return list(dict.fromkeys(full)), reasons
 
 
-def _steer(app: App, ids: Sequence[str], action: Callable[..., str], verb: str, done: str) -> None:
-    """Apply the admin ``action`` to each of ``ids``; report each, and fail if
-    any was refused."""
-    unique = list(dict.fromkeys(_resolve(app.store, ids)))
-    err = console(stderr=True)
-    refused = 0
-    for job_id in unique:
+@contextlib.contextmanager
+def _held_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) until the block ends, then raise
+    :class:`KeyboardInterrupt`: a step that changed jobs is reported whole."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+#: A step of a steering command: handle some jobs, report each; return how
+#: many applied and how many were refused.
+Step = Callable[[list[str]], tuple[int, int]]
+
+
+def _steer(ids: list[str], step: Step, size: int, done: str) -> None:
+    """Run ``step`` over ``ids``, ``size`` at a time, each step whole (Ctrl-C
+    waits for it); fail if any job was refused. Interrupted, say how many
+    were handled and exit 130."""
+    applied = refused = 0
+    try:
+        for start in range(0, len(ids), size):
+            with _held_interrupt():
+                ok, no = step(ids[start : start + size])
+                applied, refused = applied + ok, refused + no
+    except KeyboardInterrupt:
+        not_done = f", {refused} could not be" if refused else ""
+        note(
+            f"interrupted: {applied + refused} of {len(ids)} done ({applied} {done}{not_done}); "
+            "the rest were left as they were"
+        )
+        sys.exit(130)
+    if refused:
+        raise CliError(f"{refused} of {len(ids)} job(s) could not be {done}")
+
+
+def _refused(verb: str, job_id: str, exc: JobNotFound | Conflict, reasons: dict[str, str]) -> None:
+    if isinstance(exc, JobNotFound):
+        reason = exc.reason or reasons.get(job_id, "")
+        why = f"not found ({reason})" if reason else "not found"
+    else:  # its message says why (the job's state, or what else)
+        why = str(exc)
+    console(stderr=True).print(f"could not {verb} {job_id}: {why}", soft_wrap=True)
+
+
+def _one_by_one(action: Callable[..., str], verb: str, done: str, reasons: dict[str, str]) -> Step:
+    """A step of one job: the admin ``action`` on it, reported."""
+
+    def step(chunk: list[str]) -> tuple[int, int]:
+        (job_id,) = chunk
         try:
             click.echo(f"{done} {action(job_id, by=cli_actor())}")
-        except JobNotFound as exc:
-            why = f"not found ({exc.reason})" if exc.reason else "not found"
-            err.print(f"could not {verb} {job_id}: {why}", soft_wrap=True)
-            refused += 1
-        except Conflict as exc:  # its message says why (the job's state, or what else)
-            err.print(f"could not {verb} {job_id}: {exc}", soft_wrap=True)
-            refused += 1
-    if refused:
-        raise CliError(f"{refused} of {len(unique)} job(s) could not be {done}")
+        except (JobNotFound, Conflict) as exc:
+            _refused(verb, job_id, exc, reasons)
+            return 0, 1
+        return 1, 0
+
+    return step
 
 
 @jobs.command("retry")
@@ -429,7 +484,8 @@ def retry(
         )
         click.echo(f"retried {count} failed job(s)")
         return
-    _steer(app, job_ids, app.admin.retry_job, "retry", "retried")
+    ids, reasons = _resolve(app.store, job_ids)
+    _steer(ids, _one_by_one(app.admin.retry_job, "retry", "retried", reasons), 1, "retried")
 
 
 @jobs.command("cancel")
@@ -443,13 +499,21 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
+    actor = cli_actor()
+    ids, reasons = _resolve(app.store, job_ids)
 
-    def cancel_one(job_id: str, *, by: Actor) -> str:
-        full = app.admin.cancel_job(job_id, by=by)
-        running = still_running(app.store.get_job(full))
-        return f"{full} (it runs: {running})" if running else full
+    def step(chunk: list[str]) -> tuple[int, int]:
+        applied = app.admin.cancel_jobs(chunk, by=actor)
+        now = app.store.get_jobs(chunk)
+        for job_id, ok, job in zip(chunk, applied, now, strict=True):
+            if ok:
+                running = still_running(job)
+                click.echo(f"cancelled {job_id}" + (f" (it runs: {running})" if running else ""))
+            else:
+                _refused("cancel", job_id, cancel_refusal(job_id, job), reasons)
+        return sum(applied), len(applied) - sum(applied)
 
-    _steer(app, job_ids, cancel_one, "cancel", "cancelled")
+    _steer(ids, step, _BATCH, "cancelled")
 
 
 @jobs.command("delete")
@@ -461,7 +525,8 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
-    _steer(app, job_ids, app.admin.delete_job, "delete", "deleted")
+    ids, reasons = _resolve(app.store, job_ids)
+    _steer(ids, _one_by_one(app.admin.delete_job, "delete", "deleted", reasons), 1, "deleted")
 
 
 # -- export ------------------------------------------------------------------------
