@@ -850,6 +850,23 @@ def test_an_interrupted_cancel_reports_the_jobs_it_cancelled(
     assert sorted(e.target for e in entries) == sorted(ids[:4])
 
 
+def test_purge_and_retry_of_failed_jobs_show_progress_on_a_terminal(env: Env) -> None:
+    for i in range(3):
+        env.send("add", "1", str(i))
+    work(env.store, "default", boom)
+    retried = env.runner.invoke(
+        main, ["--url", env.url, "jobs", "retry", "--failed"], env={"TTY_COMPATIBLE": "1"}
+    )
+    assert retried.exit_code == 0
+    assert "retrying" in retried.stderr and "3/3" in retried.stderr
+    purged = env.runner.invoke(
+        main, ["--url", env.url, "queues", "purge", "default", "-y"], env={"TTY_COMPATIBLE": "1"}
+    )
+    assert purged.exit_code == 0
+    assert "purging" in purged.stderr and "3/3" in purged.stderr
+    assert purged.stdout == "purged 3 pending job(s) from queue default\n"
+
+
 def _interrupt_after_a_part(verb: str, done: int) -> Callable[..., int]:
     """A store verb that applies a part of ``done`` jobs, then is interrupted."""
 
