@@ -46,6 +46,7 @@ COMMANDS = [
         "--prefetch 2",
     ),
     ("bench/dashboard_pages.py --jobs 2000 --db {db} --finish 200 --repeat 1", "/metrics"),
+    ("bench/queue_listing.py --url {sqlite} --jobs 2000 --repeat 1", "queue=old&task"),
     ("bench/idle_cost.py --url {sqlite} --settle 0.5 --window 0.5 --windows 1", "idle worker"),
     (
         "bench/soak.py --url {redis} --minutes 0.1 --every 1 --warmup 0 --rate 50",
