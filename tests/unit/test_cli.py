@@ -4,6 +4,7 @@ SQLite store in ``tmp_path``."""
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import re
@@ -351,6 +352,12 @@ def test_jobs_list_filters(env: Env) -> None:
     assert empty.stderr.strip() == "no jobs match"
 
 
+def _jobs_module() -> Any:
+    """The module of the ``rota jobs`` commands the CLI runs now (the one
+    ``rota.cli.jobs`` names may be an earlier load: see isolated_imports)."""
+    return importlib.import_module("rota.cli.jobs")
+
+
 def test_jobs_list_reads_on_past_empty_pages_that_have_a_cursor(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,7 +382,7 @@ def test_jobs_list_reads_on_past_empty_pages_that_have_a_cursor(
     assert [line.split()[0] for line in found.stdout.splitlines()[1:]] == [sent]
     assert calls == [None, "scan1", "scan2", "scan3"]
 
-    monkeypatch.setattr("rota.cli.jobs._SCAN_BUDGET", 0.0)  # out of time at once
+    monkeypatch.setattr(_jobs_module(), "_SCAN_BUDGET", 0.0)  # out of time at once
     stopped = env.rota("jobs", "list", "--task", "add")
     assert stopped.exit_code == 0
     assert stopped.stdout == ""
@@ -821,7 +828,7 @@ def test_an_interrupted_cancel_reports_the_jobs_it_cancelled(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = [env.send("add", "1", str(i)) for i in range(5)]
-    monkeypatch.setattr("rota.cli.jobs._BATCH", 2)
+    monkeypatch.setattr(_jobs_module(), "_BATCH", 2)
     real_cancel, real_get_jobs = type(env.store).cancel, type(env.store).get_jobs
     batches: list[int] = []
     sent: list[int] = []
@@ -895,6 +902,29 @@ def test_an_interrupted_purge_says_what_it_did_and_audits_it(
     assert [(e.target, e.details) for e in entries] == [
         ("default", {"count": 2, "interrupted": True})
     ]
+
+
+def test_a_first_ctrl_c_stops_a_purge_at_the_end_of_a_part(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        env.send("add", "1", str(i))
+    parts: list[int] = []
+
+    def purge_in_parts(self: Store, queue: str) -> int:
+        os.kill(os.getpid(), signal.SIGINT)  # while the first part runs
+        for part in (2, 1):
+            parts.append(part)
+            report_progress(part)
+        return 3
+
+    monkeypatch.setattr(type(env.store), "purge_queue", purge_in_parts)
+    stopped = env.rota("queues", "purge", "default", "--yes")
+    assert stopped.exit_code == 130
+    assert parts == [2]  # stopped after the first part, none begun after it
+    assert "interrupted: purged 2 of 3 pending job(s) from queue default" in stopped.stderr
+    entries, _ = env.store.audit(action="queue.purge")
+    assert [e.details for e in entries] == [{"count": 2, "interrupted": True}]
 
 
 def test_an_interrupted_retry_of_failed_jobs_says_what_it_did_and_audits_it(
