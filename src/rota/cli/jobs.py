@@ -5,11 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -22,6 +20,7 @@ from rota._wording import attempt_text, retry_text, snooze_reason, still_running
 from rota.admin import cancel_refusal
 from rota.cli._actor import cli_actor
 from rota.cli._progress import counted
+from rota.cli._steering import one_by_one, refused, resolve, steer
 from rota.cli._support import (
     CliError,
     CliState,
@@ -37,9 +36,8 @@ from rota.cli._support import (
 )
 from rota.commands import command_line_of, shown_kwargs
 from rota.diagnose import job_problem
-from rota.errors import Conflict, InvalidArgument, JobNotFound
+from rota.errors import InvalidArgument, JobNotFound
 from rota.models import Job, JobQuery, JobState, parse_state
-from rota.stores import Store
 from rota.stores.base import MAX_LOG_PAGE
 
 __all__ = ["jobs"]
@@ -352,89 +350,6 @@ def logs(
 _BATCH = 500
 
 
-def _resolve(store: Store, ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """Full ids for ``ids`` (each an id or a unique prefix of one), once each,
-    and why each that matched no job did not (when the store said). An
-    ambiguous prefix stops everything before any change; an id no job has is
-    kept as given, to be reported as not found."""
-    full, reasons = [], {}
-    for job_id in ids:
-        try:
-            full.append(store.resolve_job_id(job_id))
-        except JobNotFound as exc:
-            full.append(job_id)
-            if exc.reason:
-                reasons[job_id] = exc.reason
-    return list(dict.fromkeys(full)), reasons
-
-
-@contextlib.contextmanager
-def _held_interrupt() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) until the block ends, then raise
-    :class:`KeyboardInterrupt`: a step that changed jobs is reported whole."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
-
-
-#: A step of a steering command: handle some jobs, report each; return how
-#: many applied and how many were refused.
-Step = Callable[[list[str]], tuple[int, int]]
-
-
-def _steer(ids: list[str], step: Step, size: int, done: str) -> None:
-    """Run ``step`` over ``ids``, ``size`` at a time, each step whole (Ctrl-C
-    waits for it); fail if any job was refused. Interrupted, say how many
-    were handled and exit 130."""
-    applied = refused = 0
-    try:
-        for start in range(0, len(ids), size):
-            with _held_interrupt():
-                ok, no = step(ids[start : start + size])
-                applied, refused = applied + ok, refused + no
-    except KeyboardInterrupt:
-        not_done = f", {refused} could not be" if refused else ""
-        note(
-            f"interrupted: {applied + refused} of {len(ids)} done ({applied} {done}{not_done}); "
-            "the rest were left as they were"
-        )
-        sys.exit(130)
-    if refused:
-        raise CliError(f"{refused} of {len(ids)} job(s) could not be {done}")
-
-
-def _refused(verb: str, job_id: str, exc: JobNotFound | Conflict, reasons: dict[str, str]) -> None:
-    if isinstance(exc, JobNotFound):
-        reason = exc.reason or reasons.get(job_id, "")
-        why = f"not found ({reason})" if reason else "not found"
-    else:  # its message says why (the job's state, or what else)
-        why = str(exc)
-    console(stderr=True).print(f"could not {verb} {job_id}: {why}", soft_wrap=True)
-
-
-def _one_by_one(action: Callable[..., str], verb: str, done: str, reasons: dict[str, str]) -> Step:
-    """A step of one job: the admin ``action`` on it, reported."""
-
-    def step(chunk: list[str]) -> tuple[int, int]:
-        (job_id,) = chunk
-        try:
-            click.echo(f"{done} {action(job_id, by=cli_actor())}")
-        except (JobNotFound, Conflict) as exc:
-            _refused(verb, job_id, exc, reasons)
-            return 0, 1
-        return 1, 0
-
-    return step
-
-
 @jobs.command("retry")
 @click.argument("job_ids", metavar="[ID]...", nargs=-1)
 @click.option("--failed", is_flag=True, help="Retry every failed job (of --queue / --task).")
@@ -484,8 +399,8 @@ def retry(
         )
         click.echo(f"retried {count} failed job(s)")
         return
-    ids, reasons = _resolve(app.store, job_ids)
-    _steer(ids, _one_by_one(app.admin.retry_job, "retry", "retried", reasons), 1, "retried")
+    ids, reasons = resolve(app.store, job_ids)
+    steer(ids, one_by_one(app.admin.retry_job, "retry", "retried", reasons), 1, "retried")
 
 
 @jobs.command("cancel")
@@ -500,7 +415,7 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
     actor = cli_actor()
-    ids, reasons = _resolve(app.store, job_ids)
+    ids, reasons = resolve(app.store, job_ids)
 
     def step(chunk: list[str]) -> tuple[int, int]:
         applied = app.admin.cancel_jobs(chunk, by=actor)
@@ -510,10 +425,10 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
                 running = still_running(job)
                 click.echo(f"cancelled {job_id}" + (f" (it runs: {running})" if running else ""))
             else:
-                _refused("cancel", job_id, cancel_refusal(job_id, job), reasons)
+                refused("cancel", job_id, cancel_refusal(job_id, job), reasons)
         return sum(applied), len(applied) - sum(applied)
 
-    _steer(ids, step, _BATCH, "cancelled")
+    steer(ids, step, _BATCH, "cancelled")
 
 
 @jobs.command("delete")
@@ -525,8 +440,8 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
 
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
-    ids, reasons = _resolve(app.store, job_ids)
-    _steer(ids, _one_by_one(app.admin.delete_job, "delete", "deleted", reasons), 1, "deleted")
+    ids, reasons = resolve(app.store, job_ids)
+    steer(ids, one_by_one(app.admin.delete_job, "delete", "deleted", reasons), 1, "deleted")
 
 
 # -- export ------------------------------------------------------------------------
