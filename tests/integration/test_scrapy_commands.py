@@ -64,7 +64,9 @@ def test_spider_commands_never_run_more_than_the_cap(
     sender: App, processes: Processes, tmp_path: Path
 ) -> None:
     counted = tmp_path / "running"
-    hosts = {f"h{i}": HostSpec(tree(f"h{i}", 12), delay=0.05) for i in range(SPIDERS)}
+    # pages slow enough (a crawl of about two seconds) that two spiders run
+    # at once however far apart a loaded machine starts their processes
+    hosts = {f"h{i}": HostSpec(tree(f"h{i}", 12), delay=0.5) for i in range(SPIDERS)}
     with serving(hosts) as site:
         spider = sender.get_task("spider")
         handles = [spider.send(extra_args=["-a", f"start={site.url(label)}"]) for label in hosts]
