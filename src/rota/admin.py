@@ -195,14 +195,13 @@ class Admin:
             if progress is not None:
                 progress(done)
 
-        finished = False
         try:
             with steering_progress(applied):
                 count = work()
-            finished = True
-        finally:
-            if not finished and done:  # interrupted after some parts
+        except BaseException:  # (Ctrl-C too) interrupted after some parts: audit them
+            if done:
                 self._record(actor, action, target, count=done, interrupted=True)
+            raise
         self._record(actor, action, target, count=count)
         return count
 
