@@ -21,6 +21,7 @@ from rota.cli._support import (
     slot_options,
     url_option,
 )
+from rota.cli._worker_options import log_level_option, worker_options
 from rota.cli.web import address, listening_socket
 from rota.errors import InvalidArgument
 from rota.stores import redact_url
@@ -50,7 +51,9 @@ from rota.stores import redact_url
     help="Operator token for the dashboard (required off loopback).",
 )
 @click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
+@worker_options
 @commands_option
+@log_level_option
 @log_options
 @url_option
 @pass_state
@@ -65,7 +68,14 @@ def run(
     token: str | None,
     no_web: bool,
     worker_host: str | None,
+    prefetch: int | None,
+    grace: float,
+    host_grace: float,
+    heartbeat: float,
+    max_cpu: float | None,
+    max_mem: float | None,
     allow_commands: bool,
+    log_level: str,
     quiet: bool,
     log_format: str,
 ) -> None:
@@ -78,7 +88,7 @@ def run(
     """
     from rota.worker import Worker
 
-    configure("info", quiet, log_format)
+    configure(log_level, quiet, log_format)
     if not no_web:
         from rota.web._auth import CLI_TOKEN_NAMES, check_tokens
 
@@ -93,9 +103,15 @@ def run(
         queues=names,
         concurrency=concurrency,
         mode=mode,
+        grace=grace,
+        max_cpu=max_cpu,
+        max_mem=max_mem,
         scheduler=True,
         app_spec=app_spec,
+        prefetch=prefetch,
         host=worker_host,
+        host_grace=host_grace,
+        heartbeat=heartbeat,
     )
     if not no_web:
         note(f"dashboard: {_start_dashboard(app, host, port, token)}")

@@ -11,7 +11,6 @@ from rota.cli._logging import configure, log_options
 from rota.cli._support import (
     CliState,
     commands_option,
-    duration_callback,
     name_callback,
     pass_state,
     require_app_or_commands,
@@ -19,9 +18,8 @@ from rota.cli._support import (
     slot_options,
     url_option,
 )
-from rota.diagnose import HEARTBEAT_MAX, LOST_AFTER
+from rota.cli._worker_options import log_level_option, worker_options
 from rota.stores import redact_url
-from rota.worker.ahead import HOLD_FOR, HOLD_MAX
 
 __all__ = ["worker"]
 
@@ -55,21 +53,9 @@ def processes_callback(ctx: click.Context, param: click.Parameter, value: str) -
     return count
 
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
 @click.command()
 @click.argument("app_spec", metavar="[APP]", required=False)
 @slot_options
-@click.option(
-    "--prefetch",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Jobs this worker may hold beyond its slots, waiting for one, so a claim "
-    "brings several (released at shutdown). Default: as many as its slots free within "
-    f"{HOLD_FOR * 1000:g} ms at its jobs' average run time, {HOLD_MAX} at most (none while "
-    "jobs are long).",
-)
 @click.option(
     "--processes",
     metavar="N|auto",
@@ -81,14 +67,6 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "per CPU (to run more jobs at once, raise --concurrency).",
 )
 @click.option(
-    "--grace",
-    metavar="SECONDS",
-    default="30",
-    show_default=True,
-    callback=duration_callback,
-    help="On SIGTERM, how long running jobs may take to finish before they are released.",
-)
-@click.option(
     "--host",
     "host",
     metavar="NAME",
@@ -97,46 +75,10 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="The host name this worker serves jobs sent to (task.options(host=NAME), "
     "rota send --host NAME). Default: this machine's hostname.",
 )
-@click.option(
-    "--host-grace",
-    metavar="SECONDS",
-    default="300",
-    show_default=True,
-    callback=duration_callback,
-    help="Run jobs sent to another host once no worker of that host has served "
-    "their queue for this long.",
-)
-@click.option(
-    "--heartbeat",
-    metavar="SECONDS",
-    type=click.FloatRange(0.1, HEARTBEAT_MAX),
-    default=5.0,
-    show_default=True,
-    help="How often the worker records its state, counts and load in the store "
-    f"(the dashboard's workers; at most {HEARTBEAT_MAX:g}: a worker silent for "
-    f"{LOST_AFTER:g} s shows as lost).",
-)
-@click.option(
-    "--max-cpu",
-    metavar="PCT",
-    type=click.FloatRange(0, 100, min_open=True),
-    help="Stop claiming while the host's CPU use is above this percentage.",
-)
-@click.option(
-    "--max-mem",
-    metavar="PCT",
-    type=click.FloatRange(0, 100, min_open=True),
-    help="Stop claiming while the host's memory use is above this percentage.",
-)
+@worker_options
 @click.option("--scheduler", is_flag=True, help="Also fire due schedules from this worker.")
 @commands_option
-@click.option(
-    "--log-level",
-    type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="Log messages from this level up, on stderr.",
-)
+@log_level_option
 @log_options
 @url_option
 @pass_state
