@@ -240,31 +240,23 @@ function L.batch()
     list[#list + 1] = seq
     list[#list + 1] = id
   end
-  -- the index keys of a state, and of a queue's state, each made once per
-  -- batch rather than once per job (written out, like finish.lua's stats
-  -- fields: a shared two-level cache helper cost 0.5-1.4 % more
-  -- instructions per job, docs/performance.md)
-  local state_keys, qstate_keys = {}, {}
-  local function state_key(state)
-    local key = state_keys[state]
-    if not key then
-      key = K.state(state)
-      state_keys[state] = key
-    end
-    return key
-  end
-  local function qstate_key(queue, state)
-    local of_queue = qstate_keys[queue]
+  -- A move puts the same entries in a state's index and in its queue's
+  -- index of that state: they are collected once, per queue and state
+  -- ({seq, id, ...} for additions, {id, ...} for removals), and flush()
+  -- sends each list to both keys.
+  b.ins, b.outs = {}, {}
+  local function listed(t, queue, state)
+    local of_queue = t[queue]
     if not of_queue then
       of_queue = {}
-      qstate_keys[queue] = of_queue
+      t[queue] = of_queue
     end
-    local key = of_queue[state]
-    if not key then
-      key = K.qstate(queue, state)
-      of_queue[state] = key
+    local list = of_queue[state]
+    if not list then
+      list = {}
+      of_queue[state] = list
     end
-    return key
+    return list
   end
   -- whether the global index of queued jobs that earlier versions wrote is
   -- still there (looked at once per batch)
@@ -273,27 +265,40 @@ function L.batch()
   function b.move(id, queue, seq, old, new)
     if old == 'queued' then
       if legacy_queued == nil then
-        legacy_queued = redis.call('EXISTS', state_key(old)) == 1
+        legacy_queued = redis.call('EXISTS', K.state(old)) == 1
       end
-      if legacy_queued then b.rem(state_key(old), id) end
+      if legacy_queued then b.rem(K.state(old), id) end
       queued(b.qrems, queue, seq, id)
     elseif old then
-      b.rem(state_key(old), id)
-      b.rem(qstate_key(queue, old), id)
+      local list = listed(b.outs, queue, old)
+      list[#list + 1] = id
     end
     if new == 'queued' then
       queued(b.qadds, queue, seq, id)
     elseif new then
-      b.add(state_key(new), seq, id)
-      b.add(qstate_key(queue, new), seq, id)
+      local list = listed(b.ins, queue, new)
+      list[#list + 1] = seq
+      list[#list + 1] = id
+    end
+  end
+  -- each list of moved entries to the state's index and the queue's
+  local function send(cmd, moved, width)
+    for queue, of_queue in pairs(moved) do
+      for state, list in pairs(of_queue) do
+        L.chunked(cmd, K.state(state), list, width)
+        L.chunked(cmd, K.qstate(queue, state), list, width)
+      end
     end
   end
   function b.flush()
     for queue, list in pairs(b.qrems) do L.queued_rem(queue, list) end
+    send('ZREM', b.outs, 1)
     for _, key in ipairs(b.rem_keys) do L.chunked('ZREM', key, b.rems[key], 1) end
+    send('ZADD', b.ins, 2)
     for _, key in ipairs(b.add_keys) do L.chunked('ZADD', key, b.adds[key], 2) end
     for queue, list in pairs(b.qadds) do L.queued_add(queue, list) end
     b.adds, b.rems, b.add_keys, b.rem_keys, b.qadds, b.qrems = {}, {}, {}, {}, {}, {}
+    b.ins, b.outs = {}, {}
   end
   return b
 end

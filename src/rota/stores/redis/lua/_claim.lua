@@ -178,8 +178,9 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   local expiry = {}
   local task_keys = {} -- task -> its index's key, made once per call
   local idx = L.batch()
-  -- the stored fields of L.CLAIMED (id, token and started_at are known here), and seq
-  local FETCH = {'task', 'queue', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
+  -- the stored fields of L.CLAIMED (id, queue, token and started_at are known
+  -- here), and seq
+  local FETCH = {'task', 'payload', 'attempt', 'max_attempts', 'lost', 'lease', 'timeout',
                  'enqueued_at', 'run_at', 'schedule', 'fire_time', 'seq', 'retry'}
   -- every job is read before the first is written: a stored value that cannot
   -- be used (one not written by rota) must not stop the batch half-way
@@ -189,34 +190,34 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   for i, c in ipairs(chosen) do
     local jkey = K.job(c.id)
     local v = redis.call('HMGET', jkey, unpack(FETCH))
-    local stored = tonumber(v[7]) -- (read once: each tonumber of a string is a strtod)
+    local stored = tonumber(v[6]) -- (read once: each tonumber of a string is a strtod)
     local lease = L.lease(stored)
     if lease ~= stored then
-      v[7] = L.fmt(lease)
+      v[6] = L.fmt(lease)
       repaired[i] = true
     end
-    v[4] = tonumber(v[4]) or 0
+    v[3] = tonumber(v[3]) or 0
     fetched[i], jkeys[i], leases[i] = v, jkey, lease
   end
   for i, c in ipairs(chosen) do
     local jkey = jkeys[i]
     local v = fetched[i]
-    local seq = v[13]
+    local seq = v[12]
     local token = token_base .. ':' .. seq
     local expires = expiry[leases[i]]
     if not expires then
       expires = L.fmt(now + leases[i])
       expiry[leases[i]] = expires
     end
-    local attempt = v[4] + 1
+    local attempt = v[3] + 1
     redis.call('HSET', jkey, 'state', 'running', 'attempt', string.format('%d', attempt),
                'owner', worker, 'token', token, 'expires', expires, 'started_at', started)
-    if repaired[i] then redis.call('HSET', jkey, 'lease', v[7]) end
+    if repaired[i] then redis.call('HSET', jkey, 'lease', v[6]) end
     local n = #out
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], v[2], v[3]
-    out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[5], v[6], token
-    out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[7], v[8], v[9], v[10]
-    out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[11], v[12], started, v[14]
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], c.queue, v[2]
+    out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[4], v[5], token
+    out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[6], v[7], v[8], v[9]
+    out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[10], v[11], started, v[13]
     idx.rem(c.ready, c.member)
     emptied[c.ready] = c
     idx.move(c.id, c.queue, seq, 'queued', 'running')

@@ -52,18 +52,26 @@ end
 local replay = L.replayed(ARGV[1])
 if replay then return cjson.decode(replay) end
 
--- The fields of job jkey an outcome needs, as a table (nil for a missing
--- field). Made by a table constructor, which sizes it once: filled field by
--- field (L.fields), a table of twelve grows five times.
+-- The fields of job jkey every outcome needs, as a table (nil for a missing
+-- field). Made by a table constructor, which sizes it once (filled field by
+-- field, L.fields, a table grows again and again). A field missing from a
+-- job's hash costs a scan of the whole hash, so those only some outcomes need
+-- are read by read_more, on their paths.
 local function read_job(jkey)
   local v = redis.call('HMGET', jkey, 'state', 'token', 'queue', 'task', 'seq', 'limits', 'ukey',
-                       'attempt', 'owner', 'history', 'cancel_at', 'cancel_by')
+                       'owner', 'history', 'cancel_at')
   return {state = v[1] or nil, token = v[2] or nil, queue = v[3] or nil, task = v[4] or nil,
-          seq = v[5] or nil, limits = v[6] or nil, ukey = v[7] or nil, attempt = v[8] or nil,
-          owner = v[9] or nil, history = v[10] or nil, cancel_at = v[11] or nil,
-          cancel_by = v[12] or nil}
+          seq = v[5] or nil, limits = v[6] or nil, ukey = v[7] or nil, owner = v[8] or nil,
+          history = v[9] or nil, cancel_at = v[10] or nil}
 end
-local MORE = {'lost', 'max_attempts'} -- read only on failure
+-- Add the fields of job jkey in names to job (those left out at their defaults
+-- with these values, L.job_fields).
+local function read_more(jkey, job, names)
+  for name, v in pairs(L.job_fields(jkey, names)) do job[name] = v end
+end
+local FOR_CANCEL = {'attempt', 'cancel_by'} -- an attempt ended by its cancel
+local FOR_ENTRY = {'attempt'} -- a success's history entry
+local FOR_FAILURE = {'attempt', 'lost', 'max_attempts'}
 local now = L.now()
 local stamp = L.fmt(now)
 local book = L.book(now)
@@ -113,6 +121,7 @@ for i = 2, #ARGV, 8 do
     reply[#reply + 1] = 0
   elseif job.cancel_at then -- asked to stop: it ends so, whatever the attempt reported
     reply[#reply + 1] = 1
+    read_more(jkey, job, FOR_CANCEL)
     if L.end_cancelled(id, job, now, hosts, book) then
       used_book = true
       wake[job.queue] = true
@@ -142,6 +151,7 @@ for i = 2, #ARGV, 8 do
     elseif ok then
       local owner = L.opt(job.owner)
       if not L.json_empty(job.history) or not owner then
+        read_more(jkey, job, FOR_ENTRY)
         local entry = L.attempt_entry(job, 'succeeded', stamp, hosts)
         L.put(jkey, {'state', 'succeeded', 'result', result, 'finished_at', stamp,
                      'owner', '', 'token', '', 'expires', '',
@@ -155,7 +165,7 @@ for i = 2, #ARGV, 8 do
       idx.add(S.finished, stamp, id)
       if job.ukey then settle[#settle + 1] = {id, job, true} end
     else
-      for name, v in pairs(L.job_fields(jkey, MORE)) do job[name] = v end
+      read_more(jkey, job, FOR_FAILURE)
       local entry = L.attempt_entry(job, 'failed', stamp, hosts, err)
       L.debug_pause(job.queue, id)
       local tries = tonumber(job.attempt) - tonumber(job.lost)
