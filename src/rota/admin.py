@@ -41,12 +41,19 @@ if TYPE_CHECKING:
     from rota.app import App
     from rota.stores.base import Store
 
-__all__ = ["ORIGINS", "ROLES", "Actor", "Admin", "cancel_refusal"]
+__all__ = ["NOT_LOGGED_IN", "NO_ROLE", "ORIGINS", "ROLES", "Actor", "Admin", "cancel_refusal"]
 
 #: Roles, weakest first: a role may do what the ones before it may.
 ROLES = ("viewer", "operator", "admin")
 #: Where an action comes from.
 ORIGINS = ("python", "cli", "web", "api")
+#: The actor of a failed login's audit entry (``user.login_failed``; its
+#: target is the user name tried): nobody acted. No user name has this form
+#: (letters, digits, ``._@-``) and no :class:`Actor` may take it, so it is
+#: never mistaken for someone who did.
+NOT_LOGGED_IN = "(not logged in)"
+#: The role of that entry: none was granted.
+NO_ROLE = "-"
 
 _SCHEDULE_FIELDS = frozenset(
     {"task", "trigger", "args", "kwargs", "jitter", "misfire", "grace", "overlap", "enabled"}
@@ -85,6 +92,8 @@ class Admin:
         if not isinstance(actor, Actor):
             raise InvalidArgument(f"by must be an Actor, not {type(actor).__name__}")
         _validate.name(actor.name, "actor name")
+        if actor.name == NOT_LOGGED_IN:
+            raise InvalidArgument(f"actor name {NOT_LOGGED_IN!r} is kept for failed logins")
         if actor.role not in ROLES:
             raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, not {actor.role!r}")
         if actor.origin not in ORIGINS:
@@ -519,8 +528,11 @@ class Admin:
             raise InvalidArgument(f"kwargs must be a dict, not {type(kwargs).__name__}")
         wait = 0.0 if delay is None else parse_duration(delay, what="delay")
         handle = bound.send_in(wait, *args, **(kwargs or {}))
-        # a command line is what an operator ran: the audit keeps it
-        line = {"command": command_line_of(bound.name, args)} if bound.name == COMMAND_TASK else {}
+        extra: dict[str, Any] = {}
+        if bound.opts.host is not None:  # the host it waits for is part of what was asked
+            extra["host"] = bound.opts.host
+        if bound.name == COMMAND_TASK:  # a command line is what an operator ran: keep it
+            extra["command"] = command_line_of(bound.name, args)
         self._record(
             actor,
             "job.send",
@@ -528,7 +540,7 @@ class Admin:
             task=bound.name,
             duplicate=handle.duplicate,
             delay=wait,
-            **line,
+            **extra,
         )
         return handle
 
@@ -579,13 +591,17 @@ class Admin:
         self._record(actor, "user.revoke", name, label=label)
 
     def authenticate(self, name: str, password: str, *, by: Actor | None = None) -> User | None:
-        """The user whose name and password these are, else None; a failure is
-        written to the audit log as ``user.login_failed`` (``by`` says from where)."""
+        """The user whose name and password these are, else None. A failure is
+        written to the audit log as ``user.login_failed`` of the user name
+        tried (its target; never the password), by actor
+        :data:`NOT_LOGGED_IN` with role :data:`NO_ROLE`: ``by`` says only from
+        where (origin and address)."""
         actor = self._allow(by, "viewer")
         user = _users.authenticate(self._store, name, password)
         if user is None:
             shown = name[:64] if isinstance(name, str) and name.isprintable() else "?"
-            self._record(actor, "user.login_failed", shown or "?")
+            nobody = replace(actor, name=NOT_LOGGED_IN, role=NO_ROLE)
+            self._record(nobody, "user.login_failed", shown or "?")
         return user
 
     def user_for_token(self, secret: str, *, by: Actor | None = None) -> User | None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from contextlib import closing
 from typing import Any
 
 import pytest
 
+from rota import App
+from rota.admin import NO_ROLE, NOT_LOGGED_IN, Actor
 from rota.errors import InvalidArgument, SerializationError
 from rota.models import AuditEntry
 from rota.stores import Store
@@ -145,3 +148,40 @@ def test_bad_purge_ages_are_refused(store: Store) -> None:
         with pytest.raises(InvalidArgument):
             store.purge_audit(age)
     assert len(everything(store)) == 1
+
+
+# -- entries app.admin writes, as each store keeps them ------------------------
+
+
+def test_a_failed_login_is_kept_as_no_actor_and_no_role_with_the_name_tried(url: str) -> None:
+    with closing(App(url)) as app:
+        app.admin.add_user("ola", "operator", "a long enough password")
+        web = Actor("anonymous", "viewer", "web", "10.0.0.9")
+        assert app.admin.authenticate("ola", "not the password", by=web) is None
+        assert app.admin.authenticate("ghost", "a long enough password", by=web) is None
+        failed, _ = app.store.audit(action="user.login_failed")
+        assert [(e.actor, e.role, e.origin, e.address, e.target, e.details) for e in failed] == [
+            (NOT_LOGGED_IN, NO_ROLE, "web", "10.0.0.9", name, {}) for name in ("ghost", "ola")
+        ]
+        # filtering by actor finds them apart from what users did
+        assert [e.target for e in app.store.audit(actor=NOT_LOGGED_IN)[0]] == ["ghost", "ola"]
+        assert app.store.audit(actor="ola") == ([], None)
+        assert app.store.audit(actor="anonymous") == ([], None)
+
+
+def test_a_send_to_a_host_is_audited_with_the_host(url: str) -> None:
+    with closing(App(url)) as app:
+        app.task(name="fetch")(lambda page: page)
+        to_host = app.admin.send("fetch", [1], options={"host": "web-3"}, by=Actor("ann"))
+        anywhere = app.admin.send("fetch", [2], by=Actor("ann"))
+        sent, _ = app.store.audit(action="job.send")
+        assert [(e.actor, e.target, e.details) for e in sent] == [
+            ("ann", anywhere.id, {"task": "fetch", "duplicate": False, "delay": 0.0}),
+            (
+                "ann",
+                to_host.id,
+                {"task": "fetch", "duplicate": False, "delay": 0.0, "host": "web-3"},
+            ),
+        ]
+        job = app.store.get_job(to_host.id)
+        assert job is not None and job.host == "web-3"

@@ -66,3 +66,28 @@ def test_without_user_the_actor_is_the_login_name_the_system_knows(
 ) -> None:
     monkeypatch.delenv("USER", raising=False)
     assert cli_actor() == Actor(name=getpass.getuser() or "cli", origin="cli")
+
+
+def test_rota_send_is_audited_with_the_host_it_was_sent_to(url: str, store: Store) -> None:
+    to_host = rota(url, "send", "--cmd", "--host", "web-3", "--", "echo", "hi").strip()
+    anywhere = rota(url, "send", "--cmd", "--in", "1m", "--", "true").strip()
+    sent = store.audit(action="job.send")[0]
+    assert [(e.actor, e.origin, e.target) for e in sent] == [
+        ("carol", "cli", anywhere),
+        ("carol", "cli", to_host),
+    ]
+    assert sent[1].details == {
+        "task": "rota.cmd",
+        "duplicate": False,
+        "delay": 0.0,
+        "host": "web-3",
+        "command": "echo hi",
+    }
+    assert sent[0].details == {
+        "task": "rota.cmd",
+        "duplicate": False,
+        "delay": 60.0,
+        "command": "true",
+    }
+    job = store.get_job(to_host)
+    assert job is not None and job.host == "web-3"

@@ -10,7 +10,7 @@ import pytest
 
 from rota import App
 from rota._users import hash_token
-from rota.admin import Actor
+from rota.admin import NO_ROLE, NOT_LOGGED_IN, Actor
 from rota.errors import Conflict, Forbidden, InvalidArgument, NotFound
 
 PASSWORD = "correct horse battery"
@@ -47,9 +47,19 @@ def test_wrong_credentials_are_refused_and_audited(app: App, name: str, password
     web = Actor(name="anonymous", role="viewer", origin="web", address="10.1.2.3")
     assert app.admin.authenticate(name, password, by=web) is None
     entries, _ = app.store.audit(limit=10, action="user.login_failed")
-    assert [(e.actor, e.origin, e.address, e.target) for e in entries] == [
-        ("anonymous", "web", "10.1.2.3", name or "?")
+    # the name tried is the target; no one acted, with no role, from the caller's place
+    assert [(e.actor, e.role, e.origin, e.address, e.target) for e in entries] == [
+        (NOT_LOGGED_IN, NO_ROLE, "web", "10.1.2.3", name or "?")
     ]
+    assert entries[0].details == {}  # (nothing of the password)
+
+
+def test_the_actor_of_failed_logins_is_no_user_and_no_one_acts_as_it(app: App) -> None:
+    with pytest.raises(InvalidArgument, match="must be 1 to 64 letters"):
+        app.admin.add_user(NOT_LOGGED_IN, "viewer", PASSWORD)
+    with pytest.raises(InvalidArgument, match="kept for failed logins"):
+        app.admin.pause_queue("default", by=Actor(name=NOT_LOGGED_IN, origin="cli"))
+    assert app.store.audit(limit=10)[0] == []
 
 
 def test_a_changed_password_replaces_the_old_one(app: App) -> None:

@@ -67,3 +67,17 @@ def test_the_audit_page_shows_details_as_plain_json(client: TestClient, demo: De
     )
     assert "\\u0027" not in page and "\\u003c" not in page
     assert "&lt;b&gt;&amp;" in cells[-1], "escaped for HTML by the page, once"
+
+
+def test_a_job_sent_to_a_host_through_the_api_is_audited_with_the_host(
+    client: TestClient, demo: Demo
+) -> None:
+    sent = client.post(
+        "/api/jobs", json={"task": "rota.cmd", "args": [["true"]], "options": {"host": "web-3"}}
+    )
+    assert sent.status_code == 201, sent.text
+    [entry] = demo.store.audit(action="job.send")[0]
+    assert (entry.target, entry.details["host"]) == (sent.json()["job_id"], "web-3")
+    page = client.get("/audit").text
+    row = page.split('data-action="job.send"', 1)[1].split("</tr>", 1)[0]
+    assert 'host="web-3"' in html.unescape(row)

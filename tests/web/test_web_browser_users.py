@@ -90,7 +90,9 @@ def test_a_user_acts_and_finds_the_action_on_the_audit_page(site: Site, page: An
     expect(entry.locator("td").nth(3)).to_have_text("web")
     expect(entry.locator("td").nth(6)).to_have_text("orders")
     failed = page.locator("#audit tr[data-action='user.login_failed']")
-    expect(failed.locator("td").nth(6)).to_have_text("ola")
+    expect(failed.locator("td").nth(6)).to_have_text("ola")  # the name tried
+    expect(failed.locator("td").nth(1)).to_have_text("(not logged in)")  # not ola acting
+    expect(failed.locator("td").nth(2)).to_have_text("-")  # no role granted
 
 
 def test_a_viewer_sees_no_action_buttons(site: Site, page: Any) -> None:

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 import rota
 from backends import drop_store, store_url
+from rota.admin import NO_ROLE, NOT_LOGGED_IN
 from rota.models import AuditEntry
 from rota.web import create_app
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, expect_error, login
@@ -82,6 +83,8 @@ def test_a_wrong_password_is_refused_and_audited(team: TestClient, demo: Demo) -
     expect_error(team.get("/api/me"), 401)
     [entry] = audit(demo, "user.login_failed")
     assert (entry.target, entry.origin, entry.address) == ("ola", "web", "127.0.0.1")
+    # no one acted and no role was granted: not ola, not an "anonymous" viewer
+    assert (entry.actor, entry.role, entry.details) == (NOT_LOGGED_IN, NO_ROLE, {})
 
 
 def test_failed_logins_are_limited_per_address(team: TestClient, demo: Demo) -> None:

@@ -13,6 +13,7 @@ import click
 
 from rota import _json, _validate, commands
 from rota.app import App
+from rota.cli._actor import cli_actor
 from rota.cli._command_options import command_options, given_command_options
 from rota.cli._support import (
     CliError,
@@ -277,12 +278,15 @@ def send(
         "host": host,
     }
     overrides = {name: value for name, value in given.items() if value is not None}
-    if overrides:
-        task = task.options(**overrides)
-    if delay is not None:
-        handle = task.send_in(delay, *call_args, **call_kwargs)
-    else:
-        handle = task.send(*call_args, **call_kwargs)
+    # through app.admin, as the dashboard's sends: validated alike, and audited (job.send)
+    handle = app.admin.send(
+        task_name,
+        call_args,
+        call_kwargs,
+        options=overrides or None,
+        delay=delay,
+        by=cli_actor(),
+    )
     click.echo(handle.id)
     if handle.duplicate:
         note(

@@ -326,12 +326,14 @@ class Auth:
         audit entry ``user.login_failed``) if not."""
         if self._app is None:
             return None
-        anonymous = Actor("anonymous", "viewer", "web", client_address(request))
-        user = self._app.admin.authenticate(name, password, by=anonymous)
+        # who asks before a login: its entries keep only the origin and address
+        # (a failure is by no one, a login by the user)
+        caller = Actor("anonymous", "viewer", "web", client_address(request))
+        user = self._app.admin.authenticate(name, password, by=caller)
         if user is None:
             return None
         try:
-            secret, label = self._app.admin.start_session(user.name, by=anonymous)
+            secret, label = self._app.admin.start_session(user.name, by=caller)
         except NotFound:  # the user was removed meanwhile (a store that refuses says so)
             return None
         request.session.clear()
