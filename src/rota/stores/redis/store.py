@@ -63,6 +63,11 @@ _Item = Outcome | LeaseRef
 _Key = tuple[str, str]  # an outcome's or a lease's (job id, token)
 
 
+def _applied(flag: bytes) -> bool:
+    """Whether a finish or release applied to its item (``b"1"`` or ``b"0"``)."""
+    return flag == b"1"
+
+
 def _key(item: _Item) -> _Key:
     return item.job_id, item.token
 
@@ -396,7 +401,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
                 args, keys = unsettled.batches[0]
                 try:
                     reply = self._run(unsettled.script, args)
-                    answers.update(zip(keys, map(bool, reply), strict=True))
+                    answers.update(zip(keys, map(_applied, reply), strict=True))
                 except StoreUnavailable:
                     raise
                 except RotaError:  # refused now: its items reported again go in a new batch
@@ -424,7 +429,7 @@ class RedisStore(Reads, Steering, Audit, Users, Logs, RedisBase, Store, WaitingC
         except StoreUnavailable:
             unsettled.batches.append((args, list(map(_key, items))))
             raise
-        return [bool(x) for x in reply]
+        return [_applied(x) for x in reply]
 
     def recover(self) -> list[str]:
         recovered: list[str] = []

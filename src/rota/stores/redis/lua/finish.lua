@@ -31,7 +31,9 @@
 -- now + retry_in, its attempt taken back, no history entry, no stats nor
 -- breaker count. A queue in debug mode is paused at its first failed
 -- attempt, linking that job. A job asked to stop (cancel.lua) ends cancelled
--- whatever the outcome. Returns 1 or 0 per outcome.
+-- whatever the outcome. Returns "1" or "0" per outcome (strings: the reply is
+-- remembered for a replay as JSON, where each number took a "%.14g"
+-- formatting).
 
 -- every argument is checked before the first write (_check.lua)
 check_groups(2, 8, 'outcomes')
@@ -118,16 +120,16 @@ for i = 2, #ARGV, 8 do
   local jkey = K.job(id)
   local job = read_job(jkey)
   if job.state ~= 'running' or job.token ~= token then
-    reply[#reply + 1] = 0
+    reply[#reply + 1] = '0'
   elseif job.cancel_at then -- asked to stop: it ends so, whatever the attempt reported
-    reply[#reply + 1] = 1
+    reply[#reply + 1] = '1'
     read_more(jkey, job, FOR_CANCEL)
     if L.end_cancelled(id, job, now, hosts, book) then
       used_book = true
       wake[job.queue] = true
     end
   else
-    reply[#reply + 1] = 1
+    reply[#reply + 1] = '1'
     local f = L.OUTCOME_FLAGS[flags]
     local ok = f.ok
     -- false stands for None (L.put deletes the field)

@@ -13,7 +13,8 @@
 -- Each job released appends the attempt to its history as "released", with
 -- the worker that held the lease and its host.
 -- A job asked to stop (cancel.lua) ends cancelled instead.
--- Returns 1 per job released, 0 where the token no longer holds the job.
+-- Returns "1" per job released, "0" where the token no longer holds the job
+-- (strings, as finish.lua's).
 
 -- every argument is checked before the first write (_check.lua)
 check_leases(2)
@@ -31,13 +32,13 @@ for i = 2, #ARGV, 2 do
                               'limits', 'ukey', 'cancel_at', 'cancel_by'})
   if job.cancel_at and job.state == 'running' and job.token == ARGV[i + 1] then
     L.end_cancelled(ARGV[i], job, now, hosts, book)
-    reply[#reply + 1] = 1
+    reply[#reply + 1] = '1'
   elseif L.release(ARGV[i], ARGV[i + 1], book, wake) then
     local entry = L.attempt_entry(job, 'released', stamp, hosts)
     redis.call('HSET', jkey, 'history', L.append_json(job.history, entry))
-    reply[#reply + 1] = 1
+    reply[#reply + 1] = '1'
   else
-    reply[#reply + 1] = 0
+    reply[#reply + 1] = '0'
   end
 end
 book.save(S.limkeys)
