@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from helpers import wait_for
-from web.support import OPERATOR, bearer
+from web.support import OPERATOR, VIEWER, bearer
 from web.test_web_browser import Cluster, _log_in, browser, cluster, expect, page
 
 pytestmark = pytest.mark.browser
@@ -89,3 +89,33 @@ def test_the_header_wraps_in_its_bar_at_420_px(cluster: Cluster, page: Any) -> N
     assert page.evaluate("document.documentElement.scrollWidth") == 420, "the page is as wide"
     expect(page.locator("#queues tr[data-queue=orders] .badge")).to_have_text("paused")
     assert _lines(page, "#queues tr[data-queue=orders] .badge") == [1]
+
+
+def test_an_error_page_has_the_navigation_and_keeps_its_status(cluster: Cluster, page: Any) -> None:
+    """A 404 or 403 shows in the dashboard's frame: the way on is a click, not an
+    edited URL."""
+    stranger = page.goto(f"{cluster.base}/no/such/page")
+    assert stranger is not None and stranger.status == 404
+    expect(page).to_have_title("404 Not Found · rota")
+    expect(page.locator("header.top .store")).to_have_count(0)  # nothing of the store
+    page.click("nav >> text=Jobs")  # a stranger is asked to log in on the way
+    expect(page).to_have_url(f"{cluster.base}/login?next=%2Fjobs")
+
+    _log_in(page, cluster.base, VIEWER, "/queues")
+    missing = page.goto(f"{cluster.base}/jobs/{'0' * 32}")
+    assert missing is not None and missing.status == 404
+    expect(page).to_have_title("404 Not Found · rota")
+    expect(page.locator("h1")).to_have_text("404 Not Found")
+    expect(page.locator("nav a.active")).to_have_text("Jobs")  # the section it is in
+    expect(page.locator("header.top .role")).to_have_text("viewer")
+    page.click("nav >> text=Schedules")
+    expect(page).to_have_url(f"{cluster.base}/schedules")
+    expect(page).to_have_title("Schedules · rota")
+
+    refused = page.goto(f"{cluster.base}/queues/orders/purge")  # operators only
+    assert refused is not None and refused.status == 403
+    expect(page).to_have_title("403 Forbidden · rota")
+    expect(page.locator(".error-detail")).to_contain_text("needs the operator role")
+    page.click("nav >> text=Queues")
+    expect(page).to_have_url(f"{cluster.base}/queues")
+    expect(page).to_have_title("Queues · rota")

@@ -20,7 +20,8 @@ from rota import _json
 from rota.models import Job, JobQuery, JobState, Outcome, Schedule, WorkerInfo
 from rota.scheduling import Trigger, cron
 from rota.web import create_app
-from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, work
+from rota.web._app import NAV
+from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, login, work
 
 
 def _rows(html: str, table: str) -> list[str]:
@@ -476,10 +477,49 @@ def test_unknown_page_is_an_html_404(client: TestClient) -> None:
     assert "404 Not Found" in answer.text
 
 
-def test_error_pages_show_no_store_and_need_none(client: TestClient) -> None:
-    answer = client.get("/no/such/page")
-    assert 'class="store"' not in answer.text
-    assert 'href="/jobs"' not in answer.text
+def _nav_links(page: str) -> list[str]:
+    nav = page.split("<nav>", 1)[1].split("</nav>", 1)[0]
+    return re.findall(r'<a href="([^"]+)"', nav)
+
+
+def test_an_error_page_keeps_the_frame_and_its_status(client: TestClient) -> None:
+    missing = client.get("/jobs/0123456789abcdef0123456789abcdef")
+    assert missing.status_code == 404
+    assert "<title>404 Not Found · rota</title>" in missing.text
+    assert _nav_links(missing.text) == [href for href, _ in NAV]
+    assert '<a href="/jobs" class="active" aria-current="page">' in missing.text
+    assert 'class="store"' in missing.text and 'class="role role-operator"' in missing.text
+    unknown = client.get("/no/such/page")
+    assert unknown.status_code == 404 and "aria-current" not in unknown.text  # no tab is it
+
+
+def test_a_strangers_error_page_has_the_navigation_but_not_the_store(
+    secured: Callable[[], TestClient],
+) -> None:
+    stranger = secured()
+    answer = stranger.get("/no/such/page")
+    assert answer.status_code == 404
+    assert "<title>404 Not Found · rota</title>" in answer.text
+    assert "/send" not in _nav_links(answer.text)  # (operators only)
+    assert "/jobs" in _nav_links(answer.text)  # each link asks for a login
+    assert 'class="store"' not in answer.text and 'class="role' not in answer.text
+    assert "Log out" not in answer.text
+    login(stranger, OPERATOR)
+    known = stranger.get("/no/such/page")
+    assert known.status_code == 404
+    assert 'class="store"' in known.text and "Log out" in known.text
+    assert "/send" in _nav_links(known.text)
+
+
+def test_an_error_page_renders_while_the_store_is_down() -> None:
+    app = rota.App("redis://127.0.0.1:1/0?retry_for=0.2")
+    asgi = create_app(app, token=OPERATOR, secret=SECRET)
+    with TestClient(asgi, base_url=BASE, client=("127.0.0.1", 50000)) as operator:
+        login_page = operator.get("/login")
+        assert login_page.status_code == 503
+        assert _nav_links(login_page.text) == [href for href, _ in NAV if href != "/send"]
+        assert 'class="store"' not in login_page.text
+    app.close()
 
 
 def test_a_store_that_cannot_be_reached_is_a_503_that_the_log_explains(

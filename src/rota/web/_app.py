@@ -28,7 +28,7 @@ from rota.stores import Store, redact_url
 from rota.web import _api, _crawls, _forms, _logs, _pages
 from rota.web._auth import Auth, Identity
 from rota.web._deps import Context, api_viewer, context
-from rota.web._errors import install_error_handlers
+from rota.web._errors import ErrorFrame, install_error_handlers
 from rota.web._metrics import registry_for
 
 __all__ = ["create_app"]
@@ -176,9 +176,10 @@ def _templates() -> Jinja2Templates:
 
 def _base_context(request: Request) -> dict[str, Any]:
     """Values every page's frame needs: navigation, role, CSRF token, flashes.
-    Error pages and the login page set ``request.state.bare_frame`` and get a
-    bare frame: no navigation and no store label for visitors not yet known,
-    and no store call, so an error page renders while the store is down."""
+    The login page sets ``request.state.bare_frame`` and gets a bare frame: no
+    navigation and no store label for visitors not yet known, and no store
+    call. Error pages (``request.state.error_frame``) get the navigation, and
+    the store label and Log out only for a caller the dashboard knows."""
     if getattr(request.state, "bare_frame", False):
         return {
             "nav": (),
@@ -189,16 +190,12 @@ def _base_context(request: Request) -> dict[str, Any]:
             "store_label": "",
             "page_title": "rota",
         }
+    error = getattr(request.state, "error_frame", None)
+    if isinstance(error, ErrorFrame):
+        return _error_context(request, error)
     ctx = context(request)
-    path = request.url.path
-    nav: tuple[tuple[str, str], ...] = NAV
-    if _crawls.has_crawls(ctx):
-        at = [href for href, _ in NAV].index("/workers") + 1
-        nav = (*NAV[:at], CRAWLS_NAV, *NAV[at:])
-    # The crawl pages also answer where the navigation has no link to them
-    # (an app with no crawl): titled as themselves, lighting no tab.
-    pages = nav if CRAWLS_NAV in nav else (*nav, CRAWLS_NAV)
-    active = next((href for href, _ in reversed(pages) if path.startswith(href)), "/")
+    nav = _nav(ctx)
+    active, page_title = _active(request.url.path, nav)
     values: dict[str, Any] = {
         "nav": nav,
         "active": active,
@@ -206,9 +203,48 @@ def _base_context(request: Request) -> dict[str, Any]:
         "csrf": Auth.csrf_token(request),
         "flashes": request.session.pop("flash", []),
         "store_label": _store_label(ctx.store, ctx.app.url, ctx.app.read_url),
-        "page_title": next((label for href, label in pages if href == active), "rota"),
+        "page_title": page_title,
     }
     return values
+
+
+def _nav(ctx: Context) -> tuple[tuple[str, str], ...]:
+    """The navigation's links: Crawls after Workers when the app has crawls."""
+    if not _crawls.has_crawls(ctx):
+        return NAV
+    at = [href for href, _ in NAV].index("/workers") + 1
+    return (*NAV[:at], CRAWLS_NAV, *NAV[at:])
+
+
+def _active(path: str, nav: tuple[tuple[str, str], ...]) -> tuple[str, str]:
+    """The navigation's link lit for ``path`` and the page's title."""
+    # The crawl pages also answer where the navigation has no link to them
+    # (an app with no crawl): titled as themselves, lighting no tab.
+    pages = nav if CRAWLS_NAV in nav else (*nav, CRAWLS_NAV)
+    active = next((href for href, _ in reversed(pages) if path.startswith(href)), "/")
+    return active, next((label for href, label in pages if href == active), "rota")
+
+
+def _error_context(request: Request, error: ErrorFrame) -> dict[str, Any]:
+    """An error page's frame: the navigation, lighting the section it is
+    in, so the way on is a click. For a caller not known (not logged in, a
+    refused host, a server error) no store label and no store call: a
+    stranger learns nothing, and the page renders while the store is down."""
+    ctx = context(request)
+    caller = error.identity
+    nav = NAV if caller is None else _nav(ctx)
+    path = request.url.path  # (an unknown path lights no tab: not even Overview)
+    active = next((href for href, _ in reversed(nav) if path.startswith(href) and href != "/"), "")
+    known = caller is not None
+    return {
+        "nav": nav,
+        "active": active,
+        "auth_enabled": caller is not None and not caller.local,  # (Log out)
+        "csrf": Auth.csrf_token(request),
+        "flashes": request.session.pop("flash", []),
+        "store_label": redact_url(ctx.app.url) if known else "",
+        "page_title": "rota",
+    }
 
 
 def _store_label(store: Store, url: str, read_url: str | None) -> str:

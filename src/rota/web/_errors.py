@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import quote
 
@@ -25,10 +26,11 @@ from rota.errors import (
     StoreUnavailable,
     UnknownTask,
 )
-from rota.web._auth import Forbidden, Unauthorized
+from rota.web._auth import Forbidden, Identity, Unauthorized
+from rota.web._deps import context
 from rota.web._ops import Conflict, NotFound
 
-__all__ = ["install_error_handlers", "status_for"]
+__all__ = ["ErrorFrame", "install_error_handlers", "status_for"]
 
 log = logging.getLogger("rota.web")
 
@@ -78,6 +80,27 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class ErrorFrame:
+    """Set on ``request.state.error_frame`` for an error page: it is shown in
+    the dashboard's frame (navigation, title), with the caller's name, role
+    and the store only for a caller the dashboard knows (``identity``)."""
+
+    identity: Identity | None
+
+
+def _known_caller(request: Request, status: int) -> Identity | None:
+    """Who asks, for an error page's frame; None for a caller not (yet) known,
+    and without asking the store on a server error (5xx: the store may be what
+    failed, and the page must render while it is down)."""
+    if status >= 500:
+        return None
+    try:
+        return context(request).auth.identify(request)
+    except Exception:  # not logged in, a refused host, a store that fails now: a stranger
+        return None
+
+
 def install_error_handlers(api: FastAPI, templates: Jinja2Templates) -> None:
     """Map rota errors, validation errors and HTTP errors to answers."""
 
@@ -88,11 +111,18 @@ def install_error_handlers(api: FastAPI, templates: Jinja2Templates) -> None:
         if _wants_json(request):
             headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
             return JSONResponse({"error": code, "detail": detail}, status, headers=headers)
-        request.state.bare_frame = True  # no store call, nothing shown to strangers
+        identity = _known_caller(request, status)
+        request.state.bare_frame = False  # (set by a login page that failed)
+        request.state.error_frame = ErrorFrame(identity)
         return templates.TemplateResponse(
             request,
             "error.html",
-            {"status": status, "reason": HTTPStatus(status).phrase, "detail": detail},
+            {
+                "status": status,
+                "reason": HTTPStatus(status).phrase,
+                "detail": detail,
+                "identity": identity,
+            },
             status_code=status,
         )
 
