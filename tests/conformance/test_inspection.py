@@ -18,7 +18,7 @@ from conformance.support import (
     worker_info,
 )
 from rota import InvalidArgument
-from rota.models import JobQuery, JobState, MinuteStats
+from rota.models import ConcurrencyKey, JobQuery, JobState, MinuteStats
 from rota.stores import Store
 
 
@@ -52,6 +52,42 @@ def test_list_jobs_state_filter_follows_run_time(store: Store) -> None:
     wait_until(store, get(store, soon).run_at)
     assert job_ids(store, JobQuery(state=JobState.SCHEDULED)) == {later}
     assert job_ids(store, JobQuery(state=JobState.QUEUED)) == {soon}
+
+
+def test_a_queues_pages_by_state_are_newest_first_whatever_the_page_size(store: Store) -> None:
+    """A queue's queued jobs are its queued, parked and due scheduled ones,
+    merged newest first (the SQL stores read each state apart); the other
+    states and the queue alone page the same way."""
+    key = (ConcurrencyKey("pages", 1),)
+    sent = [enqueue_one(store, new_job(0, queue="q"))]
+    assert store.cancel(sent) == [True]
+    sent += [
+        enqueue_one(store, new_job(i, queue="q", concurrency=key, lease=30)) for i in (1, 2, 3)
+    ]
+    assert [c.id for c in claim(store, ["q"], limit=3)] == [sent[1]]  # 2 and 3 wait for the key
+    sent += [
+        enqueue_one(store, new_job(4, queue="q")),
+        enqueue_one(store, new_job(5, queue="q", delay=0.2)),
+        enqueue_one(store, new_job(6, queue="q", delay=600.0)),
+        enqueue_one(store, new_job(7, queue="q")),
+        enqueue_one(store, new_job(8, queue="other")),
+    ]
+    wait_until(store, get(store, sent[5]).run_at)
+
+    def pages(state: JobState | None, size: int) -> list[str]:
+        return [job.id for job in all_jobs(store, JobQuery(queue="q", state=state), page=size)]
+
+    expected = {
+        JobState.QUEUED: [sent[i] for i in (7, 5, 4, 3, 2)],
+        JobState.RUNNING: [sent[1]],
+        JobState.CANCELLED: [sent[0]],
+        JobState.SCHEDULED: [sent[6]],
+        JobState.FAILED: [],
+        None: sent[7::-1],
+    }
+    for state, ids in expected.items():
+        for size in (1, 2, 5, 50):
+            assert pages(state, size) == ids, (state, size)
 
 
 def test_list_jobs_is_newest_first(store: Store) -> None:

@@ -46,6 +46,7 @@ class MySQLStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, MySQLConn
 
     kind = "mysql"
     orders_debug_queues = True
+    pages_queues_apart = True
     #: When this store last folded wake-up rows (monotonic; see :meth:`_places`).
     _folded_at = -math.inf
 

@@ -45,6 +45,7 @@ class PostgresStore(Jobs, Reads, Steering, Schedules, Audit, Users, Logs, PgConn
 
     kind = "postgres"
     orders_debug_queues = True
+    pages_queues_apart = True
 
     @classmethod
     def from_url(cls, url: str, *, replica: bool = False, create: bool = True) -> PostgresStore:

@@ -21,7 +21,7 @@ from rota.models import (
 from rota.stores import _checks
 from rota.stores.base import check_prefix
 from rota.stores.sql.modes import queue_modes
-from rota.stores.sql.tx import Database
+from rota.stores.sql.tx import Database, Tx
 
 
 def job_from_row(row: Sequence[Any], now: float) -> Job:
@@ -93,11 +93,14 @@ class Reads(Database):
         before = _checks.page_cursor(cursor)
         with self._read() as tx:
             now = tx.now()
-            where, params = _filters(query, now)
-            if before is not None:
-                where.append("before_seq")
-                params.append(before)
-            rows = tx.execute("list_jobs", [*params, limit + 1], where=where).fetchall()
+            if query.queue is not None and self.pages_queues_apart:
+                rows = _queue_page(tx, query, now, before, limit + 1)
+            else:
+                where, params = _filters(query, now)
+                if before is not None:
+                    where.append("before_seq")
+                    params.append(before)
+                rows = tx.execute("list_jobs", [*params, limit + 1], where=where).fetchall()
         jobs = tuple(job_from_row(row, now) for row in rows[:limit])
         next_cursor = str(rows[limit - 1][0]) if len(rows) > limit else None
         return JobPage(jobs, next_cursor)
@@ -193,6 +196,33 @@ def _filters(query: JobQuery, now: float) -> tuple[list[str], list[Any]]:
         where.append("payload_has")
         params.append(query.search.encode())
     return where, params
+
+
+def _queue_page(tx: Tx, query: JobQuery, now: float, before: int | None, size: int) -> list[Any]:
+    """Up to ``size`` jobs of ``query.queue``, newest first, older than
+    ``before``, through the dialect's queries of one queue
+    (:attr:`Database.pages_queues_apart`): ``list_queue`` takes the queue,
+    ``list_queue_state`` the queue and a state, and then the parameters of
+    the other filters' fragments (``{where}``). Queued jobs (queued, parked
+    and due scheduled ones) are the newest of each of the three states,
+    merged by ``list_queue_queued``: a filter ``IN`` the states would be one
+    range of the index the database sorts whole."""
+    state = query.state
+    where, params = _filters(replace(query, queue=None, state=None), now)
+    if state is JobState.SCHEDULED:
+        where.append("runs_after")
+        params.append(now)
+    if before is not None:
+        where.append("before_seq")
+        params.append(before)
+    if state is None:
+        return tx.execute("list_queue", [query.queue, *params, size], where=where).fetchall()
+    if state is not JobState.QUEUED:
+        args = [query.queue, state.value, *params, size]
+        return tx.execute("list_queue_state", args, where=where).fetchall()
+    branch = [query.queue, *params]
+    args = [*branch, size, *branch, size, *branch, now, size, size]
+    return tx.execute("list_queue_queued", args, where=where).fetchall()
 
 
 def _next_string(prefix: str) -> str | None:

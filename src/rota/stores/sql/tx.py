@@ -140,6 +140,12 @@ class Database(ABC):
     #: that they are recorded in clock order (:mod:`rota.stores.sql.modes`).
     #: SQLite needs no lock (its writers take turns).
     orders_debug_queues: bool = False
+    #: Whether the dialect's query files page one queue's jobs in queries of
+    #: their own (``list_queue``, ``list_queue_state``, ``list_queue_queued``),
+    #: shaped so that its planner reads the queue's index newest first
+    #: rather than walking the primary key past newer jobs of other queues;
+    #: otherwise ``list_jobs`` lists them too (SQLite's planner takes the index).
+    pages_queues_apart: bool = False
 
     @abstractmethod
     def _write(self, sync: bool = True) -> AbstractContextManager[Tx]:

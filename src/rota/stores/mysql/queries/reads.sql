@@ -15,6 +15,50 @@ SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, atte
 FROM jobs WHERE {where}
 ORDER BY seq DESC LIMIT %s
 
+-- name: list_queue
+-- A page of one queue's jobs (rota.stores.sql.reads._queue_page): the queue's
+-- entries of jobs_queue_seq, newest first. Left to itself, MariaDB walked the
+-- primary key backwards when it expected the queue's jobs among the newest
+-- (0.4-1.2 s past 483,000 newer jobs for a queue of 17,000 old ones).
+SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
+       max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
+FROM jobs FORCE INDEX (jobs_queue_seq) WHERE queue = %s AND {where}
+ORDER BY seq DESC LIMIT %s
+
+-- name: list_queue_state
+-- A page of one queue's jobs in one state: its entries of jobs_queue_state,
+-- newest first (left to itself, MariaDB walked the primary key, or sorted an
+-- intersection with jobs_state_seq whole: 0.3-1.3 s).
+SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
+       max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
+FROM jobs FORCE INDEX (jobs_queue_state) WHERE queue = %s AND state = %s AND {where}
+ORDER BY seq DESC LIMIT %s
+
+-- name: list_queue_queued
+-- A page of one queue's queued jobs: the newest queued, parked and due
+-- scheduled ones, each from jobs_queue_state, merged.
+(SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
+       max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
+ FROM jobs FORCE INDEX (jobs_queue_state) WHERE queue = %s AND state = 'queued' AND {where}
+ ORDER BY seq DESC LIMIT %s)
+UNION ALL
+(SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
+       max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
+ FROM jobs FORCE INDEX (jobs_queue_state) WHERE queue = %s AND state = 'parked' AND {where}
+ ORDER BY seq DESC LIMIT %s)
+UNION ALL
+(SELECT seq, id, task, queue, state, payload, priority, run_at, enqueued_at, attempt,
+       max_attempts, lost, started_at, finished_at, lease_owner, lease_expires, result,
+       error, traceback, history, limits, unique_key, schedule, fire_time, host, retry
+ FROM jobs FORCE INDEX (jobs_queue_state) WHERE queue = %s AND state = 'scheduled' AND {where}
+   AND run_at <= %s
+ ORDER BY seq DESC LIMIT %s)
+ORDER BY seq DESC LIMIT %s
+
 -- name: no_filter
 TRUE
 
@@ -38,6 +82,9 @@ schedule = %s
 
 -- name: payload_has
 LOCATE(%s, payload) > 0
+
+-- name: runs_after
+run_at > %s
 
 -- name: before_seq
 seq < %s
