@@ -125,7 +125,7 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
         feed.sigs.take()
         looked = looked + 1
         local sig = string.sub(next_sig[1], 13)
-        local sub = {queue = feed.queue, sig = sig,
+        local sub = {queue = feed.queue, priority = priority, sig = sig,
                      jobs = cursor(K.ready(feed.queue, priority, sig),
                                    math.min(PAGE, limit - #chosen))}
         local head = sub.jobs.peek()
@@ -145,8 +145,9 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
       local admitted, why = true, nil
       if limits then admitted, why = book.admit(cjson.decode(limits), id) end
       if admitted then
-        chosen[#chosen + 1] = {id = id, queue = sub.queue, sig = sub.sig, member = head[1],
-                               priority = priority, vtime = head[2], ready = sub.jobs.key}
+        -- (its sub-queue and its entry there, not copies of their fields: a
+        -- table of three fields is made per job, where seven cost more)
+        chosen[#chosen + 1] = {id = id, sub = sub, head = head}
         sub.jobs.take()
         -- (once the batch is full the merge stops: no need to read further)
         if #chosen < limit and not sub.jobs.peek() then table.remove(open, best) end
@@ -200,8 +201,7 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
     fetched[i], jkeys[i], leases[i] = v, jkey, lease
   end
   for i, c in ipairs(chosen) do
-    local jkey = jkeys[i]
-    local v = fetched[i]
+    local jkey, v, sub = jkeys[i], fetched[i], c.sub
     local seq = v[12]
     local token = token_base .. ':' .. seq
     local expires = expiry[leases[i]]
@@ -214,13 +214,13 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
                'owner', worker, 'token', token, 'expires', expires, 'started_at', started)
     if repaired[i] then redis.call('HSET', jkey, 'lease', v[6]) end
     local n = #out
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], c.queue, v[2]
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], sub.queue, v[2]
     out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[4], v[5], token
     out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[6], v[7], v[8], v[9]
     out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[10], v[11], started, v[13]
-    idx.rem(c.ready, c.member)
-    emptied[c.ready] = c
-    idx.move(c.id, c.queue, seq, 'queued', 'running')
+    idx.rem(sub.jobs.key, c.head[1])
+    emptied[sub] = true
+    idx.move(c.id, sub.queue, seq, 'queued', 'running')
     local task_key = task_keys[v[1]]
     if not task_key then
       task_key = K.task(v[1])
@@ -228,13 +228,16 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
     end
     idx.add(task_key, seq, c.id) -- (queued jobs are not in their task index)
     idx.add(S.leases, expires, c.id)
-    if clocks[c.queue] == nil or c.vtime > clocks[c.queue] then clocks[c.queue] = c.vtime end
+    local vtime = c.head[2]
+    if clocks[sub.queue] == nil or vtime > clocks[sub.queue] then clocks[sub.queue] = vtime end
     saved[#saved + 1] = c.id
     saved[#saved + 1] = token
   end
   idx.flush()
   -- a sub-queue jobs were taken from was listed, unless this claim parked it
-  for sub, c in pairs(emptied) do L.sub_head(c.queue, c.priority, c.sig, not parked_now[sub]) end
+  for sub in pairs(emptied) do
+    L.sub_head(sub.queue, sub.priority, sub.sig, not parked_now[sub.jobs.key])
+  end
   for queue, vtime in pairs(clocks) do
     local old = tonumber(redis.call('HGET', S.vclock, queue) or '0')
     if vtime > old then redis.call('HSET', S.vclock, queue, vtime) end
