@@ -41,7 +41,17 @@ if TYPE_CHECKING:
     from rota.app import App
     from rota.stores.base import Store
 
-__all__ = ["NOT_LOGGED_IN", "NO_ROLE", "ORIGINS", "ROLES", "Actor", "Admin", "cancel_refusal"]
+__all__ = [
+    "NOT_LOGGED_IN",
+    "NO_ROLE",
+    "ORIGINS",
+    "ROLES",
+    "Actor",
+    "Admin",
+    "cancel_refusal",
+    "delete_refusal",
+    "retry_refusal",
+]
 
 #: Roles, weakest first: a role may do what the ones before it may.
 ROLES = ("viewer", "operator", "admin")
@@ -227,12 +237,6 @@ class Admin:
             raise InvalidArgument(f"job id must be a non-empty string, not {job_id!r}")
         return self._store.resolve_job_id(job_id)
 
-    def _state_of(self, job_id: str) -> str:
-        job = self._store.get_job(job_id)
-        if job is None:  # deleted in between
-            raise JobNotFound(job_id)
-        return job.state.value
-
     def retry_job(self, job_id: str, *, by: Actor | None = None) -> str:
         """Queue a failed or cancelled job again with fresh attempt counts;
         return its full id (``job_id`` may be a unique prefix). A job with a
@@ -242,34 +246,44 @@ class Admin:
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
         if not self._store.retry([full], by=actor.name)[0]:
-            job = self._store.get_job(full)
-            if job is None:  # deleted in between
-                raise JobNotFound(full)
-            if job.state not in (JobState.FAILED, JobState.CANCELLED):
-                raise Conflict(
-                    f"job {full} is {job.state.value}; only failed or cancelled jobs can be retried"
-                )
-            raise Conflict(
-                f"job {full} was not retried: a job with the same unique key "
-                f"{job.unique_key!r} is pending or running (or succeeded less than "
-                "its unique_for ago)"
-            )
+            raise retry_refusal(full, self._store.get_job(full))
         self._record(actor, "job.retry", full)
         return full
+
+    def retry_jobs(self, job_ids: Sequence[str], *, by: Actor | None = None) -> list[bool]:
+        """Retry jobs by full id in one store call, as :meth:`retry_job` each;
+        True for each queued again (each audited), False for one unknown, in
+        a state that cannot be retried or whose unique key another job holds
+        (:func:`retry_refusal` says which)."""
+        actor = self._allow(by, "operator")
+        applied = self._store.retry(_full_ids(job_ids), by=actor.name)
+        self._record_each(actor, "job.retry", job_ids, applied)
+        return applied
 
     def cancel_jobs(self, job_ids: Sequence[str], *, by: Actor | None = None) -> list[bool]:
         """Cancel jobs by full id in one store call, as :meth:`cancel_job`
         each; True for each cancelled or asked to stop (each audited), False
         for one unknown or in a state that cannot be cancelled."""
         actor = self._allow(by, "operator")
-        for job_id in job_ids:
-            if not isinstance(job_id, str) or not job_id:
-                raise InvalidArgument(f"job id must be a non-empty string, not {job_id!r}")
-        applied = self._store.cancel(list(job_ids), by=actor.name)
+        applied = self._store.cancel(_full_ids(job_ids), by=actor.name)
+        self._record_each(actor, "job.cancel", job_ids, applied)
+        return applied
+
+    def delete_jobs(self, job_ids: Sequence[str], *, by: Actor | None = None) -> list[bool]:
+        """Delete jobs by full id in one store call, as :meth:`delete_job`
+        each; True for each deleted (each audited), False for one unknown or
+        running (:func:`delete_refusal` says which)."""
+        actor = self._allow(by, "operator")
+        applied = self._store.delete(_full_ids(job_ids))
+        self._record_each(actor, "job.delete", job_ids, applied)
+        return applied
+
+    def _record_each(
+        self, actor: Actor, action: str, job_ids: Sequence[str], applied: Sequence[bool]
+    ) -> None:
         for job_id, done in zip(job_ids, applied, strict=True):
             if done:
-                self._record(actor, "job.cancel", job_id)
-        return applied
+                self._record(actor, action, job_id)
 
     def cancel_job(self, job_id: str, *, by: Actor | None = None) -> str:
         """Cancel a job; return its full id. A scheduled or queued job is
@@ -287,7 +301,7 @@ class Admin:
         actor = self._allow(by, "operator")
         full = self._resolve(job_id)
         if not self._store.delete([full])[0]:
-            raise Conflict(f"job {full} is {self._state_of(full)}; a running job cannot be deleted")
+            raise delete_refusal(full, self._store.get_job(full))
         self._record(actor, "job.delete", full)
         return full
 
@@ -637,6 +651,36 @@ def _unknown_key(key: str) -> NotFound:
         f"limit key {key!r} not found: no job with it was claimed and no limit was set on it "
         "(rota limits list shows the keys)"
     )
+
+
+def _full_ids(job_ids: Sequence[str]) -> list[str]:
+    """``job_ids`` as a list, each a non-empty string (else ``InvalidArgument``)."""
+    for job_id in job_ids:
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidArgument(f"job id must be a non-empty string, not {job_id!r}")
+    return list(job_ids)
+
+
+def retry_refusal(job_id: str, job: Job | None) -> JobNotFound | Conflict:
+    """Why a retry of ``job_id`` (now ``job``, None if gone) did not apply."""
+    if job is None:
+        return JobNotFound(job_id)
+    if job.state not in (JobState.FAILED, JobState.CANCELLED):
+        return Conflict(
+            f"job {job_id} is {job.state.value}; only failed or cancelled jobs can be retried"
+        )
+    return Conflict(
+        f"job {job_id} was not retried: a job with the same unique key "
+        f"{job.unique_key!r} is pending or running (or succeeded less than "
+        "its unique_for ago)"
+    )
+
+
+def delete_refusal(job_id: str, job: Job | None) -> JobNotFound | Conflict:
+    """Why a delete of ``job_id`` (now ``job``, None if gone) did not apply."""
+    if job is None:
+        return JobNotFound(job_id)
+    return Conflict(f"job {job_id} is {job.state.value}; a running job cannot be deleted")
 
 
 def cancel_refusal(job_id: str, job: Job | None) -> JobNotFound | Conflict:

@@ -358,6 +358,11 @@ def _jobs_module() -> Any:
     return importlib.import_module("rota.cli.jobs")
 
 
+def _steering_module() -> Any:
+    """The module of the steering steps the ``rota jobs`` commands run now."""
+    return importlib.import_module("rota.cli._steering")
+
+
 def test_jobs_list_reads_on_past_empty_pages_that_have_a_cursor(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -828,7 +833,7 @@ def test_an_interrupted_cancel_reports_the_jobs_it_cancelled(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = [env.send("add", "1", str(i)) for i in range(5)]
-    monkeypatch.setattr(_jobs_module(), "_BATCH", 2)
+    monkeypatch.setattr(_steering_module(), "BATCH", 2)
     real_cancel, real_get_jobs = type(env.store).cancel, type(env.store).get_jobs
     batches: list[int] = []
     sent: list[int] = []
@@ -1515,3 +1520,64 @@ def test_schedules_add_refuses_a_time_no_date_can_show(env: Env, when: str, mess
     assert message in added.stderr and "Traceback" not in added.output
     assert env.store.schedules() == []
     assert env.rota("schedules", "list").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "verb", "done"),
+    [
+        ("retry", "retry", "retried"),
+        ("cancel", "cancel", "cancelled"),
+        ("delete", "delete", "deleted"),
+    ],
+)
+def test_steering_many_ids_looks_them_up_and_changes_them_in_batches(
+    env: Env, monkeypatch: pytest.MonkeyPatch, command: str, verb: str, done: str
+) -> None:
+    ids = [env.send("add", "1", str(i)) for i in range(5)]
+    if command == "retry":
+        work(env.store, "default", boom)
+    monkeypatch.setattr(_steering_module(), "BATCH", 2)
+    calls: dict[str, list[int]] = {"get_jobs": [], "resolve_job_id": [], verb: []}
+    store_type = type(env.store)
+    for name in calls:
+        real = getattr(store_type, name)
+
+        def counted(
+            self: Store, first: Any, *args: Any, _real: Any = real, _name: str = name, **kwargs: Any
+        ) -> Any:
+            calls[_name].append(len(first) if isinstance(first, list) else 1)
+            return _real(self, first, *args, **kwargs)
+
+        monkeypatch.setattr(store_type, name, counted)
+    result = env.rota("jobs", command, *ids, ids[0])  # an id twice is steered once
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"{done} {job_id}" for job_id in ids]
+    assert calls[verb] == [2, 2, 1]  # one store call per batch of ids
+    assert calls["resolve_job_id"] == []  # whole ids: no search one by one
+    assert calls["get_jobs"][:3] == [2, 2, 1]  # looked up in batches too
+    assert sorted(e.target for e in env.store.audit(action=f"job.{verb}")[0]) == sorted(ids)
+
+
+def test_steering_many_ids_reports_each_refusal_as_alone(env: Env) -> None:
+    failed = [env.send("add", "1", str(i)) for i in range(2)]
+    work(env.store, "default", boom)
+    queued = env.send("add", "2", "2")
+    result = env.rota("jobs", "retry", failed[0], queued, "nosuchjob", failed[1][:10])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [f"retried {failed[0]}", f"retried {failed[1]}"]
+    assert (
+        f"could not retry {queued}: job {queued} is queued; only failed or cancelled jobs can "
+        "be retried" in result.stderr
+    )
+    assert "could not retry nosuchjob: not found" in result.stderr
+    assert "Error: 2 of 4 job(s) could not be retried" in result.stderr
+    [running] = env.store.claim("test-worker", ["default"], 1)
+    deleted = env.rota("jobs", "delete", *failed, queued)
+    assert deleted.exit_code == 1
+    assert deleted.stderr.splitlines()[0] == (
+        f"could not delete {running.id}: job {running.id} is running; a running job cannot "
+        "be deleted"
+    )
+    rest = [job_id for job_id in (*failed, queued) if job_id != running.id]
+    assert deleted.stdout.splitlines() == [f"deleted {job_id}" for job_id in rest]
+    assert env.store.get_jobs(rest) == [None, None]

@@ -17,10 +17,10 @@ from rich.text import Text
 
 from rota._time import format_duration
 from rota._wording import attempt_text, retry_text, snooze_reason, still_running
-from rota.admin import cancel_refusal
+from rota.admin import cancel_refusal, delete_refusal, retry_refusal
 from rota.cli._actor import cli_actor
 from rota.cli._progress import counted
-from rota.cli._steering import one_by_one, refused, resolve, steer
+from rota.cli._steering import batched, refused, resolve, steer
 from rota.cli._support import (
     CliError,
     CliState,
@@ -346,10 +346,6 @@ def logs(
 # -- retry, cancel, delete ---------------------------------------------------------
 
 
-#: Jobs per store call of ``jobs cancel`` (one call per id costs ~2 ms).
-_BATCH = 500
-
-
 @jobs.command("retry")
 @click.argument("job_ids", metavar="[ID]...", nargs=-1)
 @click.option("--failed", is_flag=True, help="Retry every failed job (of --queue / --task).")
@@ -400,7 +396,8 @@ def retry(
         click.echo(f"retried {count} failed job(s)")
         return
     ids, reasons = resolve(app.store, job_ids)
-    steer(ids, one_by_one(app.admin.retry_job, "retry", "retried", reasons), 1, "retried")
+    step = batched(app.store, app.admin.retry_jobs, retry_refusal, "retry", "retried", reasons)
+    steer(ids, step, "retried")
 
 
 @jobs.command("cancel")
@@ -428,7 +425,7 @@ def cancel(cli: CliState, job_ids: tuple[str, ...]) -> None:
                 refused("cancel", job_id, cancel_refusal(job_id, job), reasons)
         return sum(applied), len(applied) - sum(applied)
 
-    steer(ids, step, _BATCH, "cancelled")
+    steer(ids, step, "cancelled")
 
 
 @jobs.command("delete")
@@ -441,7 +438,8 @@ def delete(cli: CliState, job_ids: tuple[str, ...]) -> None:
     Each ID may be a unique prefix (six or more characters) of a job's id."""
     app = cli.store_app()
     ids, reasons = resolve(app.store, job_ids)
-    steer(ids, one_by_one(app.admin.delete_job, "delete", "deleted", reasons), 1, "deleted")
+    step = batched(app.store, app.admin.delete_jobs, delete_refusal, "delete", "deleted", reasons)
+    steer(ids, step, "deleted")
 
 
 # -- export ------------------------------------------------------------------------
