@@ -37,6 +37,7 @@ PAGES = [
     ("queue=bulk&state=queued", JobQuery(queue="bulk", state=JobState.QUEUED), False),
     ("queue=bulk&task=bench.task3", JobQuery(queue="bulk", task="bench.task3"), False),
     ("queue=old", JobQuery(queue="old"), False),
+    ("queue=old, page 2", JobQuery(queue="old"), True),
     ("queue=old&task=bench.task3", JobQuery(queue="old", task="bench.task3"), False),
     ("queue=old&state=queued", JobQuery(queue="old", state=JobState.QUEUED), False),
     ("queue=bulk&state=cancelled", JobQuery(queue="bulk", state=JobState.CANCELLED), False),
