@@ -173,10 +173,34 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
 
   local clocks, emptied, saved, out = {}, {}, {}, {}
   local started = L.fmt(now)
-  -- a lease's expiry as a string, made once per lease duration: Redis
-  -- formats each number passed to redis.call with 17 digits (a few thousand
-  -- instructions; expires went to HSET and to the leases' ZADD per job)
-  local expiry = {}
+  -- Stored values read once per value, not per job: each tonumber of a
+  -- string is a strtod, and Redis formats each number passed to redis.call
+  -- with 17 digits (a few thousand instructions each).
+  -- A stored lease: {duration =, repair = the value to write back in its
+  -- place or false, expires = the lease's expiry as a string}.
+  local lease_of = {}
+  local function lease_for(stored)
+    local lease = lease_of[stored]
+    if not lease then
+      local x = tonumber(stored)
+      local duration = L.lease(x)
+      lease = {duration = duration, repair = duration ~= x and L.fmt(duration),
+               expires = L.fmt(now + duration)}
+      lease_of[stored] = lease
+    end
+    return lease
+  end
+  -- A stored attempt ("" if none): this claim's, {n =, text =}.
+  local attempt_of = {}
+  local function attempt_for(stored)
+    local attempt = attempt_of[stored]
+    if not attempt then
+      local n = (tonumber(stored) or 0) + 1
+      attempt = {n = n, text = string.format('%d', n)}
+      attempt_of[stored] = attempt
+    end
+    return attempt
+  end
   local task_keys = {} -- task -> its index's key, made once per call
   local idx = L.batch()
   -- the stored fields of L.CLAIMED (id, queue, token and started_at are known
@@ -191,31 +215,25 @@ function L.claim(worker, limit, token_base, queue_names, now, place)
   for i, c in ipairs(chosen) do
     local jkey = K.job(c.id)
     local v = redis.call('HMGET', jkey, unpack(FETCH))
-    local stored = tonumber(v[6]) -- (read once: each tonumber of a string is a strtod)
-    local lease = L.lease(stored)
-    if lease ~= stored then
-      v[6] = L.fmt(lease)
+    local lease = lease_for(v[6])
+    if lease.repair then
+      v[6] = lease.repair
       repaired[i] = true
     end
-    v[3] = tonumber(v[3]) or 0
     fetched[i], jkeys[i], leases[i] = v, jkey, lease
   end
   for i, c in ipairs(chosen) do
     local jkey, v, sub = jkeys[i], fetched[i], c.sub
     local seq = v[12]
     local token = token_base .. ':' .. seq
-    local expires = expiry[leases[i]]
-    if not expires then
-      expires = L.fmt(now + leases[i])
-      expiry[leases[i]] = expires
-    end
-    local attempt = v[3] + 1
-    redis.call('HSET', jkey, 'state', 'running', 'attempt', string.format('%d', attempt),
+    local expires = leases[i].expires
+    local attempt = attempt_for(v[3])
+    redis.call('HSET', jkey, 'state', 'running', 'attempt', attempt.text,
                'owner', worker, 'token', token, 'expires', expires, 'started_at', started)
     if repaired[i] then redis.call('HSET', jkey, 'lease', v[6]) end
     local n = #out
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = c.id, v[1], sub.queue, v[2]
-    out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt, v[4], v[5], token
+    out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempt.n, v[4], v[5], token
     out[n + 9], out[n + 10], out[n + 11], out[n + 12] = v[6], v[7], v[8], v[9]
     out[n + 13], out[n + 14], out[n + 15], out[n + 16] = v[10], v[11], started, v[13]
     idx.rem(sub.jobs.key, c.head[1])
