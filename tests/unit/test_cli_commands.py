@@ -87,6 +87,38 @@ def test_send_cmd_refuses_words_between_app_and_the_dashes(cli: Cli) -> None:
     assert job is not None and job.args == [["echo", "add"]]
 
 
+def test_a_command_line_without_the_dashes_is_refused_by_send_and_schedules_add(cli: Cli) -> None:
+    for words, message in (
+        (
+            ["schedules", "add", "bad", "--every", "5m", "echo", "x"],
+            "without --task, put -- before the command line: rota schedules add NAME",
+        ),
+        (
+            ["schedules", "add", "bad", "--every", "5m", "ls", "-la"],
+            "No such option '-l'. To pass -l in the command line, put -- before the "
+            "command line: rota schedules add NAME",
+        ),
+        (
+            ["send", "--cmd", "ls", "-la"],
+            "To pass -l in the command line, put -- before the command line: "
+            "rota send [APP] --cmd -- CMD ARGS...",
+        ),
+    ):
+        refused = cli.run(*words)
+        assert refused.exit_code == 2, (words, refused.output)
+        assert message in refused.output, refused.output
+    assert cli.store.get_schedule("bad") is None and cli.sent() == 0
+    added = cli.run("schedules", "add", "ok", "--every", "5m", "--", "ls", "-la")
+    assert added.exit_code == 0, added.output
+    assert added.stdout.strip() == "added schedule ok: every 5 minutes: ls -la"
+    # a task's arguments still need no --; an unknown option there is not about a command line
+    by_task = ["schedules", "add", "t", "--every", "5m", "--app", cli.app, "--task", "add"]
+    task = cli.run(*by_task, "1", "2")
+    assert task.exit_code == 0, task.output
+    odd = cli.run(*by_task, "-x")
+    assert odd.exit_code == 2 and "put -- before the command line" not in odd.output
+
+
 def test_the_words_after_a_command_tasks_name_are_its_extra_args(cli: Cli) -> None:
     sent = cli.run("send", cli.app, "report", "a", "1", "--", "--day", "2026-11-27")
     assert sent.exit_code == 0, sent.output

@@ -11,9 +11,58 @@ import click
 
 from rota.commands import MAX_EXIT_CODE
 
-__all__ = ["command_options", "given_command_options"]
+__all__ = [
+    "CommandLineCommand",
+    "command_options",
+    "given_command_options",
+    "require_separator",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``ctx.meta`` key: whether the command's words had a ``--``.
+_DASHES = "rota.command_line.dashes"
+
+
+class CommandLineCommand(click.Command):
+    """A command that may take a command line after ``--`` (``rota send
+    --cmd``, ``rota schedules add``). It notes whether ``--`` was given, for
+    :func:`require_separator`, and an option it does not know, given
+    without ``--`` where a command line is expected (``ls -la``), is
+    refused with the hint to put ``--`` first.
+
+    ``usage`` is the form shown in those messages; :meth:`takes_command_line`
+    says whether the words given are for a command line."""
+
+    usage = "-- CMD ARGS..."
+
+    def takes_command_line(self, args: list[str]) -> bool:
+        """Whether ``args`` (the words given) ask for a command line."""
+        return True
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_DASHES] = "--" in args
+        words = list(args)  # (click's parse consumes its list)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if "--" in words or not self.takes_command_line(words):
+                raise
+            raise click.UsageError(
+                f"{exc.format_message()} To pass {exc.option_name} in the command line, "
+                f"put -- before the command line: {self.usage}",
+                ctx,
+            ) from None
+
+
+def require_separator(what: str, usage: str) -> None:
+    """Refuse a command line given without ``--`` before it (``rota send
+    --cmd echo hi``, ``rota schedules add s --every 5m echo hi``): the words
+    would otherwise be read by rota, an option among them refused or taken
+    as rota's own. ``what`` names the form (``with --cmd``, ``for a command
+    schedule``); only for a :class:`CommandLineCommand`."""
+    if not click.get_current_context().meta.get(_DASHES):
+        raise click.UsageError(f"{what}, put -- before the command line: {usage}")
 
 
 def _env(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

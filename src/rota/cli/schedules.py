@@ -18,7 +18,12 @@ from rota import _json
 from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
 from rota._wording import attempt_text, call_text, options_retry_text, shown_options
 from rota.cli._actor import cli_actor
-from rota.cli._command_options import command_options, given_command_options
+from rota.cli._command_options import (
+    CommandLineCommand,
+    command_options,
+    given_command_options,
+    require_separator,
+)
 from rota.cli._support import (
     CliError,
     CliState,
@@ -387,7 +392,20 @@ def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-@schedules.command("add")
+_ADD_USAGE = "rota schedules add NAME --cron EXPR|--every N|--at ISO [OPTIONS] -- CMD ARGS..."
+
+
+class _AddCommand(CommandLineCommand):
+    """``rota schedules add``: a command line after ``--``, unless ``--task``
+    names a task of ``--app``."""
+
+    usage = _ADD_USAGE
+
+    def takes_command_line(self, args: list[str]) -> bool:
+        return "--task" not in args and not any(a.startswith("--task=") for a in args)
+
+
+@schedules.command("add", cls=_AddCommand)
 @click.argument("name", callback=name_callback("schedule name"))
 @click.argument("words", nargs=-1, metavar="-- CMD [ARGS]...")
 @click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
@@ -574,6 +592,8 @@ def _command_schedule(
         raise click.UsageError("--app and --json go with --task")
     if not words:
         raise click.UsageError("missing the command line after -- (or --app APP --task TASK)")
+    # `rota schedules add s --every 5m echo x`: as `rota send --cmd echo x`, refused
+    require_separator("without --task", _ADD_USAGE)
     args, kwargs = command_call(list(words), timeout, **settings)
     try:
         CommandSpec.build(*args, **kwargs)

@@ -14,7 +14,12 @@ import click
 from rota import _json, _validate, commands
 from rota.app import App
 from rota.cli._actor import cli_actor
-from rota.cli._command_options import command_options, given_command_options
+from rota.cli._command_options import (
+    CommandLineCommand,
+    command_options,
+    given_command_options,
+    require_separator,
+)
 from rota.cli._support import (
     CliError,
     CliState,
@@ -105,16 +110,20 @@ def call_arguments(
 _NEGATIVE = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
-class _SendCommand(click.Command):
+class _SendCommand(CommandLineCommand):
     """``rota send``, which also reads ``rota send --cmd -- CMD ARGS...``: a
     command line sent without APP, to the store of ``--url`` (or ``ROTA_URL``)."""
+
+    usage = _COMMAND_USAGE
+
+    def takes_command_line(self, args: list[str]) -> bool:
+        return "--cmd" in args
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """The arguments, with an empty APP where ``--cmd`` comes with no word
         before ``--`` that is not an option or an option's value. The words
         after APP and before ``--`` are noted (``rota.send.before``): with
         ``--cmd`` there must be none."""
-        ctx.meta["rota.send.dashes"] = "--" in args
         if "--" in args:
             cut = args.index("--")
             try:
@@ -306,9 +315,9 @@ def _check_words(app_spec: str | None, task_name: str | None, command: bool) -> 
         return
     if task_name is None:
         raise click.UsageError(f"missing the command line: {_COMMAND_USAGE}")
+    # `rota send --cmd echo hi`: "echo" is read as APP
+    require_separator("with --cmd", _COMMAND_USAGE)
     meta = click.get_current_context().meta
-    if not meta.get("rota.send.dashes"):  # `rota send --cmd echo hi`: "echo" is read as APP
-        raise click.UsageError(f"with --cmd, put -- before the command line: {_COMMAND_USAGE}")
     before = meta.get("rota.send.before") or []
     if before:  # `rota send APP add --cmd -- echo` would run "add echo"
         raise click.UsageError(
