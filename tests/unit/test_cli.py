@@ -603,6 +603,65 @@ def test_jobs_logs_says_when_it_gave_up_and_refuses_an_attempt_not_made(env: Env
     assert alone.exit_code == 2 and "--timeout goes with --follow" in alone.output
 
 
+def _run_and_fail(env: Env, job_id: str, line: str) -> None:
+    """Claim job ``job_id``, have it write ``line`` and fail (no retries left)."""
+    [job] = env.store.claim("test-worker", ["default"], 1)
+    assert job.id == job_id
+    env.store.append_logs([LogChunk(job_id, job.attempt, "stdout", line, env.store.now())])
+    failed = Outcome(job_id, job.token, False, error="ValueError: no")
+    assert env.store.finish([failed]) == [True]
+
+
+def test_jobs_logs_follow_exits_1_when_the_job_ends_failed_or_cancelled(env: Env) -> None:
+    failed = env.send("add", "1", "1")
+    _run_and_fail(env, failed, "trying\n")
+    followed = env.rota("jobs", "logs", failed, "--follow")
+    assert followed.exit_code == 1, followed.output
+    assert followed.stdout == "--- attempt 1 ---\ntrying\n"
+    assert f"Error: job {failed} failed: ValueError: no" in followed.stderr
+    plain = env.rota("jobs", "logs", failed)
+    assert (plain.exit_code, plain.stdout) == (0, "--- attempt 1 ---\ntrying\n"), "not followed"
+
+    cancelled = env.send("add", "2", "2")
+    assert env.rota("jobs", "cancel", cancelled).exit_code == 0
+    gone = env.rota("jobs", "logs", cancelled, "-f")
+    assert gone.exit_code == 1, gone.output
+    assert f"job {cancelled} wrote nothing\n" in gone.stderr
+    assert f"Error: job {cancelled} was cancelled" in gone.stderr
+
+    succeeded = env.send("add", "3", "3")
+    [job] = env.store.claim("test-worker", ["default"], 1)
+    env.store.finish([Outcome(succeeded, job.token, True, result=b"6")])
+    assert env.rota("jobs", "logs", succeeded, "--follow").exit_code == 0
+    helped = " ".join(env.rota("jobs", "logs", "--help").stdout.split())
+    assert "exit 1 if it ends failed or cancelled" in helped
+    assert "1 with --follow when the job ended failed or cancelled" in helped
+
+
+def test_jobs_logs_heads_the_run_after_a_retry_by_hand_apart(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("USER", "ann")
+    job_id = env.send("add", "1", "1")
+    _run_and_fail(env, job_id, "first run\n")
+    assert env.rota("jobs", "retry", job_id).exit_code == 0
+    _run_and_fail(env, job_id, "second run\n")
+    job = env.store.get_job(job_id)
+    assert job is not None and job.attempt == 1, "a retry by hand counts attempts afresh"
+    [requeued] = [h for h in job.history if h["event"] == "requeued"]
+    when = rota.cli._support.fmt_time(requeued["at"])
+    whole = (
+        "--- attempt 1 ---\nfirst run\n"
+        f"--- attempt 1, after requeue by ann at {when} ---\nsecond run\n"
+    )
+    for words in ((), ("--attempt", "1")):
+        shown = env.rota("jobs", "logs", job_id, *words)
+        assert (shown.exit_code, shown.stdout) == (0, whole), shown.output
+    followed = env.rota("jobs", "logs", job_id, "--follow")
+    assert (followed.exit_code, followed.stdout) == (1, whole)
+    assert "after requeue by NAME" in " ".join(env.rota("jobs", "logs", "--help").stdout.split())
+
+
 def test_jobs_logs_prints_a_log_longer_than_a_page_whole(env: Env) -> None:
     job_id = env.send("add", "1", "1")
     [job] = env.store.claim("test-worker", ["default"], 1)

@@ -22,6 +22,7 @@ import uvicorn
 import rota
 from backends import IN_CI
 from helpers import wait_for
+from rota.admin import Actor
 from rota.models import JobState
 from rota.web import create_app
 from rota.worker import Worker
@@ -314,6 +315,49 @@ def test_the_job_page_shows_a_running_jobs_output_as_it_is_written(
     expect(page.locator("#job-log-status")).to_have_text("")
     expect(page.locator("h1 .state")).to_have_text("succeeded")
     expect(page.locator("#result")).to_contain_text("said")
+
+
+def test_the_job_page_heads_the_output_of_a_run_after_a_retry_by_hand_apart(
+    cluster: Cluster, page: Any
+) -> None:
+    runs: list[int] = []
+    may_talk = threading.Event()
+    may_end = threading.Event()
+
+    @cluster.app.task(queue="side", name="side.again", retries=0)
+    def again() -> str:
+        runs.append(1)
+        if len(runs) == 1:
+            rota.current_job().logger.warning("first run")
+            raise ValueError("no")
+        may_talk.wait(TIMEOUT_MS / 1000)
+        rota.current_job().logger.warning("second run")
+        may_end.wait(TIMEOUT_MS / 1000)
+        return "done"
+
+    handle = again.send()
+    try:
+        wait_for(lambda: handle.status() == "failed", timeout=20, what="the first run")
+        cluster.app.admin.retry_job(handle.id, by=Actor(name="ann", origin="web"))
+        wait_for(lambda: len(runs) == 2, timeout=20, what="the second run")
+        _log_in(page, cluster.base, VIEWER, f"/jobs/{handle.id}")
+        log = page.locator("#job-log")
+        headings = page.locator("#job-log .joblog-attempt")
+        expect(log).to_contain_text("first run")
+        expect(headings).to_have_count(1)
+        may_talk.set()  # the second run's line arrives while the page follows
+        expect(log).to_contain_text("second run")
+        expect(headings).to_have_count(2)
+        expect(headings.nth(0)).to_have_text("--- attempt 1 ---")
+        expect(headings.nth(1)).to_contain_text("--- attempt 1, after requeue by ann at ")
+        may_end.set()
+        expect(page.locator("#job-log-status")).to_contain_text("The job has ended")
+        page.reload()  # rendered whole by the server: the same headings
+        expect(headings).to_have_count(2)
+        expect(headings.nth(1)).to_contain_text("--- attempt 1, after requeue by ann at ")
+    finally:
+        may_talk.set()
+        may_end.set()
 
 
 def test_a_job_without_output_shows_no_empty_panel(cluster: Cluster, page: Any) -> None:

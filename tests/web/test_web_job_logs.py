@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from starlette.testclient import TestClient
 
+from rota._time import shown_utc
+from rota.admin import Actor
 from rota.models import LogChunk, Outcome
 from rota.stores.base import MAX_LOG_PAGE
 from web.support import OPERATOR, VIEWER, Demo, bearer, expect_error, work
@@ -125,3 +127,42 @@ def test_viewers_read_logs_and_strangers_do_not(
     assert c.get(f"/api/jobs/{handle.id}/logs", headers=bearer(VIEWER)).json()["chunks"]
     assert c.get(f"/api/jobs/{handle.id}/logs", headers=bearer(OPERATOR)).status_code == 200
     expect_error(c.get(f"/api/jobs/{handle.id}/logs"), 401)
+
+
+def test_the_page_heads_the_run_after_a_retry_by_hand_apart(client: TestClient, demo: Demo) -> None:
+    handle = demo.add.send(1, 2)
+    for line in ("first run\n", "second run\n"):
+        [job] = demo.store.claim("w1", ["default"], 1)
+        assert job.attempt == 1, "a retry by hand counts the attempts from 1 again"
+        demo.store.append_logs([LogChunk(job.id, 1, "stdout", line, demo.store.now())])
+        demo.store.finish([Outcome(job.id, job.token, ok=False, error="ValueError: no")])
+        if line == "first run\n":
+            demo.app.admin.retry_job(handle.id, by=Actor(name="ann", origin="web"))
+    requeued = next(h for h in demo.store.get_job(handle.id).history if h["event"] == "requeued")
+    when = shown_utc(requeued["at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
+    page = client.get(f"/jobs/{handle.id}").text
+    panel = html_module.unescape(page.split('id="job-log"', 1)[1].split("</pre>", 1)[0])
+    text = re.sub(r"<[^>]+>", "", panel.split(">", 1)[1])
+    assert text == (
+        f"--- attempt 1 ---\nfirst run\n--- attempt 1, after requeue by ann at {when} ---\n"
+        "second run\n"
+    )
+    history = page.split('id="history"', 1)[1]
+    assert "by ann" in history, "the Attempt history's requeued row, as before"
+
+
+def test_a_followed_page_tells_its_script_how_to_head_the_run_to_come(
+    client: TestClient, demo: Demo
+) -> None:
+    handle = demo.add.send(1, 2)
+    [job] = demo.store.claim("w1", ["default"], 1)
+    demo.store.append_logs([LogChunk(job.id, 1, "stdout", "first run\n", demo.store.now())])
+    demo.store.finish([Outcome(job.id, job.token, ok=False, error="ValueError: no")])
+    running = client.get(f"/jobs/{handle.id}").text  # (ended: not followed)
+    assert 'data-follow="no"' in running and 'data-attempt="1" data-note=""' in running
+    demo.app.admin.retry_job(handle.id, by=Actor(name="ann", origin="web"))
+    demo.store.claim("w1", ["default"], 1)  # the second run, which wrote nothing yet
+    page = html_module.unescape(client.get(f"/jobs/{handle.id}").text)
+    assert 'data-follow="yes"' in page
+    # its first line needs a heading, and the heading says which run it is
+    assert re.search(r'data-attempt="" data-note=", after requeue by ann at [^"]+ UTC"', page)

@@ -15,6 +15,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rota._log_runs import LogHeadings
 from rota._time import format_duration
 from rota._wording import attempt_text, retry_text, snooze_reason, still_running
 from rota.admin import cancel_refusal, delete_refusal, retry_refusal
@@ -292,11 +293,16 @@ def show(cli: CliState, job_id: str) -> None:
 @jobs.command("logs")
 @click.argument("job_id", metavar="ID")
 @click.option("--attempt", type=click.IntRange(min=1), help="Only this attempt's output.")
-@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Keep printing new lines until the job ends; exit 1 if it ends failed or cancelled.",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
-    help="With --follow: stop after this many seconds even if the job runs on.",
+    help="With --follow: stop after this many seconds even if the job runs on (exit 1).",
 )
 @url_option
 @read_url_option
@@ -308,39 +314,59 @@ def logs(
     each attempt under a header; --follow prints new lines as they come and
     returns when the job has ended.
 
+    A retry by hand counts the attempts from 1 again: the output of a run
+    after it is headed "attempt 1, after requeue by NAME at TIME".
+
     ID may be a unique prefix (six or more characters) of the job's id.
-    Exits 1 when --timeout ran out while the job still runs."""
+    Exit codes: 0 once the output is printed (with --follow: once the job
+    has succeeded); 1 with --follow when the job ended failed or cancelled,
+    or when --timeout ran out while the job still runs."""
     if timeout is not None and not follow:
         raise click.UsageError("--timeout goes with --follow")
     store = cli.store_app().reader
     job_id = store.resolve_job_id(job_id)
-    if attempt is not None:
-        job = store.get_job(job_id)
-        if job is not None and attempt > job.attempt:
-            raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
+    job = store.get_job(job_id)
+    if attempt is not None and job is not None and attempt > job.attempt:
+        raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
+    headings = LogHeadings(job.history if job is not None else [], fmt_time)
+    # with --attempt, headers only where a requeue split its output in runs
+    headed = attempt is None or headings.requeued
     deadline = None if timeout is None else time.monotonic() + timeout
-    shown, after = None, 0
+    after = 0
     while True:
         job = store.get_job(job_id)
-        chunks = store.job_logs(job_id, attempt=attempt, after=after)
-        for chunk in chunks:
-            if attempt is None and chunk.attempt != shown:
-                click.echo(f"--- attempt {chunk.attempt} ---")
-                shown = chunk.attempt
+        chunks = page = store.job_logs(job_id, attempt=attempt, after=after)
+        while len(page) == MAX_LOG_PAGE:  # a full page: read on, the log's cap bounds it
+            page = store.job_logs(job_id, attempt=attempt, after=page[-1].seq)
+            chunks = [*chunks, *page]
+        for heading, chunk in headings.in_runs(chunks):
+            if heading is not None and headed:
+                click.echo(heading)
             click.echo(chunk.data, nl=False)
             after = max(after, chunk.seq)
-        if len(chunks) == MAX_LOG_PAGE:  # a full page: the next one follows at once
-            continue
         ended = job is None or job.state in FINISHED_STATES
         if not follow or (ended and not chunks):
             if after == 0:  # (on stderr: the output stays what the job wrote)
                 click.echo(f"job {job_id} wrote nothing{'' if ended else ' yet'}", err=True)
+            if follow:
+                _follow_outcome(job_id, job)
             return
         if deadline is not None and time.monotonic() >= deadline:
             state = job.state.value if job is not None else "running"
             raise CliError(f"job {job_id} is still {state} after --timeout {timeout:g} s")
         sys.stdout.flush()
         time.sleep(_FOLLOW_POLL)
+
+
+def _follow_outcome(job_id: str, job: Job | None) -> None:
+    """The end of ``rota jobs logs --follow``: exit 1 when the job ended
+    failed or cancelled, as ``rota send --wait`` does for a failure."""
+    if job is None:
+        return  # deleted while followed: no outcome to tell
+    if job.state is JobState.FAILED:
+        raise CliError(f"job {job_id} failed: {job.error or 'no error recorded'}")
+    if job.state is JobState.CANCELLED:
+        raise CliError(f"job {job_id} was cancelled")
 
 
 # -- retry, cancel, delete ---------------------------------------------------------

@@ -15,6 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from rota import errors
+from rota._log_runs import LogHeadings
 from rota.admin import Admin
 from rota.diagnose import diagnose, job_problem
 from rota.errors import InvalidArgument, JobNotFound
@@ -229,7 +230,19 @@ def job_page(request: Request, identity: Viewer, job_id: str) -> Response:
     waiting = None  # why a queued job is not taken, if no worker may take it
     if job.state is JobState.QUEUED:
         waiting = job_problem(store, job)
-    return _render(request, "job.html", identity, job=job, logs=logs, waiting=waiting)
+    # a retry by hand counts attempts from 1 again: each run's output under its own heading
+    headings = LogHeadings(job.history, context(request).templates.env.filters["when"])
+    return _render(
+        request,
+        "job.html",
+        identity,
+        job=job,
+        logs=logs,
+        log_lines=headings.in_runs(logs),
+        log_attempt=headings.latest_shown(),
+        log_note=headings.requeue_note(),
+        waiting=waiting,
+    )
 
 
 @router.post("/jobs/retry-failed")

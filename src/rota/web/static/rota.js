@@ -20,12 +20,13 @@
     var logStatus = document.getElementById("job-log-status");
     var logSaid = logStatus.innerHTML;
     var logLast = Number(jobLog.getAttribute("data-last")) || 0;
-    var logAttempt = null;
+    // the attempt whose heading new output continues (none: the next chunk
+    // needs one), and what heads the attempts of the latest run: after a
+    // retry by hand, ", after requeue by NAME at TIME"
+    var logAttempt = jobLog.getAttribute("data-attempt");
+    logAttempt = logAttempt ? Number(logAttempt) : null;
+    var logNote = jobLog.getAttribute("data-note") || "";
     var logUrl = "/api/jobs/" + encodeURIComponent(jobLog.getAttribute("data-job")) + "/logs";
-    var shown = jobLog.querySelectorAll(".joblog-attempt");
-    if (shown.length) {
-      logAttempt = Number(shown[shown.length - 1].textContent.replace(/\D+/g, " ").trim());
-    }
     var appendLog = function (cls, text) {
       var span = document.createElement("span");
       span.className = cls;
@@ -45,7 +46,7 @@
           var atEnd = jobLog.scrollTop + jobLog.clientHeight >= jobLog.scrollHeight - 4;
           body.chunks.forEach(function (c) {
             if (c.attempt !== logAttempt) {
-              appendLog("joblog-attempt", "--- attempt " + c.attempt + " ---\n");
+              appendLog("joblog-attempt", "--- attempt " + c.attempt + logNote + " ---\n");
               logAttempt = c.attempt;
             }
             appendLog("joblog-" + c.stream, c.data);
