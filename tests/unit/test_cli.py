@@ -4,6 +4,7 @@ SQLite store in ``tmp_path``."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib
 import json
 import os
@@ -27,8 +28,10 @@ from rota._loader import load_app
 from rota._time import format_duration
 from rota.cli import main
 from rota.cli._support import redact_text, resolve_queues, summary
+from rota.cli.schedules import would_fire
 from rota.cli.status import LOST_AFTER, worker_state
 from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, LogChunk, Outcome, WorkerInfo
+from rota.scheduling.scheduler import Scheduler
 from rota.stores import Store, open_store
 from rota.stores.base import MAX_LOG_PAGE, report_progress
 
@@ -1432,7 +1435,42 @@ def test_schedules_show_lists_the_next_fires_and_the_latest_jobs(env: Env) -> No
 
     assert env.rota("schedules", "pause", "tick").exit_code == 0
     paused = env.rota("schedules", "show", "tick").stdout
-    assert "next fires\npaused" in paused
+    assert "next fires\npaused; once resumed it would fire at:\n" in paused
+
+
+def test_a_one_off_schedule_that_has_fired_is_done(env: Env) -> None:
+    added = env.rota("schedules", "add", "once", "--at", "2020-01-01T00:00", "--", "true")
+    assert added.exit_code == 0, added.output
+    Scheduler(rota.App(env.url)).tick()  # (an App of the store alone: rota.cmd needs none)
+    stored = env.store.get_schedule("once")
+    assert stored is not None and stored.next_fire is None and stored.last_job_id is not None
+    listed = env.rota("schedules", "list").stdout
+    [row] = [line for line in listed.splitlines() if line.startswith("once ")]
+    assert re.search(r" never +2020-01-01 .* queued +done +0$", row), row
+    shown = env.rota("schedules", "show", "once").stdout
+    assert re.search(r"^enabled +done$", shown, re.M) and re.search(
+        r"^next fire +never$", shown, re.M
+    )
+    assert "next fires\nnone: the trigger fires no more" in shown
+
+
+def test_schedules_show_of_a_paused_schedule_says_when_it_would_fire(env: Env) -> None:
+    added = env.rota("schedules", "add", "q", "--cron", "*/15 * * * *", "--paused", "--", "true")
+    assert added.exit_code == 0, added.output
+    shown = env.rota("schedules", "show", "q").stdout
+    fires = re.findall(r"^\d{4}-\d\d-\d\d \d\d:(\d\d):00 \S+ \(in ", shown, re.M)
+    assert len(fires) == 5 and {int(m) % 15 for m in fires} == {0}, shown
+    assert "next fires\npaused; once resumed it would fire at:\n" in shown
+    assert re.search(r"^next fire +paused \(would fire at \d{4}-.* \(in ", shown, re.M), shown
+    listed = env.rota("schedules", "list").stdout
+    assert re.search(r"^q .* paused .* paused +0$", listed, re.M), listed
+    # paused long ago: the fires it would make from now on, not its stored past one
+    stored = env.store.get_schedule("q")
+    assert stored is not None and stored.next_fire is not None
+    now = env.store.now()
+    old = dataclasses.replace(stored, next_fire=now - 86400)
+    later = would_fire(old, now)
+    assert len(later) == 5 and now <= later[0] <= now + 900
 
 
 def test_schedules_add_keeps_a_pause_unless_told(env: Env) -> None:

@@ -15,6 +15,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from helpers import wait_for
 from procs import Processes
 from rota._loader import load_app
 from rota.models import JobQuery, JobState
+from rota.scheduling.scheduler import Scheduler
 from rota.web import create_app
 from web.support import OPERATOR, SECRET, VIEWER, free_port
 from web.test_web_browser import CHROMIUM_ARGS, TIMEOUT_MS, _chromium, expect, playwright_api
@@ -284,3 +286,14 @@ def test_a_user_logs_in_sends_a_job_creates_a_schedule_and_finds_both_in_the_aud
         expect(entry.locator("td").nth(1)).to_have_text("mia")
         expect(entry.locator("td").nth(2)).to_have_text("operator")
         expect(entry.locator("td").nth(6)).to_have_text(target)
+
+
+def test_a_one_off_schedule_that_has_fired_reads_done_in_the_list(site: Site, page: Any) -> None:
+    site.app.admin.add_schedule("once", "shop.tick", rota.at(datetime(2020, 1, 1)), args=[1])
+    Scheduler(site.app).tick()
+    assert site.app.store.get_schedule("once").next_fire is None  # type: ignore[union-attr]
+    _log_in(page, site.base, VIEWER, "/schedules")
+    cells = page.locator("tr[data-schedule=once] td")
+    expect(cells.nth(3)).to_have_text("never")
+    expect(cells.nth(6)).to_have_text("done")
+    expect(page.locator("tr[data-schedule=once] .badge.running")).to_have_count(0)

@@ -19,6 +19,7 @@ from helpers import shown_job, wait_for
 from rota import _json
 from rota.models import Job, JobQuery, JobState, Outcome, Schedule, WorkerInfo
 from rota.scheduling import Trigger, cron
+from rota.scheduling.scheduler import Scheduler
 from rota.web import create_app
 from rota.web._app import NAV
 from web.support import BASE, OPERATOR, SECRET, Demo, bearer, csrf_of, fail_all, login, work
@@ -370,6 +371,25 @@ def test_a_schedule_has_a_page_with_its_next_fires_and_its_runs_charted(
     missing = client.get("/schedules/nothing-here")
     assert missing.status_code == 404
     assert "schedule &#39;nothing-here&#39; not found" in missing.text
+
+
+def test_a_one_off_schedule_that_has_fired_shows_as_done(client: TestClient, demo: Demo) -> None:
+    demo.app.admin.add_schedule("once", "math.add", rota.at(datetime(2020, 1, 1)), args=[1, 2])
+    Scheduler(demo.app).tick()
+    stored = demo.store.get_schedule("once")
+    assert stored is not None and stored.next_fire is None and stored.last_job_id is not None
+    done = '<span class="badge done" title="its trigger fires no more'
+    row = client.get("/schedules").text.split('data-schedule="once"', 1)[1].split("</tr>", 1)[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert cells[3] == '<span class="muted">never</span>', cells  # as the CLI says
+    assert cells[6].startswith(done) and "active" not in row, cells
+    page = client.get("/schedules/once").text
+    assert done in page.split("</h1>", 1)[0]
+    assert '<dt>Next fire</dt><dd><span class="muted">never</span></dd>' in page
+    assert '<p class="muted" id="upcoming">This trigger fires no more.</p>' in page
+    demo.app.admin.pause_schedule("once")  # done whether paused or not
+    paused = client.get("/schedules/once").text
+    assert done in paused and "This trigger fires no more." in paused
 
 
 def test_a_command_schedule_shows_its_command_line(client: TestClient, demo: Demo) -> None:

@@ -184,6 +184,8 @@ def _last_job_line(schedule: Schedule, states: dict[str, JobState]) -> Text:
 
 
 def _enabled(schedule: Schedule, now: float) -> Text:
+    if schedule.next_fire is None:  # a one-off that has fired, or a trigger past its end
+        return Text("done", style="dim")
     if is_overdue(schedule, now):
         return Text("overdue", style="bold red")
     return Text("yes") if schedule.enabled else Text("paused", style="bold yellow")
@@ -230,12 +232,15 @@ def list_schedules(cli: CliState) -> None:
         note(f"warning: {problem.message}")
 
 
-def _next_fire(s: Schedule, now: float) -> str:
+def _next_fire(s: Schedule, now: float, *, would: bool = False) -> str:
     """When it fires next: ``never``, ``paused`` (a resume fires what is due
-    then), or the time."""
+    then; with ``would``, ``paused (would fire at ...)``), or the time."""
     if s.next_fire is None:
         return "never"
-    return fmt_when(s.next_fire, now) if s.enabled else "paused"
+    if s.enabled:
+        return fmt_when(s.next_fire, now)
+    fires = would_fire(s, now, 1) if would else []
+    return f"paused (would fire at {fmt_when(fires[0], now)})" if fires else "paused"
 
 
 def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float) -> Group:
@@ -253,7 +258,7 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         *([("command options", options)] if options else []),
         ("trigger", describe(s)),
         ("enabled", _enabled(s, now)),
-        ("next fire", _next_fire(s, now)),
+        ("next fire", _next_fire(s, now, would=True)),
         ("last fire", fmt_when(s.last_fire, now)),
         ("last job", _last_job_line(s, states)),
         ("misfire", f"{s.misfire} (grace {grace})"),
@@ -275,11 +280,33 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
     )
 
 
+def would_fire(schedule: Schedule, now: float, count: int = 5) -> list[float]:
+    """The next ``count`` fires of a paused schedule were it resumed: from its
+    stored next fire, or from now if that has passed (a resume fires what is
+    due then, by its misfire policy); [] when its trigger fires no more or
+    cannot be read."""
+    if schedule.next_fire is None:
+        return []
+    try:
+        rule = trigger_from_json(schedule.trigger)
+    except Exception:  # written by a newer rota, or by hand
+        return []
+    first = schedule.next_fire if schedule.next_fire >= now else rule.first_fire(now)
+    return rule.fires_from(first, count)
+
+
 def _next_fires(schedule: Schedule, now: float) -> Text:
     fires = upcoming_fires(schedule.trigger, schedule.next_fire, schedule.enabled)
     if fires:
         return Text("\n".join(fmt_when(t, now) for t in fires))
-    return Text("paused" if not schedule.enabled else "none: the trigger fires no more")
+    if schedule.next_fire is None:
+        return Text("none: the trigger fires no more")
+    would = would_fire(schedule, now)
+    if not would:
+        return Text("paused")
+    return Text(
+        "paused; once resumed it would fire at:\n" + "\n".join(fmt_when(t, now) for t in would)
+    )
 
 
 def runs_table(runs: ScheduleRuns, now: float) -> Table | Text:
