@@ -6,7 +6,9 @@ cancelled, and when the worker stops, the group gets SIGTERM and, if any of
 it is still running ``grace`` seconds later, SIGKILL. Processes the command
 leaves behind when it exits are stopped the same way: a command's processes
 end with its job. The group's leader is a guard (:mod:`rota._command_guard`)
-that stops the group the same way when the worker dies, even by SIGKILL.
+that stops the group the same way when the worker dies, even by SIGKILL,
+its SIGKILL coming within half the job's lease: before another worker can
+start the job again.
 
 Output is read by one thread per stream into a :class:`Tail` that keeps the
 last ``output_cap`` bytes; the whole output also goes to the job's kept log
@@ -279,6 +281,8 @@ class _Group:
         self.grace = grace
         self.reason: str | None = None
         self.kill_at: float | None = None
+        #: Seconds between the SIGTERM and the SIGKILL (the grace it was given).
+        self.kill_after = grace
         self.killed = False
         self._lock = threading.Lock()
 
@@ -289,7 +293,8 @@ class _Group:
             if self.kill_at is not None:
                 return
             self.reason = reason
-            self.kill_at = time.monotonic() + (self.grace if grace is None else grace)
+            self.kill_after = self.grace if grace is None else grace
+            self.kill_at = time.monotonic() + self.kill_after
         _signal_group(self.pgid, signal.SIGTERM)
 
     def escalate(self) -> None:
@@ -440,7 +445,7 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
     the kill through ``on_cancel``, when it has them."""
     sink: Sink | None = getattr(ctx, "log_output", None)
     started = time.monotonic()
-    proc, watch = _start(spec)
+    proc, watch = _start(spec, getattr(ctx, "lease", None))
     group = _Group(proc, spec.grace)
     with _running_lock:
         _running.add(group)
@@ -470,10 +475,11 @@ def run(spec: CommandSpec, ctx: JobContext | None = None) -> dict[str, Any]:
     return _outcome(spec, group, tails, ended - started)
 
 
-def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
+def _start(spec: CommandSpec, lease: float | None) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``spec`` under its guard (:mod:`rota._command_guard`), the leader
     of a new session: the process, and the pipe end whose closing (this
-    process's end, whatever ends it) stops the group. Raises
+    process's end, whatever ends it) stops the group, within the job's
+    ``lease`` (seconds; None: no lease) as well as its grace. Raises
     :class:`CommandFailed` when the command cannot start."""
     command = ["/bin/sh", "-c", spec.argv[0]] if spec.shell else list(spec.argv)
     env = os.environ | dict(spec.env) if spec.env else None
@@ -483,7 +489,7 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
     status_read, status = os.pipe()
     try:
         proc = subprocess.Popen(
-            guarded(command, watch_read, status, spec.grace),
+            guarded(command, watch_read, status, spec.grace, lease),
             cwd=spec.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -510,11 +516,15 @@ def _start(spec: CommandSpec) -> tuple[subprocess.Popen[bytes], int]:
     return proc, watch
 
 
-def guarded(command: Sequence[str], watch: int, status: int, grace: float) -> list[str]:
+def guarded(
+    command: Sequence[str], watch: int, status: int, grace: float, lease: float | None = None
+) -> list[str]:
     """The command line that runs ``command`` under its guard, which stops
     the group once the pipe end ``watch`` reaches its end (``grace`` seconds
-    between SIGTERM and SIGKILL) and reports its start on the pipe ``status``."""
-    return [sys.executable, "-I", "-S", GUARD, str(watch), str(status), repr(grace), *command]
+    between SIGTERM and SIGKILL, but no more than half the job's ``lease``
+    when it has one) and reports its start on the pipe ``status``."""
+    limits = [repr(grace), repr(float("inf") if lease is None else float(lease))]
+    return [sys.executable, "-I", "-S", GUARD, str(watch), str(status), *limits, *command]
 
 
 def _guard_error(said: bytes, stderr: bytes) -> OSError:
@@ -551,15 +561,24 @@ def _outcome(
         }
     what = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
     if group.reason is not None and group.reason != _LEFTOVER:
-        what += f" {group.reason}"
-        if group.killed:
-            what += f" (still running {group.grace:g} s after SIGTERM)"
+        what += f" {group.reason}" + _killed(group)
     message = f"command {_short(spec.line())} {what}"
     lines = tails["stderr"].text().rstrip().splitlines()[-_STDERR_LINES:]
     if lines:  # the last one first, on the line a worker's log shows
         message += f": {lines[-1][:_LAST_LINE_CHARS]}\nlast lines of stderr:\n"
         message += "\n".join(lines)[-_STDERR_CHARS:]
     raise CommandFailed(message)
+
+
+def _killed(group: _Group) -> str:
+    """What a stopped group's SIGKILL hit, if one was sent: the command
+    itself, or processes it left in its group (the command having ended on
+    the SIGTERM, or exited)."""
+    if not group.killed:
+        return ""
+    if group.proc.returncode == -signal.SIGKILL:
+        return f" (still running {group.kill_after:g} s after its SIGTERM)"
+    return f"; processes it left in its group got SIGKILL {group.kill_after:g} s after the SIGTERM"
 
 
 def _signal_name(number: int) -> str:

@@ -101,6 +101,8 @@ class JobContext:
     app: App | None = None
     schedule: str | None = None
     fire_time: float | None = None
+    #: Seconds the job's lease runs without a renewal (None outside a worker).
+    lease: float | None = None
 
     cancel_signal: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)
     #: Where :meth:`log_output` sends the attempt's output (set by the worker).

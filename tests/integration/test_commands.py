@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,51 @@ def test_a_worker_killed_with_sigkill_leaves_no_process_of_its_commands(
     worker.wait(timeout=10)
     # SIGTERM at once, SIGKILL the command's grace (0.5 s) later
     wait_for(lambda: not any(alive(p) for p in pids_in(tree_pids)), timeout=10, what="no pid")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_command_deaf_to_sigterm_is_killed_within_half_its_lease_when_its_worker_dies(
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, mode: tuple[str, ...]
+) -> None:
+    """Its grace (120 s) is far longer than its lease (6 s): once its worker
+    is killed with SIGKILL, its guard gives it half the lease, then SIGKILL,
+    so that no process of it runs on beside the attempt another worker
+    starts once the lease has run out (its concurrency slot with it)."""
+    first = _worker(processes, url, *mode)
+    handle = commands_sender.tasks["leased_deaf"].send(extra_args=[str(tree_pids)])
+    attempt = wait_for(lambda: pids_in(tree_pids), timeout=30, what="the command to start")
+    assert len(attempt) == 3 and all(map(alive, attempt))  # guard, shell, sleep
+    expires = handle.job().lease_expires  # by the store's clock; renewals only move it on
+    assert expires is not None
+    first.kill()
+    killed = time.monotonic()
+    first.wait(timeout=10)
+    wait_for(lambda: not any(map(alive, attempt)), timeout=30, what="the first attempt to end")
+    assert time.time() < expires, "the first attempt outlived its lease"
+    assert time.monotonic() - killed >= 3.0 - 0.1  # SIGTERM, and half the lease to close
+    _worker(processes, url, *mode)
+    retried = wait_for(lambda: pids_in(tree_pids)[3:], timeout=60, what="the second attempt")
+    assert all(map(alive, retried)) and not any(map(alive, attempt))
+    job = handle.job()
+    assert (job.state, job.lost) == (JobState.RUNNING, 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_guard_of_a_killed_worker_ends_as_soon_as_its_command_is_gone(
+    commands_sender: App, processes: Processes, url: str, tree_pids: Path, mode: tuple[str, ...]
+) -> None:
+    """A command that ends on SIGTERM takes its guard with it at once: the
+    guard, whose command line names the command, does not wait out the
+    grace (120 s) nor half the lease (3 s) before it ends."""
+    worker = _worker(processes, url, *mode)
+    commands_sender.tasks["leased_obedient"].send(extra_args=[str(tree_pids)])
+    attempt = wait_for(lambda: pids_in(tree_pids), timeout=30, what="the command to start")
+    assert len(attempt) == 3 and all(map(alive, attempt))  # guard, shell, sleep
+    worker.kill()
+    killed = time.monotonic()
+    worker.wait(timeout=10)
+    wait_for(lambda: not any(map(alive, attempt)), timeout=30, what="the guard to end")
+    assert time.monotonic() - killed < 2.0
 
 
 @pytest.fixture

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import wait_for
+from helpers import wait_for, written
 from procs import alive
 from rota import App, Registry
 from rota.commands import (
@@ -220,15 +222,15 @@ def test_a_file_that_is_not_a_program_is_a_failure_that_names_it(tmp_path: Path)
         run(CommandSpec.build([str(script)]))
 
 
-def test_the_guard_stops_the_group_once_its_worker_is_gone(tmp_path: Path) -> None:
-    # a command that outlives its worker (here: a pipe end closed, as a
-    # worker's is when it dies) gets SIGTERM, and SIGKILL a grace later
-    pid_file = tmp_path / "pids"
-    script = f'trap "" TERM; sleep 60 & echo $! > {pid_file}; wait'
+def _guard(
+    script: str, grace: float, lease: float | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A guard running ``sh -c script`` (started), and the worker's end of its
+    watch pipe: closing it is what a worker's death does."""
     watch_read, watch = os.pipe()
     status_read, status = os.pipe()
     guard = subprocess.Popen(
-        guarded(["sh", "-c", script], watch_read, status, 0.3),
+        guarded(["sh", "-c", script], watch_read, status, grace, lease),
         start_new_session=True,
         pass_fds=(watch_read, status),
     )
@@ -236,11 +238,86 @@ def test_the_guard_stops_the_group_once_its_worker_is_gone(tmp_path: Path) -> No
     os.close(status)
     with os.fdopen(status_read, "rb") as reply:
         assert reply.read() == b"ok"
-    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the command")
-    sleeper = int(pid_file.read_text())
+    return guard, watch
+
+
+@pytest.fixture
+def guards() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Guards a test starts; each one's group is killed at teardown, pass or fail."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for guard in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(guard.pid, signal.SIGKILL)
+        guard.wait(10)
+
+
+def test_the_guard_stops_the_group_once_its_worker_is_gone(
+    tmp_path: Path, guards: list[subprocess.Popen[bytes]]
+) -> None:
+    # a command that outlives its worker (here: a pipe end closed, as a
+    # worker's is when it dies) gets SIGTERM, and SIGKILL a grace later
+    pid_file = tmp_path / "pids"
+    guard, watch = _guard(f'trap "" TERM; sleep 60 & echo $! > {pid_file}; wait', 0.3)
+    guards.append(guard)
+    sleeper = int(written(pid_file, what="the command"))
     os.close(watch)  # the worker is gone
     assert guard.wait(timeout=10) == -signal.SIGKILL  # after the stubborn shell's grace
     wait_for(lambda: not alive(sleeper), what="the group's last process to end")
+
+
+def test_an_orphaned_group_gets_half_the_lease_when_its_grace_is_longer(
+    tmp_path: Path, guards: list[subprocess.Popen[bytes]]
+) -> None:
+    # the job's lease runs out a lease after its last renewal, when another
+    # worker may start it: the group is dead before, whatever its grace
+    pid_file = tmp_path / "pids"
+    guard, watch = _guard(f'trap "" TERM; sleep 60 & echo $! > {pid_file}; wait', 60, lease=1.0)
+    guards.append(guard)
+    sleeper = int(written(pid_file, what="the command"))
+    os.close(watch)
+    closed = time.monotonic()
+    assert guard.wait(timeout=10) == -signal.SIGKILL
+    assert 0.5 <= time.monotonic() - closed < 0.5 + 1.0
+    wait_for(lambda: not alive(sleeper), what="the group's last process to end")
+
+
+def test_an_orphaned_guard_ends_as_soon_as_its_command_and_group_are_gone(
+    tmp_path: Path, guards: list[subprocess.Popen[bytes]]
+) -> None:
+    # the command ends on SIGTERM; its child takes 0.5 s more: the guard
+    # ends once both are gone, as the command did, not a grace (60 s) later
+    pid_file = tmp_path / "pids"
+    child = f'trap "sleep 0.5; exit 0" TERM; echo $$ > {pid_file}; while :; do sleep 0.05; done'
+    guard, watch = _guard(f"sh -c '{child}' & wait", 60, lease=120.0)
+    guards.append(guard)
+    lingering = int(written(pid_file, what="the command's child"))
+    os.close(watch)
+    closed = time.monotonic()
+    assert guard.wait(timeout=10) == -signal.SIGTERM
+    assert not alive(lingering)
+    assert 0.5 <= time.monotonic() - closed < 0.5 + 1.0
+
+
+def test_a_timeout_says_what_sigkill_hit() -> None:
+    # the command itself outlived its SIGTERM
+    deaf = CommandSpec.build(
+        ["sh", "-c", 'trap "" TERM; while :; do sleep 0.05; done'], timeout=0.3, grace=0.2
+    )
+    with pytest.raises(CommandFailed) as failed:
+        run(deaf)
+    assert (
+        "was killed by SIGKILL after timeout 0.3 s (still running 0.2 s after its SIGTERM)"
+        in str(failed.value)
+    )
+    # the command ended on the SIGTERM, a process it started did not
+    script = """sh -c 'trap "" TERM; while :; do sleep 0.05; done' & wait"""
+    with pytest.raises(CommandFailed) as failed:
+        run(CommandSpec.build(["sh", "-c", script], timeout=0.3, grace=0.2))
+    assert str(failed.value).endswith(
+        "was killed by SIGTERM after timeout 0.3 s; "
+        "processes it left in its group got SIGKILL 0.2 s after the SIGTERM"
+    )
 
 
 def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:

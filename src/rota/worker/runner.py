@@ -72,6 +72,7 @@ def prepare(app: App, job: ClaimedJob) -> tuple[Any, list[Any], dict[str, Any], 
         app=app,
         schedule=job.schedule,
         fire_time=job.fire_time,
+        lease=job.lease,
         log_sink=joblogs.write,
     )
     track_attempt(job.token, ctx)

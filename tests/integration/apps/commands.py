@@ -50,6 +50,23 @@ slow_close = app.command(
 #: end of its grace, as long as a pool's margin after its own grace.
 deaf = app.command("deaf", ["sh", "-c", 'trap "" TERM; echo $$ >> "$0"; sleep 60 & wait'], grace=5)
 
+#: Write the pids of their guard, of their shell and of its sleep to the file
+#: they are given (one line per attempt), and run for a minute. The first
+#: ignores SIGTERM, its sleep too; the second ends on it. Their grace is far
+#: longer than their lease.
+leased_deaf = app.command(
+    "leased_deaf",
+    ["sh", "-c", 'trap "" TERM; sleep 60 & echo "$PPID $$ $!" >> "$0"; wait'],
+    grace=120,
+    lease=6.0,
+)
+leased_obedient = app.command(
+    "leased_obedient",
+    ["sh", "-c", 'sleep 60 & echo "$PPID $$ $!" >> "$0"; wait'],
+    grace=120,
+    lease=6.0,
+)
+
 
 @app.task(name="fork_and_linger")
 def fork_and_linger(path: str) -> None:
