@@ -326,8 +326,34 @@ def test_jobs_list_shows_a_row_per_job(env: Env) -> None:
     # Newest first.
     assert [row[0] for row in rows] == [crawl, first]
     assert rows[0][1:5] == ["fetch", "crawl", "failed", "1/3"]
-    assert rows[0][-2:] == ["ValueError:", "boom"]
+    assert rows[0][-3:] == ["ValueError:", "boom", "…"], "its first line; the rest elided"
     assert rows[1][1:5] == ["add", "default", "queued", "0/1"]
+
+
+def test_jobs_list_keeps_one_line_per_job_whatever_its_command_and_error(env: Env) -> None:
+    script = "echo one\necho two"
+    sent = env.rota("send", "--cmd", "--", "sh", "-c", script)
+    assert sent.exit_code == 0, sent.output
+    job_id = sent.stdout.strip()
+    [job] = env.store.claim("test-worker", ["default"], 1)
+    error = "CommandFailed: exit code 1\nstderr: first\nstderr: second " + "x" * 200
+    assert env.store.finish([Outcome(job_id, job.token, False, error=error)]) == [True]
+    other = env.send("add", "1", "2")
+    for columns in ("200", "80", "50"):  # wide, usual, narrow: never a row on two lines
+        listed = env.runner.invoke(
+            main, ["--url", env.url, "jobs", "list"], env={"COLUMNS": columns}
+        )
+        assert listed.exit_code == 0, listed.output
+        lines = listed.stdout.splitlines()
+        assert len(lines) == 3, (columns, listed.stdout)
+        ids = [line.split()[0].rstrip("…") for line in lines]  # (cut when narrow)
+        assert ids[0] == "id" and other.startswith(ids[1]) and job_id.startswith(ids[2]), ids
+    wide = env.runner.invoke(main, ["--url", env.url, "jobs", "list"], env={"COLUMNS": "300"})
+    [row] = [line for line in wide.stdout.splitlines() if line.startswith(job_id)]
+    assert "rota.cmd: sh -c 'echo one …" in row and "CommandFailed: exit code 1 …" in row
+    shown = env.rota("jobs", "show", job_id).stdout  # the whole of both
+    assert "sh -c 'echo one\necho two'" in shown
+    assert f"stderr: second {'x' * 200}" in " ".join(shown.split("\nerror\n", 1)[1].split())
 
 
 def test_jobs_list_filters(env: Env) -> None:
@@ -469,7 +495,7 @@ def test_jobs_show_everything(env: Env) -> None:
         ["2", "failed"],
         ["3", "failed"],
     ]
-    assert all(row.split()[-2:] == ["ValueError:", "boom"] for row in history[1:])
+    assert all(row.split()[-3:] == ["ValueError:", "boom", "…"] for row in history[1:])
 
 
 def test_jobs_show_a_snooze_as_a_wait_not_an_error(env: Env) -> None:
@@ -1259,7 +1285,8 @@ def test_formats() -> None:
         "1h 02m",
         "1d 01h",
     ]
-    assert summary("first line\nsecond") == "first line"
+    assert summary("first line\nsecond") == "first line …"
+    assert summary("  one line \n") == "one line"
     assert summary("x" * 80, width=10) == "x" * 9 + "…"
     assert summary(None) == ""
 

@@ -348,11 +348,16 @@ def fmt_when(epoch: float | None, now: float) -> str:
 
 
 def summary(text: str | None, width: int = 60) -> str:
-    """The first line of ``text``, cut to ``width`` characters."""
-    if not text:
+    """The first line of ``text``, cut to ``width`` characters; ending in
+    ``…`` when some of it was left out (a cut, or the lines after it), so
+    that a table keeps one line per row."""
+    lines = (text or "").strip().splitlines()
+    if not lines:
         return ""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
+    line = lines[0].rstrip()
+    if len(line) > width:
+        return line[: width - 1] + "…"
+    return line + " …" if len(lines) > 1 else line
 
 
 def resolve_queues(app: App, value: str) -> list[str]:

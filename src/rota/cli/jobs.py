@@ -91,22 +91,27 @@ def jobs() -> None:
 # -- list ------------------------------------------------------------------------
 
 
+#: Characters of a command line ``rota jobs list`` shows (its first line).
+_COMMAND_WIDTH = 60
+
+
 def jobs_table(found: Sequence[Job], now: float) -> Table:
-    """One row per job: the columns of ``rota jobs list``."""
+    """One line per job: the columns of ``rota jobs list``. A multi-line
+    command or error shows its first line, elided (``rota jobs show`` has
+    the whole); a terminal too narrow cuts cells rather than wrapping them."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("id", no_wrap=True)
-    table.add_column("task")
-    table.add_column("queue")
-    table.add_column("state")
-    table.add_column("attempt", justify="right")
+    for name in ("task", "queue", "state"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    table.add_column("attempt", justify="right", no_wrap=True)
     table.add_column("enqueued", no_wrap=True)
     table.add_column("age", justify="right", no_wrap=True)
-    table.add_column("error")
+    table.add_column("error", no_wrap=True, overflow="ellipsis")
     for job in found:
         command = command_line_of(job.task, job.args)
         table.add_row(
             job.id,
-            f"{job.task}: {command}" if command else job.task,
+            f"{job.task}: {summary(command, _COMMAND_WIDTH)}" if command else job.task,
             job.queue,
             state_text(job.state),
             attempt_text(job),
