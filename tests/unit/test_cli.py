@@ -884,6 +884,23 @@ def test_queues_list_pause_resume(env: Env) -> None:
     assert len(env.store.claim("test-worker", ["default"], 10)) == 2
 
 
+def test_pausing_a_queue_without_jobs_or_workers_works_and_says_so(env: Env) -> None:
+    said = "(no jobs or workers on queue nightly yet: it applies to the jobs the queue gets"
+    ahead = env.rota("queues", "pause", "nightly")
+    assert ahead.exit_code == 0 and ahead.stdout == "paused queue nightly\n"
+    assert said in ahead.stderr
+    assert _queue_rows(env)["nightly"][0] == "paused", "paused ahead of its first job"
+    debug = env.rota("queues", "mode", "nightly", "debug")
+    assert debug.exit_code == 0 and said in debug.stderr
+    # a worker that serves it, or a job on it: nothing to note
+    env.store.heartbeat(_worker(queues=("nightly",)))
+    served = env.rota("queues", "pause", "nightly")
+    assert (served.stdout, served.stderr) == ("paused queue nightly\n", "")
+    env.send("add", "1", "2")
+    used = env.rota("queues", "pause", "default")
+    assert (used.stdout, used.stderr) == ("paused queue default\n", "")
+
+
 def test_queues_list_shows_the_job_that_paused_a_debug_queue(env: Env) -> None:
     env.send("add", "1", "2")
     env.send("add", "1", "3")

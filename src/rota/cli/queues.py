@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rota.app import App
 from rota.cli._actor import cli_actor
 from rota.cli._progress import counted
 from rota.cli._support import (
@@ -19,6 +20,7 @@ from rota.cli._support import (
     read_url_option,
     url_option,
 )
+from rota.diagnose import LOST_AFTER
 from rota.models import QUEUE_MODES, JobState, QueueInfo
 
 __all__ = ["queues", "queues_table"]
@@ -74,8 +76,10 @@ def list_queues(cli: CliState) -> None:
 @pass_state
 def pause(cli: CliState, queue: str) -> None:
     """Stop workers from taking jobs of QUEUE; it keeps accepting new jobs."""
-    cli.store_app().admin.pause_queue(queue, by=cli_actor())
+    app = cli.store_app()
+    app.admin.pause_queue(queue, by=cli_actor())
     click.echo(f"paused queue {queue}")
+    _note_if_unknown(app, queue)
 
 
 @queues.command("resume")
@@ -130,5 +134,23 @@ def _pending(info: QueueInfo) -> tuple[int, int]:
 def mode(cli: CliState, queue: str, mode: str) -> None:
     """Set QUEUE to running, paused, or debug (it runs, and pauses itself at its
     first failed job)."""
-    cli.store_app().admin.set_queue_mode(queue, mode, by=cli_actor())
+    app = cli.store_app()
+    app.admin.set_queue_mode(queue, mode, by=cli_actor())
     click.echo(f"queue {queue} set to {mode}")
+    _note_if_unknown(app, queue)
+
+
+def _note_if_unknown(app: App, queue: str) -> None:
+    """Say so when ``queue`` has no jobs and no live worker serves it: a
+    mode may be set ahead of a queue's first job, but a mistyped name looks
+    the same."""
+    info = next((q for q in app.store.queues() if q.name == queue), None)
+    if info is not None and any(info.counts.values()):
+        return
+    now = app.store.now()
+    if any(queue in w.queues and now - w.heartbeat_at <= LOST_AFTER for w in app.store.workers()):
+        return
+    note(
+        f"(no jobs or workers on queue {queue} yet: it applies to the jobs the queue gets; "
+        "check the name if you meant a queue in use)"
+    )
