@@ -1,7 +1,9 @@
 """What the claim, finish and enqueue scripts cost the Redis server per job.
 
 Sends N no-op jobs, then claims them all BATCH at a time and finishes them
-BATCH at a time, through the store protocol in one process; then, with
+BATCH at a time, through the store protocol in one process (with
+``--running R``, claims and finishes in turns, at most R jobs running, as a
+worker does: the index of leases then holds about R entries); then, with
 ``--sends S``, registers a worker as idle (as a waiting worker does) and
 sends S jobs one at a time, each handed straight to it (the latency path).
 Prints the server's time per job of each script from ``SLOWLOG`` (every
@@ -64,28 +66,36 @@ def instructions(pid: str, out_file: str) -> Callable[[], int]:
     return reading
 
 
+def finish(store: RedisStore, done: list[ClaimedJob]) -> None:
+    store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in done])
+
+
 def run_phases(
     store: RedisStore,
     jobs: int,
     batch: int,
+    running: int,
     sends: int,
     payload: bytes,
     read: Callable[[], int] | None,
 ) -> dict[str, float]:
-    """Claim and finish the ``jobs`` queued, ``batch`` at a time, then send
-    ``sends`` jobs one at a time to a waiting worker; with ``read``, the
-    instructions per job of each phase."""
+    """Claim and finish the ``jobs`` queued, ``batch`` at a time (all claims
+    first, or with ``running``, at most that many jobs running at a time),
+    then send ``sends`` jobs one at a time to a waiting worker; with
+    ``read``, the instructions per job of each phase."""
     spent: dict[str, float] = {}
-    claimed: list[ClaimedJob] = []
-    while len(claimed) < jobs:
-        claimed += store.claim(WORKER, ["bench"], batch)
-    if read:
-        spent["claim"] = read() / jobs
-    for first in range(0, jobs, batch):
-        done = claimed[first : first + batch]
-        store.finish([Outcome(c.id, c.token, ok=True, result=b"null") for c in done])
-    if read:
-        spent["finish"] = read() / jobs
+    if running:
+        spent |= claim_and_finish_in_turns(store, jobs, batch, running, read)
+    else:
+        claimed: list[ClaimedJob] = []
+        while len(claimed) < jobs:
+            claimed += store.claim(WORKER, ["bench"], batch)
+        if read:
+            spent["claim"] = read() / jobs
+        for first in range(0, jobs, batch):
+            finish(store, claimed[first : first + batch])
+        if read:
+            spent["finish"] = read() / jobs
     if sends:
         # a waiting worker's idle registration, with a slot for every send
         store._claim(IDLE_WORKER, ["bench"], sends, 3600.0)
@@ -94,6 +104,32 @@ def run_phases(
         if read:
             spent["enqueue"] = read() / sends
     return spent
+
+
+def claim_and_finish_in_turns(
+    store: RedisStore, jobs: int, batch: int, running: int, read: Callable[[], int] | None
+) -> dict[str, float]:
+    """Claims of ``batch`` jobs, each after the oldest ``batch`` of the jobs
+    running were finished once more than ``running`` - ``batch`` run, as a
+    worker with that many jobs in flight does: the index of leases then
+    holds about ``running`` entries. With ``read``, the instructions per job
+    of the claims and of the finishes."""
+    spent = {"claim": 0, "finish": 0}
+    held: list[ClaimedJob] = []
+    claimed = 0
+    while claimed < jobs or held:
+        if held and (len(held) > running - batch or claimed >= jobs):
+            finish(store, held[:batch])
+            del held[:batch]
+            if read:
+                spent["finish"] += read()
+        else:
+            got = store.claim(WORKER, ["bench"], batch)
+            held += got
+            claimed += len(got)
+            if read:
+                spent["claim"] += read()
+    return {name: total / jobs for name, total in spent.items()}
 
 
 def server_time(client: redis.Redis, per_call: dict[str, int]) -> dict[str, float]:
@@ -115,6 +151,12 @@ def main() -> None:
     parser.add_argument("--url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument(
+        "--running",
+        type=int,
+        default=0,
+        help="at most this many jobs running at a time (default: claim all, then finish)",
+    )
     parser.add_argument("--sends", type=int, default=0, help="jobs sent one at a time")
     parser.add_argument(
         "--callgrind",
@@ -156,14 +198,15 @@ def main() -> None:
             client.config_set("slowlog-max-len", 100_000)
             client.config_set("slowlog-log-slower-than", 0)
             client.slowlog_reset()
-        counts = run_phases(store, args.jobs, args.batch, args.sends, payload, read)
+        counts = run_phases(store, args.jobs, args.batch, args.running, args.sends, payload, read)
         if read:
             spent, unit = counts, "instructions"
         else:
             per_call = {"claim": args.batch, "finish": args.batch, "enqueue": 1}
             spent, unit = server_time(client, per_call), "µs of server time"
         for name in ("claim", "finish"):
-            print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch})")
+            at_most = f", at most {args.running} running" if args.running else ""
+            print(f"{name}: {spent[name]:,.2f} {unit} per job (batches of {args.batch}{at_most})")
         if args.sends:
             print(f"enqueue: {spent['enqueue']:,.2f} {unit} per job (one at a time, handed off)")
     finally:
