@@ -121,6 +121,33 @@ def test_rota_web_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     assert "refusing to serve the dashboard on '0.0.0.0' without a login" in done.stderr
 
 
+def test_rota_web_serves_a_public_address_with_users_and_no_token(tmp_path: Path) -> None:
+    """The rule the README and docs/dashboard.md state: off loopback a login
+    is needed, a user in the store or a token; a user alone will do."""
+    url = _store_url(tmp_path)
+    added = CliRunner().invoke(
+        main,
+        ["--url", url, "users", "add", "ann", "--role", "admin", "--password-stdin"],
+        input="correct horse battery\n",
+    )
+    assert added.exit_code == 0, added.output
+    proc = subprocess.Popen(
+        [*ROTA, "web", "--url", url, "--host", "0.0.0.0", "--port", "0"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # printed once it listens
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        output = banner + proc.communicate(timeout=15)[0]
+    assert re.search(r"rota web: store sqlite:///.*http://0\.0\.0\.0:\d+/", banner), output
+    assert "without a login" not in output
+
+
 def test_rota_web_redacts_the_store_password(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [*ROTA, "web", "--url", "redis://:hunter2-pw@127.0.0.1:1/0", "--port", "0"],

@@ -48,7 +48,8 @@ from rota.stores import redact_url
     "--token",
     envvar="ROTA_WEB_TOKEN",
     default=None,
-    help="Operator token for the dashboard (required off loopback).",
+    help="Operator token for the dashboard; off loopback it needs this or a user in the "
+    "store (rota users add).",
 )
 @click.option("--no-web", is_flag=True, help="Do not serve the dashboard.")
 @worker_options

@@ -27,7 +27,8 @@ from rota.stores import redact_url
     "--token",
     envvar="ROTA_WEB_TOKEN",
     default=None,
-    help="Operator token (read and act); required off loopback. Env: ROTA_WEB_TOKEN.",
+    help="Operator token (read and act). Off loopback a login is needed: this token, or "
+    "a user in the store (rota users add). Env: ROTA_WEB_TOKEN.",
 )
 @click.option(
     "--viewer-token",
@@ -67,7 +68,8 @@ def web(
     URL` works too (on a store that exists: a worker creates it); with APP
     its task names are offered in the filters.
     Binds 127.0.0.1 unless --host says otherwise, and refuses any other
-    address without --token.
+    address without a login: --token, or a user in the store (rota users
+    add).
     """
     import uvicorn
 
