@@ -58,16 +58,40 @@ def dbapi_connection(value: object) -> Any:
     if _is_django(value):
         return _django_connection(value)
     found = getattr(value, "dbapi_connection", None)  # a pooled connection's
+    kind = "pooled connection"
     if found is None:
         if callable(getattr(value, "cursor", None)):
             return value  # the driver's own (psycopg's, mysqlclient's)
+        kind = "Connection"
         try:
             if callable(getattr(value, "get_bind", None)):
+                kind = "Session"
                 value = value.connection()  # type: ignore[attr-defined]  # a Session's
             found = getattr(getattr(value, "connection", None), "dbapi_connection", None)
         except Exception:  # a closed Connection or Session: not a connection to send in
             return None
-    return found if callable(getattr(found, "cursor", None)) else None
+    if not callable(getattr(found, "cursor", None)):
+        return None
+    if _psycopg_autocommit_outside_transaction(found):
+        raise InvalidArgument(
+            f"connection is a SQLAlchemy {kind} in autocommit mode "
+            "(isolation_level='AUTOCOMMIT') with no open transaction, where the job would be "
+            "stored at once (SQLAlchemy's begin() opens no database transaction in that "
+            "mode): send on a connection of an engine without AUTOCOMMIT, inside `with "
+            "engine.begin() as conn:` (or after `conn.begin()`; a Session: inside `with "
+            "session.begin():`), or without connection="
+        )
+    return found
+
+
+def _psycopg_autocommit_outside_transaction(driver: Any) -> bool:
+    """Whether ``driver`` is a psycopg connection in autocommit mode with no
+    transaction open, where a job sent would be stored at once (the store
+    refuses it too, naming psycopg's ``conn.transaction()``; a SQLAlchemy
+    connection is refused here, naming SQLAlchemy's way). A MySQL driver's
+    connection is left to the store, which asks the server."""
+    status = getattr(getattr(driver, "info", None), "transaction_status", None)
+    return getattr(driver, "autocommit", None) is True and getattr(status, "name", "") == "IDLE"
 
 
 def _is_django(value: object) -> bool:

@@ -122,3 +122,27 @@ def test_an_engine_is_refused_with_how_to_send_in_its_transaction(
     with pytest.raises(InvalidArgument, match=r"not an Engine: `with engine.begin\(\) as conn"):
         app.tasks["ship"].send(8, connection=engine)
     assert claim(app.store, limit=10) == []
+
+
+def test_a_connection_in_autocommit_is_refused_naming_sqlalchemys_way(
+    setup: tuple[App, Any, str],
+) -> None:
+    """A connection of an engine in AUTOCOMMIT would store the job at once,
+    and SQLAlchemy's ``begin()`` opens no database transaction there: the
+    refusal names SQLAlchemy's calls, not the driver's."""
+    app, engine, _ = setup
+    autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    postgres = engine.dialect.name == "postgresql"
+    refused = pytest.raises(InvalidArgument, match="autocommit")
+    with autocommit.connect() as conn, conn.begin(), refused as caught:
+        app.tasks["ship"].send(9, connection=conn)
+    refused = pytest.raises(InvalidArgument, match="autocommit")
+    with orm.Session(autocommit) as session, refused as in_session:
+        app.tasks["ship"].send(10, connection=session)
+    if postgres:
+        for error, kind in ((caught, "Connection"), (in_session, "Session")):
+            message = str(error.value)
+            assert f"SQLAlchemy {kind} in autocommit mode (isolation_level='AUTOCOMMIT')" in message
+            assert "`with engine.begin() as conn:`" in message
+            assert "conn.transaction()" not in message
+    assert claim(app.store, limit=10) == []
