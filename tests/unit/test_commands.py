@@ -202,8 +202,16 @@ def test_a_failure_quotes_the_command_line_as_it_reads(argv: list[str], quoted: 
 
 
 def test_the_duration_is_the_commands_own_not_the_wait_for_a_process_that_left_it() -> None:
-    # the escaped sleep holds the pipes open for 1.5 s: its output is waited for
-    spec = CommandSpec.build(["sh", "-c", "setsid sleep 1.5 & echo bye"], grace=1.0)
+    # the escaped sleep holds the pipes open for 1.5 s: its output is waited
+    # for. The shell ends only once the sleep has left its process group
+    # (field 5 of /proc/PID/stat): one still in it when the command ends is
+    # the command's own, and goes with it.
+    left_group = (
+        "setsid sleep 1.5 & "
+        'while [ "$(cut -d" " -f5 /proc/$!/stat)" = "$(cut -d" " -f5 /proc/$$/stat)" ]; '
+        "do sleep 0.01; done; echo bye"
+    )
+    spec = CommandSpec.build(["sh", "-c", left_group], grace=1.0)
     started = time.monotonic()
     result = run(spec)
     assert time.monotonic() - started >= 1.0
