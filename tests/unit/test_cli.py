@@ -688,6 +688,22 @@ def test_jobs_logs_heads_the_run_after_a_retry_by_hand_apart(
         assert (shown.exit_code, shown.stdout) == (0, whole), shown.output
     followed = env.rota("jobs", "logs", job_id, "--follow")
     assert (followed.exit_code, followed.stdout) == (1, whole)
+
+
+def test_jobs_logs_reads_an_attempt_of_a_run_before_a_retry_by_hand(env: Env) -> None:
+    job_id = env.send("fetch", "https://example.com/")
+    for attempt in (1, 2):
+        [job] = env.store.claim("test-worker", ["crawl"], 1)
+        assert job.attempt == attempt
+        env.store.append_logs([LogChunk(job_id, attempt, "stdout", f"try {attempt}\n")])
+        assert env.store.finish([boom(job, retry=attempt == 1)]) == [True]
+    assert state_of(env, job_id) is JobState.FAILED
+    assert env.rota("jobs", "retry", job_id).exit_code == 0  # attempts count from 1 again
+    shown = env.rota("jobs", "logs", job_id, "--attempt", "2")
+    # (headed: after a requeue, the heading says which run it is; here the first)
+    assert (shown.exit_code, shown.stdout) == (0, "--- attempt 2 ---\ntry 2\n"), shown.output
+    beyond = env.rota("jobs", "logs", job_id, "--attempt", "3")
+    assert beyond.exit_code == 1 and "has had 2 attempt(s), not 3" in beyond.stderr
     assert "after requeue by NAME" in " ".join(env.rota("jobs", "logs", "--help").stdout.split())
 
 

@@ -331,8 +331,8 @@ def logs(
     store = cli.store_app().reader
     job_id = store.resolve_job_id(job_id)
     job = store.get_job(job_id)
-    if attempt is not None and job is not None and attempt > job.attempt:
-        raise CliError(f"job {job_id} has had {job.attempt} attempt(s), not {attempt}")
+    if attempt is not None and job is not None and attempt > _most_attempts(job):
+        raise CliError(f"job {job_id} has had {_most_attempts(job)} attempt(s), not {attempt}")
     headings = LogHeadings(job.history if job is not None else [], fmt_time)
     # with --attempt, headers only where a requeue split its output in runs
     headed = attempt is None or headings.requeued
@@ -361,6 +361,13 @@ def logs(
             raise CliError(f"job {job_id} is still {state} after --timeout {timeout:g} s")
         sys.stdout.flush()
         time.sleep(_FOLLOW_POLL)
+
+
+def _most_attempts(job: Job) -> int:
+    """The highest attempt number the job has had, in its current run or in
+    one before a retry by hand (which counts the attempts from 1 again)."""
+    numbers = [h.get("attempt") for h in job.history]
+    return max([job.attempt, *(n for n in numbers if isinstance(n, int))])
 
 
 def _follow_outcome(job_id: str, job: Job | None) -> None:
