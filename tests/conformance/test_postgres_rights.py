@@ -128,6 +128,29 @@ def test_a_role_with_only_row_rights_on_an_older_schema_is_told_to_let_the_owner
         open_store(database.url(role))
 
 
+def test_a_read_command_as_a_role_with_only_row_rights_on_an_older_schema_names_rota_migrate(
+    database: Database,
+) -> None:
+    """A read command neither migrates nor tries to: it says the tables are
+    behind and how to migrate them, rather than that the role may not."""
+    from click.testing import CliRunner
+
+    from rota.cli import main
+
+    open_store(database.url("postgres")).close()
+    database.admin(f"DELETE FROM {database.schema}.schema_versions WHERE version > 1")
+    role = database.role("rows")
+    database.admin(f"GRANT USAGE ON SCHEMA {database.schema} TO {role}")
+    database.admin(
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {database.schema} TO {role}"
+    )
+    result = CliRunner(env={"ROTA_URL": None}).invoke(main, ["status", "--url", database.url(role)])
+    assert result.exit_code == 1, result.output
+    assert f"the tables of schema {database.schema} of the PostgreSQL store" in result.output
+    assert "are at version 1, this rota needs" in result.output
+    assert "run `rota migrate --url" in result.output and "lacks" not in result.output
+
+
 def test_a_role_without_rights_on_the_schema_is_told_which_to_grant(database: Database) -> None:
     open_store(database.url("postgres")).close()
     role = database.role("none")

@@ -67,6 +67,7 @@ COMMANDS: dict[str, Entry] = {
     "audit": Entry("audit:audit"),
     "jobs": Entry("jobs:jobs"),
     "limits": Entry("limits:limits"),
+    "migrate": Entry("migrate:migrate"),
     "queues": Entry("queues:queues"),
     "run": Entry("run:run", extra="web"),
     "schedules": Entry("schedules:schedules"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -11,6 +12,8 @@ from rota.errors import InvalidArgument, StoreError
 from rota.stores.base import STORE_CREATORS, Store
 
 __all__ = [
+    "MissingStore",
+    "OutdatedStore",
     "Store",
     "check_url",
     "open_replica",
@@ -33,15 +36,65 @@ _REPLICATED = (*_POSTGRES, "mysql")
 _DEFAULT_SCHEMA = "rota"
 
 
+class MissingStore(StoreError):
+    """A store opened to read or steer what is there (``open_store``'s
+    ``must_exist``) does not exist: a SQLite file that is missing or holds
+    no rota tables, a PostgreSQL schema or a MySQL database without them.
+    ``newest``: the schema version rota would create it at."""
+
+    def __init__(self, message: str, newest: int) -> None:
+        super().__init__(message)
+        self.newest = newest
+
+
+class OutdatedStore(StoreError):
+    """A SQL store opened to read or steer what is there (``open_store``'s
+    ``must_exist``) has tables older than this rota's: they were left as
+    they are. ``tables`` names them (``the tables of schema rota at
+    host:5432/db``); ``found`` is their version, ``newest`` this rota's;
+    ``slow``: a sentence for each migration between that may take long on a
+    big table (what it does, what waits, how to avoid it); ``url``: the
+    store's URL, redacted, for the command the message names."""
+
+    def __init__(
+        self, tables: str, found: int, newest: int, slow: Sequence[str] = (), url: str = ""
+    ) -> None:
+        command = f"`rota migrate --url '{url}'`" if url else "`rota migrate` with the store's URL"
+        super().__init__(
+            f"{tables} are at version {found}, this rota needs {newest}: run {command} as a "
+            f"user who may alter them, or start a worker (which migrates them); nothing was "
+            f"changed"
+        )
+        self.tables = tables
+        self.found = found
+        self.newest = newest
+        self.slow = tuple(slow)
+        self.url = url
+
+
 def open_store(url: str, *, must_exist: bool = False, wait: bool = True) -> Store:
     """Open the store a URL names, after :func:`check_url`. Backends whose
-    extra is missing say what to install. ``must_exist``: refuse a SQLite
-    file that does not exist, a PostgreSQL schema or a MySQL database
-    without rota's tables (:class:`StoreError`) rather than create it, for
-    the commands and the dashboard that only read or steer what is already
-    there. ``wait=False``: fail at once on a Redis server that does not
-    answer its first call rather than wait ``retry_for`` for it, for a
-    command whose user is waiting for its answer."""
+    extra is missing say what to install. A SQL store is created, or its
+    tables are migrated to this rota's version, unless ``must_exist``.
+
+    ``must_exist``: change nothing in the store, for the commands and the
+    dashboard that only read or steer what is already there. A SQLite file
+    that does not exist, or a SQLite file, PostgreSQL schema or MySQL
+    database without rota's tables, is refused with :class:`MissingStore`
+    rather than created; tables older than this rota's with
+    :class:`OutdatedStore` rather than migrated (``rota migrate`` or a
+    worker migrates them). ``wait=False``: fail at once on a Redis server
+    that does not answer its first call rather than wait ``retry_for`` for
+    it, for a command whose user is waiting for its answer."""
+    try:
+        return _open(url, must_exist=must_exist, wait=wait)
+    except OutdatedStore as exc:
+        raise OutdatedStore(
+            exc.tables, exc.found, exc.newest, exc.slow, url=redact_url(url)
+        ) from None
+
+
+def _open(url: str, *, must_exist: bool, wait: bool) -> Store:
     scheme = check_url(url)
     if scheme not in _REPLICATED and read_url_of(url) is not None:
         raise _not_replicated(url, scheme)
@@ -59,7 +112,11 @@ def open_store(url: str, *, must_exist: bool = False, wait: bool = True) -> Stor
             )
         if must_exist:
             require_file(url)
-        return SQLiteStore(path or "rota.db", **options)
+        return SQLiteStore(
+            path or "rota.db",
+            synchronous=options.get("synchronous", "full"),
+            create=not must_exist,
+        )
     if scheme in _POSTGRES:
         return _open_postgres(url, create=not must_exist)
     if scheme == "mysql":
@@ -191,7 +248,7 @@ def _with_option(url: str, name: str, value: str) -> str:
 
 
 def require_file(url: str) -> None:
-    """Refuse (:class:`StoreError`) a well-formed SQLite URL whose file does
+    """Refuse (:class:`MissingStore`) a well-formed SQLite URL whose file does
     not exist; any other URL passes (a malformed one fails when opened)."""
     try:
         if check_url(url) != "sqlite":
@@ -200,9 +257,12 @@ def require_file(url: str) -> None:
         return
     path = url[len("sqlite:///") :].partition("?")[0]
     if path != ":memory:" and not os.path.isfile(path):
-        raise StoreError(
+        from rota.stores.sql.queries import newest_migration
+
+        raise MissingStore(
             f"no SQLite store at {os.path.abspath(path)} (from {url}): check --url, "
-            f"ROTA_URL or the current directory; {STORE_CREATORS}"
+            f"ROTA_URL or the current directory; {STORE_CREATORS}",
+            newest_migration("rota.stores.sqlite"),
         )
 
 

@@ -26,6 +26,7 @@ from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import Cursor as TupleCursor
 
 from rota.errors import CommitInDoubt, InvalidArgument, StoreError, StoreUnavailable
+from rota.stores import MissingStore, OutdatedStore
 from rota.stores.base import STORE_CREATORS
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.mysql._tx import (
@@ -61,6 +62,16 @@ _DENIED = frozenset({1044, 1142, 1143, 1227}) | READ_ONLY
 #: A database name rota accepts: letters, digits and underscores.
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
+#: The migrations that may take long on a big table, by version: what
+#: ``rota migrate`` says before it runs them.
+SLOW_MIGRATIONS = {
+    6: (
+        "migration 6 adds index jobs_queue_seq to table jobs in place (ALGORITHM=INPLACE, "
+        "LOCK=NONE: sends, claims and finishes go on; about a second per 500,000 jobs); it "
+        "first waits for transactions already open on jobs to end, and statements on jobs wait "
+        "behind it meanwhile, so run it when no long transaction holds the table"
+    ),
+}
 _FAST_POLL = 0.005  # seconds between looks at the wake-up count right after work
 
 
@@ -395,8 +406,10 @@ class MySQLConnections(Database):
         migrations run under a named lock of the server: processes starting
         at once wait for the first one's migration.
 
-        ``create``: False refuses (:class:`StoreError`) a database that does
-        not exist or has no rota tables rather than create them."""
+        ``create``: False changes nothing: a database that does not exist or
+        has no rota tables is refused with :class:`MissingStore`, older tables
+        with :class:`OutdatedStore`."""
+        newest = newest_migration(PACKAGE)
         try:
             try:
                 conn = self._pool.take()
@@ -414,7 +427,14 @@ class MySQLConnections(Database):
                 version = self._applied(tx)
                 if version is None and not create:
                     raise self._no_store("has no rota tables")
-                if version is None or version < newest_migration(PACKAGE):
+                if version is not None and version < newest and not create:
+                    raise OutdatedStore(
+                        f"the tables of the MySQL store at {self.where}",
+                        version,
+                        newest,
+                        [n for v, n in SLOW_MIGRATIONS.items() if version < v <= newest],
+                    )
+                if version is None or version < newest:
                     self._migrate_on(tx)
             finally:
                 self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
@@ -518,12 +538,13 @@ class MySQLConnections(Database):
         finally:
             close_quietly(conn)
 
-    def _no_store(self, found: str) -> StoreError:
+    def _no_store(self, found: str) -> MissingStore:
         """The error of a database that holds no store (it ``found``), for
         the commands that only read or steer what is there."""
-        return StoreError(
+        return MissingStore(
             f"no MySQL store at {self.where} (the database {found}): check --url and "
-            f"ROTA_URL; {STORE_CREATORS}"
+            f"ROTA_URL; {STORE_CREATORS}",
+            newest_migration(PACKAGE),
         )
 
     def _no_access(self, exc: Exception) -> StoreError:
@@ -535,9 +556,9 @@ class MySQLConnections(Database):
             f"the MySQL store at {self.where}: user {user} may not use database {database}, "
             f"or it does not exist and the user may not create it: let an administrator "
             f"create it (CREATE DATABASE {database}) and GRANT ALL ON {database}.* TO the "
-            f"user, or open the store once as a user that may (a worker or `rota send` with "
-            f"its URL does) and GRANT SELECT, INSERT, UPDATE, DELETE ON {database}.* TO the "
-            f"user (the server said: {exc})"
+            f"user, or open the store once as a user that may (`rota migrate`, a worker or "
+            f"`rota send` with its URL does) and GRANT SELECT, INSERT, UPDATE, DELETE ON "
+            f"{database}.* TO the user (the server said: {exc})"
         )
 
     def _cannot_migrate(self, tried: str, right: str, exc: Exception) -> StoreError:
@@ -549,9 +570,9 @@ class MySQLConnections(Database):
             missing = "the server is read-only"
         return StoreError(
             f"the MySQL store at {self.where}: rota tried {tried} (database {database}), "
-            f"and {missing}: open the store once as a user that may (a worker or `rota send` "
-            f"with its URL does), or let an administrator GRANT ALL ON {database}.* TO the "
-            f"user (the server said: {exc})"
+            f"and {missing}: open the store once as a user that may (`rota migrate`, a worker "
+            f"or `rota send` with its URL does), or let an administrator GRANT ALL ON "
+            f"{database}.* TO the user (the server said: {exc})"
         )
 
     def close(self) -> None:

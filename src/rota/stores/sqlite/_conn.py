@@ -19,13 +19,28 @@ from contextlib import contextmanager
 from typing import Any
 
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
-from rota.stores.sql.queries import ENGINE_FILES, load, migrations
+from rota.stores import MissingStore, OutdatedStore
+from rota.stores.base import STORE_CREATORS
+from rota.stores.sql.queries import ENGINE_FILES, load, migrations, newest_migration
 from rota.stores.sql.tx import Changed, Cursor, Database, Params, Tx
 from rota.stores.sqlite._wakeups import WakeUps, open_wake_ups
 from rota.stores.sqlite._writers import WriterLine
 
+PACKAGE = "rota.stores.sqlite"
 #: Every statement of the SQLite store, by name.
-Q = load("rota.stores.sqlite", "connection.sql", *ENGINE_FILES)
+Q = load(PACKAGE, "connection.sql", *ENGINE_FILES)
+#: The migrations that may take long on a big table, by version: what
+#: ``rota migrate`` says before it runs them.
+SLOW_MIGRATIONS = {
+    2: (
+        "migration 2 builds two indexes of parked jobs on table jobs in an exclusive "
+        "transaction: every other writer waits until it ends"
+    ),
+    13: (
+        "migration 13 builds index jobs_queue_seq on table jobs in an exclusive "
+        "transaction: every other writer waits until it ends (about 1.2 s per 500,000 jobs)"
+    ),
+}
 _CHUNK = 500  # values per IN (...) list, under SQLite's variable limit
 #: The levels of ``PRAGMA synchronous`` that sync every commit in WAL mode.
 _SYNCED = frozenset({"FULL", "EXTRA"})
@@ -148,7 +163,7 @@ class Connections(Database):
 
     path: str
 
-    def __init__(self, path: str, *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str, *, synchronous: str = "FULL", create: bool = True) -> None:
         self._uri = False
         self._keepalive: sqlite3.Connection | None = None
         if path == MEMORY:
@@ -172,7 +187,11 @@ class Connections(Database):
         self._writers = WriterLine(None if self._uri else path)
         if self._uri:
             self._keepalive = self._open()  # the database lives while one connection does
-        self._migrate()
+        try:
+            self._migrate(create)
+        except BaseException:
+            self.close()
+            raise
 
     def _conn(self) -> sqlite3.Connection:
         if self._pid != os.getpid():  # forked: the parent's connections are not ours
@@ -295,10 +314,35 @@ class Connections(Database):
             given += pages
         return given
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool) -> None:
+        """Bring the database to the newest schema. Its version is read
+        first, and nothing is written when it is the newest; otherwise the
+        migrations run in one exclusive transaction, which reads the version
+        again (another process may have migrated meanwhile).
+
+        ``create``: False changes nothing: a database without rota's tables
+        is refused with :class:`MissingStore`, an older one with
+        :class:`OutdatedStore`."""
+        newest = newest_migration(PACKAGE)
+        version = int(self._conn().execute(Q["schema_version"]).fetchone()[0])
+        if version >= newest:
+            return
+        if not create:
+            if version == 0:
+                raise MissingStore(
+                    f"no SQLite store in {self.path} (the file has no rota tables): check "
+                    f"--url, ROTA_URL or the current directory; {STORE_CREATORS}",
+                    newest,
+                )
+            raise OutdatedStore(
+                f"the tables of the SQLite store {self.path}",
+                version,
+                newest,
+                [note for number, note in SLOW_MIGRATIONS.items() if version < number <= newest],
+            )
         with self._transaction("begin_exclusive") as conn:
             version = conn.execute(Q["schema_version"]).fetchone()[0]
-            for number, script in migrations("rota.stores.sqlite"):
+            for number, script in migrations(PACKAGE):
                 if number > version:
                     for statement in script.split(";\n"):
                         if statement.strip():
