@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import socket
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -393,3 +395,55 @@ def _redact_option(name: str, value: str) -> str:
     if unquote(name) == "read_url":  # a whole URL, with its own secrets
         return quote(redact_url(unquote(value)), safe=":/@*")
     return value
+
+
+#: A PostgreSQL SSLRequest: a PostgreSQL server answers it with one byte, S or N.
+_SSL_REQUEST = b"\x00\x00\x00\x08\x04\xd2\x16\x2f"
+
+
+def server_protocol(host: str, port: int, wait: float = 0.5) -> str | None:
+    """The protocol the server at ``host``:``port`` speaks, told by one short
+    exchange on a new connection: ``"MySQL"`` (it greets first, with a
+    MySQL handshake or error packet), ``"PostgreSQL"`` (it answers an SSL
+    request with ``S`` or ``N``) or ``"Redis"`` (it answers an inline
+    command with a ``+`` or ``-`` reply); None when that cannot be told (no
+    connection, no answer within ``wait`` seconds, any other answer). For
+    the error of a store URL that reaches another kind of server: a store
+    calls it only once its own connection failed in a way a server of the
+    wrong kind causes."""
+    with _connected(host, port, wait) as sock:
+        greeting = _receive(sock, wait)
+        if greeting:
+            return "MySQL" if len(greeting) > 4 and greeting[4] in (10, 0xFF) else None
+        if _receive(sock, wait, _SSL_REQUEST)[:1] in (b"S", b"N"):
+            return "PostgreSQL"
+    # (on a connection of its own: Redis reads no line past the request's zero bytes)
+    with _connected(host, port, wait) as sock:
+        return "Redis" if _receive(sock, wait, b"PING\r\n")[:1] in (b"+", b"-") else None
+
+
+@contextlib.contextmanager
+def _connected(host: str, port: int, wait: float) -> Iterator[socket.socket | None]:
+    """A new connection to ``host``:``port``, closed when the block ends;
+    None when it cannot be made within ``wait`` seconds."""
+    try:
+        sock = socket.create_connection((host, port), timeout=wait)
+    except OSError:
+        yield None
+        return
+    with sock:
+        yield sock
+
+
+def _receive(sock: socket.socket | None, wait: float, send: bytes = b"") -> bytes:
+    """What ``sock`` receives within ``wait`` seconds after sending ``send``;
+    empty when nothing (or there is no connection, or it failed or closed)."""
+    if sock is None:
+        return b""
+    try:
+        if send:
+            sock.sendall(send)
+        sock.settimeout(wait)
+        return sock.recv(64)
+    except OSError:
+        return b""

@@ -26,7 +26,7 @@ from MySQLdb.constants import CLIENT
 from MySQLdb.cursors import Cursor as TupleCursor
 
 from rota.errors import CommitInDoubt, InvalidArgument, StoreError, StoreUnavailable
-from rota.stores import MissingStore, OutdatedStore
+from rota.stores import MissingStore, OutdatedStore, server_protocol
 from rota.stores.base import STORE_CREATORS
 from rota.stores.mysql._pool import Pool, close_quietly
 from rota.stores.mysql._tx import (
@@ -62,6 +62,9 @@ _DENIED = frozenset({1044, 1142, 1143, 1227}) | READ_ONLY
 #: A database name rota accepts: letters, digits and underscores.
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _ATTEMPTS = 10
+#: Client errors of a connection to a server that may not speak MySQL: it
+#: sent no greeting in time, or one of another protocol.
+_SILENT, _NOT_MYSQL = frozenset({2013}), frozenset({2007, 2027})
 #: The migrations that may take long on a big table, by version: what
 #: ``rota migrate`` says before it runs them.
 SLOW_MIGRATIONS = {
@@ -414,6 +417,9 @@ class MySQLConnections(Database):
             try:
                 conn = self._pool.take()
             except MySQLdb.OperationalError as exc:
+                wrong = self._wrong_server(exc)
+                if wrong is not None:
+                    raise wrong from None
                 if error_code(exc) == _NO_ACCESS:
                     raise self._no_access(exc) from None
                 if error_code(exc) != NO_DATABASE:
@@ -440,6 +446,27 @@ class MySQLConnections(Database):
                 self._pool.discard(conn)  # a fresh one is as cheap, and no lock stays
         except MySQLdb.Error as exc:
             raise store_error(exc, self.where) from exc
+
+    def _wrong_server(self, exc: MySQLdb.OperationalError) -> StoreError | None:
+        """The error of a first connection that reached a server of another
+        kind (a PostgreSQL or Redis port), which trying again cannot change:
+        told by a greeting of another protocol, or, when no greeting came
+        in time (a PostgreSQL or Redis server waits for the client to speak
+        first), by one short exchange (:func:`server_protocol`). None when
+        the server may be MySQL: a silent one is then an outage, as before."""
+        code = error_code(exc)
+        host, port = self._connect_args["host"], self._connect_args["port"]
+        if code not in _SILENT | _NOT_MYSQL or host == "localhost":  # (a Unix socket)
+            return None
+        kind = server_protocol(host, port)
+        if kind == "MySQL" or (kind is None and code in _SILENT):
+            return None
+        how = f"it answers as a {kind} server" if kind else "its greeting is not MySQL's"
+        return StoreError(
+            f"the server at {host}:{port} does not speak the MySQL protocol ({how}): check "
+            f"the host and port of the store URL; MySQL and MariaDB listen on 3306 unless "
+            f"configured otherwise (the client said: {exc.args[-1] if exc.args else exc})"
+        )
 
     def replication_lag(self) -> float | None:
         """How many seconds this store's server, a replica, trails its

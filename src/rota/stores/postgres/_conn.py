@@ -30,7 +30,7 @@ import psycopg_pool
 from psycopg import errors as pg_errors
 
 from rota.errors import CommitInDoubt, InvalidArgument, StoreError
-from rota.stores import MissingStore, OutdatedStore
+from rota.stores import MissingStore, OutdatedStore, server_protocol
 from rota.stores.base import STORE_CREATORS
 from rota.stores.postgres._outages import (
     IN_CALL,
@@ -64,6 +64,11 @@ _ATTEMPTS = 8
 #: Who rota's connections say they are (pg_stat_activity.application_name),
 #: unless the URL or PGAPPNAME names them.
 _NAME = "rota"
+#: What libpq says of a server that answered, but not as PostgreSQL does.
+_NOT_POSTGRES = re.compile(
+    r"invalid response to (SSL|GSSAPI) negotiation|expected authentication request from "
+    r"server, but received"
+)
 #: The migrations that may take long on a big table, by version: what
 #: ``rota migrate`` says before it runs them ({schema}: the store's schema).
 SLOW_MIGRATIONS = {
@@ -169,6 +174,31 @@ class _Session(Relay):
         return self._tx
 
 
+def _wrong_server(exc: psycopg.Error, params: dict[str, Any]) -> StoreError | None:
+    """The error of a first connection that reached a server of another
+    kind (a MySQL or Redis port), which trying again cannot change: told by
+    what the server answered (libpq's words, :data:`_NOT_POSTGRES`), or,
+    after a connection that timed out (a Redis server waits silently for a
+    line), by one short exchange (:func:`server_protocol`). None when the
+    server may be PostgreSQL: a timeout is then an outage, as before."""
+    answered = _NOT_POSTGRES.search(str(exc)) is not None
+    if not answered and not isinstance(exc, pg_errors.ConnectionTimeout):
+        return None
+    host, port = str(params.get("host") or params.get("hostaddr") or ""), params.get("port")
+    port = port or "5432"
+    kind = None
+    if host and not host.startswith("/") and "," not in host and str(port).isdigit():
+        kind = server_protocol(host, int(port))  # (not a Unix socket, nor a list of hosts)
+    if kind == "PostgreSQL" or (kind is None and not answered):
+        return None
+    how = f"it answers as a {kind} server" if kind else "it answered as no PostgreSQL server does"
+    return StoreError(
+        f"the server at {host or 'localhost'}:{port} does not speak the PostgreSQL protocol "
+        f"({how}): check the host and port of the store URL; PostgreSQL listens on 5432 "
+        f"unless configured otherwise ({str(exc).strip()})"
+    )
+
+
 class PgConnections(Database):
     """A pool of connections to one schema of one PostgreSQL database."""
 
@@ -252,7 +282,7 @@ class PgConnections(Database):
             with psycopg.connect(conninfo, connect_timeout=timeout, **kwargs) as first:
                 self.dbname = first.info.dbname
         except psycopg.Error as exc:
-            raise store_error(exc, self.where) from None
+            raise _wrong_server(exc, params) or store_error(exc, self.where) from None
         pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
