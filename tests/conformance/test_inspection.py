@@ -45,6 +45,20 @@ def test_list_jobs_filters(store: Store) -> None:
     assert job_ids(store) == {needle, parse, fired, done}
 
 
+def test_a_name_filter_with_a_nul_finds_nothing(store: Store) -> None:
+    enqueue_one(store, new_job(1, task="fetch", queue="a", schedule="nightly", fire_time=1.0))
+    for query in (
+        JobQuery(queue="a\0"),
+        JobQuery(task="fetch\0x"),
+        JobQuery(schedule="\0nightly"),
+        JobQuery(queue="a\0", state=JobState.QUEUED),
+    ):
+        assert store.list_jobs(query).jobs == ()
+    assert list(store.iter_results(queue="a\0", task="fetch\0")) == []
+    assert store.get_jobs(["\0", "x\0y"]) == [None, None]
+    assert store.get_schedule("nightly\0") is None
+
+
 def test_list_jobs_state_filter_follows_run_time(store: Store) -> None:
     later = enqueue_one(store, new_job(delay=60.0))
     soon = enqueue_one(store, new_job(delay=0.2))

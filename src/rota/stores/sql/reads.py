@@ -71,9 +71,10 @@ class Reads(Database):
         return self.get_jobs([job_id])[0]
 
     def get_jobs(self, job_ids: Sequence[str]) -> list[Job | None]:
+        asked = [job_id for job_id in job_ids if "\0" not in job_id]  # (as in list_jobs)
         with self._read() as tx:
             now = tx.now()
-            rows = tx.rows_in("jobs_by_id", job_ids)
+            rows = tx.rows_in("jobs_by_id", asked)
         found = {row[1]: job_from_row(row, now) for row in rows}
         return [found.get(job_id) for job_id in job_ids]
 
@@ -91,6 +92,10 @@ class Reads(Database):
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"page size must be between 1 and 1000, not {limit}")
         before = _checks.page_cursor(cursor)
+        if any("\0" in name for name in (query.queue, query.task, query.schedule) if name):
+            # no stored name or id holds a control character, and PostgreSQL
+            # takes no NUL in a text parameter: such a filter finds nothing
+            return JobPage((), None)
         with self._read() as tx:
             now = tx.now()
             if query.queue is not None and self.pages_queues_apart:

@@ -87,6 +87,8 @@ class Schedules(Database):
 
     def get_schedule(self, name: str) -> Schedule | None:
         _checks.text(name, "schedule name")
+        if "\0" in name:  # (as in list_jobs)
+            return None
         with self._read() as tx:
             row = tx.execute("get_schedule", (name,)).fetchone()
         return None if row is None else _schedule(row)
