@@ -6,7 +6,6 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -15,7 +14,6 @@ from rich.table import Table
 from rich.text import Text
 
 from rota import _json
-from rota._validate import MAX_PRIORITY, MAX_RETRIES, MIN_PRIORITY
 from rota._wording import attempt_text, call_text, options_retry_text, shown_options
 from rota.cli._actor import cli_actor
 from rota.cli._command_options import (
@@ -24,16 +22,25 @@ from rota.cli._command_options import (
     given_command_options,
     require_separator,
 )
+from rota.cli._schedule_options import (
+    job_flag_values,
+    job_flags,
+    policy_options,
+    policy_values,
+    reset_settings,
+    trigger_of,
+    trigger_options,
+)
 from rota.cli._support import (
     CliError,
     CliState,
-    backoff_callback,
     console,
     fmt_when,
     name_callback,
     note,
     pass_state,
     positive_duration_callback,
+    read_url_option,
     url_option,
 )
 from rota.cli.send import command_app, task_call
@@ -46,12 +53,10 @@ from rota.commands import (
     shown_kwargs,
 )
 from rota.diagnose import is_overdue, overdue_schedules
-from rota.errors import InvalidArgument, InvalidSchedule, NotFound
+from rota.errors import InvalidArgument, NotFound
 from rota.models import JobState, Schedule
-from rota.scheduling import at, cron, every, trigger_from_json
-from rota.scheduling.define import OVERLAP_POLICIES
+from rota.scheduling import trigger_from_json
 from rota.scheduling.history import ScheduleRuns, run_time, schedule_runs, upcoming_fires
-from rota.scheduling.triggers import time_zone
 from rota.stores import Store, redact_url
 
 if TYPE_CHECKING:
@@ -218,10 +223,11 @@ def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now:
 
 @schedules.command("list")
 @url_option
+@read_url_option
 @pass_state
 def list_schedules(cli: CliState) -> None:
     """Every schedule with its trigger in words, next and last fire, and last job."""
-    store = cli.store_app().store
+    store = cli.store_app().reader
     found = store.schedules()
     if not found:
         note("no schedules yet: define one with app.schedule(...)")
@@ -342,11 +348,12 @@ def _runs_summary(runs: ScheduleRuns) -> str:
 @schedules.command("show")
 @click.argument("name", callback=name_callback("schedule name"))
 @url_option
+@read_url_option
 @pass_state
 def show(cli: CliState, name: str) -> None:
     """Show everything about schedule NAME: trigger, policies, arguments, job
     options, its next fires and its latest jobs."""
-    store = cli.store_app().store
+    store = cli.store_app().reader
     found = _find(store, name)
     now = store.now()
     runs = schedule_runs(store, name, limit=SHOWN_RUNS)
@@ -410,15 +417,6 @@ def run_now(cli: CliState, name: str) -> None:
         )
 
 
-def _zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """``--tz``: an IANA time zone this machine knows."""
-    try:
-        time_zone(value)
-    except InvalidSchedule as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-    return value
-
-
 _ADD_USAGE = "rota schedules add NAME --cron EXPR|--every N|--at ISO [OPTIONS] -- CMD ARGS..."
 
 
@@ -435,22 +433,7 @@ class _AddCommand(CommandLineCommand):
 @schedules.command("add", cls=_AddCommand)
 @click.argument("name", callback=name_callback("schedule name"))
 @click.argument("words", nargs=-1, metavar="-- CMD [ARGS]...")
-@click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on a cron expression.")
-@click.option(
-    "--tz",
-    default="UTC",
-    show_default=True,
-    callback=_zone,
-    help="The time zone of --cron.",
-)
-@click.option(
-    "--every",
-    "interval",
-    metavar="SECONDS",
-    callback=positive_duration_callback,
-    help="Fire every N s: 30, 90s, 15m, 1d.",
-)
-@click.option("--at", "at_time", metavar="ISO", help="Fire once at this time (naive: UTC).")
+@trigger_options
 @click.option(
     "--task",
     "task_name",
@@ -467,40 +450,14 @@ class _AddCommand(CommandLineCommand):
     help="With --task: all its arguments as JSON, '[1, 2]' or "
     '\'{"args": [1], "kwargs": {"x": 2}}\'.',
 )
-@click.option("--queue", "-q", callback=name_callback("queue"), help="Send its jobs here.")
-@click.option(
-    "--host",
-    callback=name_callback("host"),
-    help="Run its jobs on a worker of this host name (rota worker --host), or on any "
-    "once that host is gone for the workers' --host-grace.",
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(0, MAX_RETRIES),
-    help="Run a failed job again up to N times, with exponential backoff.",
-)
-@click.option(
-    "--backoff",
-    metavar="BASE,MAX",
-    callback=backoff_callback,
-    help="Retry delays double from BASE up to MAX, each shortened at random by up to "
-    "half, e.g. 30s,1h.  [default: 1s,5m, or the task's]",
-)
+@job_flags
 @click.option(
     "--timeout",
     metavar="SECONDS",
     callback=positive_duration_callback,
     help="Stop the command (its whole process group) after this long: 90s, 15m.",
 )
-@click.option(
-    "--overlap",
-    type=click.Choice(OVERLAP_POLICIES),
-    default="allow",
-    show_default=True,
-    help="When a fire comes while the last job is still pending or running: run it "
-    "anyway, skip it, or queue it behind.",
-)
-@click.option("--priority", "-p", type=click.IntRange(MIN_PRIORITY, MAX_PRIORITY))
+@policy_options
 @command_options
 @click.option(
     "--enabled/--paused",
@@ -525,9 +482,12 @@ def add(
     host: str | None,
     retries: int | None,
     backoff: tuple[float, float] | None,
-    timeout: float | None,
-    overlap: str,
     priority: int | None,
+    timeout: float | None,
+    overlap: str | None,
+    misfire: str | None,
+    grace: str | None,
+    jitter: str | None,
     cwd: str | None,
     env: dict[str, str],
     ok_codes: list[int] | None,
@@ -536,20 +496,15 @@ def add(
     """Store schedule NAME that runs the command line after -- (no shell) as a
     job of the built-in rota.cmd task, which only workers started with
     --commands (or of an App(commands=True)) run; or, with --app APP --task
-    TASK, a job of that task with the arguments after -- (or --json). Adding
-    a NAME that exists replaces it, keeping its paused state unless
-    --enabled or --paused is given."""
-    trigger = _trigger(cron_expr, tz, interval, at_time)
-    if backoff is not None and retries is None:
-        raise click.UsageError("--backoff goes with --retries")
-    given_options = {
-        "queue": queue,
-        "host": host,
-        "retries": retries,
-        "backoff": backoff,
-        "priority": priority,
-    }
-    options = {key: value for key, value in given_options.items() if value is not None} or None
+    TASK, a job of that task with the arguments after -- (or --json).
+
+    Adding a NAME that exists replaces it wholly: the settings not given go
+    back to their defaults, and the command names each one it reset (`rota
+    schedules edit` changes only the settings it is given). Its paused state
+    is kept unless --enabled or --paused is given."""
+    trigger = trigger_of(cron_expr, tz, interval, at_time)
+    options = job_flag_values(queue, host, retries, backoff, priority)
+    policies = policy_values(overlap, misfire, grace, jitter)
     settings = given_command_options(cwd, env, ok_codes)
     if task_name is None:
         app, task, args, kwargs = _command_schedule(
@@ -561,44 +516,115 @@ def add(
         raise click.UsageError("--cwd, --env and --ok-codes go with a command line, not --task")
     else:
         app, task, args, kwargs = _task_schedule(cli, task_name, words, app_spec, json_call)
-    existed = app.store.get_schedule(name) is not None  # (for the message only)
+    old = app.store.get_schedule(name)  # (for the message only)
     stored = app.admin.add_schedule(
         name,
         task,
         trigger,
         args=args,
         kwargs=kwargs,
-        overlap=overlap,
         enabled=enabled,
-        options=options,
+        options=options or None,
         by=cli_actor(),
+        **policies,
     )
     what = command_line(stored) or f"task {stored.task}{call_text(args, kwargs)}"
-    verb = "replaced" if existed else "added"
+    verb = "added" if old is None else "replaced"
     click.echo(f"{verb} schedule {stored.name}: {describe(stored)}: {what}")
+    if old is not None:
+        given = {key: True for key in (*policies, *(_OPTION_FIELDS[k] for k in options))}
+        given["concurrency"] = "overlap" in policies  # overlap=queue sets its own key
+        reset = reset_settings(old, stored, given)
+        if reset:
+            note(
+                f"back to the default, as not given: {'; '.join(reset)}. "
+                f"'rota schedules edit {name}' changes only the settings it is given"
+            )
     if at_time is not None and stored.next_fire is not None and stored.next_fire < app.store.now():
         note(f"{at_time} has passed: a scheduler runs it once, as soon as it sees it")
 
 
-def _trigger(cron_expr: str | None, tz: str, interval: float | None, at_time: str | None) -> Any:
-    """The one trigger ``--cron``, ``--every`` or ``--at`` gives."""
-    given = [
-        flag
-        for flag, value in (("--cron", cron_expr), ("--every", interval), ("--at", at_time))
-        if value is not None
-    ]
-    if len(given) != 1:
-        raise click.UsageError("give exactly one trigger: --cron, --every or --at")
-    if tz != "UTC" and cron_expr is None:
-        raise click.UsageError("--tz goes with --cron")
-    try:
-        if cron_expr is not None:
-            return cron(cron_expr, tz)
-        if interval is not None:
-            return every(interval)
-        return at(_iso(at_time or ""))
-    except (InvalidArgument, InvalidSchedule) as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{given[0]}'") from None
+#: The job option each job flag sets.
+_OPTION_FIELDS = {
+    "queue": "queue",
+    "host": "host",
+    "retries": "max_attempts",
+    "backoff": "retry",
+    "priority": "priority",
+}
+
+
+@schedules.command("edit")
+@click.argument("name", callback=name_callback("schedule name"))
+@trigger_options
+@job_flags
+@policy_options
+@click.option(
+    "--enabled/--paused", default=None, help="Let it fire, or pause it.  [default: as it is]"
+)
+@click.option(
+    "--app",
+    "app_spec",
+    metavar="APP",
+    help="The app that defines the schedule's task; a schedule of a command line needs none.",
+)
+@url_option
+@pass_state
+def edit(
+    cli: CliState,
+    name: str,
+    cron_expr: str | None,
+    tz: str,
+    interval: float | None,
+    at_time: str | None,
+    queue: str | None,
+    host: str | None,
+    retries: int | None,
+    backoff: tuple[float, float] | None,
+    priority: int | None,
+    overlap: str | None,
+    misfire: str | None,
+    grace: str | None,
+    jitter: str | None,
+    enabled: bool | None,
+    app_spec: str | None,
+) -> None:
+    """Change only the given settings of schedule NAME; the others keep their
+    stored values (as PATCH /api/schedules/NAME does). A changed trigger
+    restarts the schedule from its first fire; --grace none removes the
+    grace time. Its task and arguments stay: `rota schedules add` replaces
+    them."""
+    changes: dict[str, Any] = policy_values(overlap, misfire, grace, jitter)
+    trigger = trigger_of(cron_expr, tz, interval, at_time, required=False)
+    if trigger is not None:
+        changes["trigger"] = trigger
+    options = job_flag_values(queue, host, retries, backoff, priority)
+    if options:
+        changes["options"] = options
+    if enabled is not None:
+        changes["enabled"] = enabled
+    if not changes:
+        raise click.UsageError("nothing to change: give a trigger or a setting to set")
+    app = cli.load_app(app_spec) if app_spec else command_app(cli)
+    old = _find(app.store, name)
+    if old.task != COMMAND_TASK and old.task not in app.tasks:
+        raise CliError(
+            f"schedule {name!r} runs task {old.task!r}: give --app, the app that defines it"
+        )
+    stored = app.admin.update_schedule(name, by=cli_actor(), **changes)
+    click.echo(f"updated schedule {stored.name}: {describe(stored)}")
+    for line in _changed(old, stored):
+        click.echo(f"  {line}")
+
+
+def _changed(old: Schedule, new: Schedule) -> list[str]:
+    """What an edit changed, setting by setting."""
+    changed = reset_settings(old, new, {})
+    if old.trigger != new.trigger:
+        changed.insert(0, f"trigger {describe(new)} (was {describe(old)})")
+    if old.enabled != new.enabled:
+        changed.append("enabled" if new.enabled else "paused")
+    return changed
 
 
 #: An app, a task name of it, and the arguments of a schedule's jobs.
@@ -643,10 +669,3 @@ def _task_schedule(
     app = cli.load_app(app_spec)
     args, kwargs = task_call(app.tasks.get(task_name), words, json_call)
     return app, task_name, args, kwargs
-
-
-def _iso(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="'--at'") from None
