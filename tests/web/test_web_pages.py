@@ -574,7 +574,8 @@ def test_a_store_that_does_not_exist_is_a_500_that_the_log_explains(
     with TestClient(asgi, base_url=BASE, client=("127.0.0.1", 50000)) as operator:
         answer = operator.get("/api/queues", headers=bearer(OPERATOR))
     assert answer.status_code == 500
-    assert answer.json()["detail"] == "MissingStore: the request failed; the dashboard's log says why"
+    detail = "MissingStore: the request failed; the dashboard's log says why"
+    assert answer.json()["detail"] == detail
     logged = [r.getMessage() for r in caplog.records]
     assert any(f"no SQLite store at {tmp_path / 'gone.db'}" in line for line in logged), logged
     assert not (tmp_path / "gone.db").exists()
