@@ -446,3 +446,40 @@ def test_the_log_of_fires_dropped_under_misfire_all_says_why_and_what_fires(
         f"(2 older than its grace, 1 over the catch-up limit of 2); {then}"
     ) in caplog.text
     assert "coalesced" not in caplog.text
+
+
+def test_fires_dropped_without_their_work_running_are_logged_as_warnings(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A nightly fire dropped for its age ran no job: a warning. Fires
+    coalesced into one that is sent are logged at info level."""
+    now = math.floor(app.store.now())
+    start = now - 630  # fires at now - 630, ..., now - 30, now + 30
+    for name, misfire, grace in (
+        ("old", "coalesce", 1),
+        ("some", "all", 100),
+        ("one", "coalesce", None),
+    ):
+        app.schedule(
+            name,
+            "refresh",
+            every(60, start=moment(start)[0]),
+            args=("a",),
+            misfire=misfire,
+            grace=grace,
+        )
+        backdate(app, name, now - 270)
+    with caplog.at_level(logging.INFO, logger="rota.scheduler"):
+        Scheduler(app).tick()
+    levels = {
+        record.getMessage().split(":")[0]: record.levelno
+        for record in caplog.records
+        if "dropped" in record.getMessage()
+    }
+    assert levels == {
+        "schedule old": logging.WARNING,  # all five older than the grace: no job
+        "schedule some": logging.WARNING,  # three older than the grace, then two jobs
+        "schedule one": logging.INFO,  # coalesced into the fire at now - 30
+    }
+    assert fire_times(app, "old") == []
+    assert fire_times(app, "one") == [now - 30]

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from helpers import wait_for
+from rota.models import Outcome, Schedule
+from rota.scheduling import every
+from rota.scheduling.define import schedule_job
 from web.support import OPERATOR, VIEWER, bearer
 from web.test_web_browser import Cluster, _log_in, browser, cluster, expect, page
 
@@ -119,3 +122,46 @@ def test_an_error_page_has_the_navigation_and_keeps_its_status(cluster: Cluster,
     page.click("nav >> text=Queues")
     expect(page).to_have_url(f"{cluster.base}/queues")
     expect(page).to_have_title("Queues · rota")
+
+
+def test_a_schedules_last_error_and_a_fire_without_a_job_fit_the_table_at_1280_px(
+    cluster: Cluster, page: Any
+) -> None:
+    """The first line of a long error sits under the last job's state, wraps
+    in its cell, and links to the job; the schedules table stays inside the
+    page."""
+    store = cluster.app.store
+    now = store.now()
+    store.upsert_schedule(
+        Schedule(
+            name="backup",
+            task="shop.order",
+            trigger=every(3600).to_json(),
+            payload=b'{"args":[1],"kwargs":{}}',
+            next_fire=now - 7200,
+            job_options={"queue": "nightly", "max_attempts": 1},  # no worker reads it
+        )
+    )
+    stored = store.get_schedule("backup")
+    assert stored is not None
+    job = schedule_job(stored, job_id="backup-1", fire_time=now - 7200)
+    assert store.fire_schedule("backup", now - 7200, now - 3600, job) == "fired"
+    [claimed] = store.claim("test-worker", ["nightly"], 1)
+    error = "OSError: " + "the backup volume /srv/backup/nightly is full " * 6 + "\nsecond line"
+    assert store.finish([Outcome(claimed.id, claimed.token, ok=False, error=error)])
+    assert store.fire_schedule("backup", now - 3600, now + 3600, None) == "dropped"
+    page.set_viewport_size({"width": 1280, "height": 800})
+    _log_in(page, cluster.base, OPERATOR, "/schedules")
+    failure = page.locator("#schedules tr[data-schedule='backup'] .last-error")
+    expect(failure).to_be_visible()
+    assert failure.inner_text().startswith("OSError: the backup volume")
+    assert "second line" not in failure.inner_text()
+    assert failure.get_attribute("href") == "/jobs/backup-1"
+    no_job = page.locator("#schedules tr[data-schedule='backup'] .no-job")
+    expect(no_job).to_have_text("no job")
+    widths = page.eval_on_selector(
+        "#schedules", "t => [t.getBoundingClientRect().right, document.documentElement.clientWidth]"
+    )
+    assert widths[0] <= widths[1], f"the table overflows the page: {widths}"
+    failure.click()
+    expect(page).to_have_url(f"{cluster.base}/jobs/backup-1")

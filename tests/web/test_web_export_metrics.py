@@ -197,3 +197,25 @@ def test_metrics_of_schedules_say_which_stopped_firing_and_how_its_last_job_ende
     assert of("rota_schedule_last_fire_timestamp_seconds", "stale") is None  # never fired
     assert of("rota_schedule_last_job", "nightly", state="failed") == 1
     assert not any(n == "rota_schedule_last_job" and ("schedule", "stale") in k for n, k in s)
+
+
+def test_a_fire_dropped_without_a_job_moves_the_last_fire_but_not_the_last_jobs_fire(
+    client: TestClient, demo: Demo
+) -> None:
+    """A nightly fire dropped (older than the grace) sends no job: the
+    last-job fire time stays on the last job sent, so an alert on it fires."""
+    now = demo.store.now()
+    yesterday = now - 86400
+    demo.store.upsert_schedule(schedule("backup", next_fire=yesterday, task="math.add"))
+    sent = new_job(job_id="b-1", task="math.add", schedule="backup", fire_time=yesterday)
+    assert demo.store.fire_schedule("backup", yesterday, now, sent) == "fired"
+    assert demo.store.fire_schedule("backup", now, now + 86400, None) == "dropped"
+    demo.store.upsert_schedule(schedule("new", next_fire=now + 60, task="math.add"))
+    s = _samples(client.get("/metrics").text)
+
+    def of(name: str, schedule_name: str) -> float | None:
+        return s.get((name, (("schedule", schedule_name),)))
+
+    assert of("rota_schedule_last_fire_timestamp_seconds", "backup") == now
+    assert of("rota_schedule_last_job_fire_timestamp_seconds", "backup") == yesterday
+    assert of("rota_schedule_last_job_fire_timestamp_seconds", "new") is None  # no job yet

@@ -41,6 +41,7 @@ from rota.cli._support import (
     pass_state,
     positive_duration_callback,
     read_url_option,
+    summary,
     url_option,
 )
 from rota.cli.send import command_app, task_call
@@ -54,7 +55,7 @@ from rota.commands import (
 )
 from rota.diagnose import is_overdue, overdue_schedules
 from rota.errors import InvalidArgument, NotFound
-from rota.models import JobState, Schedule
+from rota.models import Job, JobState, Schedule
 from rota.scheduling import trigger_from_json
 from rota.scheduling.history import ScheduleRuns, run_time, schedule_runs, upcoming_fires
 from rota.stores import Store, redact_url
@@ -168,24 +169,62 @@ def describe(schedule: Schedule) -> str:
         return json.dumps(schedule.trigger, sort_keys=True)
 
 
-def _last_states(store: Store, found: Sequence[Schedule]) -> dict[str, JobState]:
+def _last_jobs(store: Store, found: Sequence[Schedule]) -> dict[str, Job]:
+    """The last job of each schedule of ``found`` still in the store, by id."""
     ids = [s.last_job_id for s in found if s.last_job_id]
-    return {job.id: job.state for job in store.get_jobs(ids) if job is not None}
+    return {job.id: job for job in store.get_jobs(ids) if job is not None}
 
 
-def _last_job(schedule: Schedule, states: dict[str, JobState]) -> Text:
+def _last_job(schedule: Schedule, jobs: dict[str, Job], *, error_width: int = 0) -> Text:
+    """Its last job's state; with ``error_width``, and the first line of its
+    error when it failed."""
     if schedule.last_job_id is None:
         return Text("-")
-    state = states.get(schedule.last_job_id)
-    if state is None:
+    job = jobs.get(schedule.last_job_id)
+    if job is None:
         return Text("gone", style="dim")
-    return Text(state.value, style=_STATE_STYLES[state])
+    text = Text(job.state.value, style=_STATE_STYLES[job.state])
+    failure = _failure(schedule, jobs, error_width) if error_width else ""
+    return text.append(f": {failure}") if failure else text
 
 
-def _last_job_line(schedule: Schedule, states: dict[str, JobState]) -> Text:
+def _failure(schedule: Schedule, jobs: dict[str, Job], width: int) -> str:
+    """The first line of the error of the schedule's last job, when it failed."""
+    job = jobs.get(schedule.last_job_id or "")
+    if job is None or job.state is not JobState.FAILED:
+        return ""
+    return summary(job.error, width)
+
+
+def _last_job_line(schedule: Schedule, jobs: dict[str, Job], now: float) -> Text:
     if schedule.last_job_id is None:
         return Text("-")
-    return Text.assemble(schedule.last_job_id, " (", _last_job(schedule, states), ")")
+    line = Text.assemble(schedule.last_job_id, " (", _last_job(schedule, jobs), ")")
+    job = jobs.get(schedule.last_job_id)
+    if job is not None and job.fire_time is not None:
+        line.append(f", fire {fmt_when(job.fire_time, now)}")
+    return line
+
+
+def _sent_no_job(schedule: Schedule, jobs: dict[str, Job]) -> bool:
+    """Its last fire sent no job (dropped or skipped): the last job known is
+    older than it, or it never sent one (as the dashboard's schedule view)."""
+    if schedule.last_fire is None:
+        return False
+    if schedule.last_job_id is None:
+        return True
+    job = jobs.get(schedule.last_job_id)
+    return job is not None and job.fire_time is not None and job.fire_time < schedule.last_fire
+
+
+def _last_fire(schedule: Schedule, jobs: dict[str, Job], now: float, *, why: bool = False) -> Text:
+    """When it last fired; for a fire that sent no job, says so (``why``: and
+    the reasons it may have had)."""
+    text = Text(fmt_when(schedule.last_fire, now))
+    if _sent_no_job(schedule, jobs):
+        reasons = ": dropped or skipped (the scheduler's log says why)" if why else ""
+        text.append(f", no job sent{reasons}", style="yellow")
+    return text
 
 
 def _enabled(schedule: Schedule, now: float) -> Text:
@@ -196,7 +235,7 @@ def _enabled(schedule: Schedule, now: float) -> Text:
     return Text("yes") if schedule.enabled else Text("paused", style="bold yellow")
 
 
-def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now: float) -> Table:
+def schedules_table(found: Sequence[Schedule], jobs: dict[str, Job], now: float) -> Table:
     """One row per schedule: the columns of ``rota schedules list``."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("name", no_wrap=True)
@@ -213,8 +252,8 @@ def schedules_table(found: Sequence[Schedule], states: dict[str, JobState], now:
             f"{s.task}: {command_line(s)}" if command_line(s) else s.task,
             describe(s),
             _next_fire(s, now),
-            fmt_when(s.last_fire, now),
-            _last_job(s, states),
+            _last_fire(s, jobs, now),
+            _last_job(s, jobs, error_width=40),
             _enabled(s, now),
             str(s.skipped),
         )
@@ -233,7 +272,7 @@ def list_schedules(cli: CliState) -> None:
         note("no schedules yet: define one with app.schedule(...)")
         return
     now = store.now()
-    console().print(schedules_table(found, _last_states(store, found), now))
+    console().print(schedules_table(found, _last_jobs(store, found), now))
     for problem in overdue_schedules(found, now):
         note(f"warning: {problem.message}")
 
@@ -249,10 +288,11 @@ def _next_fire(s: Schedule, now: float, *, would: bool = False) -> str:
     return f"paused (would fire at {fmt_when(fires[0], now)})" if fires else "paused"
 
 
-def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float) -> Group:
+def schedule_details(schedule: Schedule, jobs: dict[str, Job], now: float) -> Group:
     """Everything about one schedule, as ``rota schedules show`` prints it."""
     s = schedule
     grace = "none" if s.grace is None else f"{s.grace:g} s"
+    failure = _failure(s, jobs, 200)
     call: Any = _json.loads(s.payload)
     options = command_options_of(s.task, call.get("kwargs") if isinstance(call, dict) else None)
     if isinstance(call, dict) and "kwargs" in call:  # a command's env values: names only
@@ -265,8 +305,9 @@ def schedule_details(schedule: Schedule, states: dict[str, JobState], now: float
         ("trigger", describe(s)),
         ("enabled", _enabled(s, now)),
         ("next fire", _next_fire(s, now, would=True)),
-        ("last fire", fmt_when(s.last_fire, now)),
-        ("last job", _last_job_line(s, states)),
+        ("last fire", _last_fire(s, jobs, now, why=True)),
+        ("last job", _last_job_line(s, jobs, now)),
+        *([("last error", Text(failure, style="red"))] if failure else []),
         ("misfire", f"{s.misfire} (grace {grace})"),
         ("overlap", s.overlap),
         ("jitter", f"{s.jitter:g} s"),
@@ -359,7 +400,7 @@ def show(cli: CliState, name: str) -> None:
     runs = schedule_runs(store, name, limit=SHOWN_RUNS)
     console().print(
         Group(
-            schedule_details(found, _last_states(store, [found]), now),
+            schedule_details(found, _last_jobs(store, [found]), now),
             Text("\nnext fires", style="bold underline"),
             _next_fires(found, now),
             Text("\nlatest jobs", style="bold underline"),

@@ -338,7 +338,11 @@ class Scheduler:
                 _skipped_text(schedule.overlap),
             )
         else:
-            log.info("schedule %s: %s", name, _dropped_text(step))
+            # fires coalesced into one that is sent are not lost; fires dropped
+            # for their age or over the catch-up limit run no job: a warning
+            coalesced = step.kept and step.misfire == "coalesce"
+            level = logging.INFO if coalesced else logging.WARNING
+            log.log(level, "schedule %s: %s", name, _dropped_text(step))
         return result
 
     # -- state -----------------------------------------------------------------

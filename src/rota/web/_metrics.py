@@ -18,11 +18,14 @@ Exported:
   the failures it counted since its last success, for alerts on a site that is down;
 - ``rota_schedule_enabled{schedule}``, ``rota_schedule_overdue{schedule}`` (1 when
   active with its next fire long past: no scheduler seems to run),
-  ``rota_schedule_next_fire_timestamp_seconds{schedule}`` and
-  ``rota_schedule_last_fire_timestamp_seconds{schedule}`` (absent when there is
-  none), and ``rota_schedule_last_job{schedule,state}``: 1 for the state of the
-  job of its last fire (``gone`` once purged), for alerts on a cron job that
-  failed or stopped firing;
+  ``rota_schedule_next_fire_timestamp_seconds{schedule}``,
+  ``rota_schedule_last_fire_timestamp_seconds{schedule}`` (which moves on fires
+  that sent no job too: dropped as older than the grace, or skipped by the
+  overlap rule) and ``rota_schedule_last_job_fire_timestamp_seconds{schedule}``
+  (the fire time of its last job, the last one actually sent), each absent
+  when there is none, and ``rota_schedule_last_job{schedule,state}``: 1 for the
+  state of its last job (``gone`` once purged), for alerts on a cron job that
+  failed, stopped firing or stopped sending jobs;
 - ``rota_recent_wait_seconds{quantile}`` and ``rota_recent_run_seconds{quantile}``:
   queue wait (started - run_at) and run time (finished - started) of the last
   :data:`RECENT` succeeded jobs. These are gauges over a sample, not a
@@ -156,7 +159,14 @@ class StoreCollector(Collector):
             "rota_schedule_next_fire_timestamp_seconds", "When it fires next.", labels=label
         )
         last_fire = GaugeMetricFamily(
-            "rota_schedule_last_fire_timestamp_seconds", "When it last fired.", labels=label
+            "rota_schedule_last_fire_timestamp_seconds",
+            "When it last fired, a fire that sent no job (dropped, skipped) too.",
+            labels=label,
+        )
+        last_job_fire = GaugeMetricFamily(
+            "rota_schedule_last_job_fire_timestamp_seconds",
+            "The fire time of its last job, the last one actually sent.",
+            labels=label,
         )
         last_job = GaugeMetricFamily(
             "rota_schedule_last_job",
@@ -170,10 +180,12 @@ class StoreCollector(Collector):
                 next_fire.add_metric([view.name], view.next_fire)
             if view.last_fire is not None:
                 last_fire.add_metric([view.name], view.last_fire)
+            if view.last_job_fire is not None:
+                last_job_fire.add_metric([view.name], view.last_job_fire)
             if view.last_job_id is not None:
                 state = view.last_job_state.value if view.last_job_state else "gone"
                 last_job.add_metric([view.name, state], 1.0)
-        yield from (enabled, overdue, next_fire, last_fire, last_job)
+        yield from (enabled, overdue, next_fire, last_fire, last_job_fire, last_job)
 
     def _latency(self) -> Iterator[Metric]:
         page = self._store.list_jobs(JobQuery(state=JobState.SUCCEEDED), limit=RECENT)

@@ -194,9 +194,16 @@ class ScheduleView:
     description: str
     enabled: bool
     next_fire: float | None
+    #: When it last fired: moves on every fire, those that sent no job too
+    #: (dropped as older than the grace, or skipped by its overlap rule).
     last_fire: float | None
     last_job_id: str | None
     last_job_state: JobState | None
+    #: The fire time of its last job, the last one actually sent (a run now's
+    #: is when it was sent); None without one, or once it is purged.
+    last_job_fire: float | None
+    #: Why its last job failed (the job's error), when it did.
+    last_job_error: str | None
     args: list[Any]
     kwargs: dict[str, Any]
     misfire: str
@@ -215,6 +222,22 @@ class ScheduleView:
     command: str
     #: Its options beside the command line (timeout, ok codes...), else "".
     command_options: str
+
+    @property
+    def last_fire_sent_no_job(self) -> bool:
+        """Its last fire sent no job (dropped or skipped): the last job
+        known is older than it, or it never sent one."""
+        if self.last_fire is None:
+            return False
+        if self.last_job_id is None:
+            return True
+        return self.last_job_fire is not None and self.last_job_fire < self.last_fire
+
+    @property
+    def last_job_error_line(self) -> str:
+        """The first line of :attr:`last_job_error` ("" without one)."""
+        lines = (self.last_job_error or "").strip().splitlines()
+        return lines[0] if lines else ""
 
 
 # -- who acts --------------------------------------------------------------
@@ -461,12 +484,13 @@ def schedule(store: Store, name: str) -> ScheduleView:
 
 def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
     last_ids = [s.last_job_id for s in found if s.last_job_id]
-    states = {job.id: job.state for job in store.get_jobs(last_ids) if job is not None}
+    last_jobs = {job.id: job for job in store.get_jobs(last_ids) if job is not None}
     now = store.now()
     views = []
     for s in found:
         payload = _json.loads(s.payload) or {}
         args = payload.get("args", [])
+        last = last_jobs.get(s.last_job_id) if s.last_job_id else None
         views.append(
             ScheduleView(
                 name=s.name,
@@ -477,7 +501,9 @@ def _schedule_views(store: Store, found: list[Schedule]) -> list[ScheduleView]:
                 next_fire=s.next_fire,
                 last_fire=s.last_fire,
                 last_job_id=s.last_job_id,
-                last_job_state=states.get(s.last_job_id) if s.last_job_id else None,
+                last_job_state=None if last is None else last.state,
+                last_job_fire=None if last is None else last.fire_time,
+                last_job_error=last.error if last and last.state is JobState.FAILED else None,
                 args=args,
                 kwargs=payload.get("kwargs", {}),
                 misfire=s.misfire,
