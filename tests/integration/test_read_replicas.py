@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 
 from helpers import wait_for
 from pg_cluster import PgCluster, pg_cluster
-from rota import App
+from rota import App, every
 from rota.errors import InvalidArgument, StoreError
 from rota.models import JobQuery, JobState
 from rota.stores import Store, redact_url
@@ -192,6 +192,42 @@ def test_rota_jobs_list_reads_from_the_replica(app: App, pair: Pair) -> None:
         assert before in shown
         assert late not in shown
     assert before in primary and late in primary
+
+
+def test_rota_schedules_list_and_show_read_from_the_replica(app: App, pair: Pair) -> None:
+    app.schedule("before", "fetch", every(3600), args=("a",))
+    pair.caught_up()
+    pair.pause_replay()
+    try:
+        app.schedule("late", "fetch", every(3600), args=("b",))
+        replica = ("--url", pair.url, "--read-url", pair.read_url)
+        listed = rota("schedules", "list", *replica)
+        shown = rota("schedules", "show", "before", *replica)
+        missing = rota("schedules", "show", "late", *replica, check=False)
+        primary = rota("schedules", "list", "--url", pair.url)
+    finally:
+        pair.resume_replay()
+    assert "before" in listed and "late" not in listed
+    assert shown.startswith("name ") and "before" in shown
+    assert "no schedule named 'late'" in missing
+    assert "before" in primary and "late" in primary
+
+
+def rota(*args: str, check: bool = True) -> str:
+    """The output of ``rota ARGS`` (its error output too, unless ``check``:
+    then it must succeed)."""
+    done = subprocess.run(
+        [ROTA, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ROTA_")},
+        check=False,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    return done.stdout + done.stderr
 
 
 def test_a_write_on_the_replica_is_refused_by_the_server(app: App, pair: Pair) -> None:
