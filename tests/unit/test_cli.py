@@ -27,8 +27,8 @@ from rota import _json
 from rota._loader import load_app
 from rota._time import format_duration
 from rota.cli import main
+from rota.cli._schedule_views import would_fire
 from rota.cli._support import redact_text, resolve_queues, summary
-from rota.cli.schedules import would_fire
 from rota.cli.status import LOST_AFTER, worker_state
 from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, LogChunk, Outcome, WorkerInfo
 from rota.scheduling.scheduler import Scheduler
