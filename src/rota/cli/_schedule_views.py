@@ -14,6 +14,7 @@ from rich.text import Text
 from rota import _json
 from rota._wording import attempt_text, options_retry_text, shown_options
 from rota.cli._support import fmt_when, summary
+from rota.cli.jobs import state_text
 from rota.commands import command_line, command_options_of, shown_kwargs
 from rota.diagnose import is_overdue
 from rota.models import Job, JobState, Schedule
@@ -31,15 +32,6 @@ __all__ = [
     "schedules_table",
     "would_fire",
 ]
-
-_STATE_STYLES = {
-    JobState.SCHEDULED: "cyan",
-    JobState.QUEUED: "blue",
-    JobState.RUNNING: "yellow",
-    JobState.SUCCEEDED: "green",
-    JobState.FAILED: "red",
-    JobState.CANCELLED: "magenta",
-}
 
 
 def describe(schedule: Schedule) -> str:
@@ -64,7 +56,7 @@ def _last_job(schedule: Schedule, jobs: dict[str, Job], *, error_width: int = 0)
     job = jobs.get(schedule.last_job_id)
     if job is None:
         return Text("gone", style="dim")
-    text = Text(job.state.value, style=_STATE_STYLES[job.state])
+    text = state_text(job.state)
     failure = _failure(schedule, jobs, error_width) if error_width else ""
     return text.append(f": {failure}") if failure else text
 
@@ -234,7 +226,7 @@ def runs_table(runs: ScheduleRuns, now: float) -> Table | Text:
             took += " so far"
         table.add_row(
             job.id,
-            Text(job.state.value, style=_STATE_STYLES[job.state]),
+            state_text(job.state),
             fmt_when(job.fire_time, now),
             fmt_when(job.started_at, now),
             took,
