@@ -19,7 +19,7 @@ from rota.commands import command_line, command_options_of, shown_kwargs
 from rota.diagnose import is_overdue
 from rota.models import Job, JobState, Schedule
 from rota.scheduling import trigger_from_json
-from rota.scheduling.history import ScheduleRuns, run_time, upcoming_fires
+from rota.scheduling.history import ScheduleRuns, run_time, sent_no_job, upcoming_fires
 from rota.stores import Store
 
 __all__ = [
@@ -80,14 +80,10 @@ def _last_job_line(schedule: Schedule, jobs: dict[str, Job], now: float) -> Text
 
 
 def _sent_no_job(schedule: Schedule, jobs: dict[str, Job]) -> bool:
-    """Its last fire sent no job (dropped or skipped): the last job known is
-    older than it, or it never sent one (as the dashboard's schedule view)."""
-    if schedule.last_fire is None:
-        return False
-    if schedule.last_job_id is None:
-        return True
-    job = jobs.get(schedule.last_job_id)
-    return job is not None and job.fire_time is not None and job.fire_time < schedule.last_fire
+    """Its last fire sent no job (dropped or skipped): see :func:`sent_no_job`."""
+    job = jobs.get(schedule.last_job_id) if schedule.last_job_id else None
+    fired = None if job is None else job.fire_time
+    return sent_no_job(schedule.last_fire, schedule.last_job_id, fired)
 
 
 def _last_fire(schedule: Schedule, jobs: dict[str, Job], now: float, *, why: bool = False) -> Text:

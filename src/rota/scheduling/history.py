@@ -11,7 +11,14 @@ from rota.models import Job, JobQuery, JobState
 from rota.scheduling.triggers import trigger_from_json
 from rota.stores.base import Store
 
-__all__ = ["LATEST_RUNS", "ScheduleRuns", "run_time", "schedule_runs", "upcoming_fires"]
+__all__ = [
+    "LATEST_RUNS",
+    "ScheduleRuns",
+    "run_time",
+    "schedule_runs",
+    "sent_no_job",
+    "upcoming_fires",
+]
 
 #: Runs of one schedule shown by its dashboard page.
 LATEST_RUNS = 30
@@ -29,6 +36,20 @@ class ScheduleRuns:
     #: The median and the longest run time of the finished ones, in seconds.
     median_run: float | None
     longest_run: float | None
+
+
+def sent_no_job(
+    last_fire: float | None, last_job_id: str | None, last_job_fire: float | None
+) -> bool:
+    """Whether a schedule's last fire sent no job (it was dropped or
+    skipped): it has never sent one, or the fire time of the last job it
+    sent (``last_job_fire``, None when that job is gone) is older than its
+    last fire, which moves on every fire."""
+    if last_fire is None:
+        return False
+    if last_job_id is None:
+        return True
+    return last_job_fire is not None and last_job_fire < last_fire
 
 
 def run_time(job: Job, now: float) -> float | None:

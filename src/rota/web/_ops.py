@@ -32,6 +32,7 @@ from rota.models import (
     WorkerInfo,
 )
 from rota.retry import DEFAULT_POLICY, RetryPolicy
+from rota.scheduling.history import sent_no_job
 from rota.stores.base import Store
 from rota.windows import window_totals
 
@@ -225,13 +226,8 @@ class ScheduleView:
 
     @property
     def last_fire_sent_no_job(self) -> bool:
-        """Its last fire sent no job (dropped or skipped): the last job
-        known is older than it, or it never sent one."""
-        if self.last_fire is None:
-            return False
-        if self.last_job_id is None:
-            return True
-        return self.last_job_fire is not None and self.last_job_fire < self.last_fire
+        """Its last fire sent no job (dropped or skipped): see :func:`sent_no_job`."""
+        return sent_no_job(self.last_fire, self.last_job_id, self.last_job_fire)
 
     @property
     def last_job_error_line(self) -> str:
