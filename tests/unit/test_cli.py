@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +33,8 @@ from rota.models import ClaimedJob, JobQuery, JobState, LeaseRef, LogChunk, Outc
 from rota.scheduling.scheduler import Scheduler
 from rota.stores import Store, open_store
 from rota.stores.base import MAX_LOG_PAGE, report_progress
+
+pytestmark = pytest.mark.usefixtures("isolated_imports")
 
 APP_SOURCE = """
     import rota
@@ -64,17 +65,6 @@ APP_SOURCE = """
     def polite():
         return None
 """
-
-
-@pytest.fixture(autouse=True)
-def isolated_imports() -> Iterator[None]:
-    """Each test loads its own app file as module ``cliapp``; forget it afterwards."""
-    saved_path = list(sys.path)
-    saved_modules = set(sys.modules)
-    yield
-    sys.path[:] = saved_path
-    for name in set(sys.modules) - saved_modules:
-        del sys.modules[name]
 
 
 @dataclass

@@ -6,7 +6,6 @@ a real SQLite store in ``tmp_path``."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,8 @@ from rota import App
 from rota.cli import main
 from rota.models import Schedule
 
+pytestmark = pytest.mark.usefixtures("isolated_imports")
+
 APP_SOURCE = """
     import rota
 
@@ -27,17 +28,6 @@ APP_SOURCE = """
     def tick(name):
         return name
 """
-
-
-@pytest.fixture(autouse=True)
-def isolated_imports() -> Iterator[None]:
-    """Each test loads its own app file as module ``ticks``; forget it afterwards."""
-    saved_path = list(sys.path)
-    saved_modules = set(sys.modules)
-    yield
-    sys.path[:] = saved_path
-    for name in set(sys.modules) - saved_modules:
-        del sys.modules[name]
 
 
 @pytest.fixture

@@ -5,13 +5,14 @@ from __future__ import annotations
 import runpy
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rota import App, InvalidArgument
 from rota._loader import load_app
+
+pytestmark = pytest.mark.usefixtures("isolated_imports")
 
 DEMO = """
     import rota
@@ -35,17 +36,6 @@ DEMO = """
     def helper():
         return None
 """
-
-
-@pytest.fixture(autouse=True)
-def isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Undo what loading does to ``sys.path`` and ``sys.modules``."""
-    saved_path = list(sys.path)
-    saved_modules = set(sys.modules)
-    yield
-    sys.path[:] = saved_path
-    for name in set(sys.modules) - saved_modules:
-        del sys.modules[name]
 
 
 def write(path: Path, source: str) -> Path:

@@ -24,6 +24,8 @@ from rota.stores import open_store
 from rota.web import create_app
 from rota.worker import runner
 
+pytestmark = pytest.mark.usefixtures("isolated_imports")
+
 APP_SOURCE = """
     import rota
 
@@ -45,16 +47,6 @@ APP_SOURCE = """
     def picky():
         raise ValueError("not a connection error")
 """
-
-
-@pytest.fixture(autouse=True)
-def isolated_imports() -> Iterator[None]:
-    """Each test loads its own app file; forget it afterwards."""
-    saved_path, saved_modules = list(sys.path), set(sys.modules)
-    yield
-    sys.path[:] = saved_path
-    for name in set(sys.modules) - saved_modules:
-        del sys.modules[name]
 
 
 @pytest.fixture
